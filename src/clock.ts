@@ -1,0 +1,125 @@
+/**
+ * Time as the rest of the library sees it: a monotonic millisecond reading and one-shot timers.
+ *
+ * Every time-dependent component takes a `Clock`, so tests drive a {@link ManualClock} (exact,
+ * instant) and production uses {@link systemClock} (`performance.now()` and real timers).
+ */
+export interface Clock {
+  /** Milliseconds on a monotonic scale; only differences between readings mean anything. */
+  now(): number;
+  /**
+   * Calls `callback` once, no earlier than `delayMs` from now on this clock's scale — except that
+   * real timers may fire a fraction of a millisecond early, so callers that must not act early
+   * re-check `now()`. Returns a function that cancels the timer (a no-op once it has fired).
+   */
+  setTimer(delayMs: number, callback: () => void): () => void;
+}
+
+/** The real clock: `performance.now()` and `setTimeout`. Timers do not keep the process alive. */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(delayMs, callback) {
+    // setTimeout truncates fractions and measures from the event loop's cached time, so round up;
+    // callers re-check now() for the residual early fire.
+    const handle = setTimeout(callback, Math.max(0, Math.ceil(delayMs)));
+    return () => clearTimeout(handle);
+  },
+};
+
+/**
+ * Resolves after `delayMs` on `clock`; rejects with `signal.reason` if `signal` aborts first
+ * (at once if it already has).
+ */
+export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      cancel();
+      reject(signal!.reason);
+    };
+    const cancel = clock.setTimer(delayMs, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+interface ManualTimer {
+  readonly atMs: number;
+  readonly seq: number;
+  readonly callback: () => void;
+}
+
+/**
+ * A clock that moves only when told to. `advance()` fires due timers in time order (ties in the
+ * order they were set), setting `now()` to each timer's instant before calling it and letting the
+ * promise continuations it triggers run before the next one.
+ */
+export class ManualClock implements Clock {
+  #nowMs: number;
+  #seq = 0;
+  #timers: ManualTimer[] = [];
+
+  constructor(startMs = 0) {
+    if (!Number.isFinite(startMs)) throw new TypeError(`Expected startMs to be a finite number, got ${startMs}`);
+    this.#nowMs = startMs;
+  }
+
+  now(): number {
+    return this.#nowMs;
+  }
+
+  /** Timers not yet fired. */
+  get pendingTimers(): number {
+    return this.#timers.length;
+  }
+
+  /** Jumps to `ms` (backwards too) without firing anything; `advance(0)` then fires what is due. */
+  set(ms: number): void {
+    if (!Number.isFinite(ms)) throw new TypeError(`Expected ms to be a finite number, got ${ms}`);
+    this.#nowMs = ms;
+  }
+
+  setTimer(delayMs: number, callback: () => void): () => void {
+    const timer: ManualTimer = { atMs: this.#nowMs + Math.max(0, delayMs), seq: this.#seq++, callback };
+    this.#timers.push(timer);
+    return () => {
+      const index = this.#timers.indexOf(timer);
+      if (index !== -1) this.#timers.splice(index, 1);
+    };
+  }
+
+  /** Moves time forward by `ms`, firing every timer due on the way, in order. */
+  async advance(ms: number): Promise<void> {
+    if (!(ms >= 0)) throw new TypeError(`Expected ms to be a non-negative number, got ${ms}`);
+    const targetMs = this.#nowMs + ms;
+    await settle();
+    for (;;) {
+      const next = this.#earliestDue(targetMs);
+      if (next === undefined) break;
+      this.#timers.splice(this.#timers.indexOf(next), 1);
+      if (next.atMs > this.#nowMs) this.#nowMs = next.atMs;
+      next.callback();
+      await settle();
+    }
+    this.#nowMs = Math.max(this.#nowMs, targetMs);
+    await settle();
+  }
+
+  #earliestDue(limitMs: number): ManualTimer | undefined {
+    let best: ManualTimer | undefined;
+    for (const timer of this.#timers) {
+      if (timer.atMs > limitMs) continue;
+      if (best === undefined || timer.atMs < best.atMs || (timer.atMs === best.atMs && timer.seq < best.seq)) {
+        best = timer;
+      }
+    }
+    return best;
+  }
+}
+
+/** Lets every queued promise continuation run (a macrotask turn drains the microtask queue). */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
