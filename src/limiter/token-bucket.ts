@@ -1,0 +1,484 @@
+import { systemClock, type Clock } from '../clock.ts';
+
+export interface TokenBucketOptions {
+  /** Tokens added per second. `Infinity` allows everything; `0` allows only the initial burst. */
+  readonly rate: number;
+  /** Capacity in tokens: the most that can be taken at one instant. The bucket starts full. */
+  readonly burst: number;
+  /** Time source; defaults to {@link systemClock}. Tests pass a `ManualClock`. */
+  readonly clock?: Clock;
+}
+
+export interface ReserveOptions {
+  /** Refuse (not ok, nothing taken) when the reservation could act only after this many ms. Default: no limit. */
+  readonly maxDelayMs?: number;
+}
+
+export interface AcquireOptions {
+  /** Aborting it rejects the wait with `signal.reason` and gives the waiter's place back. */
+  readonly signal?: AbortSignal;
+  /**
+   * Reject at once with {@link MaxWaitExceededError}, taking nothing, when the tokens cannot be
+   * granted within this many ms. (An AbortSignal cannot tell its deadline ahead, this can.)
+   */
+  readonly maxWaitMs?: number;
+}
+
+/** The outcome of {@link TokenBucket.reserve}, like x/time/rate's `Reservation`. */
+export interface Reservation {
+  /** False when the tokens can never come in time (n > burst, rate 0, or beyond `maxDelayMs`); nothing was taken. */
+  readonly ok: boolean;
+  /** How long to wait from the moment of reserving before acting; `Infinity` when not ok. */
+  readonly delayMs: number;
+  /** The clock instant at which the holder may act; `Infinity` when not ok. */
+  readonly timeToActMs: number;
+  /**
+   * Gives the tokens back if the time to act has not passed: all of them, minus those that other
+   * reservations made after this one already count on. Idempotent; a no-op when not ok.
+   */
+  cancel(): void;
+}
+
+/** `acquire()` could not be served within `maxWaitMs` (or ever, at rate 0); nothing was taken. */
+export class MaxWaitExceededError extends Error {
+  override readonly name = 'MaxWaitExceededError';
+
+  constructor(
+    /** The wait the bucket would have needed, in ms (`Infinity` at rate 0). */
+    readonly waitMs: number,
+    readonly maxWaitMs: number,
+  ) {
+    super(
+      Number.isFinite(waitMs)
+        ? `rate limiter wait of ${waitMs.toFixed(1)} ms would exceed the limit of ${maxWaitMs} ms`
+        : 'rate limiter cannot grant: rate is 0 and the burst is spent',
+    );
+  }
+}
+
+export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceededError =>
+  error instanceof MaxWaitExceededError;
+
+/**
+ * A queue entry: an `acquire()` waiter, or a marker for a `reserve()` made while waiters were
+ * queued (its tokens are charged and its time is fixed; the marker only keeps queue order so the
+ * waiters ahead of it are not delayed by it).
+ */
+interface Entry {
+  readonly n: number;
+  readonly waiter: boolean;
+  /**
+   * Its share of `#queuedTokens`: `n`, plus, on a marker, tokens refunded by entries removed ahead
+   * of it. Crediting them to the marker rather than to the count lets the waiters between the
+   * removed entry and the marker move up, while the marker's time, which cannot move, keeps
+   * everyone behind it — newcomers included — where they were.
+   */
+  weight: number;
+  resolve: () => void;
+  reject: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  prev: Entry | undefined;
+  next: Entry | undefined;
+  queued: boolean;
+}
+
+// Float arithmetic over due instants leaves residues around 1e-12 tokens; a grant this close to
+// due is not early in any measurable sense (1e-9 tokens is a nanosecond at a million tokens/s).
+const EPSILON_TOKENS = 1e-9;
+const RESOLVED: Promise<void> = Promise.resolve();
+const noop = () => {};
+
+/**
+ * A token bucket with the semantics of golang.org/x/time/rate's `Limiter`, plus a fair waiting queue.
+ *
+ * The bucket holds up to `burst` tokens and refills at `rate` tokens per second, lazily: the count
+ * is a function of the clock, computed when asked. It starts full. Three ways to take tokens:
+ *
+ * - {@link acquire} — wait until the tokens are granted. Prefer this one. Waiters are served
+ *   strictly first-in-first-out, never before their time; one timer per bucket serves the head of
+ *   the queue. An aborted waiter gives its place back: the ones behind it move up and its tokens
+ *   are refunded exactly.
+ * - {@link tryAcquire} — take the tokens now or not at all (x/time/rate's `AllowN`).
+ * - {@link reserve} — take the tokens now, possibly going into debt, and be told when to act
+ *   (`ReserveN`); `cancel()` refunds like `Reservation.Cancel`.
+ *
+ * Every taker is charged at once, so the count goes negative while waiters or reservations are
+ * outstanding and a newcomer always lines up behind them. Because a grant is due at the instant the
+ * refill covers it — not when a timer happens to fire — a late timer delays a grant but never loses
+ * a token. Time is read only through the clock, so a `ManualClock` makes all of it exact.
+ *
+ * Safe to share by any number of concurrent callers (one event loop, no locks needed).
+ */
+export class TokenBucket {
+  readonly #clock: Clock;
+  #rate: number;
+  #burst: number;
+  /** Token count at `#lastMs`; negative while charged waiters and reservations are outstanding. */
+  #tokens: number;
+  #lastMs: number;
+  /** The latest time to act of any reservation, as in x/time/rate: what `cancel()` must respect. */
+  #lastEventMs: number;
+  #head: Entry | undefined;
+  #tail: Entry | undefined;
+  #queuedCount = 0;
+  /** Sum of `n` over the queue (waiters and reservation markers). */
+  #queuedTokens = 0;
+  #cancelTimer: () => void = noop;
+  #timerDueMs = Number.NaN;
+
+  constructor(options: TokenBucketOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Expected options to be an object, got ${options === null ? 'null' : typeof options}`);
+    }
+    checkRate(options.rate);
+    checkBurst(options.burst);
+    this.#clock = options.clock ?? systemClock;
+    this.#rate = options.rate;
+    this.#burst = options.burst;
+    this.#tokens = options.burst;
+    this.#lastMs = this.#clock.now();
+    this.#lastEventMs = this.#lastMs;
+  }
+
+  /** Tokens per second. */
+  get rate(): number {
+    return this.#rate;
+  }
+
+  get burst(): number {
+    return this.#burst;
+  }
+
+  /** Number of `acquire()` calls waiting. */
+  get waiting(): number {
+    return this.#queuedCount;
+  }
+
+  /** Tokens available now; negative while waiters or reservations are outstanding. */
+  tokens(): number {
+    return this.#tokensAt(this.#clock.now());
+  }
+
+  /**
+   * Takes `n` tokens if they are available now and nobody is queued ahead; returns whether it did.
+   */
+  tryAcquire(n = 1): boolean {
+    checkCount(n);
+    const nowMs = this.#clock.now();
+    this.#grantDue(nowMs);
+    if (this.#rate === Infinity) return true;
+    if (n > this.#burst || this.#head !== undefined) return false;
+    const tokens = this.#tokensAt(nowMs) - n;
+    if (tokens < 0) return false;
+    this.#charge(nowMs, tokens);
+    this.#lastEventMs = nowMs;
+    return true;
+  }
+
+  /**
+   * Takes `n` tokens now, letting the count go negative, and says when the caller may act. Not ok
+   * (and nothing taken) when n > burst, at rate 0 without the tokens, or when the delay would exceed
+   * `maxDelayMs`.
+   */
+  reserve(n = 1, options: ReserveOptions = {}): Reservation {
+    checkCount(n);
+    const maxDelayMs = options.maxDelayMs ?? Infinity;
+    checkNonNegative('maxDelayMs', maxDelayMs);
+    const nowMs = this.#clock.now();
+    this.#grantDue(nowMs);
+    if (this.#rate === Infinity) return new Grant(nowMs, nowMs, n, Infinity, undefined, noop);
+    if (n > this.#burst) return NOT_OK;
+    const tokens = this.#tokensAt(nowMs) - n;
+    const delayMs = tokens < 0 ? this.#msFor(-tokens) : 0;
+    if (delayMs === Infinity || delayMs > maxDelayMs) return NOT_OK;
+    this.#charge(nowMs, tokens);
+    const timeToActMs = nowMs + delayMs;
+    this.#lastEventMs = timeToActMs;
+    const marker = this.#head === undefined ? undefined : this.#enqueue(n, false);
+    return new Grant(nowMs, timeToActMs, n, this.#rate, marker, this.#cancelReservation);
+  }
+
+  /**
+   * Resolves once `n` tokens are granted, after everyone queued before. Rejects at once with a
+   * `RangeError` when n > burst, with {@link MaxWaitExceededError} when the grant cannot come within
+   * `maxWaitMs`, and with `signal.reason` when the signal aborts (before or while waiting).
+   */
+  acquire(n = 1, options: AcquireOptions = {}): Promise<void> {
+    checkCount(n);
+    const { signal } = options;
+    const maxWaitMs = options.maxWaitMs ?? Infinity;
+    checkNonNegative('maxWaitMs', maxWaitMs);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#rate === Infinity) return RESOLVED;
+    if (n > this.#burst) {
+      return Promise.reject(new RangeError(`Cannot acquire ${n} tokens: more than the burst of ${this.#burst}`));
+    }
+    const nowMs = this.#clock.now();
+    if (this.#head !== undefined) this.#grantDue(nowMs);
+    const tokens = this.#tokensAt(nowMs) - n;
+    if (tokens >= 0 && this.#head === undefined) {
+      this.#charge(nowMs, tokens);
+      return RESOLVED;
+    }
+    const waitMs = this.#msFor(-tokens);
+    if (waitMs === Infinity || waitMs > maxWaitMs) {
+      return Promise.reject(new MaxWaitExceededError(waitMs, maxWaitMs));
+    }
+    this.#charge(nowMs, tokens);
+    const entry = this.#enqueue(n, true);
+    const promise = new Promise<void>((resolve, reject) => {
+      entry.resolve = resolve;
+      entry.reject = reject;
+    });
+    if (signal !== undefined) {
+      entry.signal = signal;
+      entry.onAbort = () => this.#abort(entry);
+      signal.addEventListener('abort', entry.onAbort, { once: true });
+    }
+    if (entry === this.#head) this.#grantDue(nowMs);
+    return promise;
+  }
+
+  /** Changes the refill rate from now on; tokens accrued so far are kept and queued waiters re-timed. */
+  setRate(rate: number): void {
+    checkRate(rate);
+    const nowMs = this.#clock.now();
+    this.#charge(nowMs, this.#tokensAt(nowMs));
+    this.#rate = rate;
+    this.#grantDue(nowMs);
+  }
+
+  /**
+   * Changes the capacity from now on. Queued waiters asking for more than the new burst can never
+   * be served: they are rejected with a `RangeError` and refunded.
+   */
+  setBurst(burst: number): void {
+    checkBurst(burst);
+    const nowMs = this.#clock.now();
+    this.#charge(nowMs, this.#tokensAt(nowMs));
+    this.#burst = burst;
+    for (let entry = this.#head, next; entry !== undefined; entry = next) {
+      next = entry.next;
+      if (entry.waiter && entry.n > burst) {
+        this.#remove(entry, nowMs);
+        entry.reject(new RangeError(`Cannot acquire ${entry.n} tokens: more than the burst of ${burst}`));
+      }
+    }
+    this.#grantDue(nowMs);
+  }
+
+  /** x/time/rate's `advance`: refill since the last update, capped; time going backwards adds nothing. */
+  #tokensAt(nowMs: number): number {
+    if (this.#rate === Infinity) return this.#burst;
+    const elapsedMs = nowMs > this.#lastMs ? nowMs - this.#lastMs : 0;
+    const tokens = this.#tokens + (elapsedMs * this.#rate) / 1000;
+    return tokens > this.#burst ? this.#burst : tokens;
+  }
+
+  #charge(nowMs: number, tokens: number): void {
+    this.#tokens = tokens;
+    this.#lastMs = nowMs;
+  }
+
+  /** How long the refill takes to produce `tokens` (≤ 0 means none needed). */
+  #msFor(tokens: number): number {
+    if (tokens <= 0) return 0;
+    return this.#rate === 0 ? Infinity : (tokens * 1000) / this.#rate;
+  }
+
+  #enqueue(n: number, waiter: boolean): Entry {
+    const entry: Entry = {
+      n,
+      waiter,
+      resolve: noop,
+      reject: noop,
+      signal: undefined,
+      onAbort: undefined,
+      weight: n,
+      prev: this.#tail,
+      next: undefined,
+      queued: true,
+    };
+    if (this.#tail === undefined) this.#head = entry;
+    else this.#tail.next = entry;
+    this.#tail = entry;
+    this.#queuedTokens += n;
+    if (waiter) this.#queuedCount++;
+    return entry;
+  }
+
+  /** Unlinks an entry that will not be granted and refunds its tokens to those behind it. */
+  #remove(entry: Entry, nowMs: number): void {
+    const marker = nextMarker(entry.next);
+    this.#unlink(entry);
+    this.#credit(nowMs, entry.weight, marker);
+  }
+
+  /** Gives `tokens` to the queue up to `marker` (the next fixed reservation), or to all when none. */
+  #credit(nowMs: number, tokens: number, marker: Entry | undefined): void {
+    if (marker === undefined) {
+      this.#charge(nowMs, Math.min(this.#tokensAt(nowMs) + tokens, this.#burst));
+    } else {
+      marker.weight += tokens;
+      this.#queuedTokens += tokens;
+    }
+  }
+
+  #unlink(entry: Entry): void {
+    entry.queued = false;
+    if (entry.prev === undefined) this.#head = entry.next;
+    else entry.prev.next = entry.next;
+    if (entry.next === undefined) this.#tail = entry.prev;
+    else entry.next.prev = entry.prev;
+    entry.prev = entry.next = undefined;
+    this.#queuedTokens -= entry.weight;
+    if (entry.waiter) this.#queuedCount--;
+    if (entry.onAbort !== undefined) entry.signal!.removeEventListener('abort', entry.onAbort);
+  }
+
+  #abort(entry: Entry): void {
+    if (!entry.queued) return;
+    const nowMs = this.#clock.now();
+    this.#remove(entry, nowMs);
+    entry.reject(entry.signal!.reason);
+    this.#grantDue(nowMs);
+  }
+
+  /** A reservation's `cancel()`; see {@link Reservation.cancel}. */
+  readonly #cancelReservation = (grant: Grant): void => {
+    const nowMs = this.#clock.now();
+    if (grant.timeToActMs < nowMs) return;
+    const marker = grant.marker;
+    if (marker !== undefined && marker.queued) {
+      // Still behind queued waiters: those up to the next fixed reservation move up, like an abort.
+      this.#remove(marker, nowMs);
+      this.#grantDue(nowMs);
+      return;
+    }
+    const restore = grant.n - ((this.#lastEventMs - grant.timeToActMs) * grant.rate) / 1000;
+    if (restore <= 0) return;
+    this.#credit(nowMs, restore, nextMarker(this.#head));
+    if (grant.timeToActMs === this.#lastEventMs) {
+      const previousEventMs = grant.timeToActMs - (grant.n * 1000) / grant.rate;
+      if (previousEventMs >= nowMs) this.#lastEventMs = previousEventMs;
+    }
+    this.#grantDue(nowMs);
+  };
+
+  /** Grants every head of the queue whose tokens the refill covers by `nowMs`, then re-arms the timer. */
+  #grantDue(nowMs: number): void {
+    if (this.#head === undefined) {
+      this.#disarm();
+      return;
+    }
+    const tokens = this.#tokensAt(nowMs);
+    for (let entry = this.#head; entry !== undefined; entry = this.#head) {
+      if (!entry.waiter) {
+        this.#unlink(entry);
+        continue;
+      }
+      // Tokens are charged at enqueue, so the head is covered once the count, less what the
+      // entries behind it were charged, is back to zero.
+      const shortfall = -(tokens + this.#queuedTokens - entry.weight);
+      if (this.#rate !== Infinity && shortfall > EPSILON_TOKENS) {
+        this.#arm(nowMs, this.#msFor(shortfall));
+        return;
+      }
+      this.#unlink(entry);
+      entry.resolve();
+    }
+    this.#disarm();
+  }
+
+  #arm(nowMs: number, delayMs: number): void {
+    const dueMs = nowMs + delayMs;
+    if (dueMs === this.#timerDueMs) return;
+    this.#cancelTimer();
+    if (delayMs === Infinity) {
+      this.#cancelTimer = noop;
+      this.#timerDueMs = Number.NaN;
+      return;
+    }
+    this.#timerDueMs = dueMs;
+    this.#cancelTimer = this.#clock.setTimer(delayMs, this.#onTimer);
+  }
+
+  #disarm(): void {
+    this.#cancelTimer();
+    this.#cancelTimer = noop;
+    this.#timerDueMs = Number.NaN;
+  }
+
+  readonly #onTimer = (): void => {
+    this.#cancelTimer = noop;
+    this.#timerDueMs = Number.NaN;
+    this.#grantDue(this.#clock.now());
+  };
+}
+
+/** A successful (or infinite-rate) reservation. */
+class Grant implements Reservation {
+  readonly ok = true;
+  readonly delayMs: number;
+  readonly timeToActMs: number;
+  readonly n: number;
+  /** The rate at reservation time, which the refund arithmetic is defined against. */
+  readonly rate: number;
+  readonly marker: Entry | undefined;
+  #onCancel: ((grant: Grant) => void) | undefined;
+
+  constructor(
+    reservedAtMs: number,
+    timeToActMs: number,
+    n: number,
+    rate: number,
+    marker: Entry | undefined,
+    onCancel: (grant: Grant) => void,
+  ) {
+    this.delayMs = timeToActMs - reservedAtMs;
+    this.timeToActMs = timeToActMs;
+    this.n = n;
+    this.rate = rate;
+    this.marker = marker;
+    this.#onCancel = n === 0 || rate === Infinity ? undefined : onCancel;
+  }
+
+  cancel(): void {
+    const onCancel = this.#onCancel;
+    this.#onCancel = undefined;
+    onCancel?.(this);
+  }
+}
+
+function nextMarker(from: Entry | undefined): Entry | undefined {
+  let entry = from;
+  while (entry !== undefined && entry.waiter) entry = entry.next;
+  return entry;
+}
+
+const NOT_OK: Reservation = Object.freeze({ ok: false, delayMs: Infinity, timeToActMs: Infinity, cancel: noop });
+
+function checkCount(n: number): void {
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
+    throw new TypeError(`Expected n to be a finite number >= 0, got ${String(n)}`);
+  }
+}
+
+function checkRate(rate: number): void {
+  if (typeof rate !== 'number' || Number.isNaN(rate) || rate < 0) {
+    throw new TypeError(`Expected rate to be a number >= 0 (tokens per second, Infinity allowed), got ${String(rate)}`);
+  }
+}
+
+function checkBurst(burst: number): void {
+  if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 0) {
+    throw new TypeError(`Expected burst to be a finite number >= 0, got ${String(burst)}`);
+  }
+}
+
+function checkNonNegative(name: string, value: number): void {
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
+    throw new TypeError(`Expected ${name} to be a number >= 0, got ${String(value)}`);
+  }
+}
