@@ -1,0 +1,107 @@
+/**
+ * How long to wait before the next attempt: pure functions of the attempt number (or the previous
+ * delay) and an injected `random`, after the AWS Architecture Blog's "Exponential Backoff And
+ * Jitter". Prefer full jitter (the default of {@link createBackoff}): without jitter, clients that
+ * failed together retry together and meet the same rate limit again.
+ *
+ * `random` must return a number in [0, 1), like `Math.random`; tests inject fixed values so every
+ * delay is exact.
+ */
+
+export interface BackoffOptions {
+  /** Delay after the first failure, before jitter, in milliseconds. Default 100; must be > 0. */
+  baseMs?: number;
+  /** No delay exceeds this, in milliseconds. Default 2000; must be >= `baseMs`. */
+  capMs?: number;
+}
+
+/**
+ * Gives the delay before the next attempt. `attempt` is the 1-based number of the attempt that just
+ * failed; `previousDelayMs` is the delay actually waited before it (0 when there was none yet).
+ */
+export type Backoff = (attempt: number, previousDelayMs: number) => number;
+
+export type BackoffKind = 'exponential' | 'full' | 'decorrelated';
+
+const DEFAULT_BASE_MS = 100;
+const DEFAULT_CAP_MS = 2000;
+
+/** No jitter: `min(capMs, baseMs · 2^(attempt − 1))`. For a single client or for tests. */
+export function exponentialDelayMs(attempt: number, options: BackoffOptions = {}): number {
+  assertAttempt(attempt);
+  const { baseMs, capMs } = resolveOptions(options);
+  // 2 ** attempt overflows to Infinity for huge attempts; min() then settles on the cap.
+  return Math.min(capMs, baseMs * 2 ** (attempt - 1));
+}
+
+/** AWS "full jitter": uniform in [0, exponential delay). Spreads a herd of retries the most. */
+export function fullJitterDelayMs(
+  attempt: number,
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+): number {
+  return random() * exponentialDelayMs(attempt, options);
+}
+
+/**
+ * AWS "decorrelated jitter": `min(capMs, uniform(baseMs, previous · 3))`. Each delay grows from the
+ * previous one rather than from the attempt count. A previous delay below `baseMs` (0 for "none
+ * yet", or a short retry-after that replaced the backoff) counts as `baseMs`, so the window never
+ * collapses below the base.
+ */
+export function decorrelatedJitterDelayMs(
+  previousDelayMs: number | undefined,
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+): number {
+  if (previousDelayMs !== undefined && !(Number.isFinite(previousDelayMs) && previousDelayMs >= 0)) {
+    throw new TypeError(`Expected previousDelayMs to be a finite number >= 0, got ${String(previousDelayMs)}`);
+  }
+  const { baseMs, capMs } = resolveOptions(options);
+  const previousMs = Math.max(baseMs, previousDelayMs ?? baseMs);
+  return Math.min(capMs, baseMs + random() * (previousMs * 3 - baseMs));
+}
+
+/**
+ * One of the strategies above as a {@link Backoff}. Options are checked here, at once, so a bad
+ * configuration fails where it is written rather than on the first retry.
+ */
+export function createBackoff(
+  kind: BackoffKind = 'full',
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+): Backoff {
+  resolveOptions(options);
+  if (typeof random !== 'function') throw new TypeError(`Expected random to be a function, got ${typeof random}`);
+  switch (kind) {
+    case 'exponential':
+      return (attempt) => exponentialDelayMs(attempt, options);
+    case 'full':
+      return (attempt) => fullJitterDelayMs(attempt, options, random);
+    case 'decorrelated':
+      return (attempt, previousDelayMs) => {
+        assertAttempt(attempt);
+        return decorrelatedJitterDelayMs(previousDelayMs, options, random);
+      };
+    default:
+      throw new TypeError(`Expected kind to be 'exponential', 'full' or 'decorrelated', got ${String(kind)}`);
+  }
+}
+
+function resolveOptions(options: BackoffOptions): { baseMs: number; capMs: number } {
+  const baseMs = options.baseMs ?? DEFAULT_BASE_MS;
+  const capMs = options.capMs ?? DEFAULT_CAP_MS;
+  if (!(Number.isFinite(baseMs) && baseMs > 0)) {
+    throw new TypeError(`Expected baseMs to be a finite number > 0, got ${String(baseMs)}`);
+  }
+  if (!(Number.isFinite(capMs) && capMs >= baseMs)) {
+    throw new TypeError(`Expected capMs to be a finite number >= baseMs (${baseMs}), got ${String(capMs)}`);
+  }
+  return { baseMs, capMs };
+}
+
+function assertAttempt(attempt: number): void {
+  if (!(Number.isInteger(attempt) && attempt >= 1)) {
+    throw new TypeError(`Expected attempt to be an integer >= 1, got ${String(attempt)}`);
+  }
+}
