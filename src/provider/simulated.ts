@@ -1,0 +1,300 @@
+/**
+ * An in-process stand-in for an LLM API: seeded latency, seeded failures and, optionally, a
+ * server-side quota that answers a client sending too fast with real 429s and a retry-after.
+ */
+
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { TokenBucket } from '../limiter/token-bucket.ts';
+import {
+  RateLimitError,
+  ServerError,
+  TASKS,
+  TimeoutError,
+  type CallOptions,
+  type LlmOutput,
+  type LlmRequest,
+  type LlmResponse,
+  type Provider,
+} from './provider.ts';
+import { createRandom } from './random.ts';
+import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
+
+/** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
+export interface FailureProfile {
+  /** Probability of a 429 ({@link RateLimitError}) after the latency, in [0, 1]. */
+  readonly rateLimitedProbability: number;
+  /** Probability of a 503 ({@link ServerError}) after the latency, in [0, 1]. */
+  readonly serverErrorProbability: number;
+  /** Probability that the call never answers (see `hangMs`), in [0, 1]. */
+  readonly hangProbability: number;
+}
+
+export type ProfileName = 'default' | 'production' | 'stress';
+
+/** The named failure profiles: none, what a busy production API does, and a hostile one. */
+export const FAILURE_PROFILES: Readonly<Record<ProfileName, FailureProfile>> = Object.freeze({
+  default: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 }),
+  production: Object.freeze({ rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 }),
+  stress: Object.freeze({ rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 }),
+});
+
+export const PROFILE_NAMES: readonly ProfileName[] = Object.freeze(Object.keys(FAILURE_PROFILES) as ProfileName[]);
+
+export const isProfileName = (value: unknown): value is ProfileName =>
+  typeof value === 'string' && Object.hasOwn(FAILURE_PROFILES, value);
+
+/** A server-side quota: a token bucket the provider keeps for itself, one token per call. */
+export interface ProviderQuota {
+  /** Calls admitted per second, sustained; > 0, `Infinity` admits everything. */
+  readonly rate: number;
+  /** Calls admitted at one instant after a quiet spell; at least 1. */
+  readonly burst: number;
+}
+
+export interface SimulatedProviderOptions {
+  /** Names the provider in logs and metrics. Default `'simulated'`. */
+  readonly name?: string;
+  /** Shortest answer time in ms; latency is uniform in [min, max]. Default 200. */
+  readonly minLatencyMs?: number;
+  /** Longest answer time in ms. Default 800. */
+  readonly maxLatencyMs?: number;
+  /**
+   * Failure behaviour: a name from {@link FAILURE_PROFILES} or explicit probabilities.
+   * Default `'default'` (never fails).
+   */
+  readonly profile?: ProfileName | FailureProfile;
+  /** Seeds the random draws (an integer), so a run with the same calls is repeatable. Default 1. */
+  readonly seed?: number;
+  /** Server-side quota; calls beyond it get an immediate 429 with a retry-after. Default: none. */
+  readonly quota?: ProviderQuota;
+  /** Time source for latency, hangs and the quota. Default {@link systemClock}. */
+  readonly clock?: Clock;
+  /** How long a hanging call waits before it rejects with {@link TimeoutError}, in ms. Default 30 000. */
+  readonly hangMs?: number;
+}
+
+/** The range a random 429's retry-after hint is drawn from, in ms. */
+const MIN_RETRY_AFTER_MS = 100;
+const MAX_RETRY_AFTER_MS = 1000;
+
+/** Rough English average, as providers' tokenizers go. */
+const CHARS_PER_TOKEN = 4;
+
+const KEYWORD_COUNT = 5;
+
+/**
+ * A simulated LLM provider. Each call that reaches it:
+ *
+ * 1. draws its random numbers at once, in a fixed order (outcome, latency, retry-after), so call
+ *    number n gets the same fate for a given seed however calls interleave in time;
+ * 2. if a `quota` is set and exhausted, rejects at once with {@link RateLimitError} whose
+ *    `retryAfterMs` is the time until the quota admits a call again;
+ * 3. hangs, or waits its latency and then fails (429 / 503) or answers with output derived from the
+ *    article's text (lead-sentence summary and keywords, or lexicon sentiment).
+ *
+ * Aborting the signal rejects with `signal.reason` at any point. All waiting runs on `clock`.
+ * Counters (`calls`, `rateLimited`, …) let tests and benchmarks see what the server saw.
+ */
+export class SimulatedProvider implements Provider {
+  readonly name: string;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #failures: FailureProfile;
+  readonly #minLatencyMs: number;
+  readonly #maxLatencyMs: number;
+  readonly #hangMs: number;
+  readonly #quota: { readonly bucket: TokenBucket; readonly rate: number } | undefined;
+  #calls = 0;
+  #rateLimited = 0;
+  #serverErrors = 0;
+  #hangs = 0;
+
+  constructor(options: SimulatedProviderOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Expected options to be an object, got ${show(options)}`);
+    }
+    const {
+      name = 'simulated',
+      minLatencyMs = 200,
+      maxLatencyMs = 800,
+      profile = 'default',
+      seed = 1,
+      quota,
+      clock = systemClock,
+      hangMs = 30_000,
+    } = options;
+    if (typeof name !== 'string' || name === '') throw new TypeError(`Expected name to be a non-empty string, got ${show(name)}`);
+    checkDuration('minLatencyMs', minLatencyMs);
+    checkDuration('maxLatencyMs', maxLatencyMs);
+    if (minLatencyMs > maxLatencyMs) {
+      throw new TypeError(`Expected minLatencyMs to be at most maxLatencyMs (${maxLatencyMs}), got ${minLatencyMs}`);
+    }
+    checkDuration('hangMs', hangMs);
+    if (!Number.isInteger(seed)) throw new TypeError(`Expected seed to be an integer, got ${show(seed)}`);
+
+    this.name = name;
+    this.#clock = clock;
+    this.#random = createRandom(seed);
+    this.#failures = resolveProfile(profile);
+    this.#minLatencyMs = minLatencyMs;
+    this.#maxLatencyMs = maxLatencyMs;
+    this.#hangMs = hangMs;
+    this.#quota = quota === undefined ? undefined : createQuota(quota, clock);
+  }
+
+  /** Calls that reached the provider (not those aborted before they were made). */
+  get calls(): number {
+    return this.#calls;
+  }
+
+  /** 429s sent: quota rejections plus random ones (a call aborted before its 429 was sent is not counted). */
+  get rateLimited(): number {
+    return this.#rateLimited;
+  }
+
+  /** 503s sent. */
+  get serverErrors(): number {
+    return this.#serverErrors;
+  }
+
+  /** Calls that started hanging. */
+  get hangs(): number {
+    return this.#hangs;
+  }
+
+  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
+    const { signal } = options;
+    if (signal?.aborted) throw signal.reason;
+    checkRequest(request);
+    this.#calls += 1;
+
+    // All draws happen here, also for calls the quota turns away, so call n's fate depends on the
+    // seed and n alone — never on timing or on how earlier calls ended.
+    const outcomeRoll = this.#random();
+    const latencyRoll = this.#random();
+    const retryAfterRoll = this.#random();
+
+    if (this.#quota !== undefined && !this.#quota.bucket.tryAcquire(1)) {
+      const { bucket, rate } = this.#quota;
+      this.#rateLimited += 1;
+      // Whole ms rounded up, as real Retry-After hints are: waiting that long always suffices.
+      const retryAfterMs = Math.ceil(Math.max(0, ((1 - bucket.tokens()) / rate) * 1000));
+      throw new RateLimitError('rate limited (429): quota exceeded', { retryAfterMs });
+    }
+
+    const outcome = pickOutcome(outcomeRoll, this.#failures);
+    if (outcome === 'hang') {
+      this.#hangs += 1;
+      await sleep(this.#clock, this.#hangMs, signal);
+      throw new TimeoutError(`no answer within ${this.#hangMs} ms`, { timeoutMs: this.#hangMs });
+    }
+
+    const latencyMs = this.#minLatencyMs + latencyRoll * (this.#maxLatencyMs - this.#minLatencyMs);
+    await sleep(this.#clock, latencyMs, signal);
+
+    if (outcome === 'rateLimited') {
+      this.#rateLimited += 1;
+      const retryAfterMs = MIN_RETRY_AFTER_MS + Math.floor(retryAfterRoll * (MAX_RETRY_AFTER_MS - MIN_RETRY_AFTER_MS + 1));
+      throw new RateLimitError('rate limited (429)', { retryAfterMs });
+    }
+    if (outcome === 'serverError') {
+      this.#serverErrors += 1;
+      throw new ServerError();
+    }
+    return answer(request);
+  }
+}
+
+type Outcome = 'rateLimited' | 'serverError' | 'hang' | 'answer';
+
+/** Maps a roll in [0, 1) onto consecutive bands of the profile's probabilities. */
+function pickOutcome(roll: number, failures: FailureProfile): Outcome {
+  let bandEnd = failures.rateLimitedProbability;
+  if (roll < bandEnd) return 'rateLimited';
+  bandEnd += failures.serverErrorProbability;
+  if (roll < bandEnd) return 'serverError';
+  bandEnd += failures.hangProbability;
+  if (roll < bandEnd) return 'hang';
+  return 'answer';
+}
+
+function answer(request: LlmRequest): LlmResponse {
+  const { task, title, text } = request;
+  let output: LlmOutput;
+  let outputChars: number;
+  if (task === 'summarize') {
+    const summary = summarize(title, text);
+    const keywords = extractKeywords(`${title}\n${text}`, KEYWORD_COUNT);
+    output = { task, summary, keywords };
+    outputChars = summary.length + keywords.join(', ').length;
+  } else {
+    const { sentiment, score } = analyzeSentiment(`${title}\n${text}`);
+    output = { task, sentiment, score };
+    outputChars = sentiment.length;
+  }
+  const usage = {
+    inputTokens: Math.ceil((title.length + text.length) / CHARS_PER_TOKEN),
+    outputTokens: Math.ceil(outputChars / CHARS_PER_TOKEN),
+  };
+  return { output, usage };
+}
+
+function resolveProfile(profile: unknown): FailureProfile {
+  if (isProfileName(profile)) return FAILURE_PROFILES[profile];
+  if (profile === null || typeof profile !== 'object') {
+    const names = PROFILE_NAMES.map((name) => `'${name}'`).join(', ');
+    throw new TypeError(`Expected profile to be one of ${names} or a FailureProfile, got ${show(profile)}`);
+  }
+  const { rateLimitedProbability, serverErrorProbability, hangProbability } = profile as FailureProfile;
+  checkProbability('profile.rateLimitedProbability', rateLimitedProbability);
+  checkProbability('profile.serverErrorProbability', serverErrorProbability);
+  checkProbability('profile.hangProbability', hangProbability);
+  const total = rateLimitedProbability + serverErrorProbability + hangProbability;
+  if (total > 1) throw new TypeError(`Expected the profile's probabilities to sum to at most 1, got ${total}`);
+  return Object.freeze({ rateLimitedProbability, serverErrorProbability, hangProbability });
+}
+
+function createQuota(quota: ProviderQuota, clock: Clock): { bucket: TokenBucket; rate: number } {
+  if (quota === null || typeof quota !== 'object') {
+    throw new TypeError(`Expected quota to be an object { rate, burst }, got ${show(quota)}`);
+  }
+  const { rate, burst } = quota;
+  // rate 0 would make retry-after infinite and burst < 1 would refuse every call: no real quota does that.
+  if (typeof rate !== 'number' || !(rate > 0)) {
+    throw new TypeError(`Expected quota.rate to be a positive number of calls per second, got ${show(rate)}`);
+  }
+  if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 1) {
+    throw new TypeError(`Expected quota.burst to be a finite number >= 1, got ${show(burst)}`);
+  }
+  return { bucket: new TokenBucket({ rate, burst, clock }), rate };
+}
+
+function checkRequest(request: LlmRequest): void {
+  if (request === null || typeof request !== 'object') {
+    throw new TypeError(`Expected request to be an object, got ${show(request)}`);
+  }
+  if (!TASKS.includes(request.task)) {
+    throw new TypeError(`Expected request.task to be one of ${TASKS.map((task) => `'${task}'`).join(', ')}, got ${show(request.task)}`);
+  }
+  if (typeof request.title !== 'string') throw new TypeError(`Expected request.title to be a string, got ${show(request.title)}`);
+  if (typeof request.text !== 'string') throw new TypeError(`Expected request.text to be a string, got ${show(request.text)}`);
+}
+
+function checkDuration(label: string, valueMs: unknown): void {
+  if (typeof valueMs !== 'number' || !Number.isFinite(valueMs) || valueMs < 0) {
+    throw new TypeError(`Expected ${label} to be a finite number >= 0, got ${show(valueMs)}`);
+  }
+}
+
+function checkProbability(label: string, value: unknown): void {
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    throw new TypeError(`Expected ${label} to be a number in [0, 1], got ${show(value)}`);
+  }
+}
+
+/** A value as an error message shows it: strings quoted, objects and functions by their type. */
+function show(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (value === null) return 'null';
+  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+}

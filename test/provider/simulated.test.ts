@@ -1,0 +1,357 @@
+import { describe, it, expect } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import {
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  type LlmRequest,
+  type LlmResponse,
+  type TaskName,
+} from '../../src/provider/provider.ts';
+import {
+  FAILURE_PROFILES,
+  PROFILE_NAMES,
+  SimulatedProvider,
+  isProfileName,
+  type FailureProfile,
+  type SimulatedProviderOptions,
+} from '../../src/provider/simulated.ts';
+
+const TITLE = 'Solar farm opens ahead of schedule';
+const TEXT =
+  'A new solar farm opened on Monday in the north of the county, three months ahead of schedule. ' +
+  'The solar plant will supply clean power to forty thousand homes. ' +
+  'Local officials praised the strong progress and welcomed the new jobs at the solar site.';
+
+const request = (task: TaskName = 'summarize', overrides: Partial<LlmRequest> = {}): LlmRequest => ({
+  task,
+  articleId: 'article-1',
+  title: TITLE,
+  text: TEXT,
+  ...overrides,
+});
+
+const ALWAYS: Record<'rateLimited' | 'serverError' | 'hang', FailureProfile> = {
+  rateLimited: { rateLimitedProbability: 1, serverErrorProbability: 0, hangProbability: 0 },
+  serverError: { rateLimitedProbability: 0, serverErrorProbability: 1, hangProbability: 0 },
+  hang: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 1 },
+};
+
+function setup(options: SimulatedProviderOptions = {}): { clock: ManualClock; provider: SimulatedProvider } {
+  const clock = new ManualClock();
+  return { clock, provider: new SimulatedProvider({ clock, ...options }) };
+}
+
+/** Records when (on the manual clock) and how a call settled. */
+function track(clock: ManualClock, promise: Promise<LlmResponse>) {
+  const state: { settledAtMs?: number; value?: LlmResponse; error?: unknown } = {};
+  promise.then(
+    (value) => Object.assign(state, { settledAtMs: clock.now(), value }),
+    (error: unknown) => Object.assign(state, { settledAtMs: clock.now(), error }),
+  );
+  return state;
+}
+
+/** What a call came to, in a form that compares across runs. */
+function outcomeOf(result: PromiseSettledResult<LlmResponse>): string {
+  if (result.status === 'fulfilled') return `ok ${JSON.stringify(result.value.output)}`;
+  const error: unknown = result.reason;
+  if (error instanceof RateLimitError) return `429 ${error.retryAfterMs}`;
+  if (error instanceof ServerError) return '503';
+  if (error instanceof TimeoutError) return 'hang';
+  return `other ${String(error)}`;
+}
+
+/** Starts `count` calls at once and runs the clock until all have settled (hangs time out). */
+async function runConcurrently(clock: ManualClock, provider: SimulatedProvider, count: number) {
+  const settled = Promise.allSettled(Array.from({ length: count }, () => provider.call(request())));
+  await clock.advance(30_000);
+  return settled;
+}
+
+describe('FAILURE_PROFILES', () => {
+  it('FAILURE_PROFILES - holds the documented probabilities', () => {
+    expect(FAILURE_PROFILES).toEqual({
+      default: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 },
+      production: { rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 },
+      stress: { rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 },
+    });
+    expect(PROFILE_NAMES).toEqual(['default', 'production', 'stress']);
+    expect(Object.isFrozen(FAILURE_PROFILES.production)).toBe(true);
+  });
+
+  it('isProfileName() - accepts only the profile names', () => {
+    expect(isProfileName('production')).toBe(true);
+    expect(isProfileName('chaos')).toBe(false);
+    expect(isProfileName('toString')).toBe(false);
+    expect(isProfileName(undefined)).toBe(false);
+  });
+});
+
+describe('SimulatedProvider', () => {
+  it('constructor - applies the documented defaults', async () => {
+    const { clock, provider } = setup();
+    expect(provider.name).toBe('simulated');
+    const call = track(clock, provider.call(request()));
+    await clock.advance(199);
+    expect(call.settledAtMs).toBeUndefined();
+    await clock.advance(601);
+    expect(call.value).toBeDefined();
+  });
+
+  it('constructor - throws TypeError for bad options', () => {
+    const bad: [SimulatedProviderOptions, RegExp][] = [
+      [{ name: '' }, /Expected name to be a non-empty string, got ''/],
+      [{ minLatencyMs: -1 }, /Expected minLatencyMs to be a finite number >= 0, got -1/],
+      [{ minLatencyMs: Number.NaN }, /minLatencyMs.*got NaN/],
+      [{ maxLatencyMs: Infinity }, /maxLatencyMs.*got Infinity/],
+      [{ minLatencyMs: 500, maxLatencyMs: 400 }, /Expected minLatencyMs to be at most maxLatencyMs \(400\), got 500/],
+      [{ hangMs: -5 }, /Expected hangMs to be a finite number >= 0, got -5/],
+      [{ seed: 1.5 }, /Expected seed to be an integer, got 1.5/],
+      [{ profile: 'chaos' as never }, /Expected profile to be one of 'default', 'production', 'stress'.*got 'chaos'/],
+      [{ profile: { ...ALWAYS.hang, hangProbability: 1.5 } }, /profile.hangProbability.*\[0, 1\], got 1.5/],
+      [{ profile: { ...ALWAYS.hang, serverErrorProbability: 0.5 } }, /sum to at most 1, got 1.5/],
+      [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a positive number.*got 0/],
+      [{ quota: { rate: 5, burst: 0.5 } }, /Expected quota.burst to be a finite number >= 1, got 0.5/],
+      [{ quota: null as never }, /Expected quota to be an object.*got null/],
+    ];
+    for (const [options, message] of bad) {
+      expect(() => new SimulatedProvider(options), JSON.stringify(options)).toThrow(TypeError);
+      expect(() => new SimulatedProvider(options)).toThrow(message);
+    }
+  });
+
+  it('.call() - resolves after a latency within [minLatencyMs, maxLatencyMs]', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 100, maxLatencyMs: 300 });
+    const latenciesMs: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const startMs = clock.now();
+      const call = track(clock, provider.call(request()));
+      await clock.advance(300);
+      expect(call.value).toBeDefined();
+      latenciesMs.push(call.settledAtMs! - startMs);
+    }
+    expect(Math.min(...latenciesMs)).toBeGreaterThanOrEqual(100);
+    expect(Math.max(...latenciesMs)).toBeLessThanOrEqual(300);
+    // Uniform over the range, not a constant: both halves get hit.
+    expect(latenciesMs.some((ms) => ms < 200)).toBe(true);
+    expect(latenciesMs.some((ms) => ms > 200)).toBe(true);
+  });
+
+  it('.call() - takes exactly the latency when min and max agree', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 250, maxLatencyMs: 250 });
+    const call = track(clock, provider.call(request()));
+    await clock.advance(249);
+    expect(call.settledAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(call.settledAtMs).toBe(250);
+  });
+
+  it('.call() - gives the same results for the same seed', async () => {
+    const run = async (seed: number) => {
+      const { clock, provider } = setup({ profile: 'stress', seed, minLatencyMs: 0, maxLatencyMs: 1000 });
+      return (await runConcurrently(clock, provider, 200)).map(outcomeOf);
+    };
+    const first = await run(7);
+    expect(await run(7)).toEqual(first);
+    expect(await run(8)).not.toEqual(first);
+  });
+
+  it('.call() - gives call n the same fate whether calls overlap or not', async () => {
+    const options: SimulatedProviderOptions = { profile: 'stress', seed: 3, minLatencyMs: 0, maxLatencyMs: 1000 };
+    const concurrent = setup(options);
+    const together = (await runConcurrently(concurrent.clock, concurrent.provider, 100)).map(outcomeOf);
+
+    const sequential = setup(options);
+    const oneByOne: string[] = [];
+    for (let i = 0; i < 100; i++) oneByOne.push(...(await runConcurrently(sequential.clock, sequential.provider, 1)).map(outcomeOf));
+    expect(oneByOne).toEqual(together);
+  });
+
+  it('.call() - never fails with the default profile', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
+    const outcomes = await runConcurrently(clock, provider, 500);
+    expect(outcomes.every((result) => result.status === 'fulfilled')).toBe(true);
+    expect([provider.calls, provider.rateLimited, provider.serverErrors, provider.hangs]).toEqual([500, 0, 0, 0]);
+  });
+
+  it.each([
+    ['production', { rateLimited: [0.07, 0.13], serverError: [0.03, 0.07], hang: [0.03, 0.07] }],
+    ['stress', { rateLimited: [0.21, 0.29], serverError: [0.07, 0.13], hang: [0.12, 0.18] }],
+  ] as const)('.call() - fails at roughly the %s profile rates', async (profile, bounds) => {
+    const { clock, provider } = setup({ profile, minLatencyMs: 0, maxLatencyMs: 0 });
+    const callCount = 2000;
+    const outcomes = await runConcurrently(clock, provider, callCount);
+    const share = (type: abstract new (...args: never[]) => Error) =>
+      outcomes.filter((result) => result.status === 'rejected' && result.reason instanceof type).length / callCount;
+    const shares = { rateLimited: share(RateLimitError), serverError: share(ServerError), hang: share(TimeoutError) };
+    for (const key of ['rateLimited', 'serverError', 'hang'] as const) {
+      expect(shares[key], key).toBeGreaterThanOrEqual(bounds[key][0]);
+      expect(shares[key], key).toBeLessThanOrEqual(bounds[key][1]);
+    }
+    expect(provider.calls).toBe(callCount);
+    expect(provider.rateLimited).toBe(shares.rateLimited * callCount);
+    expect(provider.serverErrors).toBe(shares.serverError * callCount);
+    expect(provider.hangs).toBe(shares.hang * callCount);
+  });
+
+  it('.call() - rejects with RateLimitError after the latency, with a retry-after of 100-1000 ms', async () => {
+    const { clock, provider } = setup({ profile: ALWAYS.rateLimited, minLatencyMs: 50, maxLatencyMs: 50 });
+    const retryAftersMs: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const call = track(clock, provider.call(request()));
+      await clock.advance(49);
+      expect(call.settledAtMs).toBeUndefined();
+      await clock.advance(1);
+      expect(call.error).toBeInstanceOf(RateLimitError);
+      const { retryAfterMs, status, retryable } = call.error as RateLimitError;
+      expect([status, retryable]).toEqual([429, true]);
+      retryAftersMs.push(retryAfterMs!);
+    }
+    expect(retryAftersMs.every((ms) => Number.isInteger(ms) && ms >= 100 && ms <= 1000)).toBe(true);
+    expect(new Set(retryAftersMs).size).toBeGreaterThan(50);
+    expect(provider.rateLimited).toBe(100);
+  });
+
+  it('.call() - rejects with ServerError (503) after the latency', async () => {
+    const { clock, provider } = setup({ profile: ALWAYS.serverError, minLatencyMs: 50, maxLatencyMs: 50 });
+    const call = track(clock, provider.call(request()));
+    await clock.advance(49);
+    expect(call.settledAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(call.error).toBeInstanceOf(ServerError);
+    expect((call.error as ServerError).status).toBe(503);
+    expect(provider.serverErrors).toBe(1);
+  });
+
+  it('.call() - rejects with RateLimitError when the quota is exhausted', async () => {
+    const { clock, provider } = setup({ quota: { rate: 5, burst: 1 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const first = provider.call(request());
+    const second = track(clock, provider.call(request()));
+    // The quota answers at once: no clock movement needed.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(second.settledAtMs).toBe(0);
+    expect(second.error).toBeInstanceOf(RateLimitError);
+    expect((second.error as RateLimitError).retryAfterMs).toBe(200);
+    await clock.advance(0);
+    await expect(first).resolves.toBeDefined();
+    expect([provider.calls, provider.rateLimited]).toEqual([2, 1]);
+  });
+
+  it('.call() - reports the time left until the quota admits a call as retryAfterMs', async () => {
+    const { clock, provider } = setup({ quota: { rate: 5, burst: 1 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const first = provider.call(request());
+    await clock.advance(0);
+    await first;
+    await clock.advance(50);
+    await expect(provider.call(request())).rejects.toMatchObject({ name: 'RateLimitError', retryAfterMs: 150 });
+    await clock.advance(149.5);
+    // Half a millisecond to go still reads as 1 ms: hints are whole ms rounded up.
+    await expect(provider.call(request())).rejects.toMatchObject({ retryAfterMs: 1 });
+  });
+
+  it('.call() - succeeds again once the quota has refilled', async () => {
+    const { clock, provider } = setup({ quota: { rate: 5, burst: 1 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const first = provider.call(request());
+    await expect(provider.call(request())).rejects.toBeInstanceOf(RateLimitError);
+    await clock.advance(200);
+    await first;
+    const third = provider.call(request());
+    await clock.advance(0);
+    await expect(third).resolves.toMatchObject({ output: { task: 'summarize' } });
+  });
+
+  it('.call() - checks the quota on arrival, before the latency', async () => {
+    const { clock, provider } = setup({ quota: { rate: 1, burst: 2 }, minLatencyMs: 500, maxLatencyMs: 500 });
+    const calls = [0, 1, 2].map(() => track(clock, provider.call(request())));
+    await clock.advance(0);
+    expect(calls[2]!.error).toBeInstanceOf(RateLimitError);
+    expect((calls[2]!.error as RateLimitError).retryAfterMs).toBe(1000);
+    expect(calls[0]!.settledAtMs).toBeUndefined();
+    await clock.advance(500);
+    expect(calls[0]!.value).toBeDefined();
+    expect(calls[1]!.value).toBeDefined();
+  });
+
+  it('.call() - rejects with signal.reason when aborted during the latency, clearing its timer', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 500, maxLatencyMs: 500 });
+    const controller = new AbortController();
+    const reason = new Error('user cancelled');
+    const call = provider.call(request(), { signal: controller.signal });
+    await clock.advance(100);
+    expect(clock.pendingTimers).toBe(1);
+    controller.abort(reason);
+    await expect(call).rejects.toBe(reason);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('.call() - rejects with signal.reason at once when already aborted, without counting the call', async () => {
+    const { provider } = setup();
+    const reason = new Error('too late');
+    await expect(provider.call(request(), { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(provider.calls).toBe(0);
+  });
+
+  it('.call() - hangs until the signal aborts', async () => {
+    const { clock, provider } = setup({ profile: ALWAYS.hang });
+    const controller = new AbortController();
+    const call = track(clock, provider.call(request(), { signal: controller.signal }));
+    await clock.advance(29_999);
+    expect(call.settledAtMs).toBeUndefined();
+    const reason = new Error('deadline');
+    controller.abort(reason);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(call.error).toBe(reason);
+    expect(clock.pendingTimers).toBe(0);
+    expect(provider.hangs).toBe(1);
+  });
+
+  it('.call() - rejects a hanging call with TimeoutError after hangMs', async () => {
+    const { clock, provider } = setup({ profile: ALWAYS.hang, hangMs: 5000 });
+    const call = track(clock, provider.call(request()));
+    await clock.advance(4999);
+    expect(call.settledAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(call.error).toBeInstanceOf(TimeoutError);
+    expect((call.error as TimeoutError).timeoutMs).toBe(5000);
+    expect((call.error as TimeoutError).retryable).toBe(false);
+  });
+
+  it('.call() - summarizes with the lead sentence and keywords from the text', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
+    const call = provider.call(request('summarize'));
+    await clock.advance(0);
+    const { output, usage } = await call;
+    expect(output).toEqual({
+      task: 'summarize',
+      summary: 'A new solar farm opened on Monday in the north of the county, three months ahead of schedule.',
+      keywords: ['solar', 'farm', 'ahead', 'schedule', 'opens'],
+    });
+    expect(usage).toEqual({
+      inputTokens: Math.ceil((TITLE.length + TEXT.length) / 4),
+      outputTokens: expect.any(Number),
+    });
+    expect(usage!.outputTokens).toBeGreaterThan(0);
+  });
+
+  it('.call() - reads the sentiment of the text', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
+    const positive = provider.call(request('sentiment'));
+    const negative = provider.call(
+      request('sentiment', { title: 'Factory fire', text: 'A fire destroyed the factory. Two workers were killed and the damage is a disaster.' }),
+    );
+    await clock.advance(0);
+    const positiveOutput = (await positive).output;
+    expect(positiveOutput).toMatchObject({ task: 'sentiment', sentiment: 'positive' });
+    expect((positiveOutput as { score: number }).score).toBeGreaterThan(0.2);
+    expect((await negative).output).toMatchObject({ task: 'sentiment', sentiment: 'negative' });
+  });
+
+  it('.call() - rejects with TypeError for an unknown task', async () => {
+    const { provider } = setup();
+    await expect(provider.call(request('translate' as TaskName))).rejects.toThrow(
+      new TypeError("Expected request.task to be one of 'summarize', 'sentiment', got 'translate'"),
+    );
+    expect(provider.calls).toBe(0);
+  });
+});
