@@ -190,7 +190,10 @@ export class SimulatedProvider implements Provider {
     }
 
     const latencyMs = this.#minLatencyMs + latencyRoll * (this.#maxLatencyMs - this.#minLatencyMs);
-    await sleep(this.#clock, latencyMs, signal);
+    // A zero latency answers without a timer: a real timer costs a millisecond, which would cap
+    // a zero-latency run at a thousand calls per second per worker.
+    if (latencyMs > 0) await sleep(this.#clock, latencyMs, signal);
+    else signal?.throwIfAborted();
 
     if (outcome === 'rateLimited') {
       this.#rateLimited += 1;

@@ -1,0 +1,79 @@
+import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
+
+/** `412ms` under a second, `3.216s` above — the Go tool's style. */
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return '∞';
+  if (ms < 1) return `${ms.toFixed(2)}ms`;
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  return `${(ms / 1000).toFixed(3)}s`;
+}
+
+export function formatRate(rate: number): string {
+  return rate === Infinity ? 'inf' : String(rate);
+}
+
+const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = {
+  ok: 'ok',
+  'rate-limited': '429 rate limited',
+  'server-error': '503 server error',
+  timeout: 'timed out',
+  'limiter-timeout': 'no token before the deadline',
+  aborted: 'cancelled',
+  error: 'failed',
+};
+
+/** One line per attempt, as the Go tool printed per call, plus the wait and what happens next. */
+export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number): string {
+  const head = `worker ${event.workerId + 1} | article ${event.articleId} | ${event.task.padEnd(9)} |`;
+  const timing = event.called ? ` in ${formatMs(event.latencyMs)} (waited ${formatMs(event.waitMs)})` : ` after waiting ${formatMs(event.waitMs)}`;
+  const next =
+    event.retryInMs === undefined ? '' : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
+  return `${head} ${OUTCOME_TEXT[event.outcome]}${timing}${next}`;
+}
+
+/** One line per finished article. */
+export function formatResult(result: ArticleResult): string {
+  if (result.status === 'succeeded') {
+    const score = result.sentimentScore ?? 0;
+    const sentiment = `${result.sentiment} ${score >= 0 ? '+' : ''}${score.toFixed(2)}`;
+    return `✓ article ${result.id} [${sentiment}] ${truncate(result.summary ?? '', 100)}`;
+  }
+  const mark = result.status === 'cancelled' ? '–' : '✗';
+  const where = result.error?.task === undefined ? '' : ` in ${result.error.task}`;
+  return `${mark} article ${result.id} ${result.status}${where}: ${result.error?.type}: ${result.error?.message}`;
+}
+
+/** The Go tool's summary line, verbatim in form, then what it never showed. */
+export function formatSummary(summary: RunSummary): string[] {
+  const lines = [
+    `Rate limit=${formatRate(summary.rate)}/s burst=${summary.burst} | ${summary.articles} articles | ` +
+      `Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
+    `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
+      `503s: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}`,
+  ];
+  const limited = summary.providers.filter((p) => p.rate !== Infinity);
+  if (limited.length === 0 || summary.efficiency === null) {
+    lines.push('Rate floor: none (rate=inf) | Efficiency: n/a');
+  } else {
+    const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
+    lines.push(
+      `Rate floor: ${formatMs(p.rateFloorMs)} = (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s, ` +
+        `+ last call ${formatMs(p.lastCallLatencyMs)} = ${formatMs(summary.rateFloorMs)} | ` +
+        `Efficiency: ${(summary.efficiency * 100).toFixed(1)}%`,
+    );
+  }
+  lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);
+  lines.push(`Limiter wait: ${formatPercentiles(summary.limiterWaitMs)}`);
+  const reasons = Object.entries(summary.failureReasons);
+  if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
+  if (summary.interrupted) lines.push('Interrupted: intake stopped; articles in flight were cancelled and written.');
+  return lines;
+}
+
+function formatPercentiles(p: Percentiles): string {
+  return `p50 ${formatMs(p.p50)}  p95 ${formatMs(p.p95)}  p99 ${formatMs(p.p99)}  max ${formatMs(p.max)}`;
+}
+
+function truncate(text: string, length: number): string {
+  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+}

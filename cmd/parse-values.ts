@@ -1,0 +1,64 @@
+import { InvalidArgumentError } from 'commander';
+
+// Flag value parsers: each returns the value or throws InvalidArgumentError with a sentence saying
+// what the flag accepts, which commander prints on one line after the flag and the value given.
+
+const MAX_COUNT = Number.MAX_SAFE_INTEGER;
+
+/** A whole number in [min, max]. */
+export function integer(min: number, max = MAX_COUNT): (text: string) => number {
+  return (text) => {
+    const value = Number(text.trim());
+    if (text.trim() === '' || !Number.isInteger(value) || value < min || value > max) {
+      const range = max === MAX_COUNT ? `>= ${min}` : `from ${min} to ${max}`;
+      throw new InvalidArgumentError(`Expected a whole number ${range}.`);
+    }
+    return value;
+  };
+}
+
+/** Calls per second: a number > 0, or `inf` for no limit. */
+export function rate(text: string): number {
+  const trimmed = text.trim().toLowerCase();
+  if (trimmed === 'inf' || trimmed === 'infinity' || trimmed === '+inf') return Infinity;
+  const value = Number(trimmed);
+  if (trimmed === '' || Number.isNaN(value)) throw new InvalidArgumentError("Expected calls per second (a number > 0) or 'inf'.");
+  if (value <= 0) throw new InvalidArgumentError("Expected calls per second > 0; use 'inf' for no limit.");
+  if (!Number.isFinite(value)) throw new InvalidArgumentError("Expected a finite number of calls per second, or 'inf'.");
+  return value;
+}
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A duration like `1ms`, `0.5s`, `2m` (Go's units, without `us`/`ns`), returned in ms. `0` alone is allowed. */
+export function duration(options: { allowZero: boolean }): (text: string) => number {
+  return (text) => {
+    const match = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)\s*$/i.exec(text);
+    const bareZero = /^\s*0+(\.0*)?\s*$/.test(text);
+    if (match === null && !bareZero) {
+      throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
+    }
+    const ms = match === null ? 0 : Number(match[1]) * UNIT_MS[match[2]!.toLowerCase()]!;
+    if (!Number.isFinite(ms) || ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
+    if (ms === 0 && !options.allowZero) throw new InvalidArgumentError('Expected a duration > 0.');
+    return ms;
+  };
+}
+
+/** One of a fixed set of words. */
+export function oneOf<T extends string>(choices: readonly T[]): (text: string) => T {
+  return (text) => {
+    const value = text.trim() as T;
+    if (!choices.includes(value)) throw new InvalidArgumentError(`Expected one of: ${choices.join(', ')}.`);
+    return value;
+  };
+}
+
+/**
+ * Accepts Go's single-dash long flags (`-articles=5`, `-rate 3`) by turning them into `--articles=5`.
+ * Single-letter flags (`-h`), negative numbers and everything after `--` are left alone.
+ */
+export function normalizeGoFlags(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  return argv.map((arg, index) => ((end === -1 || index < end) && /^-[a-zA-Z][\w-]+(=|$)/.test(arg) ? `-${arg}` : arg));
+}

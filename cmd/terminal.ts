@@ -1,0 +1,65 @@
+import type { WriteStream } from 'node:tty';
+
+/**
+ * Writes stdout lines in batches (one write per ~50 ms or 64 KiB, not one per call: a 100k-article
+ * run prints 200k lines) and keeps a one-line progress display on a stderr terminal out of their way.
+ */
+export class Terminal {
+  readonly #out: NodeJS.WriteStream;
+  readonly #err: NodeJS.WriteStream;
+  #buffer = '';
+  #flushTimer: NodeJS.Timeout | undefined;
+  #status = '';
+
+  constructor(out: NodeJS.WriteStream = process.stdout, err: NodeJS.WriteStream = process.stderr) {
+    this.#out = out;
+    this.#err = err;
+  }
+
+  /** Whether a progress line can be drawn (stderr is a terminal). */
+  get interactive(): boolean {
+    return (this.#err as WriteStream).isTTY === true;
+  }
+
+  line(text: string): void {
+    this.#buffer += `${text}\n`;
+    if (this.#buffer.length >= 65_536) this.flush();
+    else this.#flushTimer ??= setTimeout(() => this.flush(), 50);
+  }
+
+  flush(): void {
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    if (this.#buffer === '') return;
+    const status = this.#status;
+    if (status !== '') this.status('');
+    this.#out.write(this.#buffer);
+    this.#buffer = '';
+    if (status !== '') this.status(status);
+  }
+
+  /** Replaces the progress line on stderr ('' clears it). A no-op when stderr is not a terminal. */
+  status(text: string): void {
+    if (!this.interactive) return;
+    const width = (this.#err as WriteStream).columns ?? 80;
+    const shown = text.length > width - 1 ? text.slice(0, width - 1) : text;
+    this.#err.write(`\r\x1b[2K${shown}`);
+    this.#status = shown;
+  }
+
+  /** Writes a stderr line (an error or notice) without tearing the progress line. */
+  notice(text: string): void {
+    this.flush();
+    const status = this.#status;
+    if (status !== '') this.status('');
+    this.#err.write(`${text}\n`);
+    if (status !== '') this.status(status);
+  }
+
+  /** Flushes everything and waits until stdout has taken it. */
+  async close(): Promise<void> {
+    this.flush();
+    this.status('');
+    await new Promise<void>((resolve) => this.#out.write('', () => resolve()));
+  }
+}

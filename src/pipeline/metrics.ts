@@ -1,0 +1,201 @@
+import type { AttemptEvent } from './call-gate.ts';
+import { Histogram } from './histogram.ts';
+import type { ArticleResult } from './result.ts';
+
+export interface Percentiles {
+  readonly p50: number;
+  readonly p95: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** Per-provider call figures. */
+export interface ProviderFigures {
+  readonly name: string;
+  /** Limiter settings: tokens per second and burst. */
+  readonly rate: number;
+  readonly burst: number;
+  /** Attempts made, retries included: each took one token. */
+  readonly calls: number;
+  readonly retries: number;
+  readonly rateLimited: number;
+  readonly serverErrors: number;
+  readonly timeouts: number;
+  /** No schedule can grant the last token before `(calls − burst) / rate`, in ms. */
+  readonly rateFloorMs: number;
+  /** Clock time of the last provider answer, relative to the run's start, in ms. */
+  readonly lastCallEndMs: number;
+  readonly lastCallLatencyMs: number;
+}
+
+/** What a run did, in figures. Milliseconds throughout. */
+export interface RunSummary {
+  readonly articles: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  /** Failed articles: the dead letters, each with its reason in the results. */
+  readonly deadLetters: number;
+  readonly calls: number;
+  readonly retries: number;
+  readonly rateLimited: number;
+  readonly serverErrors: number;
+  readonly timeouts: number;
+  readonly elapsedMs: number;
+  /** The slowest provider's rate floor plus its last call's latency: the least any schedule could take. */
+  readonly rateFloorMs: number;
+  /** `rateFloorMs / elapsedMs`; `null` when the rate is unlimited (there is no floor to measure against). */
+  readonly efficiency: number | null;
+  readonly rate: number;
+  readonly burst: number;
+  readonly workers: number;
+  readonly interrupted: boolean;
+  readonly callLatencyMs: Percentiles;
+  readonly limiterWaitMs: Percentiles;
+  readonly failureReasons: Readonly<Record<string, number>>;
+  readonly providers: readonly ProviderFigures[];
+}
+
+interface ProviderCounters {
+  rate: number;
+  burst: number;
+  calls: number;
+  retries: number;
+  rateLimited: number;
+  serverErrors: number;
+  timeouts: number;
+  lastCallEndMs: number;
+  lastCallLatencyMs: number;
+}
+
+/**
+ * Collects attempt events and article results into a {@link RunSummary}. Memory is constant in
+ * the number of calls: latencies go into fixed-size histograms.
+ */
+export class Metrics {
+  readonly #startMs: number;
+  readonly #workers: number;
+  readonly #providers = new Map<string, ProviderCounters>();
+  readonly #latency = new Histogram();
+  readonly #wait = new Histogram();
+  readonly #failureReasons = new Map<string, number>();
+  #articles = 0;
+  #succeeded = 0;
+  #failed = 0;
+  #cancelled = 0;
+
+  constructor(options: { startMs: number; workers: number; providers: readonly { name: string; rate: number; burst: number }[] }) {
+    this.#startMs = options.startMs;
+    this.#workers = options.workers;
+    for (const { name, rate, burst } of options.providers) {
+      this.#providers.set(name, {
+        rate,
+        burst,
+        calls: 0,
+        retries: 0,
+        rateLimited: 0,
+        serverErrors: 0,
+        timeouts: 0,
+        lastCallEndMs: 0,
+        lastCallLatencyMs: 0,
+      });
+    }
+  }
+
+  get articles(): number {
+    return this.#articles;
+  }
+
+  get finished(): number {
+    return this.#succeeded + this.#failed + this.#cancelled;
+  }
+
+  recordAttempt(event: AttemptEvent): void {
+    const counters = this.#providers.get(event.provider);
+    if (counters === undefined) return;
+    this.#wait.record(event.waitMs);
+    // An attempt that never got its token made no call.
+    if (!event.called) return;
+    counters.calls++;
+    if (event.retryInMs !== undefined) counters.retries++;
+    if (event.outcome === 'rate-limited') counters.rateLimited++;
+    else if (event.outcome === 'server-error') counters.serverErrors++;
+    else if (event.outcome === 'timeout') counters.timeouts++;
+    this.#latency.record(event.latencyMs);
+    const endMs = event.atMs - this.#startMs;
+    if (endMs >= counters.lastCallEndMs) {
+      counters.lastCallEndMs = endMs;
+      counters.lastCallLatencyMs = event.latencyMs;
+    }
+  }
+
+  recordStarted(): void {
+    this.#articles++;
+  }
+
+  recordResult(result: ArticleResult): void {
+    if (result.status === 'succeeded') this.#succeeded++;
+    else if (result.status === 'cancelled') this.#cancelled++;
+    else {
+      this.#failed++;
+      const reason = result.error?.type ?? 'Error';
+      this.#failureReasons.set(reason, (this.#failureReasons.get(reason) ?? 0) + 1);
+    }
+  }
+
+  summary(endMs: number, interrupted: boolean): RunSummary {
+    const providers: ProviderFigures[] = [];
+    let calls = 0;
+    let retries = 0;
+    let rateLimited = 0;
+    let serverErrors = 0;
+    let timeouts = 0;
+    let floorMs = 0;
+    for (const [name, c] of this.#providers) {
+      const rateFloorMs = c.rate === Infinity ? 0 : c.rate === 0 ? Infinity : (Math.max(0, c.calls - c.burst) * 1000) / c.rate;
+      providers.push({ name, ...c, rateFloorMs });
+      calls += c.calls;
+      retries += c.retries;
+      rateLimited += c.rateLimited;
+      serverErrors += c.serverErrors;
+      timeouts += c.timeouts;
+      if (c.rate !== Infinity && c.calls > c.burst) floorMs = Math.max(floorMs, rateFloorMs + c.lastCallLatencyMs);
+    }
+    const elapsedMs = endMs - this.#startMs;
+    const limited = providers.some((p) => p.rate !== Infinity);
+    const first = providers[0];
+    return {
+      articles: this.#articles,
+      succeeded: this.#succeeded,
+      failed: this.#failed,
+      cancelled: this.#cancelled,
+      deadLetters: this.#failed,
+      calls,
+      retries,
+      rateLimited,
+      serverErrors,
+      timeouts,
+      elapsedMs,
+      rateFloorMs: floorMs,
+      efficiency: limited && elapsedMs > 0 ? floorMs / elapsedMs : null,
+      rate: first?.rate ?? Infinity,
+      burst: first?.burst ?? 0,
+      workers: this.#workers,
+      interrupted,
+      callLatencyMs: percentiles(this.#latency),
+      limiterWaitMs: percentiles(this.#wait),
+      failureReasons: Object.fromEntries(this.#failureReasons),
+      providers,
+    };
+  }
+}
+
+function percentiles(histogram: Histogram): Percentiles {
+  if (histogram.count === 0) return { p50: 0, p95: 0, p99: 0, max: 0 };
+  return {
+    p50: histogram.quantile(0.5),
+    p95: histogram.quantile(0.95),
+    p99: histogram.quantile(0.99),
+    max: histogram.max,
+  };
+}

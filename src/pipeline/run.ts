@@ -1,0 +1,136 @@
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../clock.ts';
+import { TokenBucket } from '../limiter/token-bucket.ts';
+import type { Provider, TaskName } from '../provider/provider.ts';
+import { TASKS } from '../provider/provider.ts';
+import type { Backoff } from '../retry/backoff.ts';
+import type { Article } from './article.ts';
+import { CallGate, type AttemptEvent } from './call-gate.ts';
+import { Metrics, type RunSummary } from './metrics.ts';
+import { runPool } from './pool.ts';
+import { processArticle } from './processor.ts';
+import type { ArticleResult } from './result.ts';
+import { silentLogger } from './silent-logger.ts';
+
+/** A provider and the client-side limit in front of it. */
+export interface ProviderSetup {
+  readonly provider: Provider;
+  /** Calls per second allowed to this provider (`Infinity` for no limit). */
+  readonly rate: number;
+  /** Calls that may go at once after a quiet spell. */
+  readonly burst: number;
+}
+
+/** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
+export class CancelledError extends Error {
+  override readonly name = 'CancelledError';
+}
+
+/** An attempt event, with the worker slot that made it. */
+export interface PipelineAttemptEvent extends AttemptEvent {
+  readonly workerId: number;
+}
+
+export interface PipelineOptions {
+  /** The articles: any (async) iterable; pulled one at a time as workers free up. */
+  readonly source: Iterable<Article> | AsyncIterable<Article>;
+  /** One limiter and gate is made per provider and shared by every worker. */
+  readonly providers: readonly ProviderSetup[];
+  /** Which provider (by name) serves each task. Default: the first provider serves all. */
+  readonly routes?: Partial<Record<TaskName, string>>;
+  /** Articles processed at once. Default 5. */
+  readonly workers?: number;
+  /** Per-article budget in ms for limiter waits and calls together. Default 5000. */
+  readonly timeoutMs?: number;
+  /** Attempts per call, the first included. Default 3. */
+  readonly maxAttempts?: number;
+  readonly backoff?: Backoff;
+  /** A provider's retry-after is obeyed up to this many ms. Default 60 000. */
+  readonly maxRetryAfterMs?: number;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Abort to stop: intake stops, waits and calls in flight are aborted, those articles end `cancelled`. */
+  readonly signal?: AbortSignal;
+  /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. */
+  readonly onResult?: (result: ArticleResult) => void | Promise<void>;
+  readonly onAttempt?: (event: PipelineAttemptEvent) => void;
+}
+
+/**
+ * Pushes every article of `source` through its tasks under the providers' limits, and returns the
+ * figures. Every article pulled from the source ends as exactly one result passed to `onResult`.
+ * Rejects only when the source itself fails (after the articles in flight have finished).
+ */
+export async function runPipeline(options: PipelineOptions): Promise<RunSummary> {
+  const clock = options.clock ?? systemClock;
+  const logger = (options.logger ?? silentLogger).child({ component: 'pipeline' });
+  const workers = options.workers ?? 5;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  checkPositiveInteger('workers', workers);
+  if (!(timeoutMs > 0)) throw new TypeError(`Expected timeoutMs to be a number > 0, got ${String(timeoutMs)}`);
+  if (options.providers.length === 0) throw new TypeError('Expected at least one provider, got none');
+
+  const gatesByName = new Map<string, CallGate>();
+  for (const { provider, rate, burst } of options.providers) {
+    if (gatesByName.has(provider.name)) throw new TypeError(`Expected unique provider names, got "${provider.name}" twice`);
+    const limiter = new TokenBucket({ rate, burst, clock });
+    gatesByName.set(
+      provider.name,
+      new CallGate({
+        provider,
+        limiter,
+        clock,
+        logger: options.logger ?? silentLogger,
+        ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+        ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+        ...(options.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: options.maxRetryAfterMs }),
+      }),
+    );
+  }
+  const defaultProvider = options.providers[0]!.provider.name;
+  const gates = Object.fromEntries(
+    TASKS.map((task) => {
+      const name = options.routes?.[task] ?? defaultProvider;
+      const gate = gatesByName.get(name);
+      if (gate === undefined) throw new TypeError(`Expected task "${task}" to be routed to a known provider, got "${name}"`);
+      return [task, gate];
+    }),
+  ) as Record<TaskName, CallGate>;
+
+  const metrics = new Metrics({
+    startMs: clock.now(),
+    workers,
+    providers: options.providers.map(({ provider, rate, burst }) => ({ name: provider.name, rate, burst })),
+  });
+  const { signal, onResult, onAttempt } = options;
+  logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
+
+  await runPool(
+    options.source,
+    async (article, workerId) => {
+      metrics.recordStarted();
+      const result = await processArticle(article, {
+        gates,
+        timeoutMs,
+        clock,
+        ...(signal === undefined ? {} : { signal }),
+        onAttempt: (event) => {
+          metrics.recordAttempt(event);
+          onAttempt?.({ ...event, workerId });
+        },
+      });
+      metrics.recordResult(result);
+      if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
+      await onResult?.(result);
+    },
+    { concurrency: workers, ...(signal === undefined ? {} : { signal }) },
+  );
+
+  const summary = metrics.summary(clock.now(), signal?.aborted === true);
+  logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
+  return summary;
+}
+
+function checkPositiveInteger(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`Expected ${name} to be an integer >= 1, got ${String(value)}`);
+}
