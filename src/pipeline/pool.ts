@@ -33,9 +33,23 @@ export async function runPool<T>(
 
   const onAbort = () => slotFreed?.();
   signal?.addEventListener('abort', onAbort, { once: true });
+  const iterator = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
+  const stopped = () => signal?.aborted === true || failure !== undefined;
+  let exhausted = false;
   try {
-    for await (const item of source) {
-      if (signal?.aborted || failure !== undefined) break;
+    while (!stopped()) {
+      while (running.size >= concurrency && !stopped()) {
+        await new Promise<void>((resolve) => (slotFreed = resolve));
+        slotFreed = undefined;
+      }
+      // Checked again after the wait: an item pulled after an abort would be lost.
+      if (stopped()) break;
+      const next = await iterator.next();
+      if (next.done === true) {
+        exhausted = true;
+        break;
+      }
+      const item = next.value;
       const workerId = freeIds.pop()!;
       const task = limit(() => worker(item, workerId)).then(
         () => {},
@@ -49,17 +63,14 @@ export async function runPool<T>(
         slotFreed?.();
       });
       running.add(tracked);
-      while (running.size >= concurrency && !signal?.aborted && failure === undefined) {
-        await new Promise<void>((resolve) => (slotFreed = resolve));
-        slotFreed = undefined;
-      }
-      if (signal?.aborted || failure !== undefined) break;
     }
   } catch (error) {
+    exhausted = true;
     failure ??= { error };
   } finally {
     signal?.removeEventListener('abort', onAbort);
     await Promise.all(running);
+    if (!exhausted) await iterator.return?.();
   }
   if (failure !== undefined) throw failure.error;
 }

@@ -1,0 +1,153 @@
+import { describe, it, expect } from 'vitest';
+import { ManualClock, systemClock } from '../../src/clock.ts';
+import { ServerError } from '../../src/provider/provider.ts';
+import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { generateArticles } from '../../src/pipeline/articles.ts';
+import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
+import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { ScriptedProvider, drive } from './scripted-provider.ts';
+
+describe('runPipeline()', () => {
+  it('4 articles × 2 calls at rate 2, burst 1 take exactly (8 − 1) / 2 s plus the last call (manual clock)', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]);
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(4), providers: [{ provider, rate: 2, burst: 1 }], workers: 5, clock }),
+    );
+    expect(provider.calls.map((c) => c.atMs)).toEqual([0, 500, 1000, 1500, 2000, 2500, 3000, 3500]);
+    expect(summary).toMatchObject({ articles: 4, succeeded: 4, failed: 0, calls: 8, retries: 0, rateFloorMs: 3502 });
+    expect(summary.elapsedMs).toBe(3502);
+    expect(summary.efficiency).toBe(1);
+  });
+
+  it('4 articles × 2 calls at rate 2, burst 1 take at least 3.5 s on the real clock (and under 5 s)', async () => {
+    const provider = new SimulatedProvider({ minLatencyMs: 1, maxLatencyMs: 2, clock: systemClock });
+    const started = performance.now();
+    const summary = await runPipeline({ source: generateArticles(4), providers: [{ provider, rate: 2, burst: 1 }], workers: 5 });
+    const elapsedMs = performance.now() - started;
+    expect(summary.succeeded).toBe(4);
+    expect(summary.calls).toBe(8);
+    expect(elapsedMs).toBeGreaterThanOrEqual(3500);
+    expect(elapsedMs).toBeLessThan(5000);
+  });
+
+  it('routes tasks to their providers, each behind its own limiter', async () => {
+    const clock = new ManualClock();
+    const a = new ScriptedProvider('a', clock, [{ latencyMs: 1 }]);
+    const b = new ScriptedProvider('b', clock, [{ latencyMs: 1 }]);
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(3),
+        providers: [
+          { provider: a, rate: 1, burst: 1 },
+          { provider: b, rate: 10, burst: 1 },
+        ],
+        routes: { summarize: 'a', sentiment: 'b' },
+        clock,
+      }),
+    );
+    expect(a.calls.every((c) => c.request.task === 'summarize')).toBe(true);
+    expect(b.calls.every((c) => c.request.task === 'sentiment')).toBe(true);
+    expect(a.calls.map((c) => c.atMs)).toEqual([0, 1000, 2000]);
+    expect(summary.providers.map((p) => [p.name, p.calls])).toEqual([
+      ['a', 3],
+      ['b', 3],
+    ]);
+  });
+
+  it('rejects a route to an unknown provider with a TypeError', async () => {
+    const provider = new ScriptedProvider('a', systemClock);
+    await expect(
+      runPipeline({ source: [], providers: [{ provider, rate: 1, burst: 1 }], routes: { sentiment: 'nope' } }),
+    ).rejects.toThrow(/routed to a known provider, got "nope"/);
+  });
+
+  it('ends every article as exactly one result: a failed one is a dead letter with its reason and attempts', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 1, error: new ServerError() }]);
+    const results: ArticleResult[] = [];
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(3),
+        providers: [{ provider, rate: Infinity, burst: 1 }],
+        maxAttempts: 2,
+        clock,
+        onResult: (r) => void results.push(r),
+      }),
+    );
+    expect(summary).toMatchObject({ articles: 3, failed: 3, deadLetters: 3, calls: 6, retries: 3 });
+    expect(results.map((r) => r.id).sort()).toEqual(['1', '2', '3']);
+    expect(results[0]).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      error: { type: 'ServerError', task: 'summarize', message: expect.stringMatching(/gave up after 2 attempts/) },
+    });
+  });
+
+  it('fails an article whose calls outlast --timeout with a TimeoutError', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('sim', clock, [{ hang: true }]);
+    const results: ArticleResult[] = [];
+    await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(1),
+        providers: [{ provider, rate: Infinity, burst: 1 }],
+        timeoutMs: 250,
+        clock,
+        onResult: (r) => void results.push(r),
+      }),
+    );
+    expect(results).toMatchObject([{ status: 'failed', elapsedMs: 250, error: { type: 'TimeoutError' } }]);
+  });
+
+  it('on abort stops intake and ends the articles in flight as cancelled', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 100 }]);
+    const controller = new AbortController();
+    const results: ArticleResult[] = [];
+    const run = runPipeline({
+      source: generateArticles(1_000_000),
+      providers: [{ provider, rate: 10, burst: 1 }],
+      workers: 3,
+      clock,
+      signal: controller.signal,
+      onResult: (r) => void results.push(r),
+    });
+    await clock.advance(1000);
+    controller.abort(new CancelledError('interrupted'));
+    const summary = await drive(clock, run);
+    expect(summary.interrupted).toBe(true);
+    expect(summary.cancelled).toBeGreaterThan(0);
+    expect(summary.succeeded + summary.failed + summary.cancelled).toBe(summary.articles);
+    expect(results).toHaveLength(summary.articles);
+    expect(results.filter((r) => r.status === 'cancelled').every((r) => r.error?.type === 'CancelledError')).toBe(true);
+  });
+
+  it('accounts for every one of 1,000 stress-profile articles', async () => {
+    const clock = new ManualClock();
+    const provider = new SimulatedProvider({ profile: 'stress', minLatencyMs: 0, maxLatencyMs: 20, clock, seed: 7 });
+    const ids = new Set<string>();
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(1000),
+        providers: [{ provider, rate: 200, burst: 10 }],
+        workers: 50,
+        timeoutMs: 2000,
+        clock,
+        onResult: (r) => void ids.add(r.id),
+      }),
+      5,
+    );
+    expect(ids.size).toBe(1000);
+    expect(summary.articles).toBe(1000);
+    expect(summary.succeeded + summary.failed).toBe(1000);
+    expect(summary.failed).toBeGreaterThan(0);
+    expect(summary.rateLimited).toBe(provider.rateLimited);
+    expect(summary.calls).toBe(provider.calls);
+  });
+});

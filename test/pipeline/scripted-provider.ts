@@ -1,0 +1,41 @@
+import { sleep, type Clock } from '../../src/clock.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
+
+/** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
+export type Step = { latencyMs?: number; error?: Error; hang?: boolean };
+
+/**
+ * A provider that plays a script, one step per call (the last step repeats), on a given clock,
+ * and records when each call arrived.
+ */
+export class ScriptedProvider implements Provider {
+  readonly calls: { atMs: number; request: LlmRequest }[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly clock: Clock,
+    private readonly script: readonly Step[] = [{}],
+  ) {}
+
+  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
+    const step = this.script[Math.min(this.calls.length, this.script.length - 1)]!;
+    this.calls.push({ atMs: this.clock.now(), request });
+    if (step.hang) await sleep(this.clock, 1e9, options.signal);
+    await sleep(this.clock, step.latencyMs ?? 0, options.signal);
+    if (step.error !== undefined) throw step.error;
+    return request.task === 'summarize'
+      ? { output: { task: 'summarize', summary: `summary of ${request.articleId}`, keywords: ['k'] } }
+      : { output: { task: 'sentiment', sentiment: 'positive', score: 0.5 } };
+  }
+}
+
+/** Advances `clock` in steps until `promise` settles; returns its value. */
+export async function drive<T>(clock: { advance(ms: number): Promise<void> }, promise: Promise<T>, stepMs = 1): Promise<T> {
+  let settled = false;
+  const tracked = promise.finally(() => (settled = true));
+  for (let i = 0; !settled; i++) {
+    if (i > 10_000_000) throw new Error('drive(): the promise never settled');
+    await clock.advance(stepMs);
+  }
+  return tracked;
+}
