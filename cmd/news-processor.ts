@@ -63,8 +63,8 @@ Exit codes: 0 all succeeded, 1 some article failed, 2 bad usage or input, 130 in
 function buildProgram(): Command {
   const program = new Command('news-processor')
     .description(
-      'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool,\n' +
-        'a token bucket in front of every call, retries with backoff for 429s and 503s. By default the\n' +
+      'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool, ' +
+        'a token bucket in front of every call, retries with backoff for 429s and 503s. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
     .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))
