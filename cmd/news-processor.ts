@@ -2,52 +2,21 @@
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
 import { Command, CommanderError, Option } from 'commander';
 import pino from 'pino';
-import {
-  CancelledError,
-  JsonlWriter,
-  PROFILE_NAMES,
-  SimulatedProvider,
-  generateArticles,
-  isInputError,
-  readArticlesJsonl,
-  runPipeline,
-  type Article,
-  type ProfileName,
-  type RunSummary,
-} from '../src/index.ts';
+import { CancelledError, JsonlWriter, isInputError, runPipeline, type RunSummary } from '../src/index.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
-import { duration, integer, normalizeGoFlags, oneOf, rate } from './parse-values.ts';
+import { integer, normalizeGoFlags, rate } from './parse-values.ts';
+import { UsageError, addRunOptions, checkInput, createProvider, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal } from './terminal.ts';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-interface RunFlags {
-  articles: number;
-  workers: number;
+interface MainFlags extends RunFlags {
   rate: number;
   burst: number;
-  timeout: number;
-  maxAttempts: number;
-  minLatency: number;
-  maxLatency: number;
-  profile: ProfileName;
-  seed: number;
-  providerRate?: number;
-  providerBurst?: number;
-  input?: string;
-  skipInvalid: boolean;
   output?: string;
-  json: boolean;
-  logLevel: (typeof LOG_LEVELS)[number];
-  quiet: boolean;
 }
-
-/** A usage or input problem: printed as one line, exit 2. */
-class UsageError extends Error {}
 
 const EXAMPLES = `
 Examples:
@@ -67,42 +36,10 @@ function buildProgram(): Command {
         'a token bucket in front of every call, retries with backoff for 429s and 503s. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
-    .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))
-    .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(5))
     .addOption(new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3))
     .addOption(new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3))
-    .addOption(
-      new Option('--timeout <duration>', 'per-article budget for limiter waits and calls together')
-        .argParser(duration({ allowZero: false }))
-        .default(5000, '5s'),
-    )
-    .addOption(new Option('--max-attempts <n>', 'attempts per call, the first included').argParser(integer(1, 100)).default(3))
-    .addOption(
-      new Option('--min-latency <duration>', 'simulated provider: shortest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(200, '200ms'),
-    )
-    .addOption(
-      new Option('--max-latency <duration>', 'simulated provider: longest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(800, '800ms'),
-    )
-    .addOption(
-      new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (10% 429, 5% 503, 5% hang for production)`)
-        .argParser(oneOf(PROFILE_NAMES))
-        .default('default'),
-    )
-    .addOption(new Option('--seed <n>', 'seed for the simulated provider and generated articles').argParser(integer(0)).default(1))
-    .addOption(new Option('--provider-rate <calls/s>', "simulated provider's own quota; faster clients get 429s").argParser(rate))
-    .addOption(
-      new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
-    )
-    .addOption(new Option('--input <file.jsonl>', 'read articles from JSONL (id, title, content, url?, source?)').conflicts('articles'))
-    .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
-    .addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'))
-    .addOption(new Option('--json', 'print only a JSON summary on stdout').default(false))
-    .addOption(new Option('--log-level <level>', 'pino log level, logs go to stderr').argParser(oneOf(LOG_LEVELS)).default('error'))
-    .addOption(new Option('--quiet', 'no per-call or per-article lines; summary only').default(false))
+    .addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+  addRunOptions(program)
     .addHelpText('after', EXAMPLES)
     .showSuggestionAfterError(true)
     .allowExcessArguments(false)
@@ -117,8 +54,8 @@ function buildProgram(): Command {
 async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   let exitCode = EXIT_OK;
-  program.action(async (flags: RunFlags) => {
-    exitCode = await run(flags, program);
+  program.action(async (flags: MainFlags) => {
+    exitCode = await run(flags);
   });
   try {
     await program.parseAsync(normalizeGoFlags(argv), { from: 'user' });
@@ -135,54 +72,13 @@ async function main(argv: readonly string[]): Promise<number> {
   return exitCode;
 }
 
-function validate(flags: RunFlags, program: Command): void {
-  if (flags.minLatency > flags.maxLatency) {
-    throw new UsageError(
-      `--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`,
-    );
-  }
-  if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
-    throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
-  }
-  if (flags.skipInvalid && flags.input === undefined) {
-    throw new UsageError('--skip-invalid applies to --input files only');
-  }
-  if (flags.output !== undefined && flags.output === flags.input) {
-    throw new UsageError('--output must not be the --input file');
-  }
-  void program;
-}
-
-/** Reads the input once up front so a bad line fails the run before any call is spent; returns the article count. */
-async function checkInput(path: string, skipInvalid: boolean, terminal: Terminal): Promise<{ count: number; skipped: number }> {
-  let count = 0;
-  let skipped = 0;
-  const onInvalid = ({ path: file, line, reason }: { path: string; line: number; reason: string }) => {
-    skipped++;
-    if (skipped <= 10) terminal.notice(`warning: skipping ${file}:${line}: ${reason}`);
-  };
-  for await (const article of readArticlesJsonl(path, { skipInvalid, onInvalid })) {
-    void article;
-    count++;
-  }
-  if (skipped > 10) terminal.notice(`warning: skipped ${skipped} invalid lines in all`);
-  return { count, skipped };
-}
-
-async function run(flags: RunFlags, program: Command): Promise<number> {
-  validate(flags, program);
+async function run(flags: MainFlags): Promise<number> {
+  validateRunFlags(flags);
+  if (flags.output !== undefined && flags.output === flags.input) throw new UsageError('--output must not be the --input file');
   const terminal = new Terminal();
   const logger = pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
-
-  let total = flags.articles;
-  let skipped = 0;
-  let source: Iterable<Article> | AsyncIterable<Article>;
-  if (flags.input === undefined) {
-    source = generateArticles(flags.articles, { seed: flags.seed });
-  } else {
-    ({ count: total, skipped } = await checkInput(flags.input, flags.skipInvalid, terminal));
-    source = readArticlesJsonl(flags.input, { skipInvalid: flags.skipInvalid });
-  }
+  const input = await checkInput(flags, (text) => terminal.notice(text));
+  const { count: total, skipped } = input;
 
   let writer: JsonlWriter | undefined;
   if (flags.output !== undefined) {
@@ -193,13 +89,7 @@ async function run(flags: RunFlags, program: Command): Promise<number> {
     }
   }
 
-  const provider = new SimulatedProvider({
-    minLatencyMs: flags.minLatency,
-    maxLatencyMs: flags.maxLatency,
-    profile: flags.profile,
-    seed: flags.seed,
-    ...(flags.providerRate === undefined ? {} : { quota: { rate: flags.providerRate, burst: flags.providerBurst ?? 1 } }),
-  });
+  const provider = createProvider(flags);
 
   const controller = new AbortController();
   let interrupts = 0;
@@ -229,7 +119,7 @@ async function run(flags: RunFlags, program: Command): Promise<number> {
   let summary: RunSummary;
   try {
     summary = await runPipeline({
-      source,
+      source: input.open(),
       providers: [{ provider, rate: flags.rate, burst: flags.burst }],
       workers: flags.workers,
       timeoutMs: flags.timeout,
