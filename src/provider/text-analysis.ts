@@ -81,9 +81,9 @@ export interface SentimentAnalysis {
 export function summarize(title: string, text: string): string {
   assertString('title', title);
   assertString('text', text);
-  const sentences = splitSentences(collapseWhitespace(text));
-  if (sentences.length === 0) return truncateAtWord(collapseWhitespace(title), MAX_SUMMARY_CHARS);
-  const [first, second] = sentences as [string, ...string[]];
+  // The lead never needs more than two sentences, and at most SHORT_LEAD + MAX_SUMMARY of them.
+  const [first, second] = leadSentences(collapseWhitespace(text.slice(0, LEAD_SCAN_CHARS)));
+  if (first === undefined) return truncateAtWord(collapseWhitespace(title), MAX_SUMMARY_CHARS);
   const lead = first.length < SHORT_LEAD_CHARS && second !== undefined ? `${first} ${second}` : first;
   return truncateAtWord(lead, MAX_SUMMARY_CHARS);
 }
@@ -99,13 +99,10 @@ export function extractKeywords(text: string, count = 5): string[] {
   }
   const frequency = new Map<string, number>();
   for (const word of words(text)) {
-    const term = word.replace(/'s$/, '');
-    // Contractions ("don't") are function words; numbers say little without their unit.
-    if (term.length < MIN_KEYWORD_CHARS || STOP_WORDS.has(term) || term.includes("'") || !/^\p{L}/u.test(term)) {
-      continue;
-    }
-    frequency.set(term, (frequency.get(term) ?? 0) + 1);
+    const term = keywordTerm(word);
+    if (term !== null) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   }
+  if (frequency.size <= count) return [...frequency.keys()];
   // Map iteration follows insertion order, i.e. first appearance, and Array#sort is stable.
   return [...frequency]
     .sort(([, a], [, b]) => b - a)
@@ -123,19 +120,54 @@ export function analyzeSentiment(text: string): SentimentAnalysis {
   assertString('text', text);
   let positive = 0;
   let negative = 0;
-  for (const clause of text.split(/[.,;:!?\n]+/)) {
-    const clauseWords = words(clause);
-    clauseWords.forEach((word, index) => {
-      const weight = lexiconWeight(word);
-      if (weight === 0) return;
-      const negated = clauseWords.slice(Math.max(0, index - NEGATION_WINDOW_WORDS), index).some(isNegator);
+  let index = 0;
+  let lastNegatorIndex = -Infinity;
+  const { lower, ascii } = normalize(text);
+  const pattern = ascii ? WORD_OR_CLAUSE_END_ASCII : WORD_OR_CLAUSE_END;
+  pattern.lastIndex = 0;
+  for (let match = pattern.exec(lower); match !== null; match = pattern.exec(lower)) {
+    const token = match[0];
+    if (token.length === 1 && CLAUSE_ENDS.includes(token)) {
+      index = 0;
+      lastNegatorIndex = -Infinity;
+      continue;
+    }
+    const weight = lexiconWeight(token);
+    if (weight !== 0) {
+      const negated = index - lastNegatorIndex <= NEGATION_WINDOW_WORDS;
       if ((weight > 0) !== negated) positive += 1;
       else negative += 1;
-    });
+    }
+    if (isNegator(token)) lastNegatorIndex = index;
+    index++;
   }
   const score = (positive - negative) / (positive + negative + 1);
   const sentiment: Sentiment = Math.abs(score) < NEUTRAL_BAND ? 'neutral' : score > 0 ? 'positive' : 'negative';
   return { sentiment, score };
+}
+
+// Scanning is the simulated provider's whole cost per call, so text that is plain ASCII (most
+// English news) takes patterns without Unicode property classes, several times faster.
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const WORD_ASCII = /[a-z0-9]+(?:['-][a-z0-9]+)*/g;
+const WORD = /[\p{L}\p{N}]+(?:['-][\p{L}\p{N}]+)*/gu;
+const CLAUSE_ENDS = '.,;:!?\n';
+const WORD_OR_CLAUSE_END_ASCII = /[a-z0-9]+(?:['-][a-z0-9]+)*|[.,;:!?\n]/g;
+const WORD_OR_CLAUSE_END = /[\p{L}\p{N}]+(?:['-][\p{L}\p{N}]+)*|[.,;:!?\n]/gu;
+const SENTENCE_END_ASCII = /[.!?]+["')]*(?=\s+["'(]?[A-Z\d])/g;
+const SENTENCE_END = /[.!?]+["'”’)]*(?=\s+["'“‘(]?[\p{Lu}\d])/gu;
+const HAS_WORD_CHAR = /[\p{L}\p{N}]/u;
+const LEAD_SCAN_CHARS = 4000;
+
+/** Per-word verdicts are memoised: news vocabulary is small next to the number of words read. */
+const MEMO_LIMIT = 50_000;
+const keywordMemo = new Map<string, string | null>();
+const lexiconMemo = new Map<string, number>();
+
+function remember<V>(memo: Map<string, V>, key: string, value: V): V {
+  if (memo.size >= MEMO_LIMIT) memo.clear();
+  memo.set(key, value);
+  return value;
 }
 
 function assertString(label: string, value: unknown): asserts value is string {
@@ -146,21 +178,33 @@ function collapseWhitespace(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
-/** Splits after . ! or ? (and any closing quotes) when a capital, digit or quote follows. */
-function splitSentences(text: string): string[] {
+function normalize(text: string): { lower: string; ascii: boolean } {
+  const lower = text.toLowerCase();
+  return ASCII_ONLY.test(lower) ? { lower, ascii: true } : { lower: lower.replace(/[’‘]/g, "'"), ascii: false };
+}
+
+/**
+ * The first two sentences with a letter or digit in them. A sentence ends after . ! or ? (and
+ * any closing quotes) when a capital, digit or quote follows, except after an abbreviation.
+ */
+function leadSentences(text: string): string[] {
   const sentences: string[] = [];
-  const boundary = /[.!?]+["'”’)]*(?=\s+["'“‘(]?[\p{Lu}\d])/gu;
+  const boundary = ASCII_ONLY.test(text) ? SENTENCE_END_ASCII : SENTENCE_END;
+  boundary.lastIndex = 0;
   let start = 0;
-  for (const match of text.matchAll(boundary)) {
+  for (let match = boundary.exec(text); match !== null && sentences.length < 2; match = boundary.exec(text)) {
     const end = match.index + match[0].length;
-    const lastWord = /(\S+)$/.exec(text.slice(start, match.index))?.[1] ?? '';
-    if (match[0] === '.' && ABBREVIATIONS.has(lastWord.replace(/^\P{L}+/u, '').toLowerCase())) continue;
-    sentences.push(text.slice(start, end).trim());
+    if (match[0] === '.') {
+      const lastWord = text.slice(text.lastIndexOf(' ', match.index - 1) + 1, match.index);
+      if (ABBREVIATIONS.has(lastWord.replace(/^\P{L}+/u, '').toLowerCase())) continue;
+    }
+    const sentence = text.slice(start, end).trim();
+    if (HAS_WORD_CHAR.test(sentence)) sentences.push(sentence);
     start = end;
   }
   const rest = text.slice(start).trim();
-  if (rest !== '') sentences.push(rest);
-  return sentences.filter((sentence) => /[\p{L}\p{N}]/u.test(sentence));
+  if (sentences.length < 2 && rest !== '' && HAS_WORD_CHAR.test(rest)) sentences.push(rest);
+  return sentences;
 }
 
 function truncateAtWord(text: string, maxChars: number): string {
@@ -173,7 +217,18 @@ function truncateAtWord(text: string, maxChars: number): string {
 
 /** Lower-cased words, apostrophes and inner hyphens kept ("isn't", "rate-limited"). */
 function words(text: string): string[] {
-  return text.toLowerCase().replace(/[’‘]/g, "'").match(/[\p{L}\p{N}]+(?:['-][\p{L}\p{N}]+)*/gu) ?? [];
+  const { lower, ascii } = normalize(text);
+  return lower.match(ascii ? WORD_ASCII : WORD) ?? [];
+}
+
+/** The keyword a word counts as, or null when it cannot be one. */
+function keywordTerm(word: string): string | null {
+  const known = keywordMemo.get(word);
+  if (known !== undefined) return known;
+  const term = word.endsWith("'s") ? word.slice(0, -2) : word;
+  // Contractions ("don't") are function words; numbers say little without their unit.
+  const eligible = term.length >= MIN_KEYWORD_CHARS && !STOP_WORDS.has(term) && !term.includes("'") && /^\p{L}/u.test(term);
+  return remember(keywordMemo, word, eligible ? term : null);
 }
 
 function isNegator(word: string): boolean {
@@ -182,11 +237,13 @@ function isNegator(word: string): boolean {
 
 /** +1, -1 or 0, trying the word itself and then its likely base forms. */
 function lexiconWeight(word: string): number {
+  const known = lexiconMemo.get(word);
+  if (known !== undefined) return known;
   for (const candidate of baseForms(word)) {
-    if (POSITIVE_WORDS.has(candidate)) return 1;
-    if (NEGATIVE_WORDS.has(candidate)) return -1;
+    if (POSITIVE_WORDS.has(candidate)) return remember(lexiconMemo, word, 1);
+    if (NEGATIVE_WORDS.has(candidate)) return remember(lexiconMemo, word, -1);
   }
-  return 0;
+  return remember(lexiconMemo, word, 0);
 }
 
 function baseForms(word: string): string[] {
