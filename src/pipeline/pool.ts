@@ -12,6 +12,9 @@ export interface PoolOptions {
  * a slot is free — so a million-item source costs the memory of `concurrency` items. `workerId`
  * (0-based) names the slot an item runs in.
  *
+ * Each slot is one p-limit task that loops: pull an item, run it, pull the next. Pulling from a
+ * shared iterator keeps intake lazy without any per-item bookkeeping.
+ *
  * Resolves when the source is exhausted (or the signal aborted) and every started item finished.
  * If the source throws, intake stops, the items in flight finish, and the pool rejects with that
  * error. A worker must not reject; if one does, the pool stops intake and rejects likewise.
@@ -25,52 +28,36 @@ export async function runPool<T>(
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new TypeError(`Expected concurrency to be an integer >= 1, got ${String(concurrency)}`);
   }
-  const limit = pLimit(concurrency);
-  const freeIds = Array.from({ length: concurrency }, (_, i) => concurrency - 1 - i);
-  const running = new Set<Promise<void>>();
-  let failure: { error: unknown } | undefined;
-  let slotFreed: (() => void) | undefined;
-
-  const onAbort = () => slotFreed?.();
-  signal?.addEventListener('abort', onAbort, { once: true });
   const iterator = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
-  const stopped = () => signal?.aborted === true || failure !== undefined;
+  let failure: { error: unknown } | undefined;
   let exhausted = false;
-  try {
+  const stopped = () => exhausted || failure !== undefined || signal?.aborted === true;
+
+  const slot = async (workerId: number): Promise<void> => {
+    // Checked before every pull: an item pulled after an abort would never run, and be lost.
     while (!stopped()) {
-      while (running.size >= concurrency && !stopped()) {
-        await new Promise<void>((resolve) => (slotFreed = resolve));
-        slotFreed = undefined;
+      let next: IteratorResult<T>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        exhausted = true;
+        failure ??= { error };
+        return;
       }
-      // Checked again after the wait: an item pulled after an abort would be lost.
-      if (stopped()) break;
-      const next = await iterator.next();
       if (next.done === true) {
         exhausted = true;
-        break;
+        return;
       }
-      const item = next.value;
-      const workerId = freeIds.pop()!;
-      const task = limit(() => worker(item, workerId)).then(
-        () => {},
-        (error: unknown) => {
-          failure ??= { error };
-        },
-      );
-      const tracked = task.finally(() => {
-        running.delete(tracked);
-        freeIds.push(workerId);
-        slotFreed?.();
-      });
-      running.add(tracked);
+      try {
+        await worker(next.value, workerId);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
-  } catch (error) {
-    exhausted = true;
-    failure ??= { error };
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    await Promise.all(running);
-    if (!exhausted) await iterator.return?.();
-  }
+  };
+
+  const limit = pLimit(concurrency);
+  await Promise.all(Array.from({ length: concurrency }, (_, workerId) => limit(slot, workerId)));
+  if (!exhausted) await iterator.return?.();
   if (failure !== undefined) throw failure.error;
 }

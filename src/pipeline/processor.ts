@@ -5,6 +5,7 @@ import { TASKS } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
 import type { Article } from './article.ts';
 import type { AttemptEvent, CallGate } from './call-gate.ts';
+import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
 
 export interface ProcessorOptions {
@@ -15,7 +16,14 @@ export interface ProcessorOptions {
   readonly clock: Clock;
   /** Aborted to cancel the run (Ctrl-C): the article ends `cancelled`. */
   readonly signal?: AbortSignal;
+  /**
+   * Where the article's deadline signal comes from. A run shares one among all its articles;
+   * without it the article makes its own. Must be parented to `signal`.
+   */
+  readonly deadlines?: DeadlineSignals;
   readonly onAttempt?: (event: AttemptEvent) => void;
+  /** The pool slot running the article, passed on to the attempt events. */
+  readonly workerId?: number;
 }
 
 /**
@@ -26,43 +34,51 @@ export async function processArticle(article: Article, options: ProcessorOptions
   const { clock, timeoutMs, signal: runSignal } = options;
   const startMs = clock.now();
   const deadlineMs = startMs + timeoutMs;
-  const controller = new AbortController();
-  const onRunAbort = () => controller.abort(runSignal!.reason);
-  runSignal?.addEventListener('abort', onRunAbort, { once: true });
-  if (runSignal?.aborted) onRunAbort();
-  const cancelDeadline = clock.setTimer(timeoutMs, () =>
-    controller.abort(new TimeoutError(`article timed out after ${timeoutMs} ms`, { timeoutMs })),
-  );
+  const ownDeadlines = options.deadlines === undefined ? articleDeadlines(clock, timeoutMs, runSignal) : undefined;
+  const deadlineSignal = (options.deadlines ?? ownDeadlines!).signalFor(deadlineMs);
 
-  let attempts = 0;
   let task: TaskName = TASKS[0]!;
-  const onAttempt = (event: AttemptEvent) => {
-    if (event.called) attempts++;
-    options.onAttempt?.(event);
-  };
-  let result: Omit<ArticleResult, 'status' | 'attempts' | 'elapsedMs' | 'error'> = { id: article.id, title: article.title };
+  const tally = { calls: 0 };
+  const callOptions = { signal: deadlineSignal, deadlineMs, onAttempt: options.onAttempt, workerId: options.workerId, tally };
+  const result: Mutable<ArticleResult> = { id: article.id, title: article.title, status: 'succeeded', attempts: 0, elapsedMs: 0 };
   try {
     for (task of TASKS) {
       const request = { task, articleId: article.id, title: article.title, text: article.content };
-      const { response } = await options.gates[task].call(request, { signal: controller.signal, deadlineMs, onAttempt });
+      const { response } = await options.gates[task].call(request, callOptions);
       const output = response.output;
-      if (output.task === 'summarize') result = { ...result, summary: output.summary, keywords: output.keywords };
-      else result = { ...result, sentiment: output.sentiment, sentimentScore: output.score };
+      if (output.task === 'summarize') {
+        result.summary = output.summary;
+        result.keywords = output.keywords;
+      } else {
+        result.sentiment = output.sentiment;
+        result.sentimentScore = output.score;
+      }
     }
-    return { ...result, status: 'succeeded', attempts, elapsedMs: clock.now() - startMs };
   } catch (error) {
     const cancelled = runSignal?.aborted === true && error === runSignal.reason;
-    return {
-      ...result,
-      status: cancelled ? 'cancelled' : 'failed',
-      attempts,
-      elapsedMs: clock.now() - startMs,
-      error: describe(error, task),
-    };
+    result.status = cancelled ? 'cancelled' : 'failed';
+    result.error = describe(error, task);
   } finally {
-    cancelDeadline();
-    runSignal?.removeEventListener('abort', onRunAbort);
+    ownDeadlines?.dispose();
   }
+  result.attempts = tally.calls;
+  result.elapsedMs = clock.now() - startMs;
+  return result;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** The deadline signals of a run whose articles time out after `timeoutMs`. */
+export function articleDeadlines(clock: Clock, timeoutMs: number, runSignal?: AbortSignal): DeadlineSignals {
+  // Sharing a signal among articles started within 1 % of the timeout (at most 10 ms) of each
+  // other lets a deadline fire up to that much late, never early.
+  const granularityMs = Math.min(10, Math.max(timeoutMs / 100, 0.001));
+  return new DeadlineSignals(
+    clock,
+    granularityMs,
+    () => new TimeoutError(`article timed out after ${timeoutMs} ms`, { timeoutMs }),
+    runSignal,
+  );
 }
 
 /** A dead letter's reason: the underlying failure's type, and a message that says what happened. */

@@ -8,7 +8,7 @@ import type { Article } from './article.ts';
 import { CallGate, type AttemptEvent } from './call-gate.ts';
 import { Metrics, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
-import { processArticle } from './processor.ts';
+import { articleDeadlines, processArticle } from './processor.ts';
 import type { ArticleResult } from './result.ts';
 import { silentLogger } from './silent-logger.ts';
 
@@ -26,7 +26,7 @@ export class CancelledError extends Error {
   override readonly name = 'CancelledError';
 }
 
-/** An attempt event, with the worker slot that made it. */
+/** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
   readonly workerId: number;
 }
@@ -104,27 +104,38 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   });
   const { signal, onResult, onAttempt } = options;
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
+  const deadlines = articleDeadlines(clock, timeoutMs, signal);
 
-  await runPool(
-    options.source,
-    async (article, workerId) => {
-      metrics.recordStarted();
-      const result = await processArticle(article, {
-        gates,
-        timeoutMs,
-        clock,
-        ...(signal === undefined ? {} : { signal }),
-        onAttempt: (event) => {
-          metrics.recordAttempt(event);
-          onAttempt?.({ ...event, workerId });
-        },
-      });
-      metrics.recordResult(result);
-      if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
-      await onResult?.(result);
-    },
-    { concurrency: workers, ...(signal === undefined ? {} : { signal }) },
-  );
+  const recordAttempt = (event: AttemptEvent) => {
+    metrics.recordAttempt(event);
+    onAttempt?.(event as PipelineAttemptEvent);
+  };
+  // One options object per worker slot, made once: the per-article path allocates little.
+  const processorOptions = Array.from({ length: workers }, (_, workerId) => ({
+    gates,
+    timeoutMs,
+    clock,
+    deadlines,
+    signal,
+    workerId,
+    onAttempt: recordAttempt,
+  }));
+
+  try {
+    await runPool(
+      options.source,
+      async (article, workerId) => {
+        metrics.recordStarted();
+        const result = await processArticle(article, processorOptions[workerId]!);
+        metrics.recordResult(result);
+        if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
+        await onResult?.(result);
+      },
+      { concurrency: workers, ...(signal === undefined ? {} : { signal }) },
+    );
+  } finally {
+    deadlines.dispose();
+  }
 
   const summary = metrics.summary(clock.now(), signal?.aborted === true);
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
