@@ -240,6 +240,22 @@ export class TokenBucket {
     return promise;
   }
 
+  /**
+   * Settles a past take against what it really cost: a positive `tokens` gives that many back
+   * (capped at burst, moving queued waiters up), a negative one takes them now even into debt
+   * (delaying the queue). For costs only known after the call, like an LLM's token usage.
+   */
+  adjust(tokens: number): void {
+    if (typeof tokens !== 'number' || !Number.isFinite(tokens)) {
+      throw new TypeError(`Expected tokens to be a finite number, got ${String(tokens)}`);
+    }
+    if (tokens === 0 || this.#rate === Infinity) return;
+    const nowMs = this.#clock.now();
+    if (tokens > 0) this.#credit(nowMs, tokens, nextMarker(this.#head));
+    else this.#charge(nowMs, this.#tokensAt(nowMs) + tokens);
+    this.#grantDue(nowMs);
+  }
+
   /** Changes the refill rate from now on; tokens accrued so far are kept and queued waiters re-timed. */
   setRate(rate: number): void {
     checkRate(rate);

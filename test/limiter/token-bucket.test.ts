@@ -358,6 +358,39 @@ describe('.setBurst()', () => {
   });
 });
 
+describe('.adjust()', () => {
+  it('gives tokens back, capped at burst, and takes an overrun into debt', () => {
+    const { clock, bucket } = bucketAt(10, 100);
+    bucket.tryAcquire(80);
+    bucket.adjust(30);
+    expect(bucket.tokens()).toBe(50);
+    bucket.adjust(1000);
+    expect(bucket.tokens()).toBe(100);
+    bucket.adjust(-130);
+    expect(bucket.tokens()).toBe(-30);
+    clock.set(3000);
+    expect(bucket.tokens()).toBeCloseTo(0, 9);
+  });
+
+  it('moves queued waiters up on a refund and back on a debit', async () => {
+    const { clock, bucket } = bucketAt(1, 2);
+    bucket.tryAcquire(2);
+    const waiter = track(clock, bucket.acquire(2));
+    bucket.adjust(1);
+    await clock.advance(999);
+    expect(waiter.atMs).toBeUndefined();
+    await clock.advance(1);
+    expect(waiter.atMs).toBe(1000);
+    bucket.adjust(-1);
+    expect(bucket.tokens()).toBe(-1);
+  });
+
+  it('throws a TypeError for a non-finite amount', () => {
+    const { bucket } = bucketAt(1, 1);
+    expect(() => bucket.adjust(Number.NaN)).toThrow(TypeError);
+  });
+});
+
 describe('TokenBucket - properties', () => {
   type Op =
     | { kind: 'acquire'; n: number; abortAfterMs: number | null }
