@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { parseDuration } from '../src/config/duration.ts';
 
 // Flag value parsers: each returns the value or throws InvalidArgumentError with a sentence saying
 // what the flag accepts, which commander prints on one line after the flag and the value given.
@@ -28,18 +29,12 @@ export function rate(text: string): number {
   return value;
 }
 
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
 /** A duration like `1ms`, `0.5s`, `2m` (Go's units, without `us`/`ns`), returned in ms. `0` alone is allowed. */
 export function duration(options: { allowZero: boolean }): (text: string) => number {
   return (text) => {
-    const match = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)\s*$/i.exec(text);
-    const bareZero = /^\s*0+(\.0*)?\s*$/.test(text);
-    if (match === null && !bareZero) {
-      throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
-    }
-    const ms = match === null ? 0 : Number(match[1]) * UNIT_MS[match[2]!.toLowerCase()]!;
-    if (!Number.isFinite(ms) || ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
+    const ms = parseDuration(text);
+    if (ms === undefined) throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
+    if (ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
     if (ms === 0 && !options.allowZero) throw new InvalidArgumentError('Expected a duration > 0.');
     return ms;
   };

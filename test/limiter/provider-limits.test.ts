@@ -67,7 +67,7 @@ describe('ProviderLimits', () => {
     const clock = new ManualClock();
     const limits = new ProviderLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
     const order: number[] = [];
-    const all = [0, 1, 2].map((i) => limits.acquire(cost(0, 0)).then(() => order.push(clock.now())));
+    const all = [0, 1, 2].map(() => limits.acquire(cost(0, 0)).then(() => order.push(clock.now())));
     await clock.advance(1000);
     await Promise.all(all);
     expect(order).toEqual([0, 500, 1000]);
