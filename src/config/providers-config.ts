@@ -1,0 +1,272 @@
+import { readFile } from 'node:fs/promises';
+import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limiter/provider-limits.ts';
+import { TASKS, type TaskName } from '../provider/provider.ts';
+import { parseDuration } from './duration.ts';
+
+/**
+ * The providers file (`--config providers.json`): each provider's limits, breaker, adaptive rate,
+ * header handling and simulated-provider settings, and which provider serves which task.
+ *
+ * ```json
+ * {
+ *   "providers": [
+ *     { "name": "fast", "limits": [{ "kind": "requests", "rate": 5, "per": "second", "burst": 2 },
+ *                                  { "kind": "tokens", "rate": 40000, "per": "minute" }],
+ *       "simulated": { "minLatency": "100ms", "maxLatency": "300ms", "quota": { "rate": 5, "burst": 2 }, "headers": "openai" } },
+ *     { "name": "careful", "limits": [{ "kind": "requests", "rate": 2 }], "breaker": { "failureThreshold": 3, "cooldown": "2s" },
+ *       "simulated": { "outage": "2s..8s" } }
+ *   ],
+ *   "routes": { "summarize": "fast", "sentiment": "careful" }
+ * }
+ * ```
+ */
+export interface ProvidersConfig {
+  readonly providers: readonly ProviderConfig[];
+  /** Every task, routed to a provider by name. */
+  readonly routes: Readonly<Record<TaskName, string>>;
+}
+
+export interface ProviderConfig {
+  readonly name: string;
+  /** In units per second; `burst` defaults to one period's worth (`rate` per its `per`). */
+  readonly limits: readonly LimitSpec[];
+  /** Output tokens reserved per call before its usage is known. Default 256. */
+  readonly maxOutputTokens: number;
+  /** Cut the request rate on 429s and probe back up (never above the configured rate). Default false. */
+  readonly adaptive: boolean;
+  /** Lower the buckets to what the provider's rate-limit headers say remains. Default false. */
+  readonly syncHeaders: boolean;
+  /** The circuit breaker; `false` for none. Default: 5 consecutive failures, 5 s cooldown, 1 probe. */
+  readonly breaker: false | BreakerConfig;
+  readonly simulated: SimulatedConfig;
+}
+
+export interface BreakerConfig {
+  readonly failureThreshold: number;
+  readonly cooldownMs: number;
+  readonly halfOpenProbes: number;
+}
+
+export type HeaderStyleName = 'openai' | 'anthropic' | 'ietf';
+export const HEADER_STYLES: readonly HeaderStyleName[] = ['openai', 'anthropic', 'ietf'];
+
+/** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
+export interface SimulatedConfig {
+  readonly minLatencyMs?: number;
+  readonly maxLatencyMs?: number;
+  readonly profile?: string;
+  readonly seed?: number;
+  readonly quota?: { readonly rate: number; readonly burst: number };
+  readonly headers?: HeaderStyleName;
+  /** Calls arriving in [startMs, endMs) after the provider starts fail with 503. */
+  readonly outage?: { readonly startMs: number; readonly endMs: number };
+}
+
+/** A bad providers file: `message` names the file, the field's path, what it accepts and what it got. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export const isConfigError = (error: unknown): error is ConfigError => error instanceof ConfigError;
+
+export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 5, cooldownMs: 5000, halfOpenProbes: 1 };
+const PER_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600 };
+
+/** Reads and validates a providers file. */
+export async function loadProvidersConfig(path: string): Promise<ProvidersConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot read file (${(error as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path}: invalid JSON (${(error as Error).message})`);
+  }
+  return parseProvidersConfig(json, path);
+}
+
+/** Validates a parsed providers file; `source` prefixes error messages (usually the path). */
+export function parseProvidersConfig(json: unknown, source = 'config'): ProvidersConfig {
+  const at = new Reader(source);
+  const root = at.object(json, '');
+  at.only(root, '', ['providers', 'routes']);
+  const list = at.array(root.providers, 'providers');
+  if (list.length === 0) at.fail('providers', 'at least one provider', list);
+  const providers = list.map((entry, index) => readProvider(at, entry, `providers[${index}]`));
+  const names = new Set<string>();
+  providers.forEach((provider, index) => {
+    if (names.has(provider.name)) at.fail(`providers[${index}].name`, 'a name no other provider has', provider.name);
+    names.add(provider.name);
+  });
+  const routesJson = root.routes === undefined ? {} : at.object(root.routes, 'routes');
+  at.only(routesJson, 'routes', TASKS);
+  const routes = Object.fromEntries(
+    TASKS.map((task) => {
+      const name = routesJson[task] === undefined ? providers[0]!.name : at.string(routesJson[task], `routes.${task}`);
+      if (!names.has(name)) at.fail(`routes.${task}`, `one of the provider names (${[...names].join(', ')})`, name);
+      return [task, name];
+    }),
+  ) as Record<TaskName, string>;
+  return { providers, routes };
+}
+
+function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
+  const o = at.object(json, path);
+  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated']);
+  const name = at.string(o.name, `${path}.name`);
+  if (name.trim() === '') at.fail(`${path}.name`, 'a non-empty name', name);
+  const limitsJson = at.array(o.limits, `${path}.limits`);
+  if (limitsJson.length === 0) at.fail(`${path}.limits`, 'at least one limit', limitsJson);
+  const limits = limitsJson.map((limit, index) => readLimit(at, limit, `${path}.limits[${index}]`));
+  const kinds = new Set<LimitKind>();
+  limits.forEach((limit, index) => {
+    if (kinds.has(limit.kind)) at.fail(`${path}.limits[${index}].kind`, 'one limit per kind', limit.kind);
+    kinds.add(limit.kind);
+  });
+  return {
+    name,
+    limits,
+    maxOutputTokens: o.maxOutputTokens === undefined ? 256 : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
+    adaptive: o.adaptive === undefined ? false : at.boolean(o.adaptive, `${path}.adaptive`),
+    syncHeaders: o.syncHeaders === undefined ? false : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
+    breaker: readBreaker(at, o.breaker, `${path}.breaker`),
+    simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
+  };
+}
+
+function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
+  const o = at.object(json, path);
+  at.only(o, path, ['kind', 'rate', 'per', 'burst']);
+  const kind = at.choice(o.kind, `${path}.kind`, LIMIT_KINDS);
+  const perName = o.per === undefined ? 'second' : at.choice(o.per, `${path}.per`, Object.keys(PER_SECONDS));
+  const perSeconds = PER_SECONDS[perName]!;
+  const amount = at.rate(o.rate, `${path}.rate`);
+  const burst = o.burst === undefined ? (amount === Infinity ? 1 : Math.max(1, Math.ceil(amount))) : at.integer(o.burst, `${path}.burst`, 1);
+  return { kind, rate: amount / perSeconds, burst };
+}
+
+function readBreaker(at: Reader, json: unknown, path: string): false | BreakerConfig {
+  if (json === undefined) return DEFAULT_BREAKER;
+  if (json === false) return false;
+  const o = at.object(json, path);
+  at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes']);
+  return {
+    failureThreshold:
+      o.failureThreshold === undefined ? DEFAULT_BREAKER.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
+    cooldownMs: o.cooldown === undefined ? DEFAULT_BREAKER.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
+    halfOpenProbes: o.halfOpenProbes === undefined ? DEFAULT_BREAKER.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
+  };
+}
+
+function readSimulated(at: Reader, json: unknown, path: string): SimulatedConfig {
+  const o = at.object(json, path);
+  at.only(o, path, ['minLatency', 'maxLatency', 'profile', 'seed', 'quota', 'headers', 'outage']);
+  const config: { -readonly [K in keyof SimulatedConfig]: SimulatedConfig[K] } = {};
+  if (o.minLatency !== undefined) config.minLatencyMs = at.duration(o.minLatency, `${path}.minLatency`);
+  if (o.maxLatency !== undefined) config.maxLatencyMs = at.duration(o.maxLatency, `${path}.maxLatency`);
+  if ((config.minLatencyMs ?? 0) > (config.maxLatencyMs ?? Infinity)) {
+    at.fail(`${path}.minLatency`, 'at most maxLatency', o.minLatency);
+  }
+  if (o.profile !== undefined) config.profile = at.string(o.profile, `${path}.profile`);
+  if (o.seed !== undefined) config.seed = at.integer(o.seed, `${path}.seed`, 0);
+  if (o.quota !== undefined) {
+    const q = at.object(o.quota, `${path}.quota`);
+    at.only(q, `${path}.quota`, ['rate', 'per', 'burst']);
+    const perName = q.per === undefined ? 'second' : at.choice(q.per, `${path}.quota.per`, Object.keys(PER_SECONDS));
+    const rate = at.positive(q.rate, `${path}.quota.rate`) / PER_SECONDS[perName]!;
+    config.quota = { rate, burst: q.burst === undefined ? 1 : at.integer(q.burst, `${path}.quota.burst`, 1) };
+  }
+  if (o.headers !== undefined) config.headers = at.choice(o.headers, `${path}.headers`, HEADER_STYLES);
+  if (o.outage !== undefined) config.outage = parseOutage(at, o.outage, `${path}.outage`);
+  return config;
+}
+
+/** `"2s..8s"`: from 2 s to 8 s after the provider starts. */
+export function parseOutageWindow(text: string): { startMs: number; endMs: number } | undefined {
+  const parts = text.split('..');
+  if (parts.length !== 2) return undefined;
+  const startMs = parseDuration(parts[0]!);
+  const endMs = parseDuration(parts[1]!);
+  if (startMs === undefined || endMs === undefined || endMs <= startMs) return undefined;
+  return { startMs, endMs };
+}
+
+function parseOutage(at: Reader, json: unknown, path: string): { startMs: number; endMs: number } {
+  const text = at.string(json, path);
+  return parseOutageWindow(text) ?? at.fail(path, 'a window like "2s..8s" (start before end)', text);
+}
+
+/** Field readers that throw a ConfigError naming the file, the field and what it accepts. */
+class Reader {
+  constructor(private readonly source: string) {}
+
+  fail(path: string, expected: string, got: unknown): never {
+    const where = path === '' ? this.source : `${this.source}: ${path}`;
+    throw new ConfigError(`${where}: expected ${expected}, got ${describe(got)}`);
+  }
+
+  object(value: unknown, path: string): Record<string, unknown> {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(path, 'an object', value);
+    return value as Record<string, unknown>;
+  }
+
+  only(o: Record<string, unknown>, path: string, allowed: readonly string[]): void {
+    for (const key of Object.keys(o)) {
+      if (!allowed.includes(key)) {
+        throw new ConfigError(`${this.source}: ${path === '' ? '' : `${path}.`}${key}: unknown field (expected one of ${allowed.join(', ')})`);
+      }
+    }
+  }
+
+  array(value: unknown, path: string): unknown[] {
+    if (!Array.isArray(value)) this.fail(path, 'an array', value);
+    return value as unknown[];
+  }
+
+  string(value: unknown, path: string): string {
+    if (typeof value !== 'string') this.fail(path, 'a string', value);
+    return value as string;
+  }
+
+  boolean(value: unknown, path: string): boolean {
+    if (typeof value !== 'boolean') this.fail(path, 'true or false', value);
+    return value as boolean;
+  }
+
+  integer(value: unknown, path: string, min: number): number {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) this.fail(path, `a whole number >= ${min}`, value);
+    return value as number;
+  }
+
+  positive(value: unknown, path: string): number {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) this.fail(path, 'a number > 0', value);
+    return value as number;
+  }
+
+  rate(value: unknown, path: string): number {
+    if (value === 'inf') return Infinity;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) this.fail(path, 'a number > 0 or "inf"', value);
+    return value as number;
+  }
+
+  duration(value: unknown, path: string): number {
+    const ms = typeof value === 'string' ? parseDuration(value) : undefined;
+    if (ms === undefined) this.fail(path, 'a duration like "500ms" or "2s"', value);
+    return ms!;
+  }
+
+  choice<T extends string>(value: unknown, path: string, choices: readonly T[]): T {
+    if (typeof value !== 'string' || !choices.includes(value as T)) this.fail(path, `one of ${choices.map((c) => `"${c}"`).join(', ')}`, value);
+    return value as T;
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const json = JSON.stringify(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+}

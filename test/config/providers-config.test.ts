@@ -1,0 +1,87 @@
+import { describe, it, expect } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadProvidersConfig, parseProvidersConfig } from '../../src/config/providers-config.ts';
+
+const good = {
+  providers: [
+    {
+      name: 'fast',
+      limits: [
+        { kind: 'requests', rate: 5, per: 'second', burst: 2 },
+        { kind: 'tokens', rate: 60000, per: 'minute' },
+      ],
+      adaptive: true,
+      simulated: { minLatency: '100ms', maxLatency: '300ms', quota: { rate: 5, burst: 2 }, headers: 'openai' },
+    },
+    { name: 'careful', limits: [{ kind: 'requests', rate: 2 }], breaker: { failureThreshold: 3, cooldown: '2s' }, simulated: { outage: '2s..8s' } },
+  ],
+  routes: { summarize: 'fast', sentiment: 'careful' },
+};
+
+describe('parseProvidersConfig()', () => {
+  it('reads a good file into per-second limits, defaults filled in', () => {
+    const config = parseProvidersConfig(good, 'providers.json');
+    expect(config.routes).toEqual({ summarize: 'fast', sentiment: 'careful' });
+    expect(config.providers[0]).toMatchObject({
+      name: 'fast',
+      limits: [
+        { kind: 'requests', rate: 5, burst: 2 },
+        { kind: 'tokens', rate: 1000, burst: 60000 },
+      ],
+      adaptive: true,
+      syncHeaders: false,
+      maxOutputTokens: 256,
+      breaker: { failureThreshold: 5, cooldownMs: 5000, halfOpenProbes: 1 },
+      simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
+    });
+    expect(config.providers[1]).toMatchObject({
+      limits: [{ kind: 'requests', rate: 2, burst: 2 }],
+      breaker: { failureThreshold: 3, cooldownMs: 2000 },
+      simulated: { outage: { startMs: 2000, endMs: 8000 } },
+    });
+  });
+
+  it('routes every task to the first provider by default', () => {
+    const config = parseProvidersConfig({ providers: [{ name: 'only', limits: [{ kind: 'requests', rate: 'inf' }] }] });
+    expect(config.routes).toEqual({ summarize: 'only', sentiment: 'only' });
+    expect(config.providers[0]!.limits[0]!.rate).toBe(Infinity);
+  });
+
+  const bad: [string, (c: any) => void, string][] = [
+    ['no providers', (c) => (c.providers = []), 'p.json: providers: expected at least one provider, got []'],
+    ['a provider without name', (c) => delete c.providers[0].name, 'p.json: providers[0].name: expected a string, got nothing'],
+    ['a duplicate name', (c) => (c.providers[1].name = 'fast'), 'p.json: providers[1].name: expected a name no other provider has, got "fast"'],
+    ['an unknown limit kind', (c) => (c.providers[0].limits[0].kind = 'bytes'), 'p.json: providers[0].limits[0].kind: expected one of "requests", "tokens", "input-tokens", "output-tokens", got "bytes"'],
+    ['a zero rate', (c) => (c.providers[0].limits[0].rate = 0), 'p.json: providers[0].limits[0].rate: expected a number > 0 or "inf", got 0'],
+    ['a string rate', (c) => (c.providers[0].limits[0].rate = 'fast'), 'providers[0].limits[0].rate: expected a number > 0 or "inf", got "fast"'],
+    ['a fractional burst', (c) => (c.providers[0].limits[0].burst = 1.5), 'providers[0].limits[0].burst: expected a whole number >= 1, got 1.5'],
+    ['an unknown period', (c) => (c.providers[0].limits[0].per = 'day'), 'providers[0].limits[0].per: expected one of "second", "minute", "hour", got "day"'],
+    ['two limits of a kind', (c) => (c.providers[0].limits[1].kind = 'requests'), 'providers[0].limits[1].kind: expected one limit per kind, got "requests"'],
+    ['a duration without unit', (c) => (c.providers[1].breaker.cooldown = '2'), 'providers[1].breaker.cooldown: expected a duration like "500ms" or "2s", got "2"'],
+    ['a backwards outage', (c) => (c.providers[1].simulated.outage = '8s..2s'), 'providers[1].simulated.outage: expected a window like "2s..8s" (start before end), got "8s..2s"'],
+    ['an unknown header style', (c) => (c.providers[0].simulated.headers = 'aws'), 'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"'],
+    ['a route to nobody', (c) => (c.routes.sentiment = 'nobody'), 'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"'],
+    ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
+    ['a misspelt field', (c) => (c.providers[0].adaptiv = true), 'providers[0].adaptiv: unknown field'],
+    ['adaptive not boolean', (c) => (c.providers[0].adaptive = 'yes'), 'providers[0].adaptive: expected true or false, got "yes"'],
+    ['min above max latency', (c) => (c.providers[0].simulated.minLatency = '1s'), 'providers[0].simulated.minLatency: expected at most maxLatency, got "1s"'],
+  ];
+  it.each(bad)('rejects %s with a ConfigError naming the field', (_, mutate, message) => {
+    const config = structuredClone(good);
+    mutate(config);
+    expect(() => parseProvidersConfig(config, 'p.json')).toThrow(ConfigError);
+    expect(() => parseProvidersConfig(config, 'p.json')).toThrow(message);
+  });
+});
+
+describe('loadProvidersConfig()', () => {
+  it('names the file for a missing file and for invalid JSON', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'np-config-'));
+    await expect(loadProvidersConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot read file \(ENOENT/);
+    const broken = join(dir, 'broken.json');
+    writeFileSync(broken, '{ "providers": [');
+    await expect(loadProvidersConfig(broken)).rejects.toThrow(/broken\.json: invalid JSON/);
+  });
+});
