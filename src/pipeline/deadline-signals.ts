@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.ts';
 
 interface Slot {
@@ -53,6 +54,9 @@ export class DeadlineSignals {
     let slot = this.#slots.get(key);
     if (slot === undefined) {
       const controller = new AbortController();
+      // Every call in flight for the slot's articles listens to it: many more than Node's
+      // default of 10 is the point, not a leak.
+      setMaxListeners(0, controller.signal);
       const created: Slot = { controller, cancelTimer: noop };
       if (this.#parent?.aborted) controller.abort(this.#parent.reason);
       else {
