@@ -41,9 +41,17 @@ export interface TokenUsage {
   readonly outputTokens: number;
 }
 
+/**
+ * HTTP response headers as a provider received them, names lower-case (`retry-after`,
+ * `x-ratelimit-remaining-requests`, …); read them with `parseRateLimitHeaders()`.
+ */
+export type ResponseHeaders = Readonly<Record<string, string>>;
+
 export interface LlmResponse {
   readonly output: LlmOutput;
   readonly usage?: TokenUsage;
+  /** The response's headers, when the provider has any (rate-limit status, mostly). */
+  readonly headers?: ResponseHeaders;
 }
 
 export interface CallOptions {
@@ -62,28 +70,46 @@ export abstract class ProviderError extends Error {
   abstract readonly retryable: boolean;
 }
 
-/** HTTP 429: too many requests. `retryAfterMs` is the provider's own hint, when it gave one. */
+/**
+ * HTTP 429: too many requests. `retryAfterMs` is the provider's own hint, when it gave one;
+ * `headers` the response's headers (lower-case names), when the provider passes them up.
+ */
 export class RateLimitError extends ProviderError {
   override readonly name = 'RateLimitError';
   readonly retryable = true;
   readonly status = 429;
   readonly retryAfterMs: number | undefined;
+  readonly headers: ResponseHeaders | undefined;
 
-  constructor(message = 'rate limited (429)', options: { retryAfterMs?: number | undefined } = {}) {
+  constructor(
+    message = 'rate limited (429)',
+    options: { retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {},
+  ) {
     super(message);
     this.retryAfterMs = options.retryAfterMs;
+    this.headers = options.headers;
   }
 }
 
-/** HTTP 5xx: the provider failed. 503 and other 5xx are retryable. */
+/**
+ * HTTP 5xx: the provider failed. 503 and other 5xx are retryable. `retryAfterMs` is the provider's
+ * hint when it sent one (a 503 during maintenance often does); `headers` as on {@link RateLimitError}.
+ */
 export class ServerError extends ProviderError {
   override readonly name = 'ServerError';
   readonly retryable = true;
   readonly status: number;
+  readonly retryAfterMs: number | undefined;
+  readonly headers: ResponseHeaders | undefined;
 
-  constructor(message = 'service unavailable (503)', options: { status?: number } = {}) {
+  constructor(
+    message = 'service unavailable (503)',
+    options: { status?: number; retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {},
+  ) {
     super(message);
     this.status = options.status ?? 503;
+    this.retryAfterMs = options.retryAfterMs;
+    this.headers = options.headers;
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * An in-process stand-in for an LLM API: seeded latency, seeded failures and, optionally, a
- * server-side quota that answers a client sending too fast with real 429s and a retry-after.
+ * An in-process stand-in for an LLM API: seeded latency, seeded failures, optionally a server-side
+ * quota that answers a client sending too fast with real 429s and a retry-after, rate-limit headers
+ * in a real provider's style, and an outage window.
  */
 
 import { sleep, systemClock, type Clock } from '../clock.ts';
@@ -15,8 +16,10 @@ import {
   type LlmRequest,
   type LlmResponse,
   type Provider,
+  type ResponseHeaders,
 } from './provider.ts';
 import { createRandom } from './random.ts';
+import { HEADER_STYLES, formatRateLimitHeaders, isHeaderStyle, type HeaderStyle, type LimitSnapshot } from './rate-limit-headers.ts';
 import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
@@ -29,14 +32,29 @@ export interface FailureProfile {
   readonly hangProbability: number;
 }
 
-export type ProfileName = 'default' | 'production' | 'stress';
+export type ProfileName = 'default' | 'production' | 'stress' | 'outage';
 
-/** The named failure profiles: none, what a busy production API does, and a hostile one. */
+/**
+ * The named failure profiles: none, what a busy production API does, a hostile one, and an outage:
+ * no random failures, but every call in {@link OUTAGE_PROFILE_WINDOW} fails with 503.
+ */
 export const FAILURE_PROFILES: Readonly<Record<ProfileName, FailureProfile>> = Object.freeze({
   default: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 }),
   production: Object.freeze({ rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 }),
   stress: Object.freeze({ rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 }),
+  outage: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 }),
 });
+
+/** A span of time in which the provider is down, in ms since its creation on its clock: [startMs, endMs). */
+export interface OutageWindow {
+  /** When the outage begins; a call arriving at this instant fails. Finite, >= 0. */
+  readonly startMs: number;
+  /** When it is over; a call arriving at this instant succeeds. Finite, >= startMs. */
+  readonly endMs: number;
+}
+
+/** The outage the `'outage'` profile brings when no `outage` option is given: 2 s to 8 s after creation. */
+export const OUTAGE_PROFILE_WINDOW: OutageWindow = Object.freeze({ startMs: 2000, endMs: 8000 });
 
 export const PROFILE_NAMES: readonly ProfileName[] = Object.freeze(Object.keys(FAILURE_PROFILES) as ProfileName[]);
 
@@ -59,7 +77,8 @@ export interface SimulatedProviderOptions {
   /** Longest answer time in ms. Default 800. */
   readonly maxLatencyMs?: number;
   /**
-   * Failure behaviour: a name from {@link FAILURE_PROFILES} or explicit probabilities.
+   * Failure behaviour: a name from {@link FAILURE_PROFILES} or explicit probabilities. `'outage'`
+   * fails no call at random but brings {@link OUTAGE_PROFILE_WINDOW} unless `outage` says otherwise.
    * Default `'default'` (never fails).
    */
   readonly profile?: ProfileName | FailureProfile;
@@ -71,6 +90,24 @@ export interface SimulatedProviderOptions {
   readonly clock?: Clock;
   /** How long a hanging call waits before it rejects with {@link TimeoutError}, in ms. Default 30 000. */
   readonly hangMs?: number;
+  /**
+   * When set, every response and every 429 / 503 carries headers as a provider of this style sends
+   * them: the quota's status (limit = burst, remaining = whole tokens left, reset = time until full;
+   * none without a `quota`) and, on 429s and outage 503s, `retry-after` (whole seconds, rounded up)
+   * and `retry-after-ms`. Default: no headers.
+   */
+  readonly headerStyle?: HeaderStyle;
+  /**
+   * A window in which every arriving call fails with a 503 after its latency, whatever the profile
+   * drew for it and without spending quota, with a retry-after of the outage's remaining time when
+   * `headerStyle` is set. Default: none, or {@link OUTAGE_PROFILE_WINDOW} with the `'outage'` profile.
+   */
+  readonly outage?: OutageWindow;
+  /**
+   * The Unix time, in ms, that the provider's creation corresponds to; date-valued headers
+   * (Anthropic's reset timestamps) are this plus the time elapsed on `clock`. Default `Date.now()`.
+   */
+  readonly epochMs?: number;
 }
 
 /** The range a random 429's retry-after hint is drawn from, in ms. */
@@ -82,15 +119,21 @@ const CHARS_PER_TOKEN = 4;
 
 const KEYWORD_COUNT = 5;
 
+const TOKEN_EPSILON = 1e-9;
+
 /**
  * A simulated LLM provider. Each call that reaches it:
  *
  * 1. draws its random numbers at once, in a fixed order (outcome, latency, retry-after), so call
  *    number n gets the same fate for a given seed however calls interleave in time;
- * 2. if a `quota` is set and exhausted, rejects at once with {@link RateLimitError} whose
+ * 2. if it arrives within the `outage` window, waits its latency and fails with a 503
+ *    ({@link ServerError}) — the draws are made all the same, so later calls keep their fate;
+ * 3. if a `quota` is set and exhausted, rejects at once with {@link RateLimitError} whose
  *    `retryAfterMs` is the time until the quota admits a call again;
- * 3. hangs, or waits its latency and then fails (429 / 503) or answers with output derived from the
+ * 4. hangs, or waits its latency and then fails (429 / 503) or answers with output derived from the
  *    article's text (lead-sentence summary and keywords, or lexicon sentiment).
+ *
+ * With a `headerStyle`, responses and errors carry rate-limit headers, computed when they are sent.
  *
  * Aborting the signal rejects with `signal.reason` at any point. All waiting runs on `clock`.
  * Counters (`calls`, `rateLimited`, …) let tests and benchmarks see what the server saw.
@@ -104,9 +147,14 @@ export class SimulatedProvider implements Provider {
   readonly #maxLatencyMs: number;
   readonly #hangMs: number;
   readonly #quota: { readonly bucket: TokenBucket; readonly rate: number } | undefined;
+  readonly #headerStyle: HeaderStyle | undefined;
+  readonly #outage: OutageWindow | undefined;
+  readonly #createdAtMs: number;
+  readonly #epochMs: number;
   #calls = 0;
   #rateLimited = 0;
   #serverErrors = 0;
+  #outageErrors = 0;
   #hangs = 0;
 
   constructor(options: SimulatedProviderOptions = {}) {
@@ -122,6 +170,9 @@ export class SimulatedProvider implements Provider {
       quota,
       clock = systemClock,
       hangMs = 30_000,
+      headerStyle,
+      outage = profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined,
+      epochMs = Date.now(),
     } = options;
     if (typeof name !== 'string' || name === '') throw new TypeError(`Expected name to be a non-empty string, got ${show(name)}`);
     checkDuration('minLatencyMs', minLatencyMs);
@@ -131,6 +182,14 @@ export class SimulatedProvider implements Provider {
     }
     checkDuration('hangMs', hangMs);
     if (!Number.isInteger(seed)) throw new TypeError(`Expected seed to be an integer, got ${show(seed)}`);
+    if (headerStyle !== undefined && !isHeaderStyle(headerStyle)) {
+      const styles = HEADER_STYLES.map((style) => `'${style}'`).join(', ');
+      throw new TypeError(`Expected headerStyle to be one of ${styles}, got ${show(headerStyle)}`);
+    }
+    if (outage !== undefined) checkOutage(outage);
+    if (typeof epochMs !== 'number' || !Number.isFinite(epochMs)) {
+      throw new TypeError(`Expected epochMs to be a finite number (Unix epoch ms), got ${show(epochMs)}`);
+    }
 
     this.name = name;
     this.#clock = clock;
@@ -140,6 +199,10 @@ export class SimulatedProvider implements Provider {
     this.#maxLatencyMs = maxLatencyMs;
     this.#hangMs = hangMs;
     this.#quota = quota === undefined ? undefined : createQuota(quota, clock);
+    this.#headerStyle = headerStyle;
+    this.#outage = outage === undefined ? undefined : { startMs: outage.startMs, endMs: outage.endMs };
+    this.#createdAtMs = clock.now();
+    this.#epochMs = epochMs;
   }
 
   /** Calls that reached the provider (not those aborted before they were made). */
@@ -152,9 +215,14 @@ export class SimulatedProvider implements Provider {
     return this.#rateLimited;
   }
 
-  /** 503s sent. */
+  /** 503s sent, the outage's included. */
   get serverErrors(): number {
     return this.#serverErrors;
+  }
+
+  /** 503s sent because the call arrived during the outage window (a part of `serverErrors`). */
+  get outageErrors(): number {
+    return this.#outageErrors;
   }
 
   /** Calls that started hanging. */
@@ -174,15 +242,17 @@ export class SimulatedProvider implements Provider {
     const latencyRoll = this.#random();
     const retryAfterRoll = this.#random();
 
-    if (this.#quota !== undefined && !this.#quota.bucket.tryAcquire(1)) {
+    // A provider that is down answers from its front door: no quota spent, no random failure.
+    const inOutage = this.#inOutage(this.#elapsedMs());
+    if (!inOutage && this.#quota !== undefined && !this.#quota.bucket.tryAcquire(1)) {
       const { bucket, rate } = this.#quota;
       this.#rateLimited += 1;
       // Whole ms rounded up, as real Retry-After hints are: waiting that long always suffices.
       const retryAfterMs = Math.ceil(Math.max(0, ((1 - bucket.tokens()) / rate) * 1000));
-      throw new RateLimitError('rate limited (429): quota exceeded', { retryAfterMs });
+      throw new RateLimitError('rate limited (429): quota exceeded', { retryAfterMs, headers: this.#headers(retryAfterMs) });
     }
 
-    const outcome = pickOutcome(outcomeRoll, this.#failures);
+    const outcome = inOutage ? 'outage' : pickOutcome(outcomeRoll, this.#failures);
     if (outcome === 'hang') {
       this.#hangs += 1;
       await sleep(this.#clock, this.#hangMs, signal);
@@ -195,20 +265,58 @@ export class SimulatedProvider implements Provider {
     if (latencyMs > 0) await sleep(this.#clock, latencyMs, signal);
     else signal?.throwIfAborted();
 
+    if (outcome === 'outage') {
+      this.#serverErrors += 1;
+      this.#outageErrors += 1;
+      // The latency may have carried the call past the end: then there is nothing left to wait.
+      const retryAfterMs =
+        this.#headerStyle === undefined ? undefined : Math.ceil(Math.max(0, this.#outage!.endMs - this.#elapsedMs()));
+      throw new ServerError('service unavailable (503): outage', { retryAfterMs, headers: this.#headers(retryAfterMs) });
+    }
     if (outcome === 'rateLimited') {
       this.#rateLimited += 1;
       const retryAfterMs = MIN_RETRY_AFTER_MS + Math.floor(retryAfterRoll * (MAX_RETRY_AFTER_MS - MIN_RETRY_AFTER_MS + 1));
-      throw new RateLimitError('rate limited (429)', { retryAfterMs });
+      throw new RateLimitError('rate limited (429)', { retryAfterMs, headers: this.#headers(retryAfterMs) });
     }
     if (outcome === 'serverError') {
       this.#serverErrors += 1;
-      throw new ServerError();
+      throw new ServerError(undefined, { headers: this.#headers(undefined) });
     }
-    return answer(request);
+    const response = answer(request);
+    const headers = this.#headers(undefined);
+    return headers === undefined ? response : { ...response, headers };
+  }
+
+  /** Ms since creation on the provider's clock. */
+  #elapsedMs(): number {
+    return this.#clock.now() - this.#createdAtMs;
+  }
+
+  #inOutage(elapsedMs: number): boolean {
+    return this.#outage !== undefined && elapsedMs >= this.#outage.startMs && elapsedMs < this.#outage.endMs;
+  }
+
+  /** The headers to send now, in the configured style; undefined without one. */
+  #headers(retryAfterMs: number | undefined): ResponseHeaders | undefined {
+    if (this.#headerStyle === undefined) return undefined;
+    const status: LimitSnapshot[] = [];
+    if (this.#quota !== undefined) {
+      const { bucket, rate } = this.#quota;
+      const tokens = bucket.tokens();
+      status.push({
+        kind: 'requests',
+        limit: Math.floor(bucket.burst),
+        // Float refill can land a hair under a whole token that is, in truth, there.
+        remaining: Math.max(0, Math.floor(tokens + TOKEN_EPSILON)),
+        resetMs: Math.max(0, ((bucket.burst - tokens) * 1000) / rate),
+      });
+    }
+    const nowMs = this.#epochMs + this.#elapsedMs();
+    return Object.freeze(formatRateLimitHeaders(this.#headerStyle, status, retryAfterMs, { nowMs }));
   }
 }
 
-type Outcome = 'rateLimited' | 'serverError' | 'hang' | 'answer';
+type Outcome = 'rateLimited' | 'serverError' | 'hang' | 'outage' | 'answer';
 
 /** Maps a roll in [0, 1) onto consecutive bands of the profile's probabilities. */
 function pickOutcome(roll: number, failures: FailureProfile): Outcome {
@@ -270,6 +378,17 @@ function createQuota(quota: ProviderQuota, clock: Clock): { bucket: TokenBucket;
     throw new TypeError(`Expected quota.burst to be a finite number >= 1, got ${show(burst)}`);
   }
   return { bucket: new TokenBucket({ rate, burst, clock }), rate };
+}
+
+function checkOutage(outage: OutageWindow): void {
+  if (outage === null || typeof outage !== 'object') {
+    throw new TypeError(`Expected outage to be an object { startMs, endMs }, got ${show(outage)}`);
+  }
+  checkDuration('outage.startMs', outage.startMs);
+  checkDuration('outage.endMs', outage.endMs);
+  if (outage.endMs < outage.startMs) {
+    throw new TypeError(`Expected outage.endMs to be at least outage.startMs (${outage.startMs}), got ${outage.endMs}`);
+  }
 }
 
 function checkRequest(request: LlmRequest): void {

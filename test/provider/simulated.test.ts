@@ -8,8 +8,10 @@ import {
   type LlmResponse,
   type TaskName,
 } from '../../src/provider/provider.ts';
+import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import {
   FAILURE_PROFILES,
+  OUTAGE_PROFILE_WINDOW,
   PROFILE_NAMES,
   SimulatedProvider,
   isProfileName,
@@ -75,13 +77,17 @@ describe('FAILURE_PROFILES', () => {
       default: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 },
       production: { rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 },
       stress: { rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 },
+      outage: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 },
     });
-    expect(PROFILE_NAMES).toEqual(['default', 'production', 'stress']);
+    expect(PROFILE_NAMES).toEqual(['default', 'production', 'stress', 'outage']);
     expect(Object.isFrozen(FAILURE_PROFILES.production)).toBe(true);
+    expect(OUTAGE_PROFILE_WINDOW).toEqual({ startMs: 2000, endMs: 8000 });
+    expect(Object.isFrozen(OUTAGE_PROFILE_WINDOW)).toBe(true);
   });
 
   it('isProfileName() - accepts only the profile names', () => {
     expect(isProfileName('production')).toBe(true);
+    expect(isProfileName('outage')).toBe(true);
     expect(isProfileName('chaos')).toBe(false);
     expect(isProfileName('toString')).toBe(false);
     expect(isProfileName(undefined)).toBe(false);
@@ -114,6 +120,13 @@ describe('SimulatedProvider', () => {
       [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a positive number.*got 0/],
       [{ quota: { rate: 5, burst: 0.5 } }, /Expected quota.burst to be a finite number >= 1, got 0.5/],
       [{ quota: null as never }, /Expected quota to be an object.*got null/],
+      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of 'openai', 'anthropic', 'ietf', got 'aws'/],
+      [{ outage: null as never }, /Expected outage to be an object \{ startMs, endMs \}, got null/],
+      [{ outage: { startMs: -1, endMs: 5 } }, /Expected outage.startMs to be a finite number >= 0, got -1/],
+      [{ outage: { startMs: 0, endMs: Infinity } }, /Expected outage.endMs to be a finite number >= 0, got Infinity/],
+      [{ outage: { startMs: 5, endMs: 4 } }, /Expected outage.endMs to be at least outage.startMs \(5\), got 4/],
+      [{ profile: 'outage', outage: { startMs: 5, endMs: Number.NaN } }, /outage.endMs.*got NaN/],
+      [{ epochMs: Number.NaN }, /Expected epochMs to be a finite number \(Unix epoch ms\), got NaN/],
     ];
     for (const [options, message] of bad) {
       expect(() => new SimulatedProvider(options), JSON.stringify(options)).toThrow(TypeError);
@@ -353,5 +366,292 @@ describe('SimulatedProvider', () => {
       new TypeError("Expected request.task to be one of 'summarize', 'sentiment', got 'translate'"),
     );
     expect(provider.calls).toBe(0);
+  });
+});
+
+/** 2025-01-01T00:00:00Z, what the providers below take their creation to be. */
+const EPOCH_MS = Date.UTC(2025, 0, 1);
+
+/** Lets promise continuations run without moving the manual clock. */
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('SimulatedProvider - rate-limit headers', () => {
+  /** Starts `count` zero-latency calls now and returns how each settled. */
+  async function callNow(clock: ManualClock, provider: SimulatedProvider, count: number) {
+    const settled = Promise.allSettled(Array.from({ length: count }, () => provider.call(request())));
+    await clock.advance(0);
+    return settled;
+  }
+
+  const quotaOptions = (headerStyle: (typeof HEADER_STYLES)[number]): SimulatedProviderOptions => ({
+    headerStyle,
+    quota: { rate: 5, burst: 3 },
+    minLatencyMs: 0,
+    maxLatencyMs: 0,
+    epochMs: EPOCH_MS,
+  });
+
+  it('.call() - sends no headers without a headerStyle', async () => {
+    const { clock, provider } = setup({ quota: { rate: 5, burst: 1 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const [first, second] = await callNow(clock, provider, 2);
+    expect(first!.status === 'fulfilled' && 'headers' in first.value).toBe(false);
+    expect((second as PromiseRejectedResult).reason).toBeInstanceOf(RateLimitError);
+    expect((second as PromiseRejectedResult).reason.headers).toBeUndefined();
+  });
+
+  it('.call() - sends OpenAI headers describing the quota: after 2 of 3, 1 remains, full in 400 ms', async () => {
+    const { clock, provider } = setup(quotaOptions('openai'));
+    const [, second] = await callNow(clock, provider, 2);
+    expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
+      'x-ratelimit-limit-requests': '3',
+      'x-ratelimit-remaining-requests': '1',
+      'x-ratelimit-reset-requests': '400ms',
+    });
+  });
+
+  it('.call() - sends Anthropic headers with the reset as a timestamp from epochMs and the clock', async () => {
+    const { clock, provider } = setup(quotaOptions('anthropic'));
+    await clock.advance(1000);
+    const [, second] = await callNow(clock, provider, 2);
+    expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
+      'anthropic-ratelimit-requests-limit': '3',
+      'anthropic-ratelimit-requests-remaining': '1',
+      'anthropic-ratelimit-requests-reset': '2025-01-01T00:00:01.400Z',
+    });
+  });
+
+  it('.call() - sends IETF headers with the reset in whole seconds', async () => {
+    const { clock, provider } = setup(quotaOptions('ietf'));
+    const [, second] = await callNow(clock, provider, 2);
+    expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
+      'ratelimit-policy': '"requests";q=3',
+      ratelimit: '"requests";r=1;t=1',
+    });
+  });
+
+  it.each(HEADER_STYLES)('.call() - sends headers that parse back to the quota state (%s)', async (style) => {
+    const clock = new ManualClock(12_345);
+    const provider = new SimulatedProvider({ ...quotaOptions(style), clock });
+    const parsed = (response: PromiseSettledResult<LlmResponse>) =>
+      parseRateLimitHeaders((response as PromiseFulfilledResult<LlmResponse>).value.headers, { nowMs: EPOCH_MS + clock.now() - 12_345 });
+    const roundTo = (ms: number) => (style === 'ietf' ? Math.ceil(ms / 1000) * 1000 : ms);
+
+    const [first, second] = await callNow(clock, provider, 2);
+    expect(parsed(first!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 2, resetMs: roundTo(200) }]);
+    expect(parsed(second!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 1, resetMs: roundTo(400) }]);
+
+    // 100 ms later the bucket holds 1.5: this call leaves 0.5 — no whole call left, full in 500 ms.
+    await clock.advance(100);
+    const [third] = await callNow(clock, provider, 1);
+    expect(parsed(third!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 0, resetMs: roundTo(500) }]);
+  });
+
+  it('.call() - computes the headers when it answers, after the latency', async () => {
+    const { clock, provider } = setup({ ...quotaOptions('openai'), minLatencyMs: 100, maxLatencyMs: 100 });
+    const calls = [track(clock, provider.call(request())), track(clock, provider.call(request()))];
+    await clock.advance(100);
+    // Charged 2 at 0 ms, refilled 0.5 by 100 ms: 1.5 left, full in 300 ms.
+    expect(calls[1]!.value!.headers).toMatchObject({ 'x-ratelimit-remaining-requests': '1', 'x-ratelimit-reset-requests': '300ms' });
+  });
+
+  it.each(HEADER_STYLES)('.call() - sends retry-after, retry-after-ms and the quota on a quota 429 (%s)', async (style) => {
+    const { clock, provider } = setup(quotaOptions(style));
+    const outcomes = await callNow(clock, provider, 4);
+    const error = (outcomes[3] as PromiseRejectedResult).reason as RateLimitError;
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect(error.retryAfterMs).toBe(200);
+    expect(error.headers).toMatchObject({ 'retry-after': '1', 'retry-after-ms': '200' });
+    const info = parseRateLimitHeaders(error.headers, { nowMs: EPOCH_MS });
+    expect(info.retryAfterMs).toBe(200);
+    expect(info.limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 0 }]);
+    expect(Object.isFrozen(error.headers)).toBe(true);
+  });
+
+  it('.call() - sends only retry-after and retry-after-ms on a random 429 without a quota', async () => {
+    const { clock, provider } = setup({ headerStyle: 'openai', profile: ALWAYS.rateLimited, minLatencyMs: 0, maxLatencyMs: 0 });
+    for (const outcome of await callNow(clock, provider, 20)) {
+      const error = (outcome as PromiseRejectedResult).reason as RateLimitError;
+      expect(error.headers).toEqual({
+        'retry-after': String(Math.ceil(error.retryAfterMs! / 1000)),
+        'retry-after-ms': String(error.retryAfterMs),
+      });
+    }
+  });
+
+  it('.call() - sends an empty header set on answers without a quota', async () => {
+    const { clock, provider } = setup({ headerStyle: 'anthropic', minLatencyMs: 0, maxLatencyMs: 0 });
+    const [answer] = await callNow(clock, provider, 1);
+    expect((answer as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({});
+  });
+
+  it('.call() - sends the quota, and no retry-after, on a random 503', async () => {
+    const { clock, provider } = setup({ ...quotaOptions('openai'), profile: ALWAYS.serverError });
+    const [outcome] = await callNow(clock, provider, 1);
+    const error = (outcome as PromiseRejectedResult).reason as ServerError;
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error.retryAfterMs).toBeUndefined();
+    expect(error.headers).toEqual({
+      'x-ratelimit-limit-requests': '3',
+      'x-ratelimit-remaining-requests': '2',
+      'x-ratelimit-reset-requests': '200ms',
+    });
+  });
+
+  it('.call() - keeps each call\'s fate and retry-after whatever the header style', async () => {
+    const run = async (headerStyle?: (typeof HEADER_STYLES)[number]) => {
+      const { clock, provider } = setup({ profile: 'stress', seed: 11, minLatencyMs: 0, maxLatencyMs: 1000, headerStyle });
+      return (await runConcurrently(clock, provider, 200)).map(outcomeOf);
+    };
+    const plain = await run();
+    for (const style of HEADER_STYLES) expect(await run(style)).toEqual(plain);
+  });
+});
+
+describe('SimulatedProvider - outage', () => {
+  /** Calls at `atMs` since creation (zero latency) and says how it went. */
+  async function callAt(clock: ManualClock, provider: SimulatedProvider, atMs: number, startMs = 0) {
+    await clock.advance(startMs + atMs - clock.now());
+    const settled = Promise.allSettled([provider.call(request())]);
+    await clock.advance(0);
+    return (await settled)[0]!;
+  }
+
+  it('.call() - fails exactly the calls arriving in [startMs, endMs), with a retryable 503', async () => {
+    // The window is measured from the provider's creation, not from the clock's zero.
+    const clock = new ManualClock(1000);
+    const provider = new SimulatedProvider({ clock, outage: { startMs: 2000, endMs: 8000 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const outcomes = [];
+    for (const atMs of [0, 1999, 2000, 2000.5, 5000, 7999, 7999.9, 8000, 9000]) {
+      outcomes.push([atMs, outcomeOf(await callAt(clock, provider, atMs, 1000))]);
+    }
+    expect(outcomes.map(([atMs, outcome]) => `${atMs} ${String(outcome).slice(0, 3)}`)).toEqual([
+      '0 ok ',
+      '1999 ok ',
+      '2000 503',
+      '2000.5 503',
+      '5000 503',
+      '7999 503',
+      '7999.9 503',
+      '8000 ok ',
+      '9000 ok ',
+    ]);
+    expect([provider.calls, provider.outageErrors, provider.serverErrors, provider.rateLimited]).toEqual([9, 5, 5, 0]);
+  });
+
+  it('.call() - fails an outage call after its latency, judged by its arrival', async () => {
+    const { clock, provider } = setup({ outage: { startMs: 100, endMs: 200 }, minLatencyMs: 50, maxLatencyMs: 50 });
+    await clock.advance(199);
+    const call = track(clock, provider.call(request()));
+    await clock.advance(49);
+    expect(call.settledAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(call.settledAtMs).toBe(249);
+    expect(call.error).toBeInstanceOf(ServerError);
+    const { status, retryable, message } = call.error as ServerError;
+    expect([status, retryable, message]).toEqual([503, true, 'service unavailable (503): outage']);
+  });
+
+  it('.call() - sends a retry-after of the outage time left, measured when the 503 is sent', async () => {
+    const { clock, provider } = setup({ headerStyle: 'openai', outage: { startMs: 1000, endMs: 6000 }, minLatencyMs: 100, maxLatencyMs: 100 });
+    await clock.advance(3000);
+    const early = track(clock, provider.call(request()));
+    await clock.advance(2950);
+    const late = track(clock, provider.call(request()));
+    await clock.advance(200);
+    expect((early.error as ServerError).retryAfterMs).toBe(2900);
+    expect((early.error as ServerError).headers).toEqual({ 'retry-after': '3', 'retry-after-ms': '2900' });
+    // Arrived at 5950, answered at 6050: the outage is over, nothing left to wait.
+    expect((late.error as ServerError).retryAfterMs).toBe(0);
+    expect((late.error as ServerError).headers).toEqual({ 'retry-after': '0', 'retry-after-ms': '0' });
+  });
+
+  it('.call() - sends no retry-after on outage 503s without a headerStyle', async () => {
+    const { clock, provider } = setup({ outage: { startMs: 0, endMs: 1000 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const outcome = await callAt(clock, provider, 10);
+    const error = (outcome as PromiseRejectedResult).reason as ServerError;
+    expect(error).toBeInstanceOf(ServerError);
+    expect([error.retryAfterMs, error.headers]).toEqual([undefined, undefined]);
+  });
+
+  it('.call() - sends the quota with the outage retry-after, and spends no quota during the outage', async () => {
+    const { clock, provider } = setup({
+      headerStyle: 'ietf',
+      quota: { rate: 1, burst: 1 },
+      outage: { startMs: 0, endMs: 2500 },
+      minLatencyMs: 0,
+      maxLatencyMs: 0,
+    });
+    const outcomes = await Promise.allSettled([1, 2, 3].map(() => provider.call(request())));
+    for (const outcome of outcomes) {
+      const error = (outcome as PromiseRejectedResult).reason as ServerError;
+      expect(error).toBeInstanceOf(ServerError);
+      expect(error.headers).toEqual({
+        'retry-after': '3',
+        'retry-after-ms': '2500',
+        'ratelimit-policy': '"requests";q=1',
+        ratelimit: '"requests";r=1;t=0',
+      });
+    }
+    // After the outage the quota is untouched: a full burst of one call, then a 429.
+    const after = await callAt(clock, provider, 2500);
+    expect(after.status).toBe('fulfilled');
+    expect(outcomeOf(await callAt(clock, provider, 2500))).toBe('429 1000');
+    expect([provider.outageErrors, provider.serverErrors, provider.rateLimited]).toEqual([3, 3, 1]);
+  });
+
+  it('.call() - does not count an outage call aborted during its latency', async () => {
+    const { clock, provider } = setup({ outage: { startMs: 0, endMs: 1000 }, minLatencyMs: 100, maxLatencyMs: 100 });
+    const controller = new AbortController();
+    const reason = new Error('gone');
+    const call = provider.call(request(), { signal: controller.signal });
+    await clock.advance(50);
+    controller.abort(reason);
+    await expect(call).rejects.toBe(reason);
+    expect([provider.calls, provider.outageErrors, provider.serverErrors]).toEqual([1, 0, 0]);
+  });
+
+  it('.call() - draws as many random numbers per outage call, so calls after it keep their fate', async () => {
+    const run = async (outage?: { startMs: number; endMs: number }) => {
+      const { clock, provider } = setup({ profile: 'production', seed: 5, minLatencyMs: 0, maxLatencyMs: 50, outage });
+      // One call every 10 ms, not awaited: hangs must not hold up the calls after them.
+      const calls: Promise<PromiseSettledResult<LlmResponse>>[] = [];
+      for (let i = 0; i < 300; i++) {
+        calls.push(Promise.allSettled([provider.call(request())]).then(([result]) => result!));
+        await clock.advance(10);
+      }
+      await clock.advance(30_000);
+      return (await Promise.all(calls)).map(outcomeOf);
+    };
+    const normal = await run();
+    const withOutage = await run({ startMs: 1000, endMs: 2000 });
+    expect(withOutage.slice(100, 200).every((outcome) => outcome === '503')).toBe(true);
+    expect(withOutage.slice(0, 100)).toEqual(normal.slice(0, 100));
+    expect(withOutage.slice(200)).toEqual(normal.slice(200));
+    // The normal run failed in places, so the equality above compares fates, not just successes.
+    expect(new Set(normal.map((outcome) => outcome.slice(0, 3))).size).toBeGreaterThan(2);
+  });
+
+  it("constructor - the 'outage' profile is down from 2 s to 8 s, with no random failures", async () => {
+    const { clock, provider } = setup({ profile: 'outage', minLatencyMs: 0, maxLatencyMs: 0 });
+    const outcomes: string[] = [];
+    for (const atMs of [0, 1999, 2000, 7999, 8000]) outcomes.push(outcomeOf(await callAt(clock, provider, atMs)).slice(0, 3));
+    expect(outcomes).toEqual(['ok ', 'ok ', '503', '503', 'ok ']);
+    const after = await runConcurrently(clock, provider, 200);
+    expect(after.every((outcome) => outcome.status === 'fulfilled')).toBe(true);
+    expect(provider.outageErrors).toBe(2);
+  });
+
+  it("constructor - an outage option overrides the 'outage' profile's window", async () => {
+    const { clock, provider } = setup({ profile: 'outage', outage: { startMs: 100, endMs: 200 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    const outcomes: string[] = [];
+    for (const atMs of [99, 100, 199, 200, 2000]) outcomes.push(outcomeOf(await callAt(clock, provider, atMs)).slice(0, 3));
+    expect(outcomes).toEqual(['ok ', '503', '503', 'ok ', 'ok ']);
+  });
+
+  it('constructor - an empty outage window never fails a call', async () => {
+    const { clock, provider } = setup({ outage: { startMs: 100, endMs: 100 }, minLatencyMs: 0, maxLatencyMs: 0 });
+    expect((await callAt(clock, provider, 100)).status).toBe('fulfilled');
+    await flush();
+    expect(provider.outageErrors).toBe(0);
   });
 });
