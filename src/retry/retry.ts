@@ -1,6 +1,6 @@
 import { sleep, systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
-import { isProviderError, isRateLimitError } from '../provider/provider.ts';
+import { isProviderError } from '../provider/provider.ts';
 import { createBackoff } from './backoff.ts';
 import type { Backoff } from './backoff.ts';
 
@@ -128,10 +128,11 @@ export async function retry<T>(
 }
 
 /** The provider's own hint, when it gave a usable one, capped at `maxMs`. */
+/** The failure's own retry-after — a 429's, a 503's during an outage, an open circuit's — if it has one. */
 function retryAfterMs(error: unknown, maxMs: number): number | undefined {
-  if (!isRateLimitError(error)) return undefined;
-  const hintMs = error.retryAfterMs;
-  if (hintMs === undefined || !Number.isFinite(hintMs) || hintMs < 0) return undefined;
+  if (error === null || typeof error !== 'object') return undefined;
+  const hintMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  if (typeof hintMs !== 'number' || !Number.isFinite(hintMs) || hintMs < 0) return undefined;
   return Math.min(hintMs, maxMs);
 }
 
