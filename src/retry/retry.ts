@@ -73,9 +73,9 @@ const defaultIsRetryable = (error: unknown): boolean => isProviderError(error) &
  * value and the number of attempts it took; otherwise rejects with a {@link RetryError}, or with
  * `signal.reason` when aborted.
  *
- * The wait is the provider's retry-after when a `RateLimitError` carries one (capped at
- * `maxRetryAfterMs`; it wins even when shorter than the backoff, since the provider knows its own
- * quota), and `backoff(attempt, previousDelayMs)` otherwise.
+ * The wait is the failure's own `retryAfterMs` when it carries one — a 429's, a 503's, an open
+ * circuit's — capped at `maxRetryAfterMs`; it wins even when shorter than the backoff, since the
+ * provider knows its own quota. Otherwise it is `backoff(attempt, previousDelayMs)`.
  *
  * retry() knows nothing of rate limiters. A caller that must take a token per attempt — retries
  * included, as the call gate does — acquires it inside `attemptFn`, so the backoff and the limiter
