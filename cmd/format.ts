@@ -18,6 +18,8 @@ const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = 
   'server-error': '503 server error',
   timeout: 'timed out',
   'limiter-timeout': 'no token before the deadline',
+  'circuit-open': 'circuit open, not called',
+  'too-large': 'too large for the limits',
   aborted: 'cancelled',
   error: 'failed',
 };

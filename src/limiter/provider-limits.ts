@@ -71,7 +71,13 @@ export class ProviderLimits {
   readonly #clock: Clock;
   readonly #limits: readonly { readonly kind: LimitKind; readonly bucket: TokenBucket }[];
 
-  constructor(specs: readonly LimitSpec[], clock: Clock = systemClock) {
+  /** Limits with the request limit alone, held by an existing bucket. */
+  static of(requests: TokenBucket, clock: Clock = systemClock): ProviderLimits {
+    return new ProviderLimits([{ kind: 'requests', bucket: requests }], clock);
+  }
+
+  /** Each limit is a spec (a new bucket is made for it) or an existing bucket. */
+  constructor(specs: readonly (LimitSpec | { readonly kind: LimitKind; readonly bucket: TokenBucket })[], clock: Clock = systemClock) {
     if (specs.length === 0) throw new TypeError('Expected at least one limit, got none');
     const kinds = new Set<LimitKind>();
     for (const spec of specs) {
@@ -82,7 +88,10 @@ export class ProviderLimits {
       kinds.add(spec.kind);
     }
     this.#clock = clock;
-    this.#limits = specs.map((spec) => ({ kind: spec.kind, bucket: new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }) }));
+    this.#limits = specs.map((spec) => ({
+      kind: spec.kind,
+      bucket: 'bucket' in spec ? spec.bucket : new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }),
+    }));
   }
 
   /** The bucket behind a kind of limit, if the provider has one (for headers sync and the adaptive rate). */

@@ -1,15 +1,29 @@
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import type { TokenBucket } from '../limiter/token-bucket.ts';
-import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
-import type { LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
-import { isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
+import type { BreakerPermit, CircuitBreaker } from '../breaker/circuit-breaker.ts';
+import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import type { AdaptiveRate } from '../limiter/adaptive-rate.ts';
+import { ProviderLimits, isLimitTooSmallError, type CallCost, type LimitGrant } from '../limiter/provider-limits.ts';
+import { isMaxWaitExceededError, type TokenBucket } from '../limiter/token-bucket.ts';
+import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
+import { isProviderError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
+import { parseRateLimitHeaders } from '../provider/rate-limit-headers.ts';
+import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { createBackoff, type Backoff } from '../retry/backoff.ts';
 import { retry, type RetryEvent } from '../retry/retry.ts';
 import { silentLogger } from './silent-logger.ts';
 
 /** How one attempt ended. */
-export type AttemptOutcome = 'ok' | 'rate-limited' | 'server-error' | 'timeout' | 'limiter-timeout' | 'aborted' | 'error';
+export type AttemptOutcome =
+  | 'ok'
+  | 'rate-limited'
+  | 'server-error'
+  | 'timeout'
+  | 'limiter-timeout'
+  | 'circuit-open'
+  | 'too-large'
+  | 'aborted'
+  | 'error';
 
 /** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
 export interface AttemptEvent {
@@ -33,17 +47,34 @@ export interface AttemptEvent {
   readonly retryInMs: number | undefined;
   /** What the attempt failed with; undefined when it succeeded. */
   readonly error: unknown;
+  /** The tokens the provider reported for a successful call. */
+  readonly usage: TokenUsage | undefined;
 }
 
 export interface CallGateOptions {
   readonly provider: Provider;
-  /** The provider's bucket, shared by every worker: one token before every attempt, retries included. */
-  readonly limiter: TokenBucket;
+  /**
+   * The provider's limits, shared by every worker: each attempt, retries included, takes one
+   * request (and its estimated tokens) first.
+   */
+  readonly limits?: ProviderLimits;
+  /** Shorthand for `limits` with a request limit alone: this bucket. */
+  readonly limiter?: TokenBucket;
+  /** Opens on consecutive server errors and timeouts; while open, attempts fail at once with no token spent. */
+  readonly breaker?: CircuitBreaker;
+  /** Cuts the request rate on 429s and probes back up. */
+  readonly adaptive?: AdaptiveRate;
+  /** Lower the buckets to what the provider's rate-limit headers say remains. Default false. */
+  readonly syncHeaders?: boolean;
+  /** Output tokens reserved per call before its usage is known (token limits only). Default 256. */
+  readonly maxOutputTokens?: number;
+  /** Input tokens of a request, for token limits. Default: the prompt counted with a real tokenizer. */
+  readonly estimateInputTokens?: (request: LlmRequest) => number | Promise<number>;
   /** Total attempts per call, the first included. Default 3. */
   readonly maxAttempts?: number;
-  /** Delay between attempts when the provider gave no retry-after. Default: full jitter, 100 ms base, 2 s cap. */
+  /** Delay between attempts when the failure gave no retry-after. Default: full jitter, 100 ms base, 2 s cap. */
   readonly backoff?: Backoff;
-  /** A provider's retry-after is obeyed up to this many ms. Default 60 000. */
+  /** A retry-after is obeyed up to this many ms. Default 60 000. */
   readonly maxRetryAfterMs?: number;
   readonly clock?: Clock;
   readonly logger?: Logger;
@@ -62,28 +93,49 @@ export interface GateCallOptions {
   readonly tally?: { calls: number };
 }
 
+/** 429s, 5xx and an open circuit (which says when it will admit probes) are worth another attempt. */
+const isRetryable = (error: unknown): boolean => (isProviderError(error) && error.retryable) || isBrokenCircuitError(error);
+
 /**
- * The way to a provider: limiter → call → retry with backoff, for every attempt.
+ * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
  *
- * A token is acquired before each attempt, so retries count against the rate like first tries do,
- * and a limiter wait that cannot end before the deadline fails at once instead of wasting the slot.
+ * - An open circuit fails the attempt at once, spending no token; the retry waits until it admits
+ *   probes (that attempt counts towards `maxAttempts`).
+ * - Each attempt, retries included, takes its request token (and estimated LLM tokens) first, so
+ *   retries count against the rate like first tries; a wait that cannot end before the deadline
+ *   fails at once instead of holding the worker.
+ * - After the call: token estimates are settled against the reported usage, the breaker hears of
+ *   server errors and timeouts (not of 429s — those are the limiter's business), the adaptive rate
+ *   of 429s and successes, and with `syncHeaders` the buckets drop to what the provider says remains.
  */
 export class CallGate {
   readonly provider: Provider;
-  readonly limiter: TokenBucket;
+  readonly limits: ProviderLimits;
+  readonly breaker: CircuitBreaker | undefined;
+  readonly adaptive: AdaptiveRate | undefined;
+  readonly clock: Clock;
+  readonly #syncHeaders: boolean;
+  readonly #maxOutputTokens: number;
+  readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #maxAttempts: number;
   readonly #backoff: Backoff;
   readonly #maxRetryAfterMs: number | undefined;
-  readonly clock: Clock;
   readonly #logger: Logger;
 
   constructor(options: CallGateOptions) {
     this.provider = options.provider;
-    this.limiter = options.limiter;
+    this.clock = options.clock ?? systemClock;
+    const limits = options.limits ?? (options.limiter === undefined ? undefined : ProviderLimits.of(options.limiter, this.clock));
+    if (limits === undefined) throw new TypeError('Expected limits or limiter, got neither');
+    this.limits = limits;
+    this.breaker = options.breaker;
+    this.adaptive = options.adaptive;
+    this.#syncHeaders = options.syncHeaders ?? false;
+    this.#maxOutputTokens = options.maxOutputTokens ?? 256;
+    this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
     this.#maxAttempts = options.maxAttempts ?? 3;
     this.#backoff = options.backoff ?? createBackoff('full');
     this.#maxRetryAfterMs = options.maxRetryAfterMs;
-    this.clock = options.clock ?? systemClock;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'call-gate', provider: options.provider.name });
   }
 
@@ -99,6 +151,7 @@ export class CallGate {
         deadlineMs: options.deadlineMs,
         backoff: this.#backoff,
         maxRetryAfterMs: this.#maxRetryAfterMs,
+        isRetryable,
         onRetry: call.onRetry,
       });
       return { response: value, attempts };
@@ -107,28 +160,66 @@ export class CallGate {
     }
   }
 
-  /** One attempt: wait for the token (bounded by the deadline), then call the provider. */
+  /** One attempt: breaker, then the limits (bounded by the deadline), then the provider. */
   async attempt(call: GateCall, attempt: number): Promise<LlmResponse> {
     const clock = this.clock;
-    const { signal, deadlineMs } = call;
+    const { signal, deadlineMs, request } = call;
     call.report(undefined);
     const waitStartMs = clock.now();
     let calledAtMs = Number.NaN;
+    let permit: BreakerPermit | undefined;
+    let grant: LimitGrant | undefined;
     try {
-      await this.limiter.acquire(1, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
+      permit = this.breaker?.acquirePermit();
+      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
+      grant = await this.limits.acquire(cost, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
       calledAtMs = clock.now();
-      const response = await this.provider.call(call.request, call.providerOptions);
-      call.settle(attempt, 'ok', calledAtMs - waitStartMs, true, clock.now() - calledAtMs, undefined);
+      const response = await this.provider.call(request, call.providerOptions);
+      const endMs = clock.now();
+      grant.settle(response.usage ?? cost);
+      permit?.success();
+      this.adaptive?.onSuccess();
+      if (this.#syncHeaders) this.#sync(response.headers);
+      call.settle(attempt, 'ok', calledAtMs - waitStartMs, true, endMs - calledAtMs, undefined, response.usage);
       return response;
     } catch (error) {
       const endMs = clock.now();
       const called = !Number.isNaN(calledAtMs);
-      call.settle(attempt, classify(error, signal), (called ? calledAtMs : endMs) - waitStartMs, called, called ? endMs - calledAtMs : 0, error);
-      this.#logger.debug({ articleId: call.request.articleId, task: call.request.task, attempt, err: error }, 'attempt failed');
+      const outcome = classify(error, signal);
+      grant?.settle(NOTHING_USED);
+      if (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error') permit?.failure();
+      else permit?.release();
+      if (outcome === 'rate-limited') {
+        this.adaptive?.onRateLimited({ retryAfterMs: (error as { retryAfterMs?: number }).retryAfterMs, sentAtMs: calledAtMs });
+      }
+      if (this.#syncHeaders) this.#sync((error as { headers?: ResponseHeaders }).headers);
+      call.settle(attempt, outcome, (called ? calledAtMs : endMs) - waitStartMs, called, called ? endMs - calledAtMs : 0, error, undefined);
+      this.#logger.debug({ articleId: request.articleId, task: request.task, attempt, outcome, err: error }, 'attempt failed');
       throw error;
     }
   }
+
+  async #cost(request: LlmRequest): Promise<CallCost> {
+    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: this.#maxOutputTokens };
+  }
+
+  /** Lowers each bucket to what the provider says remains of that limit; never raises one. */
+  #sync(headers: ResponseHeaders | undefined): void {
+    if (headers === undefined) return;
+    for (const status of parseRateLimitHeaders(headers).limits) {
+      const bucket = this.limits.bucket(status.kind);
+      if (bucket === undefined || status.remaining === undefined) continue;
+      const excess = bucket.tokens() - status.remaining;
+      if (excess > 0) {
+        bucket.adjust(-excess);
+        this.#logger.debug({ kind: status.kind, remaining: status.remaining, lowered: excess }, 'bucket synced to headers');
+      }
+    }
+  }
 }
+
+const REQUEST_ONLY: CallCost = { requests: 1, inputTokens: 0, outputTokens: 0 };
+const NOTHING_USED = { inputTokens: 0, outputTokens: 0 };
 
 /**
  * The state of one `CallGate.call()`: the last attempt's figures, reported once the retry loop
@@ -150,6 +241,7 @@ class GateCall {
   #called = false;
   #latencyMs = 0;
   #error: unknown;
+  #usage: TokenUsage | undefined;
 
   constructor(gate: CallGate, request: LlmRequest, options: GateCallOptions) {
     this.#gate = gate;
@@ -164,7 +256,15 @@ class GateCall {
 
   readonly onRetry: (event: RetryEvent) => void = reporter(this);
 
-  settle(attempt: number, outcome: AttemptOutcome, waitMs: number, called: boolean, latencyMs: number, error: unknown): void {
+  settle(
+    attempt: number,
+    outcome: AttemptOutcome,
+    waitMs: number,
+    called: boolean,
+    latencyMs: number,
+    error: unknown,
+    usage: TokenUsage | undefined,
+  ): void {
     if (called && this.#tally !== undefined) this.#tally.calls++;
     this.#pending = true;
     this.#attempt = attempt;
@@ -173,6 +273,7 @@ class GateCall {
     this.#called = called;
     this.#latencyMs = latencyMs;
     this.#error = error;
+    this.#usage = usage;
   }
 
   report(retryInMs: number | undefined): void {
@@ -191,6 +292,7 @@ class GateCall {
       atMs: this.#gate.clock.now(),
       retryInMs,
       error: this.#error,
+      usage: this.#usage,
     });
   }
 }
@@ -205,5 +307,7 @@ function classify(error: unknown, signal: AbortSignal | undefined): AttemptOutco
   if (isServerError(error)) return 'server-error';
   if (isTimeoutError(error)) return 'timeout';
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
+  if (isBrokenCircuitError(error)) return 'circuit-open';
+  if (isLimitTooSmallError(error)) return 'too-large';
   return 'error';
 }

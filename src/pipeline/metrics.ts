@@ -1,4 +1,4 @@
-import type { AttemptEvent } from './call-gate.ts';
+import type { AttemptEvent, CallGate } from './call-gate.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 
@@ -26,6 +26,18 @@ export interface ProviderFigures {
   /** Clock time of the last provider answer, relative to the run's start, in ms. */
   readonly lastCallEndMs: number;
   readonly lastCallLatencyMs: number;
+  /** Calls per second over the run. */
+  readonly achievedRate: number;
+  /** LLM tokens the provider reported using (input + output). */
+  readonly tokensUsed: number;
+  /** Times the circuit breaker opened. */
+  readonly breakerOpens: number;
+  /** Attempts refused at once by an open circuit (no token spent, provider not called). */
+  readonly circuitRejections: number;
+  /** The request rate at the end of the run (the adaptive rate moves it), calls per second. */
+  readonly finalRate: number;
+  /** Times the adaptive rate cut the rate after 429s. */
+  readonly rateCuts: number;
 }
 
 /** What a run did, in figures. Milliseconds throughout. */
@@ -59,6 +71,9 @@ export interface RunSummary {
 interface ProviderCounters {
   rate: number;
   burst: number;
+  gate: CallGate | undefined;
+  tokensUsed: number;
+  circuitRejections: number;
   calls: number;
   retries: number;
   rateLimited: number;
@@ -84,13 +99,20 @@ export class Metrics {
   #failed = 0;
   #cancelled = 0;
 
-  constructor(options: { startMs: number; workers: number; providers: readonly { name: string; rate: number; burst: number }[] }) {
+  constructor(options: {
+    startMs: number;
+    workers: number;
+    providers: readonly { name: string; rate: number; burst: number; gate?: CallGate }[];
+  }) {
     this.#startMs = options.startMs;
     this.#workers = options.workers;
-    for (const { name, rate, burst } of options.providers) {
+    for (const { name, rate, burst, gate } of options.providers) {
       this.#providers.set(name, {
         rate,
         burst,
+        gate,
+        tokensUsed: 0,
+        circuitRejections: 0,
         calls: 0,
         retries: 0,
         rateLimited: 0,
@@ -114,8 +136,10 @@ export class Metrics {
     const counters = this.#providers.get(event.provider);
     if (counters === undefined) return;
     this.#wait.record(event.waitMs);
+    if (event.outcome === 'circuit-open') counters.circuitRejections++;
     // An attempt that never got its token made no call.
     if (!event.called) return;
+    if (event.usage !== undefined) counters.tokensUsed += event.usage.inputTokens + event.usage.outputTokens;
     counters.calls++;
     if (event.retryInMs !== undefined) counters.retries++;
     if (event.outcome === 'rate-limited') counters.rateLimited++;
@@ -151,9 +175,19 @@ export class Metrics {
     let serverErrors = 0;
     let timeouts = 0;
     let floorMs = 0;
+    const elapsedMs = endMs - this.#startMs;
     for (const [name, c] of this.#providers) {
       const rateFloorMs = c.rate === Infinity ? 0 : c.rate === 0 ? Infinity : (Math.max(0, c.calls - c.burst) * 1000) / c.rate;
-      providers.push({ name, ...c, rateFloorMs });
+      const { gate, ...figures } = c;
+      providers.push({
+        name,
+        ...figures,
+        rateFloorMs,
+        achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
+        breakerOpens: gate?.breaker?.opens ?? 0,
+        finalRate: gate?.limits.bucket('requests')?.rate ?? c.rate,
+        rateCuts: gate?.adaptive?.decreases ?? 0,
+      });
       calls += c.calls;
       retries += c.retries;
       rateLimited += c.rateLimited;
@@ -161,7 +195,6 @@ export class Metrics {
       timeouts += c.timeouts;
       if (c.rate !== Infinity && c.calls > c.burst) floorMs = Math.max(floorMs, rateFloorMs + c.lastCallLatencyMs);
     }
-    const elapsedMs = endMs - this.#startMs;
     const limited = providers.some((p) => p.rate !== Infinity);
     const first = providers[0];
     return {

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import { TokenBucket } from '../limiter/token-bucket.ts';
+import { CircuitBreaker, type CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
+import { AdaptiveRate, type AdaptiveRateOptions } from '../limiter/adaptive-rate.ts';
+import { ProviderLimits, type LimitSpec } from '../limiter/provider-limits.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
 import { TASKS } from '../provider/provider.ts';
 import type { Backoff } from '../retry/backoff.ts';
@@ -12,13 +14,23 @@ import { articleDeadlines, processArticle } from './processor.ts';
 import type { ArticleResult } from './result.ts';
 import { silentLogger } from './silent-logger.ts';
 
-/** A provider and the client-side limit in front of it. */
+/** A provider and the client-side mechanisms in front of it. */
 export interface ProviderSetup {
   readonly provider: Provider;
-  /** Calls per second allowed to this provider (`Infinity` for no limit). */
-  readonly rate: number;
-  /** Calls that may go at once after a quiet spell. */
-  readonly burst: number;
+  /** Calls per second allowed to this provider (`Infinity` for no limit), when `limits` is not given. */
+  readonly rate?: number;
+  /** Calls that may go at once after a quiet spell, when `limits` is not given. Default 1. */
+  readonly burst?: number;
+  /** Every limit the provider sets (requests, tokens, input/output tokens), in units per second. */
+  readonly limits?: readonly LimitSpec[];
+  /** A circuit breaker in front of the provider; omitted or `false` for none. */
+  readonly breaker?: false | Omit<CircuitBreakerOptions, 'clock' | 'name' | 'logger'>;
+  /** Adapt the request rate to 429s (never above the configured rate); `true` for the defaults. */
+  readonly adaptive?: boolean | Omit<AdaptiveRateOptions, 'bucket' | 'maxRate' | 'clock'>;
+  /** Lower the buckets to what the provider's rate-limit headers say remains. Default false. */
+  readonly syncHeaders?: boolean;
+  /** Output tokens reserved per call before its usage is known (token limits only). Default 256. */
+  readonly maxOutputTokens?: number;
 }
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
@@ -71,21 +83,10 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   if (options.providers.length === 0) throw new TypeError('Expected at least one provider, got none');
 
   const gatesByName = new Map<string, CallGate>();
-  for (const { provider, rate, burst } of options.providers) {
+  for (const setup of options.providers) {
+    const { provider } = setup;
     if (gatesByName.has(provider.name)) throw new TypeError(`Expected unique provider names, got "${provider.name}" twice`);
-    const limiter = new TokenBucket({ rate, burst, clock });
-    gatesByName.set(
-      provider.name,
-      new CallGate({
-        provider,
-        limiter,
-        clock,
-        logger: options.logger ?? silentLogger,
-        ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
-        ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
-        ...(options.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: options.maxRetryAfterMs }),
-      }),
-    );
+    gatesByName.set(provider.name, buildGate(setup, { ...options, clock }));
   }
   const defaultProvider = options.providers[0]!.provider.name;
   const gates = Object.fromEntries(
@@ -100,7 +101,10 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const metrics = new Metrics({
     startMs: clock.now(),
     workers,
-    providers: options.providers.map(({ provider, rate, burst }) => ({ name: provider.name, rate, burst })),
+    providers: [...gatesByName.values()].map((gate) => {
+      const requests = gate.limits.bucket('requests');
+      return { name: gate.provider.name, rate: requests?.rate ?? Infinity, burst: requests?.burst ?? 0, gate };
+    }),
   });
   const { signal, onResult, onAttempt } = options;
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
@@ -140,6 +144,39 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const summary = metrics.summary(clock.now(), signal?.aborted === true);
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   return summary;
+}
+
+/** The gate for one provider: its limits, and the breaker and adaptive rate it asks for. */
+function buildGate(setup: ProviderSetup, options: PipelineOptions & { clock: Clock }): CallGate {
+  const { provider } = setup;
+  const { clock } = options;
+  const specs: readonly LimitSpec[] = setup.limits ?? [{ kind: 'requests', rate: setup.rate ?? Infinity, burst: setup.burst ?? 1 }];
+  const limits = new ProviderLimits(specs, clock);
+  const requests = limits.bucket('requests');
+  let adaptive: AdaptiveRate | undefined;
+  if (setup.adaptive !== undefined && setup.adaptive !== false) {
+    if (requests === undefined || requests.rate === Infinity) {
+      throw new TypeError(`Expected a finite request limit for the adaptive rate of "${provider.name}", got none`);
+    }
+    adaptive = new AdaptiveRate({ ...(setup.adaptive === true ? {} : setup.adaptive), bucket: requests, maxRate: requests.rate, clock });
+  }
+  const breaker =
+    setup.breaker === undefined || setup.breaker === false
+      ? undefined
+      : new CircuitBreaker({ ...setup.breaker, clock, name: provider.name, ...(options.logger === undefined ? {} : { logger: options.logger }) });
+  return new CallGate({
+    provider,
+    limits,
+    breaker,
+    adaptive,
+    clock,
+    syncHeaders: setup.syncHeaders ?? false,
+    logger: options.logger ?? silentLogger,
+    ...(setup.maxOutputTokens === undefined ? {} : { maxOutputTokens: setup.maxOutputTokens }),
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+    ...(options.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: options.maxRetryAfterMs }),
+  });
 }
 
 function checkPositiveInteger(name: string, value: number): void {
