@@ -2,10 +2,11 @@
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
 import { Command, CommanderError, Option } from 'commander';
 import pino from 'pino';
-import { CancelledError, JsonlWriter, isInputError, runPipeline, type RunSummary } from '../src/index.ts';
+import { CancelledError, JsonlWriter, isConfigError, isInputError, runPipeline, type RunSummary } from '../src/index.ts';
+import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, checkInput, createProvider, validateRunFlags, type RunFlags } from './run-options.ts';
+import { UsageError, addRunOptions, checkInput, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal } from './terminal.ts';
 
 const EXIT_OK = 0;
@@ -39,6 +40,7 @@ function buildProgram(): Command {
     .addOption(new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3))
     .addOption(new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3))
     .addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+  program.enablePositionalOptions().addCommand(buildBenchCommand());
   addRunOptions(program)
     .addHelpText('after', EXAMPLES)
     .showSuggestionAfterError(true)
@@ -55,6 +57,11 @@ async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   let exitCode = EXIT_OK;
   program.action(async (flags: MainFlags) => {
+    for (const option of ['rate', 'burst'] as const) {
+      if (flags.config !== undefined && program.getOptionValueSource(option) === 'cli') {
+        throw new UsageError(`--${option} applies without --config; with --config set limits per provider in the file`);
+      }
+    }
     exitCode = await run(flags);
   });
   try {
@@ -63,7 +70,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
     }
-    if (error instanceof UsageError || isInputError(error)) {
+    if (error instanceof UsageError || isInputError(error) || isConfigError(error)) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
@@ -80,6 +87,7 @@ async function run(flags: MainFlags): Promise<number> {
   const input = await checkInput(flags, (text) => terminal.notice(text));
   const { count: total, skipped } = input;
 
+  const { providers, routes } = await providerSetups(flags, flags.rate, flags.burst);
   let writer: JsonlWriter | undefined;
   if (flags.output !== undefined) {
     try {
@@ -88,8 +96,6 @@ async function run(flags: MainFlags): Promise<number> {
       throw new UsageError(`--output ${flags.output}: cannot write file (${(error as Error).message})`);
     }
   }
-
-  const provider = createProvider(flags);
 
   const controller = new AbortController();
   let interrupts = 0;
@@ -120,7 +126,8 @@ async function run(flags: MainFlags): Promise<number> {
   try {
     summary = await runPipeline({
       source: input.open(),
-      providers: [{ provider, rate: flags.rate, burst: flags.burst }],
+      providers,
+      ...(routes === undefined ? {} : { routes }),
       workers: flags.workers,
       timeoutMs: flags.timeout,
       maxAttempts: flags.maxAttempts,

@@ -1,13 +1,21 @@
 // The flags every run takes (the main command and `bench` alike), their checks, and what they build.
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
+  HEADER_STYLES,
   PROFILE_NAMES,
   SimulatedProvider,
   generateArticles,
+  loadProvidersConfig,
+  parseOutageWindow,
   readArticlesJsonl,
   type Article,
+  type HeaderStyle,
   type InputIssue,
+  type LimitSpec,
   type ProfileName,
+  type ProviderConfig,
+  type ProviderSetup,
+  type TaskName,
 } from '../src/index.ts';
 import { formatMs } from './format.ts';
 import { duration, integer, oneOf, rate } from './parse-values.ts';
@@ -31,6 +39,15 @@ export interface RunFlags {
   json: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
   quiet: boolean;
+  headers?: HeaderStyle;
+  outage?: { startMs: number; endMs: number };
+  tpm?: number;
+  maxOutputTokens: number;
+  adaptive: boolean;
+  syncHeaders: boolean;
+  breakerThreshold: number;
+  breakerCooldown: number;
+  config?: string;
 }
 
 /** A usage or input problem: printed as one line, exit 2. */
@@ -68,6 +85,21 @@ export function addRunOptions(command: Command): Command {
     )
     .addOption(new Option('--input <file.jsonl>', 'read articles from JSONL (id, title, content, url?, source?)').conflicts('articles'))
     .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
+    .addOption(new Option('--headers <style>', `simulated provider sends rate-limit headers: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)))
+    .addOption(new Option('--outage <window>', 'simulated provider answers 503 in this window, e.g. 2s..8s').argParser(outageWindow))
+    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens per minute (prompt tokens counted with a real tokenizer)').argParser(integer(1)))
+    .addOption(new Option('--max-output-tokens <n>', 'output tokens reserved per call under --tpm until the usage is known').argParser(integer(1)).default(256))
+    .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
+    .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
+    .addOption(
+      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(5),
+    )
+    .addOption(
+      new Option('--breaker-cooldown <duration>', 'how long the circuit stays open before it admits a probe')
+        .argParser(duration({ allowZero: true }))
+        .default(5000, '5s'),
+    )
+    .addOption(new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'))
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
     .addOption(new Option('--log-level <level>', 'pino log level, logs go to stderr').argParser(oneOf(LOG_LEVELS)).default('error'))
     .addOption(new Option('--quiet', 'print the summary only').default(false));
@@ -82,20 +114,91 @@ export function validateRunFlags(flags: RunFlags): void {
   if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
     throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
   }
+  if (flags.config !== undefined) {
+    for (const flag of ['providerRate', 'providerBurst', 'headers', 'outage', 'tpm', 'adaptive', 'syncHeaders'] as const) {
+      if (flags[flag] !== undefined && flags[flag] !== false) {
+        const name = flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+        throw new UsageError(`--${name} describes a single provider; with --config set it per provider in the file`);
+      }
+    }
+  }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
   }
 }
 
+function outageWindow(text: string): { startMs: number; endMs: number } {
+  const window = parseOutageWindow(text);
+  if (window === undefined) throw new InvalidArgumentError('Expected a window like 2s..8s (start before end).');
+  return window;
+}
+
 /** The simulated provider the flags describe. A new one per run, so a seed replays the same run. */
-export function createProvider(flags: RunFlags): SimulatedProvider {
+export function createProvider(flags: RunFlags, name = 'simulated'): SimulatedProvider {
   return new SimulatedProvider({
+    name,
     minLatencyMs: flags.minLatency,
     maxLatencyMs: flags.maxLatency,
     profile: flags.profile,
     seed: flags.seed,
     ...(flags.providerRate === undefined ? {} : { quota: { rate: flags.providerRate, burst: flags.providerBurst ?? 1 } }),
+    ...(flags.headers === undefined ? {} : { headerStyle: flags.headers }),
+    ...(flags.outage === undefined ? {} : { outage: flags.outage }),
   });
+}
+
+/** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */
+export function providerSetup(flags: RunFlags, provider: SimulatedProvider, rate: number, burst: number): ProviderSetup {
+  const limits: LimitSpec[] = [{ kind: 'requests', rate, burst }];
+  if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
+  if (flags.adaptive && rate === Infinity) throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
+  return {
+    provider,
+    limits,
+    adaptive: flags.adaptive,
+    syncHeaders: flags.syncHeaders,
+    maxOutputTokens: flags.maxOutputTokens,
+    breaker: flags.breakerThreshold === 0 ? false : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown },
+  };
+}
+
+/** The providers and routes of a run: from `--config` when given, else one simulated provider from the flags. */
+export async function providerSetups(
+  flags: RunFlags,
+  rate: number,
+  burst: number,
+): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined; configured: readonly ProviderConfig[] | undefined }> {
+  if (flags.config === undefined) {
+    return { providers: [providerSetup(flags, createProvider(flags), rate, burst)], routes: undefined, configured: undefined };
+  }
+  const config = await loadProvidersConfig(flags.config);
+  const providers = config.providers.map((p, index) => {
+    const sim = p.simulated;
+    const profile = sim.profile ?? flags.profile;
+    if (!PROFILE_NAMES.includes(profile as ProfileName)) {
+      throw new UsageError(`${flags.config}: providers[${index}].simulated.profile: expected one of ${PROFILE_NAMES.join(', ')}, got "${profile}"`);
+    }
+    const provider = new SimulatedProvider({
+      name: p.name,
+      minLatencyMs: sim.minLatencyMs ?? flags.minLatency,
+      maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
+      profile: profile as ProfileName,
+      // Each provider draws its own numbers: the same seed would give both the same fate per call.
+      seed: sim.seed ?? flags.seed + index,
+      ...(sim.quota === undefined ? {} : { quota: sim.quota }),
+      ...(sim.headers === undefined ? {} : { headerStyle: sim.headers }),
+      ...(sim.outage === undefined ? {} : { outage: sim.outage }),
+    });
+    return {
+      provider,
+      limits: p.limits,
+      adaptive: p.adaptive,
+      syncHeaders: p.syncHeaders,
+      maxOutputTokens: p.maxOutputTokens,
+      breaker: p.breaker === false ? (false as const) : { failureThreshold: p.breaker.failureThreshold, cooldownMs: p.breaker.cooldownMs, halfOpenProbes: p.breaker.halfOpenProbes },
+    } satisfies ProviderSetup;
+  });
+  return { providers, routes: { ...config.routes }, configured: config.providers };
 }
 
 export interface CheckedInput {

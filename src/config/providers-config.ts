@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limiter/provider-limits.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
+import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
 import { parseDuration } from './duration.ts';
 
 /**
@@ -47,8 +48,6 @@ export interface BreakerConfig {
   readonly halfOpenProbes: number;
 }
 
-export type HeaderStyleName = 'openai' | 'anthropic' | 'ietf';
-export const HEADER_STYLES: readonly HeaderStyleName[] = ['openai', 'anthropic', 'ietf'];
 
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
 export interface SimulatedConfig {
@@ -57,7 +56,7 @@ export interface SimulatedConfig {
   readonly profile?: string;
   readonly seed?: number;
   readonly quota?: { readonly rate: number; readonly burst: number };
-  readonly headers?: HeaderStyleName;
+  readonly headers?: HeaderStyle;
   /** Calls arriving in [startMs, endMs) after the provider starts fail with 503. */
   readonly outage?: { readonly startMs: number; readonly endMs: number };
 }

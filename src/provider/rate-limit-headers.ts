@@ -1,3 +1,4 @@
+import { LIMIT_KINDS, type LimitKind } from '../limiter/provider-limits.ts';
 /**
  * Rate-limit headers as LLM providers send them, read ({@link parseRateLimitHeaders}) and written
  * ({@link formatRateLimitHeaders}):
@@ -24,10 +25,7 @@ export const HEADER_STYLES: readonly HeaderStyle[] = Object.freeze(['openai', 'a
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-/** What a limit counts: calls, or (all, input, output) tokens. */
-export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
-
-export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tokens', 'input-tokens', 'output-tokens'] as LimitKind[]);
+export { LIMIT_KINDS, type LimitKind } from '../limiter/provider-limits.ts';
 
 /** One limit as the headers describe it; a field the headers lacked, or got wrong, is absent. */
 export interface LimitStatus {
