@@ -1,0 +1,148 @@
+import { describe, it, expect } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
+import { AdaptiveRate } from '../../src/limiter/adaptive-rate.ts';
+import { ProviderLimits } from '../../src/limiter/provider-limits.ts';
+import { RateLimitError, ServerError, type LlmRequest } from '../../src/provider/provider.ts';
+import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
+import { generateArticles } from '../../src/pipeline/articles.ts';
+import { CallGate, type AttemptEvent } from '../../src/pipeline/call-gate.ts';
+import { runPipeline } from '../../src/pipeline/run.ts';
+import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { RetryError } from '../../src/retry/retry.ts';
+import { ScriptedProvider, drive } from './scripted-provider.ts';
+
+const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
+const fixedBackoff = () => 100;
+
+describe('CallGate - circuit breaker', () => {
+  it('fails at once with BrokenCircuitError while open: no token spent, provider not called', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }]);
+    const limits = new ProviderLimits([{ kind: 'requests', rate: 0.001, burst: 100 }], clock);
+    const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
+    const gate = new CallGate({ provider, limits, breaker, clock, backoff: fixedBackoff, maxAttempts: 3 });
+    const events: AttemptEvent[] = [];
+    const error = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }).catch((e: unknown) => e));
+    // Two 503s open it; the third attempt meets the open circuit.
+    expect(events.map((e) => e.outcome)).toEqual(['server-error', 'server-error', 'circuit-open']);
+    expect(events[2]!.called).toBe(false);
+    expect(provider.calls).toHaveLength(2);
+    expect((error as RetryError).lastError).toMatchObject({ name: 'BrokenCircuitError' });
+    // Two tokens for the two calls (plus a sliver of refill at 0.001/s), none for the refused attempt.
+    expect(limits.bucket('requests')!.tokens()).toBeCloseTo(98, 2);
+  });
+
+  it('does not count 429s as failures', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }]);
+    const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
+    const gate = new CallGate({ provider, limits: new ProviderLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock), breaker, clock });
+    await drive(clock, gate.call(request).catch(() => {}));
+    expect(breaker.state.kind).toBe('closed');
+  });
+
+  it('an outage: articles that meet the open circuit are dead letters; enough attempts ride it out', async () => {
+    const run = async (maxAttempts: number) => {
+      const clock = new ManualClock();
+      const provider = new SimulatedProvider({ minLatencyMs: 10, maxLatencyMs: 20, clock, outage: { startMs: 1000, endMs: 4000 } });
+      const results: ArticleResult[] = [];
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(60),
+          providers: [{ provider, rate: 10, burst: 2, breaker: { failureThreshold: 3, cooldownMs: 1000 } }],
+          maxAttempts,
+          timeoutMs: 30_000,
+          clock,
+          onResult: (r) => void results.push(r),
+        }),
+        5,
+      );
+      return { summary, results };
+    };
+    const few = await run(3);
+    expect(few.summary.providers[0]!.breakerOpens).toBeGreaterThan(0);
+    expect(few.summary.failed).toBeGreaterThan(0);
+    expect(few.results.some((r) => r.error?.type === 'BrokenCircuitError')).toBe(true);
+    expect(few.summary.succeeded + few.summary.failed).toBe(60);
+
+    const many = await run(12);
+    expect(many.summary.providers[0]!.breakerOpens).toBeGreaterThan(0);
+    expect(many.summary.failed).toBe(0);
+    expect(many.summary.succeeded).toBe(60);
+  });
+});
+
+describe('CallGate - token limits', () => {
+  it('reserves the estimate, then settles on the reported usage', async () => {
+    const clock = new ManualClock();
+    const provider = {
+      name: 'p',
+      call: async () => ({ output: { task: 'summarize' as const, summary: 's', keywords: [] }, usage: { inputTokens: 90, outputTokens: 10 } }),
+    };
+    const limits = new ProviderLimits(
+      [
+        { kind: 'requests', rate: 10, burst: 10 },
+        { kind: 'tokens', rate: 10, burst: 1000 },
+      ],
+      clock,
+    );
+    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 100, maxOutputTokens: 300 });
+    const events: AttemptEvent[] = [];
+    await gate.call(request, { onAttempt: (e) => events.push(e) });
+    expect(limits.bucket('tokens')!.tokens()).toBe(900);
+    expect(events[0]!.usage).toEqual({ inputTokens: 90, outputTokens: 10 });
+  });
+
+  it('a request larger than the token burst is a dead letter at once, not a hang', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock);
+    const limits = new ProviderLimits(
+      [
+        { kind: 'requests', rate: 10, burst: 10 },
+        { kind: 'tokens', rate: 10, burst: 500 },
+      ],
+      clock,
+    );
+    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 400, maxOutputTokens: 256 });
+    const error = await gate.call(request).catch((e: unknown) => e);
+    expect((error as RetryError).reason).toBe('not-retryable');
+    expect(String((error as RetryError).lastError)).toMatch(/needs 656 tokens but the tokens limit allows at most 500/);
+    expect(provider.calls).toHaveLength(0);
+  });
+});
+
+describe('CallGate - headers and adaptive rate', () => {
+  it('with syncHeaders lowers the bucket to what the provider says remains, never raises it', async () => {
+    const clock = new ManualClock();
+    let remaining = 3;
+    const provider = {
+      name: 'p',
+      call: async () => ({
+        output: { task: 'summarize' as const, summary: 's', keywords: [] },
+        headers: formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 100, remaining, resetMs: 1000 }]),
+      }),
+    };
+    const limits = new ProviderLimits([{ kind: 'requests', rate: 1, burst: 10 }], clock);
+    const gate = new CallGate({ provider, limits, clock, syncHeaders: true });
+    await gate.call(request);
+    expect(limits.bucket('requests')!.tokens()).toBe(3);
+    remaining = 50;
+    await gate.call(request);
+    expect(limits.bucket('requests')!.tokens()).toBe(2);
+  });
+
+  it('tells the adaptive rate of 429s, which cuts the request rate', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}]);
+    const limits = new ProviderLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const bucket = limits.bucket('requests')!;
+    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    const gate = new CallGate({ provider, limits, adaptive, clock });
+    await drive(clock, gate.call(request));
+    expect(adaptive.decreases).toBe(1);
+    expect(bucket.rate).toBeLessThan(20);
+  });
+});
