@@ -65,7 +65,7 @@ export function formatSummary(summary: RunSummary): string[] {
     );
   }
   for (const p of summary.providers) {
-    const notable = summary.providers.length > 1 || p.tokensUsed > 0 || p.breakerOpens > 0 || p.rateCuts > 0 || p.circuitRejections > 0;
+    const notable = summary.providers.length > 1 || p.countsTokens || p.breakerOpens > 0 || p.rateCuts > 0 || p.circuitRejections > 0;
     if (!notable) continue;
     const parts = [
       `${p.calls} calls (${p.achievedRate.toFixed(2)}/s)`,
@@ -74,7 +74,7 @@ export function formatSummary(summary: RunSummary): string[] {
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];
     if (p.rateCuts > 0 || p.finalRate !== p.rate) parts.push(`rate ${formatRate(p.rate)}/s → ${p.finalRate.toFixed(2)}/s (${p.rateCuts} cuts)`);
-    if (p.tokensUsed > 0) parts.push(`tokens ${p.tokensUsed}`);
+    if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
   lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
 import { Command, CommanderError, Option } from 'commander';
+import { realpath } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import pino from 'pino';
 import { CancelledError, JsonlWriter, isConfigError, isInputError, runPipeline, type RunSummary } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
@@ -13,6 +15,8 @@ const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
+/** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
+const EXIT_STDOUT_CLOSED = 141;
 interface MainFlags extends RunFlags {
   rate: number;
   burst: number;
@@ -81,8 +85,11 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
-  if (flags.output !== undefined && flags.output === flags.input) throw new UsageError('--output must not be the --input file');
-  const terminal = new Terminal();
+  if (flags.output !== undefined && flags.input !== undefined && (await samePath(flags.output, flags.input))) {
+    throw new UsageError(`--output ${flags.output} is the --input file: it would be overwritten`);
+  }
+  const controller = new AbortController();
+  const terminal = new Terminal(() => controller.abort(new CancelledError('stdout closed')));
   const logger = pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
   const input = await checkInput(flags, (text) => terminal.notice(text));
   const { count: total, skipped } = input;
@@ -97,7 +104,6 @@ async function run(flags: MainFlags): Promise<number> {
     }
   }
 
-  const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
     interrupts++;
@@ -151,6 +157,8 @@ async function run(flags: MainFlags): Promise<number> {
     await terminal.close();
   }
 
+  // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
+  if (terminal.closed) return EXIT_STDOUT_CLOSED;
   if (flags.json) {
     const json = JSON.stringify({ ...summary, skippedLines: skipped }, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
     process.stdout.write(`${json}\n`);
@@ -163,6 +171,12 @@ async function run(flags: MainFlags): Promise<number> {
   }
   if (summary.interrupted) return EXIT_INTERRUPTED;
   return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/** Whether two paths name the same file (another spelling, a link), as far as the file system says. */
+async function samePath(a: string, b: string): Promise<boolean> {
+  const real = async (path: string) => realpath(path).catch(() => resolve(path));
+  return (await real(a)) === (await real(b));
 }
 
 const code = await main(process.argv.slice(2));

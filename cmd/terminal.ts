@@ -10,10 +10,26 @@ export class Terminal {
   #buffer = '';
   #flushTimer: NodeJS.Timeout | undefined;
   #status = '';
+  #closed = false;
 
-  constructor(out: NodeJS.WriteStream = process.stdout, err: NodeJS.WriteStream = process.stderr) {
+  /**
+   * @param onClosed called once if stdout's reader goes away (`… | head -1`): later lines are
+   *   dropped instead of crashing the process with EPIPE.
+   */
+  constructor(onClosed?: () => void, out: NodeJS.WriteStream = process.stdout, err: NodeJS.WriteStream = process.stderr) {
     this.#out = out;
     this.#err = err;
+    out.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      if (this.#closed) return;
+      this.#closed = true;
+      onClosed?.();
+    });
+  }
+
+  /** Whether stdout's reader has gone away. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** Whether a progress line can be drawn (stderr is a terminal). */
@@ -31,6 +47,10 @@ export class Terminal {
     if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     if (this.#buffer === '') return;
+    if (this.#closed) {
+      this.#buffer = '';
+      return;
+    }
     const status = this.#status;
     if (status !== '') this.status('');
     this.#out.write(this.#buffer);
@@ -60,6 +80,7 @@ export class Terminal {
   async close(): Promise<void> {
     this.flush();
     this.status('');
+    if (this.#closed) return;
     await new Promise<void>((resolve) => this.#out.write('', () => resolve()));
   }
 }

@@ -30,6 +30,8 @@ export interface ProviderFigures {
   readonly achievedRate: number;
   /** LLM tokens the provider reported using (input + output). */
   readonly tokensUsed: number;
+  /** Whether a token limit applies to this provider. */
+  readonly countsTokens: boolean;
   /** Times the circuit breaker opened. */
   readonly breakerOpens: number;
   /** Attempts refused at once by an open circuit (no token spent, provider not called). */
@@ -186,6 +188,7 @@ export class Metrics {
         achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
         breakerOpens: gate?.breaker?.opens ?? 0,
         finalRate: gate?.limits.bucket('requests')?.rate ?? c.rate,
+        countsTokens: gate?.limits.countsTokens ?? false,
         rateCuts: gate?.adaptive?.decreases ?? 0,
       });
       calls += c.calls;
