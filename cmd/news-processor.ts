@@ -9,7 +9,7 @@ import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { UsageError, addRunOptions, checkInput, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
-import { Terminal } from './terminal.ts';
+import { Terminal, quitNow } from './terminal.ts';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -107,7 +107,7 @@ async function run(flags: MainFlags): Promise<number> {
   let interrupts = 0;
   const onSigint = () => {
     interrupts++;
-    if (interrupts > 1) process.exit(EXIT_INTERRUPTED);
+    if (interrupts > 1) quitNow();
     terminal.notice('interrupted: stopping intake, cancelling calls in flight (Ctrl-C again to quit at once)');
     controller.abort(new CancelledError('interrupted (Ctrl-C)'));
   };
@@ -152,7 +152,8 @@ async function run(flags: MainFlags): Promise<number> {
     });
   } finally {
     clearInterval(progressTimer);
-    process.off('SIGINT', onSigint);
+    // The handler stays until the results are flushed: a slow disk or pipe is exactly when a
+    // second Ctrl-C must still quit at once.
     await writer?.close();
     await terminal.close();
   }

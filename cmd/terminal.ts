@@ -84,3 +84,17 @@ export class Terminal {
     await new Promise<void>((resolve) => this.#out.write('', () => resolve()));
   }
 }
+
+/**
+ * Ends the process at once, as the default Ctrl-C would. `process.exit()` is not enough: it waits
+ * for libuv's worker threads, and one blocked writing to a full pipe would hold it forever — which
+ * is exactly when a user presses Ctrl-C twice. Re-raising SIGINT without a handler ends the process
+ * by the signal (a shell reports 130).
+ */
+export function quitNow(): void {
+  process.removeAllListeners('SIGINT');
+  process.kill(process.pid, 'SIGINT');
+  // Only reached if something still handles SIGINT: Node's internal exit, which skips the
+  // 'exit' handlers that process.exit() runs.
+  (process as unknown as { reallyExit(code: number): never }).reallyExit(130);
+}
