@@ -161,7 +161,9 @@ async function run(flags: MainFlags): Promise<number> {
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
   if (terminal.closed) return EXIT_STDOUT_CLOSED;
   if (flags.json) {
-    const json = JSON.stringify({ ...summary, skippedLines: skipped }, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
+    // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
+    const figures = { ...summary, skippedLines: skipped, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
+    const json = JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
     process.stdout.write(`${json}\n`);
   } else {
     if (printLines) process.stdout.write('\n');
