@@ -54,8 +54,10 @@ export function formatSummary(summary: RunSummary): string[] {
       `503s: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}`,
   ];
   const limited = summary.providers.filter((p) => p.rate !== Infinity);
-  if (limited.length === 0 || summary.efficiency === null) {
+  if (limited.length === 0) {
     lines.push('Rate floor: none (rate=inf) | Efficiency: n/a');
+  } else if (summary.efficiency === null) {
+    lines.push('Rate floor: none (every call fit in the burst) | Efficiency: n/a');
   } else {
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
     lines.push(

@@ -4,7 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { CancelledError, JsonlWriter, isConfigError, isInputError, runPipeline, type RunSummary } from '../src/index.ts';
+import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError, runPipeline, type RunSummary } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -78,6 +78,10 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
+    if (isOutputError(error)) {
+      process.stderr.write(`error: --output ${error.message}\n`);
+      return EXIT_USAGE;
+    }
     throw error;
   }
   return exitCode;
@@ -100,7 +104,7 @@ async function run(flags: MainFlags): Promise<number> {
     try {
       writer = await JsonlWriter.open(flags.output);
     } catch (error) {
-      throw new UsageError(`--output ${flags.output}: cannot write file (${(error as Error).message})`);
+      throw new UsageError(`--output ${(error as Error).message}`);
     }
   }
 

@@ -10,7 +10,8 @@ const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 export function integer(min: number, max = MAX_COUNT): (text: string) => number {
   return (text) => {
     const value = Number(text.trim());
-    if (text.trim() === '' || !Number.isInteger(value) || value < min || value > max) {
+    // Digits only: Number() would also take 0x10, 1e3 or 0b11.
+    if (!/^\s*\d+\s*$/.test(text) || !Number.isInteger(value) || value < min || value > max) {
       const range = max === MAX_COUNT ? `>= ${min}` : `from ${min} to ${max}`;
       throw new InvalidArgumentError(`Expected a whole number ${range}.`);
     }
@@ -22,8 +23,9 @@ export function integer(min: number, max = MAX_COUNT): (text: string) => number 
 export function rate(text: string): number {
   const trimmed = text.trim().toLowerCase();
   if (trimmed === 'inf' || trimmed === 'infinity' || trimmed === '+inf') return Infinity;
-  const value = Number(trimmed);
-  if (trimmed === '' || Number.isNaN(value)) throw new InvalidArgumentError("Expected calls per second (a number > 0) or 'inf'.");
+  // Plain decimals only: Number() would also take 0x10 or 0b11.
+  const value = /^[-+]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+  if (Number.isNaN(value)) throw new InvalidArgumentError("Expected calls per second (a number > 0) or 'inf'.");
   if (value <= 0) throw new InvalidArgumentError("Expected calls per second > 0; use 'inf' for no limit.");
   if (!Number.isFinite(value)) throw new InvalidArgumentError("Expected a finite number of calls per second, or 'inf'.");
   return value;
@@ -33,6 +35,7 @@ export function rate(text: string): number {
 export function duration(options: { allowZero: boolean }): (text: string) => number {
   return (text) => {
     const ms = parseDuration(text);
+    if (ms === undefined && /^\s*-/.test(text)) throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}, like 500ms, 2s or 1m.`);
     if (ms === undefined) throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
     if (ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
     if (ms === 0 && !options.allowZero) throw new InvalidArgumentError('Expected a duration > 0.');

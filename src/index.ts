@@ -53,4 +53,25 @@ export { Metrics } from './pipeline/metrics.ts';
 export type { RunSummary, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
 export { Histogram } from './pipeline/histogram.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
-export { JsonlWriter } from './pipeline/jsonl-writer.ts';
+export { JsonlWriter, OutputError, isOutputError } from './pipeline/jsonl-writer.ts';
+
+export { pairSettings, runSweep, settingLabel } from './bench/sweep.ts';
+export type { BenchSetting, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './bench/sweep.ts';
+export { benchChartSpec, renderBenchChart } from './bench/chart.ts';
+export type { BenchChartOptions } from './bench/chart.ts';
+
+export { ProviderLimits, LimitTooSmallError, isLimitTooSmallError, LIMIT_KINDS } from './limiter/provider-limits.ts';
+export type { LimitKind, LimitSpec, CallCost, LimitGrant } from './limiter/provider-limits.ts';
+export { AdaptiveRate } from './limiter/adaptive-rate.ts';
+export type { AdaptiveRateOptions, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limiter/adaptive-rate.ts';
+export { CircuitBreaker, BrokenCircuitError, isBrokenCircuitError } from './breaker/circuit-breaker.ts';
+export type { BreakerState, BreakerStateKind, BreakerStateChange, BreakerPermit, CircuitBreakerOptions, FailureRatioOptions } from './breaker/circuit-breaker.ts';
+export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle } from './provider/rate-limit-headers.ts';
+export type { HeaderStyle, LimitStatus, RateLimitInfo } from './provider/rate-limit-headers.ts';
+export type { ResponseHeaders } from './provider/provider.ts';
+export type { OutageWindow } from './provider/simulated.ts';
+export { estimateInputTokens, promptFor } from './provider/token-estimate.ts';
+export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
+export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
+export { parseDuration } from './config/duration.ts';
+export { DeadlineSignals } from './pipeline/deadline-signals.ts';

@@ -58,7 +58,7 @@ export interface RunSummary {
   readonly elapsedMs: number;
   /** The slowest provider's rate floor plus its last call's latency: the least any schedule could take. */
   readonly rateFloorMs: number;
-  /** `rateFloorMs / elapsedMs`; `null` when the rate is unlimited (there is no floor to measure against). */
+  /** `rateFloorMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
   readonly efficiency: number | null;
   readonly rate: number;
   readonly burst: number;
@@ -213,7 +213,8 @@ export class Metrics {
       timeouts,
       elapsedMs,
       rateFloorMs: floorMs,
-      efficiency: limited && elapsedMs > 0 ? floorMs / elapsedMs : null,
+      // No floor when every call fit in the burst (or the rate is unlimited): nothing to measure against.
+      efficiency: limited && elapsedMs > 0 && floorMs > 0 ? floorMs / elapsedMs : null,
       rate: first?.rate ?? Infinity,
       burst: first?.burst ?? 0,
       workers: this.#workers,

@@ -9,6 +9,7 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const COMMAND = join('cmd', 'news-processor.ts');
+const BIN = join('bin', 'news-processor.js');
 
 /** Flags that make a run take milliseconds: no client-side limit, a provider that answers at once. */
 export const FAST = ['--min-latency=0ms', '--max-latency=1ms', '--rate=inf'] as const;
@@ -31,24 +32,49 @@ export interface CliRun {
   stdout(): string;
   /** Everything written to stderr so far. */
   stderr(): string;
+  /** Sends SIGINT (Ctrl-C) to the process started: the command itself with `via: 'bin'`, else tsx, which relays it. */
+  interrupt(): void;
+  /** Resolves once stderr matches `pattern`; rejects after `timeoutMs` or if the process ends first. */
+  waitForStderr(pattern: RegExp, timeoutMs: number): Promise<void>;
   /** Settles when the process has exited and its pipes are closed. */
   readonly result: Promise<CliResult>;
 }
 
 export interface CliOptions {
-  /** The process is killed (SIGKILL) after this many ms. Default 20 000. */
+  /** The process is killed (SIGKILL) after this many ms: it hung. Default 30 000 (a loaded machine is slow). */
   readonly killAfterMs?: number;
+  /**
+   * How the command is started. `'tsx'` (default): `tsx cmd/news-processor.ts`, as `npm start` runs it.
+   * `'bin'`: `node bin/news-processor.js`, the installed binary, which runs the command in its own
+   * process. Signal tests use `'bin'`: the tsx CLI runs the command as a child, relays signals to
+   * it and SIGKILLs it when it does not acknowledge one within 30 ms, which under load turns a
+   * graceful Ctrl-C into a kill and would hide how the command itself handles signals.
+   */
+  readonly via?: 'tsx' | 'bin';
 }
 
-/** Starts `tsx cmd/news-processor.ts …args` in the project root, with pipes (not a terminal) for its output. */
+/**
+ * Starts the command with `args` in the project root (see {@link CliOptions.via}), with pipes, not a
+ * terminal, for its output. It runs in a process group of its own, and the kill timeout ends the
+ * whole group, so the child process tsx starts is not left running.
+ */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
-  const { killAfterMs = 20_000 } = options;
+  const { killAfterMs = 30_000, via = 'tsx' } = options;
   const startMs = performance.now();
-  const child = spawn(TSX, [COMMAND, ...args], {
+  const [file, ...head] = via === 'tsx' ? [TSX, COMMAND] : [process.execPath, BIN];
+  const child = spawn(file!, [...head, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -56,7 +82,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   let timedOut = false;
   const killTimer = setTimeout(() => {
     timedOut = true;
-    child.kill('SIGKILL');
+    signalGroup('SIGKILL');
   }, killAfterMs);
   const result = new Promise<CliResult>((resolve, reject) => {
     child.once('error', (error) => {
@@ -68,7 +94,39 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
       resolve({ code, signal, stdout, stderr, timedOut, elapsedMs: performance.now() - startMs });
     });
   });
-  return { child, stdout: () => stdout, stderr: () => stderr, result };
+  let exited = false;
+  let closed = false;
+  child.once('exit', () => (exited = true));
+  child.once('close', () => (closed = true));
+  const waitForStderr = (pattern: RegExp, timeoutMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(stderr)) done();
+      };
+      const done = (error?: Error) => {
+        clearTimeout(timer);
+        child.stderr!.off('data', check);
+        child.off('close', onClose);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onClose = () => done(new Error(`the process ended before stderr matched ${pattern}; stderr: ${stderr}`));
+      const timer = setTimeout(() => done(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+      child.stderr!.on('data', check);
+      child.once('close', onClose);
+      if (pattern.test(stderr)) done();
+      else if (closed) onClose();
+    });
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    interrupt: () => {
+      if (!exited) child.kill('SIGINT');
+    },
+    waitForStderr,
+    result,
+  };
 }
 
 /** Runs the command to the end. */

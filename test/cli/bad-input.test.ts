@@ -1,0 +1,119 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAST, makeTempDir, runCli, type CliResult } from './run-cli.ts';
+
+/** A usage or input error: exit 2, nothing on stdout, one `error: …` line on stderr and no stack trace. */
+function expectUsageError(result: CliResult, mentions: readonly RegExp[]): void {
+  expect(result.timedOut, 'the run hung').toBe(false);
+  expect(result.stdout).toBe('');
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+  expect(result.stderr.split('\n'), `stderr: ${result.stderr}`).toHaveLength(2);
+  expect(result.stderr).toMatch(/^error: \S.*\n$/);
+  for (const mention of mentions) expect(result.stderr).toMatch(mention);
+  expect(result.code).toBe(2);
+}
+
+// Each row: the flags, and what the one-line message must name. The FAST flags come first so
+// that a case's own flags win where they repeat one (commander keeps the last value).
+const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[], mentions: readonly RegExp[]]> = [
+  ['non-numeric --workers', ['--workers=abc'], [/--workers/, /'abc'/]],
+  ['non-numeric --rate', ['--rate=abc'], [/--rate/, /'abc'/]],
+  ['--rate=NaN', ['--rate=NaN'], [/--rate/, /NaN/]],
+  ['--rate=0 (suggests inf)', ['--rate=0'], [/--rate/, /'0'/, /\binf\b/]],
+  ['negative --rate', ['--rate=-1'], [/--rate/, /'-1'/]],
+  ['--burst=0', ['--burst=0'], [/--burst/, /'0'/]],
+  ['fractional --burst', ['--burst=1.5'], [/--burst/, /'1\.5'/]],
+  ['--workers=0', ['--workers=0'], [/--workers/, /'0'/]],
+  ['--articles=0', ['--articles=0'], [/--articles/, /'0'/]],
+  ['--articles=1e999 (Infinity)', ['--articles=1e999'], [/--articles/, /1e999/]],
+  ['--timeout=0s', ['--timeout=0s'], [/--timeout/, /'0s'/]],
+  ['negative --timeout', ['--timeout=-1s'], [/--timeout/, /'-1s'/]],
+  ['--timeout without a unit', ['--timeout=5'], [/--timeout/, /unit/]],
+  ['--min-latency above --max-latency', ['--min-latency=900ms', '--max-latency=800ms'], [/--min-latency/, /--max-latency/]],
+  ['unknown flag', ['--frobnicate'], [/--frobnicate/]],
+  ['misspelt flag (suggestion on the same line)', ['--artcles=5'], [/--artcles/, /--articles/]],
+  ['unknown profile', ['--profile=chaos'], [/--profile/, /chaos/, /stress/]],
+  ['--input together with --articles', ['--input', 'fixtures/articles.jsonl', '--articles=3'], [/--input/, /--articles/]],
+  ['--skip-invalid without --input', ['--skip-invalid'], [/--skip-invalid/, /--input/]],
+  ['--provider-burst without --provider-rate', ['--provider-burst=2'], [/--provider-burst/, /--provider-rate/]],
+  ['--output the same file as --input', ['--input', 'fixtures/articles.jsonl', '--output', 'fixtures/articles.jsonl'], [/--output/, /--input/]],
+  ['missing --input file', ['--input', 'fixtures/does-not-exist.jsonl'], [/fixtures\/does-not-exist\.jsonl/, /ENOENT|no such file/]],
+  ['--input that is a directory', ['--input', 'fixtures'], [/fixtures/, /EISDIR|directory/]],
+];
+
+// The malformed fixtures (fixtures/README.md): the message names file:line and the reason.
+const BAD_FILES: ReadonlyArray<readonly [file: string, line: number, reason: RegExp]> = [
+  ['invalid-json.jsonl', 3, /invalid JSON \(.+\)/],
+  ['missing-id.jsonl', 2, /missing "id"/],
+  ['missing-content.jsonl', 2, /article has no text \(missing "content"\)/],
+  ['empty-content.jsonl', 2, /article has no text \(empty "content"\)/],
+  ['wrong-type.jsonl', 2, /"title" must be a string, got number/],
+  ['duplicate-ids.jsonl', 4, /duplicate id "12" \(first seen on line 2\)/],
+  ['not-an-object.jsonl', 2, /expected a JSON object, got array/],
+  ['mixed.jsonl', 3, /invalid JSON \(.+\)/],
+];
+
+describe.concurrent('news-processor - bad flags: exit 2, one line naming the flag', { timeout: 60_000 }, () => {
+  it.each(BAD_FLAGS)('%s', async (_label, args, mentions) => {
+    expectUsageError(await runCli([...FAST, ...args]), mentions);
+  });
+});
+
+describe.concurrent('news-processor --input - malformed files: exit 2, one line with file:line', { timeout: 60_000 }, () => {
+  it.each(BAD_FILES)('fixtures/bad/%s fails at line %i', async (file, line, reason) => {
+    const result = await runCli([...FAST, '--input', `fixtures/bad/${file}`]);
+    const where = new RegExp(`fixtures/bad/${file.replace('.', '\\.')}:${line}: `);
+    expectUsageError(result, [where, reason]);
+  });
+});
+
+describe.concurrent('news-processor - a bad input loses nothing', { timeout: 60_000 }, () => {
+  let temp: Awaited<ReturnType<typeof makeTempDir>>;
+  beforeAll(async () => {
+    temp = await makeTempDir();
+  });
+  afterAll(async () => {
+    await temp.remove();
+  });
+
+  it('leaves an existing --output file untouched when the input is bad', async () => {
+    const output = join(temp.dir, 'previous-results.jsonl');
+    const previous = '{"id":"1","status":"succeeded","attempts":2}\n';
+    await writeFile(output, previous);
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/duplicate-ids.jsonl', '--output', output]);
+    expectUsageError(result, [/fixtures\/bad\/duplicate-ids\.jsonl:4: /]);
+    expect(await readFile(output, 'utf8')).toBe(previous);
+  });
+});
+
+describe.concurrent('news-processor --input - an empty file', { timeout: 60_000 }, () => {
+  it('is valid input with no articles: exit 0', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/empty.jsonl', '--json']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ articles: 0, succeeded: 0, failed: 0, cancelled: 0, calls: 0 });
+  });
+});
+
+describe.concurrent('news-processor --skip-invalid', { timeout: 60_000 }, () => {
+  it('processes the 7 good articles of fixtures/bad/mixed.jsonl and warns about the 3 bad lines', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/mixed.jsonl', '--skip-invalid', '--json']);
+    expect(result.code).toBe(0);
+    const summary = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(summary).toMatchObject({ articles: 7, succeeded: 7, failed: 0, cancelled: 0, skippedLines: 3 });
+    const warnings = result.stderr.split('\n').filter((line) => line !== '');
+    expect(warnings).toEqual([
+      expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:3: invalid JSON/),
+      expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:6: article has no text \(missing "content"\)/),
+      expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:9: duplicate id "2"/),
+    ]);
+  });
+
+  it('reports the skipped lines in the text summary', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/mixed.jsonl', '--skip-invalid', '--quiet']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 7 articles \| Succeeded:7 Failed:0 \| /m);
+    expect(result.stdout).toMatch(/^Skipped input lines: 3$/m);
+  });
+});
