@@ -1,0 +1,330 @@
+// `news-processor bench`: run rate/burst settings through the pipeline, print the figures, draw the chart.
+import { access, constants, stat, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import pino from 'pino';
+import {
+  CancelledError,
+  pairSettings,
+  renderBenchChart,
+  runSweep,
+  settingLabel,
+  type BenchSetting,
+  type SettingResult,
+  type SweepResult,
+} from '../src/index.ts';
+import { formatMs, formatRate } from './format.ts';
+import { integer, oneOf, rate } from './parse-values.ts';
+import { UsageError, addRunOptions, checkInput, createProvider, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
+import { Terminal, quitNow } from './terminal.ts';
+
+const EXIT_INTERRUPTED = 130;
+const FORMATS = ['table', 'csv', 'json'] as const;
+type Format = (typeof FORMATS)[number];
+
+interface BenchFlags extends RunFlags {
+  rate: number[];
+  burst: number[];
+  grid: boolean;
+  repeat: number;
+  format: Format;
+  chart?: string;
+}
+
+const EXAMPLES = `
+Each setting runs --repeat times with the same seed, one run at a time. Figures are medians over
+the repeats: calls (every attempt, retries included), elapsed (with min–max), the rate floor
+(calls − burst) / rate, efficiency ((floor + last call latency) / elapsed), 429s received,
+retries and failed articles. A progress line shows on a terminal (not with --quiet).
+
+Examples:
+  $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --articles=5 --workers=5
+      the Go article's three runs, side by side with their floors
+  $ news-processor bench --rate=2,4,5,6,8,10 --burst=1 --provider-rate=5 --articles=20
+      429s appear once the client sends faster than the provider allows
+  $ news-processor bench --rate=5,10 --burst=1,5 --grid --repeat=5 --chart bench.svg
+      every combination; the chart shows calls granted over time against burst + rate·t
+  $ news-processor bench --rate=inf,50 --burst=1 --format=csv > bench.csv
+
+Exit codes: 0 the sweep ran (failed articles are counted, not fatal), 2 bad usage or input,
+130 interrupted (Ctrl-C: the finished runs are still printed).`;
+
+/** The `bench` subcommand. Register it on a program with `enablePositionalOptions()` (it reuses the run flags). */
+export function buildBenchCommand(): Command {
+  const command = new Command('bench')
+    .description(
+      'Sweep rate/burst settings: run each through the pipeline --repeat times and print calls, elapsed, ' +
+        'the rate floor, efficiency, 429s and retries per setting; optionally chart the grants over time.',
+    )
+    .addOption(
+      new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit")
+        .argParser(list(rate))
+        .default([3], '3'),
+    )
+    .addOption(
+      new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate')
+        .argParser(list(integer(1, 1e9)))
+        .default([3], '3'),
+    )
+    .addOption(new Option('--grid', 'run every combination of --rate and --burst instead of pairing them by position').default(false))
+    .addOption(new Option('--repeat <n>', 'runs per setting, all with the same seed').argParser(integer(1, 1000)).default(3))
+    .addOption(
+      new Option('--format <format>', `output: ${FORMATS.join(', ')} (--json is --format=json)`).argParser(oneOf(FORMATS)).default('table'),
+    )
+    .addOption(new Option('--chart <file.svg>', 'also draw the grants over time and elapsed vs floor per setting as SVG'));
+  return addRunOptions(command)
+    .addHelpText('after', EXAMPLES)
+    .showSuggestionAfterError(true)
+    .allowExcessArguments(false)
+    .exitOverride()
+    .configureOutput({
+      // As the main command: one line per error, "did you mean" included.
+      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
+    })
+    .action(async (flags: BenchFlags, self: Command) => {
+      const code = await bench(flags, self);
+      // The main command's exit code is 0 when an action returns; an interrupted sweep must say otherwise.
+      if (code !== 0) {
+        await new Promise<void>((done) => process.stdout.write('', () => done()));
+        process.exit(code);
+      }
+    });
+}
+
+/** A comma-separated list of values, each read by `parse`; an error names the item at fault. */
+function list<T>(parse: (text: string) => T): (text: string) => T[] {
+  return (text) => {
+    const items = text.split(',');
+    return items.map((item) => {
+      try {
+        return parse(item);
+      } catch (error) {
+        if (!(error instanceof InvalidArgumentError)) throw error;
+        const where = items.length > 1 ? `'${item.trim()}': ` : '';
+        throw new InvalidArgumentError(`${where}${error.message}`);
+      }
+    });
+  };
+}
+
+async function bench(flags: BenchFlags, command: Command): Promise<number> {
+  validateRunFlags(flags);
+  const format = outputFormat(flags, command);
+  let settings: BenchSetting[];
+  try {
+    settings = pairSettings(flags.rate, flags.burst, { grid: flags.grid });
+  } catch {
+    throw new UsageError(
+      `--rate has ${flags.rate.length} values and --burst ${flags.burst.length}: give one burst for every rate, ` +
+        'as many bursts as rates, or --grid for every combination',
+    );
+  }
+  if (flags.config !== undefined) {
+    throw new UsageError('--config sets every provider\'s limits itself; bench sweeps --rate and --burst of the simulated provider the flags describe');
+  }
+  // Every setting's providers are built once before any run, so a setting the flags rule out (say
+  // --adaptive at rate=inf) fails here rather than after the runs before it.
+  const setupsOf = (setting: BenchSetting) => [providerSetup(flags, createProvider(flags), setting.rate, setting.burst)];
+  for (const setting of settings) setupsOf(setting);
+  if (flags.chart !== undefined) await checkWritable(flags.chart);
+
+  const terminal = new Terminal();
+  const logger = pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
+  const input = await checkInput(flags, (text) => terminal.notice(text));
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts > 1) quitNow();
+    terminal.notice('interrupted: stopping the sweep; the finished runs are printed (Ctrl-C again to quit at once)');
+    controller.abort(new CancelledError('interrupted (Ctrl-C)'));
+  };
+  process.on('SIGINT', onSigint);
+
+  const showProgress = !flags.quiet;
+  let progress = '';
+  let calls = 0;
+  let runStartedMs = performance.now();
+  const drawProgress = () => {
+    if (showProgress && progress !== '') terminal.status(`${progress} · ${calls} calls · ${formatMs(performance.now() - runStartedMs)}`);
+  };
+  const progressTimer = setInterval(drawProgress, 250);
+
+  let result: SweepResult;
+  try {
+    result = await runSweep({
+      settings,
+      repeat: flags.repeat,
+      createProviders: setupsOf,
+      createSource: input.open,
+      workers: flags.workers,
+      timeoutMs: flags.timeout,
+      maxAttempts: flags.maxAttempts,
+      logger,
+      signal: controller.signal,
+      onRunStart: ({ setting, repeat, run, runs }) => {
+        progress = `run ${run}/${runs}: ${settingLabel(setting)}, repeat ${repeat}/${flags.repeat}`;
+        calls = 0;
+        runStartedMs = performance.now();
+        drawProgress();
+      },
+      onAttempt: (event) => {
+        if (event.called) calls++;
+      },
+    });
+  } finally {
+    clearInterval(progressTimer);
+    process.off('SIGINT', onSigint);
+    await terminal.close();
+  }
+
+  if (format === 'json') process.stdout.write(`${formatJson(result, flags, input.count)}\n`);
+  else if (format === 'csv') process.stdout.write(formatCsv(result));
+  else process.stdout.write(`${[describeRun(flags, input.count), ...formatTable(result)].join('\n')}\n`);
+
+  if (flags.chart !== undefined) {
+    const svg = await renderBenchChart(result, { subtitle: describeRun(flags, input.count) });
+    try {
+      await writeFile(flags.chart, svg);
+    } catch (error) {
+      throw new UsageError(`--chart ${flags.chart}: cannot write file (${(error as Error).message})`);
+    }
+    if (format === 'table') process.stdout.write(`Chart: ${flags.chart}\n`);
+  }
+  return result.interrupted ? EXIT_INTERRUPTED : 0;
+}
+
+function outputFormat(flags: BenchFlags, command: Command): Format {
+  if (!flags.json) return flags.format;
+  if (command.getOptionValueSource('format') === 'cli' && flags.format !== 'json') {
+    throw new UsageError(`--json and --format=${flags.format} disagree: give one of them`);
+  }
+  return 'json';
+}
+
+/** Fails before any run when the chart could not be written, so a long sweep is not lost at the end. */
+async function checkWritable(path: string): Promise<void> {
+  if (!path.toLowerCase().endsWith('.svg')) throw new UsageError(`--chart ${path}: the chart is SVG, give a file ending in .svg`);
+  const target = resolve(path);
+  try {
+    const existing = await stat(target).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (existing?.isDirectory() === true) throw new Error('is a directory');
+    await access(existing === undefined ? dirname(target) : target, constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`--chart ${path}: cannot write file (${(error as Error).message})`);
+  }
+}
+
+/** The line above the table and under the chart's title: what every run in the sweep had in common. */
+function describeRun(flags: BenchFlags, articles: number): string {
+  const parts = [
+    `${articles} articles${flags.input === undefined ? '' : ` from ${flags.input}`}`,
+    `${flags.workers} workers`,
+    `latency ${formatLatency(flags.minLatency)}–${formatLatency(flags.maxLatency)}`,
+  ];
+  if (flags.profile !== 'default') parts.push(`profile ${flags.profile}`);
+  if (flags.outage !== undefined) parts.push(`outage ${formatMs(flags.outage.startMs)}–${formatMs(flags.outage.endMs)}`);
+  if (flags.providerRate !== undefined) parts.push(`provider quota ${formatRate(flags.providerRate)}/s burst ${flags.providerBurst ?? 1}`);
+  if (flags.tpm !== undefined) parts.push(`${flags.tpm} tokens/min`);
+  if (flags.adaptive) parts.push('adaptive rate');
+  parts.push(`${flags.repeat} ${flags.repeat === 1 ? 'run' : 'runs'} per setting, seed ${flags.seed}`);
+  return parts.join(' · ');
+}
+
+function formatLatency(ms: number): string {
+  return ms === 0 ? '0ms' : formatMs(ms);
+}
+
+function formatTable(result: SweepResult): string[] {
+  const header = ['rate', 'burst', 'calls', 'elapsed (median, min–max)', 'rate floor', 'efficiency', '429s', 'retries', 'failed'];
+  const rows = result.settings.map((s) => [
+    formatRate(s.setting.rate),
+    String(s.setting.burst),
+    formatCount(s.calls),
+    s.runs.length === 1
+      ? formatMs(s.elapsedMs.median)
+      : `${formatMs(s.elapsedMs.median)} (${formatMs(s.elapsedMs.min)}–${formatMs(s.elapsedMs.max)})`,
+    s.setting.rate === Infinity ? 'none' : formatMs(s.rateFloorMs),
+    s.efficiency === null ? 'n/a' : `${(s.efficiency * 100).toFixed(1)}%`,
+    formatCount(s.rateLimited),
+    formatCount(s.retries),
+    formatCount(s.failed),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  // Numbers line up on the right, the elapsed column (a range) on the left.
+  const render = (cells: readonly string[]) =>
+    cells.map((cell, column) => (column === 3 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ').trimEnd();
+  const lines = [render(header), ...rows.map(render)];
+  if (result.interrupted) lines.push('Interrupted: the run in progress and the settings after it are left out.');
+  return lines;
+}
+
+function formatCount(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
+const CSV_COLUMNS = [
+  'rate',
+  'burst',
+  'runs',
+  'calls',
+  'elapsed_median_ms',
+  'elapsed_min_ms',
+  'elapsed_max_ms',
+  'rate_floor_ms',
+  'least_elapsed_ms',
+  'efficiency',
+  'rate_limited',
+  'retries',
+  'failed',
+] as const;
+
+/** One row per setting; rates as `inf` when unlimited, efficiency empty there. Milliseconds to 0.001. */
+function formatCsv(result: SweepResult): string {
+  const ms = (value: number) => String(Math.round(value * 1000) / 1000);
+  const rows = result.settings.map((s: SettingResult) => [
+    formatRate(s.setting.rate),
+    String(s.setting.burst),
+    String(s.runs.length),
+    String(s.calls),
+    ms(s.elapsedMs.median),
+    ms(s.elapsedMs.min),
+    ms(s.elapsedMs.max),
+    ms(s.rateFloorMs),
+    ms(s.leastElapsedMs),
+    s.efficiency === null ? '' : s.efficiency.toFixed(4),
+    String(s.rateLimited),
+    String(s.retries),
+    String(s.failed),
+  ]);
+  return [CSV_COLUMNS, ...rows].map((row) => `${row.join(',')}\n`).join('');
+}
+
+function formatJson(result: SweepResult, flags: BenchFlags, articles: number): string {
+  const json = {
+    articles,
+    workers: flags.workers,
+    repeat: flags.repeat,
+    seed: flags.seed,
+    interrupted: result.interrupted,
+    settings: result.settings.map((s) => ({
+      rate: s.setting.rate,
+      burst: s.setting.burst,
+      label: s.label,
+      calls: s.calls,
+      elapsedMs: s.elapsedMs,
+      rateFloorMs: s.rateFloorMs,
+      leastElapsedMs: s.leastElapsedMs,
+      efficiency: s.efficiency,
+      rateLimited: s.rateLimited,
+      retries: s.retries,
+      failed: s.failed,
+      runs: s.runs.map(({ summary, ...figures }) => ({ ...figures, articles: summary.articles, succeeded: summary.succeeded })),
+    })),
+  };
+  return JSON.stringify(json, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
+}

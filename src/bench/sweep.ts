@@ -1,0 +1,237 @@
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../clock.ts';
+import type { Article } from '../pipeline/article.ts';
+import type { RunSummary } from '../pipeline/metrics.ts';
+import { runPipeline, type PipelineAttemptEvent, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
+import type { Backoff } from '../retry/backoff.ts';
+
+/** One limiter setting to measure. */
+export interface BenchSetting {
+  /** Calls per second (`Infinity` for no limit). */
+  readonly rate: number;
+  /** Calls that may go at once after a quiet spell. */
+  readonly burst: number;
+}
+
+/** `rate=3 burst=1`, `rate=inf burst=1`: how a setting is named in tables, legends and JSON. */
+export function settingLabel(setting: BenchSetting): string {
+  return `rate=${setting.rate === Infinity ? 'inf' : String(setting.rate)} burst=${setting.burst}`;
+}
+
+/**
+ * The settings a list of rates and a list of bursts describe, in order and without duplicates.
+ * By position (`rates[i]` with `bursts[i]`; a list of one value goes with every value of the
+ * other), or with `grid` every combination, rate by rate. Throws `TypeError` for lists of different
+ * lengths (neither of one value) without `grid`, an empty list, or a value out of range.
+ */
+export function pairSettings(
+  rates: readonly number[],
+  bursts: readonly number[],
+  options: { readonly grid?: boolean } = {},
+): BenchSetting[] {
+  if (rates.length === 0 || bursts.length === 0) {
+    throw new TypeError(`Expected at least one rate and one burst, got ${rates.length} rates and ${bursts.length} bursts`);
+  }
+  for (const rate of rates) {
+    if (!(rate > 0)) throw new TypeError(`Expected every rate to be > 0 or Infinity, got ${String(rate)}`);
+  }
+  for (const burst of bursts) {
+    if (!Number.isInteger(burst) || burst < 1) throw new TypeError(`Expected every burst to be an integer >= 1, got ${String(burst)}`);
+  }
+  const pairs: BenchSetting[] = [];
+  if (options.grid === true) {
+    for (const rate of rates) for (const burst of bursts) pairs.push({ rate, burst });
+  } else {
+    if (rates.length !== bursts.length && rates.length !== 1 && bursts.length !== 1) {
+      throw new TypeError(
+        `Expected as many rates as bursts (or a single value of either), got ${rates.length} rates and ${bursts.length} bursts`,
+      );
+    }
+    const count = Math.max(rates.length, bursts.length);
+    for (let i = 0; i < count; i++) pairs.push({ rate: rates[rates.length === 1 ? 0 : i]!, burst: bursts[bursts.length === 1 ? 0 : i]! });
+  }
+  const seen = new Set<string>();
+  return pairs.filter((setting) => {
+    const label = settingLabel(setting);
+    if (seen.has(label)) return false;
+    seen.add(label);
+    return true;
+  });
+}
+
+/** What one run of one setting did. Milliseconds throughout. */
+export interface BenchRun {
+  /** 1-based repeat number. */
+  readonly repeat: number;
+  readonly elapsedMs: number;
+  /** Attempts that got a token and called the provider, retries included. */
+  readonly calls: number;
+  /** `(calls − burst) / rate`: no schedule grants the last token earlier (0 at rate=inf). */
+  readonly rateFloorMs: number;
+  /** The rate floor plus the last call's latency: the least the run could take ({@link RunSummary.rateFloorMs}). */
+  readonly leastElapsedMs: number;
+  /** `leastElapsedMs / elapsedMs`, as {@link RunSummary.efficiency}; `null` at rate=inf. */
+  readonly efficiency: number | null;
+  readonly rateLimited: number;
+  readonly retries: number;
+  /** Articles that ended as dead letters. */
+  readonly failed: number;
+  readonly summary: RunSummary;
+}
+
+/** A setting's runs and their medians. */
+export interface SettingResult {
+  readonly setting: BenchSetting;
+  readonly label: string;
+  readonly runs: readonly BenchRun[];
+  /** Medians over the runs (a median of an even count is the mean of the middle two). */
+  readonly calls: number;
+  readonly elapsedMs: { readonly median: number; readonly min: number; readonly max: number };
+  readonly rateFloorMs: number;
+  readonly leastElapsedMs: number;
+  readonly efficiency: number | null;
+  readonly rateLimited: number;
+  readonly retries: number;
+  readonly failed: number;
+  /**
+   * When each call of the first run got its token (the call's end minus its latency), in ms since
+   * that run started, ascending: the grant timeline the chart draws.
+   */
+  readonly grantsMs: readonly number[];
+}
+
+export interface SweepResult {
+  /** One entry per setting with at least one finished run, in the order given. */
+  readonly settings: readonly SettingResult[];
+  /** The signal aborted the sweep: the run it stopped is left out, as are settings not reached. */
+  readonly interrupted: boolean;
+}
+
+/** Told as each run starts. */
+export interface SweepRunStart {
+  readonly setting: BenchSetting;
+  /** 0-based index of the setting. */
+  readonly settingIndex: number;
+  /** 1-based repeat number. */
+  readonly repeat: number;
+  /** 1-based number of this run in the whole sweep, and how many runs there are. */
+  readonly run: number;
+  readonly runs: number;
+}
+
+export interface SweepOptions {
+  readonly settings: readonly BenchSetting[];
+  /** Runs per setting. Default 3. */
+  readonly repeat?: number;
+  /**
+   * The providers of one run at `setting` (its rate and burst are the first provider's request
+   * limit), new for every run: simulated providers built from the same seed replay the same calls.
+   * For instance `({ rate, burst }) => [{ provider: new SimulatedProvider({ seed: 1 }), rate, burst }]`.
+   */
+  readonly createProviders: (setting: BenchSetting) => readonly ProviderSetup[];
+  /** As for {@link runPipeline}: which provider serves each task. Default: the first serves all. */
+  readonly routes?: PipelineOptions['routes'];
+  /** A fresh source of the same articles for every run. */
+  readonly createSource: () => Iterable<Article> | AsyncIterable<Article>;
+  /** As for {@link runPipeline}. Defaults: 5 workers, 5000 ms, 3 attempts. */
+  readonly workers?: number;
+  readonly timeoutMs?: number;
+  readonly maxAttempts?: number;
+  readonly backoff?: Backoff;
+  readonly maxRetryAfterMs?: number;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. */
+  readonly signal?: AbortSignal;
+  readonly onRunStart?: (start: SweepRunStart) => void;
+  readonly onAttempt?: (event: PipelineAttemptEvent) => void;
+}
+
+/**
+ * Runs every setting `repeat` times through {@link runPipeline}, one run at a time (runs side by
+ * side would share the machine and skew each other's timing), and returns each run's figures, the
+ * medians per setting and the first run's grant timeline.
+ */
+export async function runSweep(options: SweepOptions): Promise<SweepResult> {
+  const { settings, signal } = options;
+  const repeat = options.repeat ?? 3;
+  const clock = options.clock ?? systemClock;
+  if (settings.length === 0) throw new TypeError('Expected at least one setting, got none');
+  if (!Number.isInteger(repeat) || repeat < 1) throw new TypeError(`Expected repeat to be an integer >= 1, got ${String(repeat)}`);
+
+  const results: SettingResult[] = [];
+  const runs = settings.length * repeat;
+  for (const [settingIndex, setting] of settings.entries()) {
+    const settingRuns: BenchRun[] = [];
+    let grantsMs: number[] = [];
+    for (let r = 1; r <= repeat && signal?.aborted !== true; r++) {
+      options.onRunStart?.({ setting, settingIndex, repeat: r, run: settingIndex * repeat + r, runs });
+      const grants: number[] = [];
+      const startMs = clock.now();
+      const summary = await runPipeline({
+        source: options.createSource(),
+        providers: options.createProviders(setting),
+        routes: options.routes,
+        clock,
+        workers: options.workers,
+        timeoutMs: options.timeoutMs,
+        maxAttempts: options.maxAttempts,
+        backoff: options.backoff,
+        maxRetryAfterMs: options.maxRetryAfterMs,
+        logger: options.logger,
+        signal,
+        onAttempt: (event) => {
+          if (r === 1 && event.called) grants.push(event.atMs - event.latencyMs - startMs);
+          options.onAttempt?.(event);
+        },
+      });
+      if (summary.interrupted) break;
+      settingRuns.push(runFigures(r, summary));
+      if (r === 1) grantsMs = grants.sort((a, b) => a - b);
+    }
+    if (settingRuns.length > 0) results.push(settingFigures(setting, settingRuns, grantsMs));
+    if (signal?.aborted === true) break;
+  }
+  return { settings: results, interrupted: signal?.aborted === true };
+}
+
+function runFigures(repeat: number, summary: RunSummary): BenchRun {
+  return {
+    repeat,
+    elapsedMs: summary.elapsedMs,
+    calls: summary.calls,
+    rateFloorMs: summary.providers[0]?.rateFloorMs ?? 0,
+    leastElapsedMs: summary.rateFloorMs,
+    efficiency: summary.efficiency,
+    rateLimited: summary.rateLimited,
+    retries: summary.retries,
+    failed: summary.failed,
+    summary,
+  };
+}
+
+function settingFigures(setting: BenchSetting, runs: readonly BenchRun[], grantsMs: readonly number[]): SettingResult {
+  const elapsed = runs.map((run) => run.elapsedMs);
+  const efficiencies = runs.map((run) => run.efficiency);
+  return {
+    setting,
+    label: settingLabel(setting),
+    runs,
+    calls: median(runs.map((run) => run.calls)),
+    elapsedMs: { median: median(elapsed), min: Math.min(...elapsed), max: Math.max(...elapsed) },
+    rateFloorMs: median(runs.map((run) => run.rateFloorMs)),
+    leastElapsedMs: median(runs.map((run) => run.leastElapsedMs)),
+    efficiency: efficiencies.includes(null) ? null : median(efficiencies as number[]),
+    rateLimited: median(runs.map((run) => run.rateLimited)),
+    retries: median(runs.map((run) => run.retries)),
+    failed: median(runs.map((run) => run.failed)),
+    grantsMs,
+  };
+}
+
+/** The middle value of a non-empty list (the mean of the middle two for an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
