@@ -15,7 +15,7 @@ import {
 } from '../src/index.ts';
 import { formatMs, formatRate } from './format.ts';
 import { integer, oneOf, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, checkInput, createProvider, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
+import { UsageError, addRunOptions, checkInput, createProvider, oneLineErrors, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal, quitNow } from './terminal.ts';
 
 const EXIT_INTERRUPTED = 130;
@@ -49,8 +49,11 @@ Examples:
 Exit codes: 0 the sweep ran (failed articles are counted, not fatal), 2 bad usage or input,
 130 interrupted (Ctrl-C: the finished runs are still printed).`;
 
-/** The `bench` subcommand. Register it on a program with `enablePositionalOptions()` (it reuses the run flags). */
-export function buildBenchCommand(): Command {
+/**
+ * The `bench` subcommand. Register it on a program with `enablePositionalOptions()` (it reuses the
+ * run flags); `onExit` receives its exit code.
+ */
+export function buildBenchCommand(onExit: (code: number) => void): Command {
   const command = new Command('bench')
     .description(
       'Sweep rate/burst settings: run each through the pipeline --repeat times and print calls, elapsed, ' +
@@ -72,23 +75,9 @@ export function buildBenchCommand(): Command {
       new Option('--format <format>', `output: ${FORMATS.join(', ')} (--json is --format=json)`).argParser(oneOf(FORMATS)).default('table'),
     )
     .addOption(new Option('--chart <file.svg>', 'also draw the grants over time and elapsed vs floor per setting as SVG'));
-  return addRunOptions(command)
-    .addHelpText('after', EXAMPLES)
-    .showSuggestionAfterError(true)
-    .allowExcessArguments(false)
-    .exitOverride()
-    .configureOutput({
-      // As the main command: one line per error, "did you mean" included.
-      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
-    })
-    .action(async (flags: BenchFlags, self: Command) => {
-      const code = await bench(flags, self);
-      // The main command's exit code is 0 when an action returns; an interrupted sweep must say otherwise.
-      if (code !== 0) {
-        await new Promise<void>((done) => process.stdout.write('', () => done()));
-        process.exit(code);
-      }
-    });
+  return oneLineErrors(addRunOptions(command).addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
+    onExit(await bench(flags, self));
+  });
 }
 
 /** A comma-separated list of values, each read by `parse`; an error names the item at fault. */

@@ -8,7 +8,7 @@ import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, checkInput, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
+import { UsageError, addRunOptions, checkInput, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal, quitNow } from './terminal.ts';
 
 const EXIT_OK = 0;
@@ -34,7 +34,7 @@ Examples:
 
 Exit codes: 0 all succeeded, 1 some article failed, 2 bad usage or input, 130 interrupted (Ctrl-C).`;
 
-function buildProgram(): Command {
+function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
     .description(
       'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool, ' +
@@ -44,22 +44,14 @@ function buildProgram(): Command {
     .addOption(new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3))
     .addOption(new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3))
     .addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
-  program.enablePositionalOptions().addCommand(buildBenchCommand());
-  addRunOptions(program)
-    .addHelpText('after', EXAMPLES)
-    .showSuggestionAfterError(true)
-    .allowExcessArguments(false)
-    .exitOverride()
-    .configureOutput({
-      // Commander puts "Did you mean" on a line of its own; every error here is one line.
-      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
-    });
+  program.enablePositionalOptions().addCommand(buildBenchCommand(onExit));
+  oneLineErrors(addRunOptions(program).addHelpText('after', EXAMPLES));
   return program;
 }
 
 async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
   let exitCode = EXIT_OK;
+  const program = buildProgram((code) => (exitCode = code));
   program.action(async (flags: MainFlags) => {
     for (const option of ['rate', 'burst'] as const) {
       if (flags.config !== undefined && program.getOptionValueSource(option) === 'cli') {

@@ -53,6 +53,20 @@ export interface RunFlags {
 /** A usage or input problem: printed as one line, exit 2. */
 export class UsageError extends Error {}
 
+/**
+ * How every command reports a usage error: one line (commander puts its "did you mean" on a line
+ * of its own), thrown back to `main` for the exit code instead of exiting inside commander.
+ */
+export function oneLineErrors(command: Command): Command {
+  return command
+    .showSuggestionAfterError(true)
+    .allowExcessArguments(false)
+    .exitOverride()
+    .configureOutput({
+      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
+    });
+}
+
 export function addRunOptions(command: Command): Command {
   return command
     .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))

@@ -23,8 +23,12 @@ export interface ProviderFigures {
   readonly timeouts: number;
   /** No schedule can grant the last token before `(calls − burst) / rate`, in ms. */
   readonly rateFloorMs: number;
-  /** Clock time of the last provider answer, relative to the run's start, in ms. */
-  readonly lastCallEndMs: number;
+  /** When the last call was granted its token, relative to the run's start, in ms. */
+  readonly lastGrantMs: number;
+  /**
+   * The latency of that call. The last grant cannot come before the rate floor, so no run can end
+   * before floor + this: it is what efficiency is measured against.
+   */
   readonly lastCallLatencyMs: number;
   /** Calls per second over the run. */
   readonly achievedRate: number;
@@ -81,7 +85,7 @@ interface ProviderCounters {
   rateLimited: number;
   serverErrors: number;
   timeouts: number;
-  lastCallEndMs: number;
+  lastGrantMs: number;
   lastCallLatencyMs: number;
 }
 
@@ -120,7 +124,7 @@ export class Metrics {
         rateLimited: 0,
         serverErrors: 0,
         timeouts: 0,
-        lastCallEndMs: 0,
+        lastGrantMs: 0,
         lastCallLatencyMs: 0,
       });
     }
@@ -148,9 +152,9 @@ export class Metrics {
     else if (event.outcome === 'server-error') counters.serverErrors++;
     else if (event.outcome === 'timeout') counters.timeouts++;
     this.#latency.record(event.latencyMs);
-    const endMs = event.atMs - this.#startMs;
-    if (endMs >= counters.lastCallEndMs) {
-      counters.lastCallEndMs = endMs;
+    const grantMs = event.atMs - event.latencyMs - this.#startMs;
+    if (grantMs >= counters.lastGrantMs) {
+      counters.lastGrantMs = grantMs;
       counters.lastCallLatencyMs = event.latencyMs;
     }
   }

@@ -1,0 +1,188 @@
+/**
+ * Drives a fixed number of calls through a client token bucket into a SimulatedProvider that has
+ * its own, lower quota — with or without an {@link AdaptiveRate} on the client bucket — and
+ * reports what the server saw. Shared by the adaptive benchmark; not part of the library.
+ */
+
+import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
+import { AdaptiveRate, type AdaptiveRateOptions } from '../../src/limiter/adaptive-rate.ts';
+import { TokenBucket } from '../../src/limiter/token-bucket.ts';
+import { isRateLimitError, type LlmRequest } from '../../src/provider/provider.ts';
+import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
+
+export interface ScenarioOptions {
+  /** Successful calls to make. */
+  readonly calls: number;
+  /** Concurrent workers, each: acquire a token, call, on 429 wait the retry-after and go again. */
+  readonly workers: number;
+  /** The client's configured rate, in calls per second. */
+  readonly clientRate: number;
+  readonly clientBurst: number;
+  /** The provider's server-side quota. */
+  readonly quota: ProviderQuota;
+  readonly minLatencyMs: number;
+  readonly maxLatencyMs: number;
+  /** Controller options (bucket, maxRate and clock are filled in); `undefined` runs non-adaptive. */
+  readonly adaptive: Omit<AdaptiveRateOptions, 'bucket' | 'maxRate' | 'clock'> | undefined;
+  /** `'manual'`: a ManualClock advanced in `stepMs` steps (exact, fast); `'real'`: wall time. */
+  readonly clock: 'manual' | 'real';
+  /** ManualClock step, in ms. Default 10. */
+  readonly stepMs?: number;
+  /** Tell the controller when each throttled call was sent (exact cluster detection). Default true. */
+  readonly reportSentAt?: boolean;
+  /**
+   * Extra delay between a token's grant and the call, in ms, drawn per attempt: a loaded event
+   * loop's timer lateness, replayed on the ManualClock. Default none.
+   */
+  readonly sendLatenessMs?: () => number;
+  /** Provider seed. Default 1. */
+  readonly seed?: number;
+}
+
+export interface ScenarioResult {
+  readonly succeeded: number;
+  /** Calls that reached the provider: successes plus 429s. */
+  readonly attempts: number;
+  readonly rateLimited: number;
+  /** 429s as a share of attempts, in [0, 1]. */
+  readonly rateLimitedShare: number;
+  /** From the first acquire to the last success, in ms. */
+  readonly elapsedMs: number;
+  /** Successful calls per second over `elapsedMs`. */
+  readonly achievedRate: number;
+  readonly decreases: number;
+  readonly increases: number;
+  readonly finalRate: number;
+  /** Wall time the run took, in ms (the ManualClock run is much faster than its simulated time). */
+  readonly wallMs: number;
+  /**
+   * Send jitter, in ms: on the real clock how late a 10 ms timer fired during the run; on the
+   * ManualClock the `sendLatenessMs` drawn; `undefined` on an exact ManualClock run.
+   */
+  readonly timerLatenessMs: { readonly p50: number; readonly p99: number; readonly max: number } | undefined;
+  /** Every rate change: ms since the start and the new rate; the configured rate at 0. */
+  readonly timeline: readonly (readonly [atMs: number, rate: number])[];
+}
+
+export async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
+  const wallStartMs = performance.now();
+  const manual = options.clock === 'manual' ? new ManualClock() : undefined;
+  const clock: Clock = manual ?? systemClock;
+  const bucket = new TokenBucket({ rate: options.clientRate, burst: options.clientBurst, clock });
+  const provider = new SimulatedProvider({
+    minLatencyMs: options.minLatencyMs,
+    maxLatencyMs: options.maxLatencyMs,
+    quota: options.quota,
+    seed: options.seed ?? 1,
+    clock,
+  });
+  const controller =
+    options.adaptive === undefined
+      ? undefined
+      : new AdaptiveRate({ ...options.adaptive, bucket, maxRate: options.clientRate, clock });
+
+  const reportSentAt = options.reportSentAt ?? true;
+  const startMs = clock.now();
+  const timeline: [number, number][] = [[0, options.clientRate]];
+  controller?.onChange(({ rate }) => timeline.push([clock.now() - startMs, rate]));
+  let next = 0;
+  let succeeded = 0;
+  let lastSuccessMs = startMs;
+  let latenessSamples: number[] | undefined;
+
+  const worker = async (): Promise<void> => {
+    while (next < options.calls) {
+      const request: LlmRequest = { task: 'sentiment', articleId: String(next++), title: 'Markets', text: 'Shares rose.' };
+      for (;;) {
+        await bucket.acquire();
+        if (options.sendLatenessMs !== undefined) {
+          const latenessMs = options.sendLatenessMs();
+          (latenessSamples ??= []).push(latenessMs);
+          if (latenessMs > 0) await sleep(clock, latenessMs);
+        }
+        const sentAtMs = clock.now();
+        try {
+          await provider.call(request);
+          controller?.onSuccess();
+          succeeded += 1;
+          lastSuccessMs = clock.now();
+          break;
+        } catch (error) {
+          if (!isRateLimitError(error)) throw error;
+          const retryAfterMs = error.retryAfterMs ?? 0;
+          controller?.onRateLimited(reportSentAt ? { retryAfterMs, sentAtMs } : { retryAfterMs });
+          await sleep(clock, retryAfterMs);
+        }
+      }
+    }
+  };
+
+  const run = Promise.all(Array.from({ length: options.workers }, worker));
+  if (manual !== undefined) {
+    let done = false;
+    let failure: unknown;
+    run.then(
+      () => (done = true),
+      (error: unknown) => {
+        failure = error;
+        done = true;
+      },
+    );
+    const stepMs = options.stepMs ?? 10;
+    while (!done) await manual.advance(stepMs);
+    if (failure !== undefined) throw failure;
+  } else {
+    const monitor = monitorTimerLateness();
+    try {
+      await run;
+    } finally {
+      latenessSamples = monitor.stop();
+    }
+  }
+
+  const elapsedMs = lastSuccessMs - startMs;
+  return {
+    succeeded,
+    attempts: provider.calls,
+    rateLimited: provider.rateLimited,
+    rateLimitedShare: provider.rateLimited / provider.calls,
+    elapsedMs,
+    achievedRate: (succeeded * 1000) / elapsedMs,
+    decreases: controller?.decreases ?? 0,
+    increases: controller?.increases ?? 0,
+    finalRate: bucket.rate,
+    wallMs: performance.now() - wallStartMs,
+    timerLatenessMs: latenessSamples === undefined ? undefined : summarize(latenessSamples),
+    timeline,
+  };
+}
+
+/**
+ * Samples how late a chain of 10 ms timers fires. A token granted by a late timer is sent late, and
+ * the bucket accounts the next grant from the due instant, so the gap between two sends shrinks
+ * by the first one's lateness: against a burst-1 quota that alone draws 429s below the quota.
+ */
+function monitorTimerLateness(): { stop(): number[] } {
+  const samples: number[] = [];
+  let handle: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    const dueMs = performance.now() + 10;
+    handle = setTimeout(() => {
+      samples.push(performance.now() - dueMs);
+      arm();
+    }, 10);
+  };
+  arm();
+  return {
+    stop() {
+      clearTimeout(handle);
+      return samples;
+    },
+  };
+}
+
+function summarize(samples: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (quantile: number) => sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 };
+}

@@ -1,0 +1,273 @@
+import { systemClock, type Clock } from '../clock.ts';
+import type { TokenBucket } from './token-bucket.ts';
+
+export interface AdaptiveRateOptions {
+  /** The bucket whose rate is adapted. The controller owns its rate: it sets it to `maxRate` at once. */
+  readonly bucket: TokenBucket;
+  /** The configured rate, in calls per second: the starting rate and the ceiling. Finite, > 0. */
+  readonly maxRate: number;
+  /**
+   * The floor, in calls per second: no cut goes below it. Default `maxRate / 100`, but at least
+   * 0.1 (one call every 10 s) unless `maxRate` itself is lower. In (0, maxRate].
+   */
+  readonly minRate?: number;
+  /**
+   * A cut multiplies the rate by this factor. Default 0.8: gentler than AWS adaptive retry's 0.7,
+   * which leaves too much of the quota unused (see the class comment). In (0, 1).
+   */
+  readonly decreaseFactor?: number;
+  /**
+   * After the last 429 (and its retry-after), the rate holds this long before it climbs, in ms.
+   * Default 1000.
+   */
+  readonly quietPeriodMs?: number;
+  /**
+   * Once climbing, the time the curve takes to get back from the cut rate to the rate that drew
+   * the 429 (CUBIC's K), in ms; after that it rises ever faster, up to `maxRate`. Default 15 000.
+   * Longer means fewer 429s (about one per recovery) but a slower climb when the quota grows.
+   */
+  readonly recoveryMs?: number;
+  /**
+   * 429s within this many ms of a cut belong to the cluster that caused it and cut nothing,
+   * unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). Default 500.
+   */
+  readonly clusterWindowMs?: number;
+  /** Time source; pass the bucket's. Default {@link systemClock}. */
+  readonly clock?: Clock;
+}
+
+/** What is known about a 429. Every field is optional. */
+export interface RateLimitedInfo {
+  /** The provider's retry-after, in ms: the rate does not climb again before it has passed. */
+  readonly retryAfterMs?: number | undefined;
+  /**
+   * Clock reading when the rejected call was sent. When given, a 429 for a call sent at or before
+   * the last cut is recognised exactly as part of that cut's cluster, instead of by `clusterWindowMs`.
+   */
+  readonly sentAtMs?: number | undefined;
+}
+
+export interface RateChangeEvent {
+  /** The new rate, in calls per second. */
+  readonly rate: number;
+  /** `'throttled'`: cut after a 429; `'probe'`: raised after a quiet period. */
+  readonly reason: 'throttled' | 'probe';
+}
+
+export type RateChangeListener = (event: RateChangeEvent) => void;
+
+const DEFAULT_DECREASE_FACTOR = 0.8;
+const DEFAULT_QUIET_PERIOD_MS = 1000;
+const DEFAULT_RECOVERY_MS = 15_000;
+const DEFAULT_CLUSTER_WINDOW_MS = 500;
+/** One call every 10 s: slow enough to be harmless, frequent enough to notice the quota is back. */
+const MIN_DEFAULT_MIN_RATE = 0.1;
+/**
+ * Raises smaller than this share of the current rate wait until the curve has gone further, so a
+ * recovery is a couple of dozen steps (and events), not one per successful call.
+ */
+const MIN_PROBE_SHARE = 0.01;
+
+/**
+ * Adapts a {@link TokenBucket}'s rate to a provider quota that is unknown or lower than configured:
+ * cut multiplicatively on a 429, climb back along a CUBIC-like curve after a quiet period, never
+ * above the configured `maxRate` nor below `minRate`.
+ *
+ * The model, after the AWS SDKs' adaptive retry mode (itself TCP CUBIC applied to request rates):
+ * a 429 at rate `peak` cuts the rate to `peak · β` (β = `decreaseFactor`, never below `minRate`).
+ * Once `quietPeriodMs` have passed since the last 429 (and its retry-after), the rate follows
+ *
+ *     rate(t) = peak · (1 − (1 − β) · (1 − t / recoveryMs)³),   t = ms since the climb began,
+ *
+ * concave up to `peak` — fast at first, then lingering just under the rate that failed — and convex
+ * beyond it, probing for more. Unlike AWS, the curve's span is a time (`recoveryMs`) rather than a
+ * constant in calls/s³, so it behaves the same at 2 calls/s and at 2,000; and the climb is driven by
+ * successes ({@link onSuccess}), so an idle client neither probes nor needs a timer.
+ *
+ * Why this curve and these defaults: against a steady quota every cycle ends in about one 429, so
+ * the 429 share is set by the cycle length and the throughput by the curve's average. A linear
+ * (AIMD) climb from `peak · β` averages `(1 + β) / 2` of the peak; the cubic one `1 − (1 − β) / 4`,
+ * because it spends its time near the peak. AWS's β 0.7 with C 0.4 (K ≈ 2 s at 10/s) cycles every
+ * ~2 s: in bench/adaptive.bench.ts, 5.6 % 429s and 8.7/s against a 10/s quota. β 0.8 with a 15 s
+ * recovery gives 0.8 % and 9.3/s.
+ *
+ * Several calls are in flight at once, so one overload comes back as a cluster of 429s; only the
+ * first cuts. The others are known by their send time (`sentAtMs`, exact) or else by arriving
+ * within `clusterWindowMs` of the cut. Every 429 restarts the quiet period.
+ *
+ * Call {@link onRateLimited} for each 429 and {@link onSuccess} for each call that was not
+ * throttled. Safe to share by every worker using the bucket (one event loop, no locks needed).
+ */
+export class AdaptiveRate {
+  readonly #bucket: TokenBucket;
+  readonly #clock: Clock;
+  readonly #maxRate: number;
+  readonly #minRate: number;
+  readonly #decreaseFactor: number;
+  readonly #quietPeriodMs: number;
+  readonly #recoveryMs: number;
+  readonly #clusterWindowMs: number;
+  #rate: number;
+  /** The rate that drew the last cut's 429 (CUBIC's W_max). */
+  #peakRate: number;
+  #cutAtMs = -Infinity;
+  /** No climbing before this instant: the end of the quiet period after the last 429. */
+  #holdUntilMs = -Infinity;
+  #decreases = 0;
+  #increases = 0;
+  #listeners: RateChangeListener[] = [];
+
+  constructor(options: AdaptiveRateOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Expected options to be an object, got ${show(options)}`);
+    }
+    const { bucket, maxRate, clock = systemClock } = options;
+    if (bucket === null || typeof bucket !== 'object' || typeof bucket.setRate !== 'function') {
+      throw new TypeError(`Expected bucket to be a TokenBucket, got ${show(bucket)}`);
+    }
+    if (typeof maxRate !== 'number' || !Number.isFinite(maxRate) || !(maxRate > 0)) {
+      throw new TypeError(`Expected maxRate to be a finite number > 0 (calls per second), got ${show(maxRate)}`);
+    }
+    const {
+      minRate = Math.min(maxRate, Math.max(maxRate / 100, MIN_DEFAULT_MIN_RATE)),
+      decreaseFactor = DEFAULT_DECREASE_FACTOR,
+      quietPeriodMs = DEFAULT_QUIET_PERIOD_MS,
+      recoveryMs = DEFAULT_RECOVERY_MS,
+      clusterWindowMs = DEFAULT_CLUSTER_WINDOW_MS,
+    } = options;
+    if (typeof minRate !== 'number' || !(minRate > 0 && minRate <= maxRate)) {
+      throw new TypeError(`Expected minRate to be a number in (0, maxRate = ${maxRate}], got ${show(minRate)}`);
+    }
+    if (typeof decreaseFactor !== 'number' || !(decreaseFactor > 0 && decreaseFactor < 1)) {
+      throw new TypeError(`Expected decreaseFactor to be a number in (0, 1), got ${show(decreaseFactor)}`);
+    }
+    checkDuration('quietPeriodMs', quietPeriodMs, 0);
+    checkDuration('recoveryMs', recoveryMs, Number.MIN_VALUE);
+    checkDuration('clusterWindowMs', clusterWindowMs, 0);
+    if (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function') {
+      throw new TypeError(`Expected clock to be a Clock, got ${show(clock)}`);
+    }
+
+    this.#bucket = bucket;
+    this.#clock = clock;
+    this.#maxRate = maxRate;
+    this.#minRate = minRate;
+    this.#decreaseFactor = decreaseFactor;
+    this.#quietPeriodMs = quietPeriodMs;
+    this.#recoveryMs = recoveryMs;
+    this.#clusterWindowMs = clusterWindowMs;
+    this.#rate = maxRate;
+    this.#peakRate = maxRate;
+    if (bucket.rate !== maxRate) bucket.setRate(maxRate);
+  }
+
+  /** The rate now, in calls per second (the bucket's). */
+  get rate(): number {
+    return this.#rate;
+  }
+
+  /** The ceiling, in calls per second. */
+  get maxRate(): number {
+    return this.#maxRate;
+  }
+
+  /** The floor, in calls per second. */
+  get minRate(): number {
+    return this.#minRate;
+  }
+
+  /** Cuts made (429s that lowered the rate; not those absorbed as part of a cluster or at the floor). */
+  get decreases(): number {
+    return this.#decreases;
+  }
+
+  /** Raises made while climbing. */
+  get increases(): number {
+    return this.#increases;
+  }
+
+  /**
+   * A call came back 429. Cuts the rate by `decreaseFactor` unless the 429 belongs to the cluster
+   * of the last cut; either way the quiet period starts over.
+   */
+  onRateLimited(info: RateLimitedInfo = {}): void {
+    if (info === null || typeof info !== 'object') {
+      throw new TypeError(`Expected info to be an object, got ${show(info)}`);
+    }
+    const { retryAfterMs, sentAtMs } = info;
+    if (retryAfterMs !== undefined) checkDuration('info.retryAfterMs', retryAfterMs, 0);
+    if (sentAtMs !== undefined && (typeof sentAtMs !== 'number' || !Number.isFinite(sentAtMs))) {
+      throw new TypeError(`Expected info.sentAtMs to be a finite number, got ${show(sentAtMs)}`);
+    }
+    const nowMs = this.#clock.now();
+    this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#quietPeriodMs, nowMs + (retryAfterMs ?? 0));
+    const sameCluster =
+      sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#clusterWindowMs : sentAtMs <= this.#cutAtMs;
+    if (sameCluster) return;
+
+    this.#cutAtMs = nowMs;
+    this.#peakRate = this.#rate;
+    const cutRate = Math.max(this.#minRate, this.#rate * this.#decreaseFactor);
+    if (cutRate === this.#rate) return;
+    this.#decreases += 1;
+    this.#set(cutRate, 'throttled');
+  }
+
+  /** A call succeeded (was not throttled). After the quiet period, moves the rate up the curve. */
+  onSuccess(): void {
+    if (this.#rate >= this.#maxRate) return;
+    const nowMs = this.#clock.now();
+    if (nowMs < this.#holdUntilMs) return;
+    const target = Math.min(this.#maxRate, this.#curve(nowMs - this.#holdUntilMs));
+    if (target < this.#maxRate && target - this.#rate < this.#rate * MIN_PROBE_SHARE) return;
+    this.#increases += 1;
+    this.#set(target, 'probe');
+  }
+
+  /**
+   * Calls `listener` after every rate change, synchronously, inside the `onRateLimited()` or
+   * `onSuccess()` call that made it (so a listener that throws throws there; the change stands).
+   * Returns a function that removes it.
+   */
+  onChange(listener: RateChangeListener): () => void {
+    if (typeof listener !== 'function') throw new TypeError(`Expected listener to be a function, got ${show(listener)}`);
+    // Wrapped, so the same function added twice is two subscriptions, each removed by its own dispose.
+    const entry: RateChangeListener = (event) => listener(event);
+    this.#listeners = [...this.#listeners, entry];
+    return () => {
+      this.#listeners = this.#listeners.filter((candidate) => candidate !== entry);
+    };
+  }
+
+  /**
+   * The CUBIC curve `climbMs` into the climb: `peak · β` at 0, `peak` at `recoveryMs`. Its span is
+   * `peak · (1 − β)` even when the floor held the cut higher, so a client cut at the floor still
+   * climbs past it.
+   */
+  #curve(climbMs: number): number {
+    const remaining = 1 - climbMs / this.#recoveryMs;
+    return this.#peakRate * (1 - (1 - this.#decreaseFactor) * remaining ** 3);
+  }
+
+  #set(rate: number, reason: RateChangeEvent['reason']): void {
+    this.#rate = rate;
+    this.#bucket.setRate(rate);
+    const event: RateChangeEvent = { rate, reason };
+    // The array is replaced, never mutated, so a listener added or removed during this round
+    // takes effect from the next one.
+    for (const listener of this.#listeners) listener(event);
+  }
+}
+
+function checkDuration(name: string, valueMs: unknown, min: number): void {
+  if (typeof valueMs !== 'number' || !Number.isFinite(valueMs) || valueMs < min) {
+    throw new TypeError(`Expected ${name} to be a finite number ${min > 0 ? '> 0' : '>= 0'} (ms), got ${show(valueMs)}`);
+  }
+}
+
+/** A value as an error message shows it: strings quoted, objects and functions by their type. */
+function show(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (value === null) return 'null';
+  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+}

@@ -1,0 +1,343 @@
+import { describe, it, expect } from 'vitest';
+import { ManualClock, sleep } from '../../src/clock.ts';
+import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/limiter/adaptive-rate.ts';
+import { TokenBucket } from '../../src/limiter/token-bucket.ts';
+import { isRateLimitError } from '../../src/provider/provider.ts';
+import { SimulatedProvider } from '../../src/provider/simulated.ts';
+
+type Knobs = Omit<AdaptiveRateOptions, 'bucket' | 'clock'>;
+
+/** β 0.5, 1 s quiet, 10 s recovery: round numbers for exact expectations. */
+const ROUND: Knobs = { maxRate: 20, decreaseFactor: 0.5, quietPeriodMs: 1000, recoveryMs: 10_000, clusterWindowMs: 500 };
+
+function setup(knobs: Knobs = ROUND) {
+  const clock = new ManualClock();
+  const bucket = new TokenBucket({ rate: knobs.maxRate, burst: 1, clock });
+  const adaptive = new AdaptiveRate({ ...knobs, bucket, clock });
+  const events: RateChangeEvent[] = [];
+  adaptive.onChange((event) => events.push(event));
+  return { clock, bucket, adaptive, events };
+}
+
+describe('new AdaptiveRate()', () => {
+  const clock = new ManualClock();
+  const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
+  it.each([
+    [null, /Expected options to be an object, got null/],
+    [{ maxRate: 20 }, /Expected bucket to be a TokenBucket, got undefined/],
+    [{ bucket: {}, maxRate: 20 }, /Expected bucket to be a TokenBucket, got object/],
+    [{ bucket, maxRate: 0 }, /Expected maxRate to be a finite number > 0 \(calls per second\), got 0/],
+    [{ bucket, maxRate: Infinity }, /Expected maxRate .*, got Infinity/],
+    [{ bucket, maxRate: Number.NaN }, /Expected maxRate .*, got NaN/],
+    [{ bucket, maxRate: '20' }, /Expected maxRate .*, got '20'/],
+    [{ bucket, maxRate: 20, minRate: 0 }, /Expected minRate to be a number in \(0, maxRate = 20\], got 0/],
+    [{ bucket, maxRate: 20, minRate: 21 }, /Expected minRate .*, got 21/],
+    [{ bucket, maxRate: 20, decreaseFactor: 1 }, /Expected decreaseFactor to be a number in \(0, 1\), got 1/],
+    [{ bucket, maxRate: 20, decreaseFactor: 0 }, /Expected decreaseFactor .*, got 0/],
+    [{ bucket, maxRate: 20, quietPeriodMs: -1 }, /Expected quietPeriodMs to be a finite number >= 0 \(ms\), got -1/],
+    [{ bucket, maxRate: 20, recoveryMs: 0 }, /Expected recoveryMs to be a finite number > 0 \(ms\), got 0/],
+    [{ bucket, maxRate: 20, clusterWindowMs: Infinity }, /Expected clusterWindowMs .*, got Infinity/],
+    [{ bucket, maxRate: 20, clock: {} }, /Expected clock to be a Clock, got object/],
+  ])('throws a TypeError for %o', (options, message) => {
+    const create = () => new AdaptiveRate(options as unknown as AdaptiveRateOptions);
+    expect(create).toThrow(TypeError);
+    expect(create).toThrow(message);
+  });
+
+  it('takes over the bucket at maxRate', () => {
+    const clock = new ManualClock();
+    const bucket = new TokenBucket({ rate: 50, burst: 1, clock });
+    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    expect(adaptive.rate).toBe(20);
+    expect(bucket.rate).toBe(20);
+    expect(adaptive.maxRate).toBe(20);
+  });
+
+  it.each([
+    [20, 0.2],
+    [5, 0.1],
+    [0.05, 0.05],
+  ])('defaults minRate for maxRate %d to %d', (maxRate, minRate) => {
+    const clock = new ManualClock();
+    const adaptive = new AdaptiveRate({ bucket: new TokenBucket({ rate: maxRate, burst: 1, clock }), maxRate, clock });
+    expect(adaptive.minRate).toBe(minRate);
+  });
+});
+
+describe('AdaptiveRate', () => {
+  it('.onRateLimited() - cuts the rate by decreaseFactor, default 0.8', () => {
+    const clock = new ManualClock();
+    const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
+    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    adaptive.onRateLimited();
+    expect(adaptive.rate).toBeCloseTo(16, 12);
+    expect(bucket.rate).toBe(adaptive.rate);
+    expect(adaptive.decreases).toBe(1);
+  });
+
+  it('.onRateLimited() - cuts the rate multiplicatively once per burst of 429s', async () => {
+    const { clock, bucket, adaptive } = setup();
+    adaptive.onRateLimited();
+    await clock.advance(100);
+    adaptive.onRateLimited();
+    await clock.advance(399);
+    adaptive.onRateLimited({ retryAfterMs: 50 });
+    expect(adaptive.rate).toBe(10);
+    expect(adaptive.decreases).toBe(1);
+    // The window counts from the cut, not from the latest 429 of the cluster.
+    await clock.advance(1);
+    adaptive.onRateLimited();
+    expect(adaptive.rate).toBe(5);
+    expect(bucket.rate).toBe(5);
+    expect(adaptive.decreases).toBe(2);
+  });
+
+  it('.onRateLimited() - with sentAtMs, tells the cluster by send time, not by a window', async () => {
+    const { clock, adaptive } = setup();
+    await clock.advance(1000);
+    adaptive.onRateLimited({ sentAtMs: 990 });
+    expect(adaptive.rate).toBe(10);
+    // Sent before (or at) the cut: part of the overload that caused it, however late it comes back.
+    await clock.advance(2000);
+    adaptive.onRateLimited({ sentAtMs: 999 });
+    adaptive.onRateLimited({ sentAtMs: 1000 });
+    expect(adaptive.rate).toBe(10);
+    // Sent after the cut and still throttled: the cut was not enough, cut again at once.
+    adaptive.onRateLimited({ sentAtMs: 1001 });
+    expect(adaptive.rate).toBe(5);
+    adaptive.onRateLimited({ sentAtMs: 2999 });
+    expect(adaptive.rate).toBe(5);
+    expect(adaptive.decreases).toBe(2);
+  });
+
+  it('.onRateLimited() - never goes below minRate', () => {
+    const { adaptive, bucket } = setup({ ...ROUND, minRate: 3 });
+    for (let sentAtMs = 0; sentAtMs < 10; sentAtMs++) {
+      adaptive.onRateLimited({ sentAtMs });
+    }
+    // 20 → 10 → 5 → 3 (floor), then nothing more to cut.
+    expect(adaptive.rate).toBe(3);
+    expect(bucket.rate).toBe(3);
+    expect(adaptive.decreases).toBe(3);
+  });
+
+  it.each([
+    [null, /Expected info to be an object, got null/],
+    [{ retryAfterMs: -1 }, /Expected info.retryAfterMs to be a finite number >= 0 \(ms\), got -1/],
+    [{ retryAfterMs: '5' }, /Expected info.retryAfterMs .*, got '5'/],
+    [{ sentAtMs: Number.NaN }, /Expected info.sentAtMs to be a finite number, got NaN/],
+  ])('.onRateLimited() - throws a TypeError for info %o, changing nothing', (info, message) => {
+    const { adaptive } = setup();
+    expect(() => adaptive.onRateLimited(info as never)).toThrow(TypeError);
+    expect(() => adaptive.onRateLimited(info as never)).toThrow(message);
+    expect(adaptive.rate).toBe(20);
+  });
+
+  it('.onSuccess() - does nothing at maxRate', () => {
+    const { adaptive, events } = setup();
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(20);
+    expect(adaptive.increases).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('.onSuccess() - probes only after the quiet period, then follows the curve', async () => {
+    const { clock, bucket, adaptive } = setup();
+    adaptive.onRateLimited();
+    expect(adaptive.rate).toBe(10);
+    await clock.advance(999);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(10);
+    expect(adaptive.increases).toBe(0);
+    // The climb starts at the end of the quiet period: halfway through recoveryMs the curve is at
+    // peak · (1 − (1 − β) · 0.5³) = 20 · (1 − 0.5 / 8).
+    await clock.advance(1 + 5000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(18.75);
+    expect(bucket.rate).toBe(18.75);
+    expect(adaptive.increases).toBe(1);
+    await clock.advance(5000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(20);
+    expect(adaptive.increases).toBe(2);
+  });
+
+  it('.onSuccess() - a 429 during the quiet period starts it over, clustered or not', async () => {
+    const { clock, adaptive } = setup();
+    adaptive.onRateLimited();
+    await clock.advance(400);
+    adaptive.onRateLimited();
+    expect(adaptive.decreases).toBe(1);
+    // Quiet until 400 + 1000; the climb starts there.
+    await clock.advance(999);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(10);
+    await clock.advance(1 + 5000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(18.75);
+  });
+
+  it('.onSuccess() - waits out a retry-after longer than the quiet period', async () => {
+    const { clock, adaptive } = setup();
+    adaptive.onRateLimited({ retryAfterMs: 3000 });
+    await clock.advance(2999);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(10);
+    await clock.advance(1 + 5000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(18.75);
+  });
+
+  it('.onSuccess() - climbs past the rate that failed, convexly, and never above maxRate', async () => {
+    const { clock, adaptive } = setup();
+    adaptive.onRateLimited({ sentAtMs: -1 });
+    adaptive.onRateLimited({ sentAtMs: 1 });
+    expect(adaptive.rate).toBe(5);
+    // Peak 10: back at it after the quiet period plus recoveryMs; one recovery later at
+    // 10 · (1 + (1 − β) · 1³) = 15; one more would be 10 · (1 + 0.5 · 8) = 50, capped at 20.
+    await clock.advance(1000 + 10_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(10);
+    await clock.advance(10_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(15);
+    await clock.advance(10_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(20);
+    await clock.advance(60_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(20);
+    expect(adaptive.increases).toBe(3);
+  });
+
+  it('.onSuccess() - climbs again after a 429 at the floor', async () => {
+    const { clock, adaptive } = setup({ ...ROUND, minRate: 8 });
+    adaptive.onRateLimited({ sentAtMs: -1 });
+    adaptive.onRateLimited({ sentAtMs: 1 });
+    adaptive.onRateLimited({ sentAtMs: 2 });
+    expect(adaptive.rate).toBe(8);
+    expect(adaptive.decreases).toBe(2);
+    await clock.advance(1000 + 2 * 10_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(12);
+  });
+
+  it('.onSuccess() - raises in steps of at least 1 % of the rate, not on every call', async () => {
+    const { clock, adaptive, events } = setup();
+    adaptive.onRateLimited();
+    // A success every 10 ms through the whole recovery: 1,100 calls.
+    for (let i = 0; i < 1100; i++) {
+      await clock.advance(10);
+      adaptive.onSuccess();
+    }
+    expect(adaptive.rate).toBe(20);
+    const probes = events.filter((event) => event.reason === 'probe');
+    expect(probes.length).toBe(adaptive.increases);
+    expect(probes.length).toBeGreaterThan(10);
+    expect(probes.length).toBeLessThan(80);
+    let previous = 10;
+    for (const { rate } of probes) {
+      expect(rate === 20 || rate >= previous * 1.01).toBe(true);
+      previous = rate;
+    }
+  });
+
+  it('.onChange() - tells every change with its reason, until disposed', async () => {
+    const { clock, adaptive } = setup();
+    const seen: RateChangeEvent[] = [];
+    const dispose = adaptive.onChange((event) => seen.push(event));
+    adaptive.onRateLimited();
+    await clock.advance(1000 + 5000);
+    adaptive.onSuccess();
+    expect(seen).toEqual([
+      { rate: 10, reason: 'throttled' },
+      { rate: 18.75, reason: 'probe' },
+    ]);
+    dispose();
+    dispose();
+    await clock.advance(1000);
+    adaptive.onRateLimited();
+    expect(seen).toHaveLength(2);
+  });
+
+  it('.onChange() - the same listener twice is two subscriptions; changes take effect next round', () => {
+    const { adaptive } = setup();
+    const calls: string[] = [];
+    const listener = () => calls.push('twice');
+    const disposeFirst = adaptive.onChange(listener);
+    adaptive.onChange(listener);
+    const disposeSelf = adaptive.onChange(() => {
+      calls.push('self');
+      disposeSelf();
+      adaptive.onChange(() => calls.push('late'));
+    });
+    adaptive.onRateLimited({ sentAtMs: -1 });
+    expect(calls).toEqual(['twice', 'twice', 'self']);
+    disposeFirst();
+    calls.length = 0;
+    adaptive.onRateLimited({ sentAtMs: 1 });
+    expect(calls).toEqual(['twice', 'late']);
+  });
+
+  it('.onChange() - throws a TypeError for a non-function', () => {
+    const { adaptive } = setup();
+    expect(() => adaptive.onChange('x' as never)).toThrow(/Expected listener to be a function, got 'x'/);
+  });
+});
+
+describe('AdaptiveRate against a provider quota', () => {
+  /** Client at 20/s, burst 1, against a SimulatedProvider quota of 10/s, burst 1; `calls` successes. */
+  async function converge(calls: number, reportSentAt: boolean) {
+    const clock = new ManualClock();
+    const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
+    const provider = new SimulatedProvider({ minLatencyMs: 50, maxLatencyMs: 150, quota: { rate: 10, burst: 1 }, clock });
+    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    let highest = 0;
+    adaptive.onChange(({ rate }) => (highest = Math.max(highest, rate)));
+    let next = 0;
+    let lastSuccessMs = 0;
+    const worker = async () => {
+      while (next < calls) {
+        const request = { task: 'sentiment', articleId: String(next++), title: 'T', text: 'Fine.' } as const;
+        for (;;) {
+          await bucket.acquire();
+          const sentAtMs = clock.now();
+          try {
+            await provider.call(request);
+            adaptive.onSuccess();
+            lastSuccessMs = clock.now();
+            break;
+          } catch (error) {
+            if (!isRateLimitError(error)) throw error;
+            adaptive.onRateLimited(reportSentAt ? { retryAfterMs: error.retryAfterMs, sentAtMs } : { retryAfterMs: error.retryAfterMs });
+            await sleep(clock, error.retryAfterMs ?? 0);
+          }
+        }
+      }
+    };
+    let done = false;
+    const run = Promise.all(Array.from({ length: 10 }, worker)).finally(() => (done = true));
+    while (!done) await clock.advance(10);
+    await run;
+    return {
+      achievedRate: (calls * 1000) / lastSuccessMs,
+      rateLimitedShare: provider.rateLimited / provider.calls,
+      highest,
+      adaptive,
+    };
+  }
+
+  it.each([
+    ['the send time of each 429', true],
+    ['the cluster window', false],
+  ])('converges on a 10/s quota from 20/s, telling clusters by %s', async (_, reportSentAt) => {
+    const { achievedRate, rateLimitedShare, highest, adaptive } = await converge(400, reportSentAt);
+    expect(achievedRate).toBeGreaterThanOrEqual(8.5);
+    expect(rateLimitedShare).toBeLessThan(0.05);
+    expect(adaptive.decreases).toBeGreaterThanOrEqual(3);
+    expect(adaptive.increases).toBeGreaterThan(0);
+    expect(highest).toBeLessThanOrEqual(20);
+    expect(adaptive.rate).toBeGreaterThan(7);
+    expect(adaptive.rate).toBeLessThanOrEqual(10.5);
+  });
+});
