@@ -15,14 +15,43 @@ export interface Clock {
   setTimer(delayMs: number, callback: () => void): () => void;
 }
 
-/** The real clock: `performance.now()` and `setTimeout`. Timers do not keep the process alive. */
+// Captured once: the global `performance` is a lazy getter in Node 20, and reading the clock is
+// most of what a fast-path `tryAcquire()` costs.
+const perf = performance;
+
+/**
+ * The real clock: `performance.now()` and timers.
+ *
+ * Node's timers run on a whole-millisecond loop clock, so `setTimeout(ceil(delay))` lands up to a
+ * millisecond or two late, and one measured from a stale loop time can fire early. This clock
+ * wakes in two stages instead: `setTimeout` for the whole milliseconds, then `setImmediate` turns
+ * for the sub-millisecond rest — waiters are then granted within a few hundredths of a millisecond
+ * of due, at the cost of at most a millisecond of event-loop turns per wake.
+ */
 export const systemClock: Clock = {
-  now: () => performance.now(),
+  now: () => perf.now(),
   setTimer(delayMs, callback) {
-    // setTimeout truncates fractions and measures from the event loop's cached time, so round up;
-    // callers re-check now() for the residual early fire.
-    const handle = setTimeout(callback, Math.max(0, Math.ceil(delayMs)));
-    return () => clearTimeout(handle);
+    const dueMs = perf.now() + delayMs;
+    let handle: NodeJS.Timeout | NodeJS.Immediate | undefined;
+    let immediate = false;
+    const schedule = (remainingMs: number) => {
+      immediate = remainingMs < 1;
+      handle = immediate ? setImmediate(wake) : setTimeout(wake, Math.floor(remainingMs));
+    };
+    const wake = () => {
+      const remainingMs = dueMs - perf.now();
+      if (remainingMs > 0) return schedule(remainingMs);
+      handle = undefined;
+      callback();
+    };
+    // Never calls back synchronously, even for a delay of 0: callers arm timers mid-update.
+    schedule(delayMs);
+    return () => {
+      if (handle === undefined) return;
+      if (immediate) clearImmediate(handle as NodeJS.Immediate);
+      else clearTimeout(handle as NodeJS.Timeout);
+      handle = undefined;
+    };
   },
 };
 

@@ -166,7 +166,7 @@ export class TokenBucket {
   tryAcquire(n = 1): boolean {
     checkCount(n);
     const nowMs = this.#clock.now();
-    this.#grantDue(nowMs);
+    if (this.#head !== undefined) this.#grantDue(nowMs);
     if (this.#rate === Infinity) return true;
     if (n > this.#burst || this.#head !== undefined) return false;
     const tokens = this.#tokensAt(nowMs) - n;
@@ -409,7 +409,9 @@ export class TokenBucket {
 
   #arm(nowMs: number, delayMs: number): void {
     const dueMs = nowMs + delayMs;
-    if (dueMs === this.#timerDueMs) return;
+    // The same head recomputed later differs only by float rounding: re-arming for that would
+    // cost a timer and invite an early fire.
+    if (Math.abs(dueMs - this.#timerDueMs) < 1e-6) return;
     this.#cancelTimer();
     if (delayMs === Infinity) {
       this.#cancelTimer = noop;
