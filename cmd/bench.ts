@@ -16,7 +16,7 @@ import {
 import { formatMs, formatRate } from './format.ts';
 import { integer, oneOf, rate } from './parse-values.ts';
 import { UsageError, addRunOptions, checkInput, createProvider, oneLineErrors, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
-import { Terminal, quitNow } from './terminal.ts';
+import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_INTERRUPTED = 130;
 const FORMATS = ['table', 'csv', 'json'] as const;
@@ -122,14 +122,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   const input = await checkInput(flags, (text) => terminal.notice(text));
 
   const controller = new AbortController();
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts > 1) quitNow();
-    terminal.notice('interrupted: stopping the sweep; the finished runs are printed (Ctrl-C again to quit at once)');
-    controller.abort(new CancelledError('interrupted (Ctrl-C)'));
-  };
-  process.on('SIGINT', onSigint);
+  handleInterrupts(terminal, controller, 'interrupted: stopping the sweep; the finished runs are printed', () => new CancelledError('interrupted (Ctrl-C)'));
 
   const showProgress = !flags.quiet;
   let progress = '';
@@ -164,7 +157,6 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
     });
   } finally {
     clearInterval(progressTimer);
-    process.off('SIGINT', onSigint);
     await terminal.close();
   }
 

@@ -9,7 +9,7 @@ import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { UsageError, addRunOptions, checkInput, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
-import { Terminal, quitNow } from './terminal.ts';
+import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -100,14 +100,7 @@ async function run(flags: MainFlags): Promise<number> {
     }
   }
 
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts > 1) quitNow();
-    terminal.notice('interrupted: stopping intake, cancelling calls in flight (Ctrl-C again to quit at once)');
-    controller.abort(new CancelledError('interrupted (Ctrl-C)'));
-  };
-  process.on('SIGINT', onSigint);
+  handleInterrupts(terminal, controller, 'interrupted: stopping intake, cancelling calls in flight', () => new CancelledError('interrupted (Ctrl-C)'));
 
   const printLines = !flags.json && !flags.quiet;
   let finished = 0;

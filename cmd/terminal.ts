@@ -86,6 +86,21 @@ export class Terminal {
 }
 
 /**
+ * Ctrl-C handling for a run: the first aborts `controller` with a CancelledError-like `reason` and
+ * says `notice`; a second ends the process at once. Stays installed until the process exits, so a
+ * second Ctrl-C works while results are still being flushed.
+ */
+export function handleInterrupts(terminal: Terminal, controller: AbortController, notice: string, reason: () => unknown): void {
+  let interrupts = 0;
+  process.on('SIGINT', () => {
+    interrupts++;
+    if (interrupts > 1) quitNow();
+    terminal.notice(`${notice} (Ctrl-C again to quit at once)`);
+    controller.abort(reason());
+  });
+}
+
+/**
  * Ends the process at once, as the default Ctrl-C would. `process.exit()` is not enough: it waits
  * for libuv's worker threads, and one blocked writing to a full pipe would hold it forever — which
  * is exactly when a user presses Ctrl-C twice. Re-raising SIGINT without a handler ends the process

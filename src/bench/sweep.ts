@@ -1,9 +1,7 @@
-import type { Logger } from 'pino';
-import { systemClock, type Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
 import type { Article } from '../pipeline/article.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
-import { runPipeline, type PipelineAttemptEvent, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
-import type { Backoff } from '../retry/backoff.ts';
+import { runPipeline, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
 
 /** One limiter setting to measure. */
 export interface BenchSetting {
@@ -119,7 +117,11 @@ export interface SweepRunStart {
   readonly runs: number;
 }
 
-export interface SweepOptions {
+export interface SweepOptions
+  extends Pick<
+    PipelineOptions,
+    'routes' | 'workers' | 'timeoutMs' | 'maxAttempts' | 'backoff' | 'maxRetryAfterMs' | 'clock' | 'logger' | 'onAttempt'
+  > {
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. Default 3. */
   readonly repeat?: number;
@@ -129,22 +131,11 @@ export interface SweepOptions {
    * For instance `({ rate, burst }) => [{ provider: new SimulatedProvider({ seed: 1 }), rate, burst }]`.
    */
   readonly createProviders: (setting: BenchSetting) => readonly ProviderSetup[];
-  /** As for {@link runPipeline}: which provider serves each task. Default: the first serves all. */
-  readonly routes?: PipelineOptions['routes'];
   /** A fresh source of the same articles for every run. */
   readonly createSource: () => Iterable<Article> | AsyncIterable<Article>;
-  /** As for {@link runPipeline}. Defaults: 5 workers, 5000 ms, 3 attempts. */
-  readonly workers?: number;
-  readonly timeoutMs?: number;
-  readonly maxAttempts?: number;
-  readonly backoff?: Backoff;
-  readonly maxRetryAfterMs?: number;
-  readonly clock?: Clock;
-  readonly logger?: Logger;
   /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. */
   readonly signal?: AbortSignal;
   readonly onRunStart?: (start: SweepRunStart) => void;
-  readonly onAttempt?: (event: PipelineAttemptEvent) => void;
 }
 
 /**
