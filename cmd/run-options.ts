@@ -209,7 +209,7 @@ export async function providerSetups(
       adaptive: p.adaptive,
       syncHeaders: p.syncHeaders,
       maxOutputTokens: p.maxOutputTokens,
-      breaker: p.breaker === false ? (false as const) : { failureThreshold: p.breaker.failureThreshold, cooldownMs: p.breaker.cooldownMs, halfOpenProbes: p.breaker.halfOpenProbes },
+      breaker: p.breaker === false ? (false as const) : p.breaker,
     } satisfies ProviderSetup;
   });
   return { providers, routes: { ...config.routes }, configured: config.providers };

@@ -46,6 +46,8 @@ export interface BreakerConfig {
   readonly failureThreshold: number;
   readonly cooldownMs: number;
   readonly halfOpenProbes: number;
+  /** Also open when this share of the calls in the window failed (with at least `minimumCalls`). */
+  readonly failureRatio?: { readonly ratio: number; readonly windowMs: number; readonly minimumCalls: number };
 }
 
 
@@ -152,8 +154,21 @@ function readBreaker(at: Reader, json: unknown, path: string): false | BreakerCo
   if (json === undefined) return DEFAULT_BREAKER;
   if (json === false) return false;
   const o = at.object(json, path);
-  at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes']);
+  at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes', 'failureRatio']);
+  let failureRatio: BreakerConfig['failureRatio'];
+  if (o.failureRatio !== undefined) {
+    const r = at.object(o.failureRatio, `${path}.failureRatio`);
+    at.only(r, `${path}.failureRatio`, ['ratio', 'window', 'minimumCalls']);
+    const ratio = at.positive(r.ratio, `${path}.failureRatio.ratio`);
+    if (ratio > 1) at.fail(`${path}.failureRatio.ratio`, 'a share in (0, 1]', r.ratio);
+    failureRatio = {
+      ratio,
+      windowMs: at.duration(r.window, `${path}.failureRatio.window`),
+      minimumCalls: r.minimumCalls === undefined ? 10 : at.integer(r.minimumCalls, `${path}.failureRatio.minimumCalls`, 1),
+    };
+  }
   return {
+    ...(failureRatio === undefined ? {} : { failureRatio }),
     failureThreshold:
       o.failureThreshold === undefined ? DEFAULT_BREAKER.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
     cooldownMs: o.cooldown === undefined ? DEFAULT_BREAKER.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),

@@ -165,18 +165,24 @@ export class CallGate {
     const clock = this.clock;
     const { signal, deadlineMs, request } = call;
     call.report(undefined);
-    const waitStartMs = clock.now();
+    let waitStartMs = clock.now();
     let calledAtMs = Number.NaN;
     let permit: BreakerPermit | undefined;
     let grant: LimitGrant | undefined;
     try {
       permit = this.breaker?.acquirePermit();
-      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
-      grant = await this.limits.acquire(cost, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
+      if (this.limits.countsTokens) {
+        const cost = await this.#cost(request);
+        // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limiter.
+        waitStartMs = clock.now();
+        grant = await this.limits.acquire(cost, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
+      } else {
+        grant = await this.limits.acquire(REQUEST_ONLY, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
+      }
       calledAtMs = clock.now();
       const response = await this.provider.call(request, call.providerOptions);
       const endMs = clock.now();
-      grant.settle(response.usage ?? cost);
+      if (response.usage !== undefined) grant.settle(response.usage);
       permit?.success();
       this.adaptive?.onSuccess();
       if (this.#syncHeaders) this.#sync(response.headers);

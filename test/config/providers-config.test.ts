@@ -43,6 +43,12 @@ describe('parseProvidersConfig()', () => {
     });
   });
 
+  it('reads a breaker failure ratio', () => {
+    const config = structuredClone(good) as any;
+    config.providers[1].breaker.failureRatio = { ratio: 0.5, window: '10s', minimumCalls: 20 };
+    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ failureRatio: { ratio: 0.5, windowMs: 10_000, minimumCalls: 20 } });
+  });
+
   it('routes every task to the first provider by default', () => {
     const config = parseProvidersConfig({ providers: [{ name: 'only', limits: [{ kind: 'requests', rate: 'inf' }] }] });
     expect(config.routes).toEqual({ summarize: 'only', sentiment: 'only' });
@@ -61,6 +67,8 @@ describe('parseProvidersConfig()', () => {
     ['two limits of a kind', (c) => (c.providers[0].limits[1].kind = 'requests'), 'providers[0].limits[1].kind: expected one limit per kind, got "requests"'],
     ['a duration without unit', (c) => (c.providers[1].breaker.cooldown = '2'), 'providers[1].breaker.cooldown: expected a duration like "500ms" or "2s", got "2"'],
     ['a backwards outage', (c) => (c.providers[1].simulated.outage = '8s..2s'), 'providers[1].simulated.outage: expected a window like "2s..8s" (start before end), got "8s..2s"'],
+    ['a failure ratio above 1', (c) => (c.providers[1].breaker.failureRatio = { ratio: 1.5, window: '10s' }), 'providers[1].breaker.failureRatio.ratio: expected a share in (0, 1], got 1.5'],
+    ['a failure ratio without window', (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5 }), 'providers[1].breaker.failureRatio.window: expected a duration like "500ms" or "2s", got nothing'],
     ['an unknown header style', (c) => (c.providers[0].simulated.headers = 'aws'), 'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"'],
     ['a route to nobody', (c) => (c.routes.sentiment = 'nobody'), 'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"'],
     ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
