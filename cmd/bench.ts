@@ -59,23 +59,17 @@ export function buildBenchCommand(onExit: (code: number) => void): Command {
       'Sweep rate/burst settings: run each through the pipeline --repeat times and print calls, elapsed, ' +
         'the rate floor, efficiency, 429s and retries per setting; optionally chart the grants over time.',
     )
-    .addOption(
-      new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit")
-        .argParser(list(rate))
-        .default([3], '3'),
-    )
-    .addOption(
-      new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate')
-        .argParser(list(integer(1, 1e9)))
-        .default([3], '3'),
-    )
     .addOption(new Option('--grid', 'run every combination of --rate and --burst instead of pairing them by position').default(false))
     .addOption(new Option('--repeat <n>', 'runs per setting, all with the same seed').argParser(integer(1, 1000)).default(3))
     .addOption(
       new Option('--format <format>', `output: ${FORMATS.join(', ')} (--json is --format=json)`).argParser(oneOf(FORMATS)).default('table'),
     )
     .addOption(new Option('--chart <file.svg>', 'also draw the grants over time and elapsed vs floor per setting as SVG'));
-  return oneLineErrors(addRunOptions(command).addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
+  addRunOptions(command, [
+    new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit").argParser(list(rate)).default([3], '3'),
+    new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate').argParser(list(integer(1, 1e9))).default([3], '3'),
+  ]);
+  return oneLineErrors(command.addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
     onExit(await bench(flags, self));
   });
 }

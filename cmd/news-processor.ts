@@ -31,8 +31,13 @@ Examples:
   $ news-processor --articles=1000 --rate=50 --profile=production --quiet
   $ news-processor --articles=8 --rate=2 --burst=1 --json | jq .elapsedMs
   $ news-processor --articles=50 --rate=8 --provider-rate=5    send faster than the provider allows: 429s
+  $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
+  $ news-processor --articles=60 --rate=10 --outage=1s..4s --breaker-cooldown=1s   ride out an outage
+  $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
+  $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed, 2 bad usage or input, 130 interrupted (Ctrl-C).`;
+Exit codes: 0 all succeeded, 1 some article failed, 2 bad usage or input, 130 interrupted (Ctrl-C),
+141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
@@ -41,11 +46,13 @@ function buildProgram(onExit: (code: number) => void): Command {
         'a token bucket in front of every call, retries with backoff for 429s and 503s. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
-    .addOption(new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3))
-    .addOption(new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3))
-    .addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
-  program.enablePositionalOptions().addCommand(buildBenchCommand(onExit));
-  oneLineErrors(addRunOptions(program).addHelpText('after', EXAMPLES));
+    .enablePositionalOptions()
+    .addCommand(buildBenchCommand(onExit));
+  addRunOptions(program, [
+    new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3),
+    new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
+  ]).addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+  oneLineErrors(program.addHelpText('after', EXAMPLES));
   return program;
 }
 

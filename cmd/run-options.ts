@@ -67,10 +67,13 @@ export function oneLineErrors(command: Command): Command {
     });
 }
 
-export function addRunOptions(command: Command): Command {
-  return command
+/** Adds the run flags; `rateOptions` (the command's own --rate and --burst) go right after --workers. */
+export function addRunOptions(command: Command, rateOptions: readonly Option[]): Command {
+  command
     .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))
-    .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(5))
+    .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(5));
+  for (const option of rateOptions) command.addOption(option);
+  return command
     .addOption(
       new Option('--timeout <duration>', 'per-article budget for limiter waits and calls together')
         .argParser(duration({ allowZero: false }))
