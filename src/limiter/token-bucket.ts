@@ -172,7 +172,7 @@ export class TokenBucket {
     const tokens = this.#tokensAt(nowMs) - n;
     if (tokens < 0) return false;
     this.#charge(nowMs, tokens);
-    this.#lastEventMs = nowMs;
+    this.#lastEventMs = Math.max(this.#lastEventMs, nowMs);
     return true;
   }
 
@@ -194,7 +194,9 @@ export class TokenBucket {
     if (delayMs === Infinity || delayMs > maxDelayMs) return NOT_OK;
     this.#charge(nowMs, tokens);
     const timeToActMs = nowMs + delayMs;
-    this.#lastEventMs = timeToActMs;
+    // Never backwards: a refund or a rate rise can let a later take act before an earlier one,
+    // and cancel() must still count every reservation that acts after the one cancelled.
+    this.#lastEventMs = Math.max(this.#lastEventMs, timeToActMs);
     const marker = this.#head === undefined ? undefined : this.#enqueue(n, false);
     return new Grant(nowMs, timeToActMs, n, this.#rate, marker, this.#cancelReservation);
   }
@@ -292,9 +294,14 @@ export class TokenBucket {
     return tokens > this.#burst ? this.#burst : tokens;
   }
 
+  /**
+   * Stores the count as of `nowMs`. The update time only moves forward: a take while the clock
+   * reads earlier than the last update (a manual clock set back) must not make the refill between
+   * the two count twice once the clock returns.
+   */
   #charge(nowMs: number, tokens: number): void {
     this.#tokens = tokens;
-    this.#lastMs = nowMs;
+    if (nowMs > this.#lastMs) this.#lastMs = nowMs;
   }
 
   /** How long the refill takes to produce `tokens` (≤ 0 means none needed). */
@@ -372,7 +379,7 @@ export class TokenBucket {
       this.#grantDue(nowMs);
       return;
     }
-    const restore = grant.n - ((this.#lastEventMs - grant.timeToActMs) * grant.rate) / 1000;
+    const restore = Math.min(grant.n, grant.n - ((this.#lastEventMs - grant.timeToActMs) * grant.rate) / 1000);
     if (restore <= 0) return;
     this.#credit(nowMs, restore, nextMarker(this.#head));
     if (grant.timeToActMs === this.#lastEventMs) {

@@ -54,6 +54,19 @@ describe('.tryAcquire()', () => {
     }
   });
 
+  it('does not count a refill twice when a take happens while the clock reads earlier', () => {
+    const { clock, bucket } = bucketAt(10, 2);
+    clock.set(1000);
+    expect(bucket.tryAcquire(1)).toBe(true);
+    clock.set(500);
+    expect(bucket.tryAcquire(1)).toBe(true);
+    clock.set(1000);
+    expect(bucket.tokens()).toBe(0);
+    expect(bucket.tryAcquire(1)).toBe(false);
+    clock.set(1100);
+    expect(bucket.tokens()).toBeCloseTo(1, 9);
+  });
+
   it('refuses n = 0 while reservations keep the count negative', () => {
     const { bucket } = bucketAt(10, 1);
     bucket.reserve(2 - 1);
@@ -149,6 +162,17 @@ describe('.reserve()', () => {
     bucket.reserve(1); // acts at 400
     big.cancel(); // 3 − 1 come back
     expect(bucket.tokens()).toBeCloseTo(-2, 9);
+  });
+
+  it('.cancel() - never gives back more than it reserved, even after a refund let a later take act first', () => {
+    const { bucket } = bucketAt(1, 5);
+    bucket.reserve(5);
+    const later = bucket.reserve(2); // acts at 2000 ms
+    bucket.adjust(4);
+    expect(bucket.reserve(1).delayMs).toBe(0); // acts now, before `later`
+    const before = bucket.tokens();
+    later.cancel();
+    expect(bucket.tokens() - before).toBeLessThanOrEqual(2);
   });
 
   it('.cancel() - is idempotent', () => {
