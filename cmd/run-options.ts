@@ -247,5 +247,7 @@ export async function checkInput(flags: RunFlags, warn: (text: string) => void):
     count++;
   }
   if (skipped > 10) warn(`warning: skipped ${skipped} invalid lines in all`);
-  return { count, skipped, open: () => readArticlesJsonl(input, { skipInvalid }) };
+  // The file was checked in full, duplicates included: without --skip-invalid there are none, and
+  // the run need not keep every id. With it, the same duplicates must be skipped again.
+  return { count, skipped, open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid }) };
 }

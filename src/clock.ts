@@ -8,9 +8,9 @@ export interface Clock {
   /** Milliseconds on a monotonic scale; only differences between readings mean anything. */
   now(): number;
   /**
-   * Calls `callback` once, no earlier than `delayMs` from now on this clock's scale — except that
-   * real timers may fire a fraction of a millisecond early, so callers that must not act early
-   * re-check `now()`. Returns a function that cancels the timer (a no-op once it has fired).
+   * Calls `callback` once, asynchronously, no earlier than `delayMs` from now on this clock's
+   * scale. Callers that must not act early still re-check `now()`: a clock backed by other timers
+   * may not promise as much. Returns a function that cancels the timer (a no-op once it has fired).
    */
   setTimer(delayMs: number, callback: () => void): () => void;
 }
@@ -18,6 +18,7 @@ export interface Clock {
 // Captured once: the global `performance` is a lazy getter in Node 20, and reading the clock is
 // most of what a fast-path `tryAcquire()` costs.
 const perf = performance;
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
  * The real clock: `performance.now()` and timers.
@@ -36,7 +37,8 @@ export const systemClock: Clock = {
     let immediate = false;
     const schedule = (remainingMs: number) => {
       immediate = remainingMs < 1;
-      handle = immediate ? setImmediate(wake) : setTimeout(wake, Math.floor(remainingMs));
+      // setTimeout takes at most 2^31 − 1 ms (~24.8 days); longer waits re-arm when it fires.
+      handle = immediate ? setImmediate(wake) : setTimeout(wake, Math.min(Math.floor(remainingMs), MAX_TIMEOUT_MS));
     };
     const wake = () => {
       const remainingMs = dueMs - perf.now();

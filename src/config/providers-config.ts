@@ -163,7 +163,7 @@ function readBreaker(at: Reader, json: unknown, path: string): false | BreakerCo
     if (ratio > 1) at.fail(`${path}.failureRatio.ratio`, 'a share in (0, 1]', r.ratio);
     failureRatio = {
       ratio,
-      windowMs: at.duration(r.window, `${path}.failureRatio.window`),
+      windowMs: at.positiveDuration(r.window, `${path}.failureRatio.window`),
       minimumCalls: r.minimumCalls === undefined ? 10 : at.integer(r.minimumCalls, `${path}.failureRatio.minimumCalls`, 1),
     };
   }
@@ -265,6 +265,12 @@ class Reader {
     if (value === 'inf') return Infinity;
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) this.fail(path, 'a number > 0 or "inf"', value);
     return value as number;
+  }
+
+  positiveDuration(value: unknown, path: string): number {
+    const ms = this.duration(value, path);
+    if (ms <= 0) this.fail(path, 'a duration > 0', value);
+    return ms;
   }
 
   duration(value: unknown, path: string): number {

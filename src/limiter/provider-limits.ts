@@ -62,10 +62,13 @@ const SETTLED: LimitGrant = { settle: () => {} };
  * minute — each a {@link TokenBucket}, taken together.
  *
  * With the request limit alone, a call simply `acquire()`s one token (FIFO, exact refunds). With
- * several, it reserves its cost on all of them at once and acts when the last one allows,
- * x/time/rate style: if any cannot be met (more than its burst, or not within `maxWaitMs`) all
- * reservations are cancelled and nothing is taken; an abort while waiting cancels them too. Token
- * costs are estimates; `settle()` refunds or debits the difference when the usage is known.
+ * token limits too, it first reserves its token cost on all of them at once and waits until the
+ * last allows, x/time/rate style — if any cannot be met (more than its burst, or not within
+ * `maxWaitMs`) every reservation is cancelled and nothing is taken — and only then `acquire()`s its
+ * request token, so the request is counted when it really goes. An abort while waiting cancels the
+ * token reservations as x/time/rate's `Cancel` does (tokens that later reservations already count
+ * on stay spent); a refused request token gives the reserved tokens back. Token costs are
+ * estimates; `settle()` refunds or debits the difference when the usage is known.
  */
 export class ProviderLimits {
   readonly #clock: Clock;
@@ -126,9 +129,11 @@ export class ProviderLimits {
       const needed = amountOf(kind, cost);
       if (needed > bucket.burst && bucket.rate !== Infinity) throw new LimitTooSmallError(kind, needed, bucket.burst);
     }
+    const startMs = this.#clock.now();
+    const tokenLimits = limits.filter((limit) => limit.kind !== 'requests');
     const reservations = [];
     let delayMs = 0;
-    for (const { kind, bucket } of limits) {
+    for (const { kind, bucket } of tokenLimits) {
       const reservation = bucket.reserve(amountOf(kind, cost), { maxDelayMs: maxWaitMs });
       if (!reservation.ok) {
         for (const made of reservations) made.cancel();
@@ -142,6 +147,17 @@ export class ProviderLimits {
         await sleep(this.#clock, delayMs, signal);
       } catch (error) {
         for (const made of reservations) made.cancel();
+        throw error;
+      }
+    }
+    const requests = this.bucket('requests');
+    if (requests !== undefined) {
+      try {
+        const leftMs = Math.max(0, maxWaitMs - (this.#clock.now() - startMs));
+        await this.#acquireOne(requests, cost.requests, { signal, maxWaitMs: leftMs });
+      } catch (error) {
+        // Their time to act has passed, so cancel() would give nothing back: return them outright.
+        for (const { kind, bucket } of tokenLimits) bucket.adjust(amountOf(kind, cost));
         throw error;
       }
     }

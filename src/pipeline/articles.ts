@@ -457,6 +457,11 @@ export interface ReadArticlesJsonlOptions {
   readonly skipInvalid?: boolean;
   /** Told about each skipped line, in file order. Only called when `skipInvalid` is true. */
   readonly onInvalid?: (issue: InputIssue) => void;
+  /**
+   * Reject (or skip) a repeated id. Default true. It costs memory per article (every id is kept,
+   * ~80 bytes each), so a second pass over a file already checked can turn it off.
+   */
+  readonly checkDuplicates?: boolean;
 }
 
 /**
@@ -484,20 +489,24 @@ export function readArticlesJsonl(path: string, options: ReadArticlesJsonlOption
   if (typeof path !== 'string' || path === '') {
     throw new TypeError(`expected path to be a non-empty string, got ${describe(path)}`);
   }
-  const { skipInvalid = false, onInvalid } = options;
+  const { skipInvalid = false, onInvalid, checkDuplicates = true } = options;
   if (typeof skipInvalid !== 'boolean') {
     throw new TypeError(`expected skipInvalid to be a boolean, got ${describe(skipInvalid)}`);
+  }
+  if (typeof checkDuplicates !== 'boolean') {
+    throw new TypeError(`expected checkDuplicates to be a boolean, got ${describe(checkDuplicates)}`);
   }
   if (onInvalid !== undefined && typeof onInvalid !== 'function') {
     throw new TypeError(`expected onInvalid to be a function, got ${describe(onInvalid)}`);
   }
-  return readLines(path, skipInvalid, onInvalid);
+  return readLines(path, skipInvalid, onInvalid, checkDuplicates);
 }
 
 async function* readLines(
   path: string,
   skipInvalid: boolean,
   onInvalid: ((issue: InputIssue) => void) | undefined,
+  checkDuplicates: boolean,
 ): AsyncGenerator<Article, void, undefined> {
   let handle: FileHandle;
   try {
@@ -521,9 +530,9 @@ async function* readLines(
       if (typeof parsed === 'string') {
         reason = parsed;
       } else {
-        const firstLine = firstLineById.get(parsed.id);
+        const firstLine = checkDuplicates ? firstLineById.get(parsed.id) : undefined;
         if (firstLine === undefined) {
-          firstLineById.set(parsed.id, lineNumber);
+          if (checkDuplicates) firstLineById.set(parsed.id, lineNumber);
           yield parsed;
           continue;
         }

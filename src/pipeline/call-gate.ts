@@ -169,6 +169,7 @@ export class CallGate {
     let calledAtMs = Number.NaN;
     let permit: BreakerPermit | undefined;
     let grant: LimitGrant | undefined;
+    let response: LlmResponse;
     try {
       permit = this.breaker?.acquirePermit();
       if (this.limits.countsTokens) {
@@ -180,29 +181,30 @@ export class CallGate {
         grant = await this.limits.acquire(REQUEST_ONLY, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
       }
       calledAtMs = clock.now();
-      const response = await this.provider.call(request, call.providerOptions);
-      const endMs = clock.now();
-      if (response.usage !== undefined) grant.settle(response.usage);
-      permit?.success();
-      this.adaptive?.onSuccess();
-      if (this.#syncHeaders) this.#sync(response.headers);
-      call.settle(attempt, 'ok', calledAtMs - waitStartMs, true, endMs - calledAtMs, undefined, response.usage);
-      return response;
+      response = await this.provider.call(request, call.providerOptions);
     } catch (error) {
       const endMs = clock.now();
       const called = !Number.isNaN(calledAtMs);
-      const outcome = classify(error, signal);
-      grant?.settle(NOTHING_USED);
-      if (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error') permit?.failure();
-      else permit?.release();
-      if (outcome === 'rate-limited') {
-        this.adaptive?.onRateLimited({ retryAfterMs: (error as { retryAfterMs?: number }).retryAfterMs, sentAtMs: calledAtMs });
-      }
-      if (this.#syncHeaders) this.#sync((error as { headers?: ResponseHeaders }).headers);
+      const outcome = classify(error, signal, called);
+      // The attempt is on record first: nothing below may lose it.
       call.settle(attempt, outcome, (called ? calledAtMs : endMs) - waitStartMs, called, called ? endMs - calledAtMs : 0, error, undefined);
+      grant?.settle(NOTHING_USED);
+      // Only the provider's own failures count against it: not a 429 (the limiter's business), not
+      // a wait that ran out or was aborted before the call.
+      if (called && (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error')) permit?.failure();
+      else permit?.release();
+      if (outcome === 'rate-limited') this.adaptive?.onRateLimited({ retryAfterMs: retryHint(error), sentAtMs: calledAtMs });
+      if (this.#syncHeaders) this.#sync((error as { headers?: ResponseHeaders } | undefined)?.headers);
       this.#logger.debug({ articleId: request.articleId, task: request.task, attempt, outcome, err: error }, 'attempt failed');
       throw error;
     }
+    const endMs = clock.now();
+    call.settle(attempt, 'ok', calledAtMs - waitStartMs, true, endMs - calledAtMs, undefined, response.usage);
+    if (response.usage !== undefined) grant.settle(response.usage);
+    permit?.success();
+    this.adaptive?.onSuccess();
+    if (this.#syncHeaders) this.#sync(response.headers);
+    return response;
   }
 
   async #cost(request: LlmRequest): Promise<CallCost> {
@@ -307,8 +309,18 @@ function reporter(call: GateCall): (event: RetryEvent) => void {
   return (event) => call.report(event.delayMs);
 }
 
-function classify(error: unknown, signal: AbortSignal | undefined): AttemptOutcome {
-  if (signal?.aborted && error === signal.reason) return isTimeoutError(error) ? 'timeout' : 'aborted';
+/** A failure's retry-after, when it is a usable number of ms (a provider may send garbage). */
+function retryHint(error: unknown): number | undefined {
+  const hintMs = (error as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  return typeof hintMs === 'number' && Number.isFinite(hintMs) && hintMs >= 0 ? hintMs : undefined;
+}
+
+function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
+  if (signal?.aborted && error === signal.reason) {
+    // The article's deadline passing while the call waited for its token is the limiter's timeout.
+    if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
+    return 'aborted';
+  }
   if (isRateLimitError(error)) return 'rate-limited';
   if (isServerError(error)) return 'server-error';
   if (isTimeoutError(error)) return 'timeout';

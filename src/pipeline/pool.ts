@@ -12,8 +12,9 @@ export interface PoolOptions {
  * a slot is free — so a million-item source costs the memory of `concurrency` items. `workerId`
  * (0-based) names the slot an item runs in.
  *
- * Each slot is one p-limit task that loops: pull an item, run it, pull the next. Pulling from a
- * shared iterator keeps intake lazy without any per-item bookkeeping.
+ * Each slot is one p-limit task that loops: pull an item, run it, pull the next. p-limit holds the
+ * slots (it would queue any beyond `concurrency`); pulling from a shared iterator keeps intake lazy
+ * without per-item bookkeeping.
  *
  * Resolves when the source is exhausted (or the signal aborted) and every started item finished.
  * If the source throws, intake stops, the items in flight finish, and the pool rejects with that

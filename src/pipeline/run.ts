@@ -71,7 +71,8 @@ export interface PipelineOptions {
 /**
  * Pushes every article of `source` through its tasks under the providers' limits, and returns the
  * figures. Every article pulled from the source ends as exactly one result passed to `onResult`.
- * Rejects only when the source itself fails (after the articles in flight have finished).
+ * Rejects when the source fails or `onResult` throws (intake stops and the articles in flight
+ * finish first); never for an article's own failure, which becomes its result.
  */
 export async function runPipeline(options: PipelineOptions): Promise<RunSummary> {
   const clock = options.clock ?? systemClock;

@@ -127,7 +127,6 @@ export async function retry<T>(
   }
 }
 
-/** The provider's own hint, when it gave a usable one, capped at `maxMs`. */
 /** The failure's own retry-after — a 429's, a 503's during an outage, an open circuit's — if it has one. */
 function retryAfterMs(error: unknown, maxMs: number): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;

@@ -31,6 +31,29 @@ describe('ProviderLimits', () => {
     expect(grantedAtMs).toBe(10_000);
   });
 
+  it('.acquire() - takes the request token when the call really goes, so requests keep their spacing', async () => {
+    const clock = new ManualClock();
+    const limits = new ProviderLimits(
+      [
+        { kind: 'requests', rate: 1, burst: 1 },
+        { kind: 'tokens', rate: 10, burst: 100 },
+      ],
+      clock,
+    );
+    const sent: number[] = [];
+    const first = await limits.acquire(cost(100, 0));
+    sent.push(clock.now());
+    const second = limits.acquire(cost(100, 0)).then(() => sent.push(clock.now()));
+    const third = limits.acquire(cost(1, 0)).then(() => sent.push(clock.now()));
+    first.settle({ inputTokens: 0, outputTokens: 0 });
+    await clock.advance(20_000);
+    await Promise.all([second, third]);
+    expect(sent[0]).toBe(0);
+    expect(sent[1]).toBeCloseTo(10_000, 6);
+    // Both waited on the token limit until ~10 s; the request limit (1/s, burst 1) still spaces them.
+    expect(sent[2]! - sent[1]!).toBeGreaterThanOrEqual(1000 - 1e-6);
+  });
+
   it('.acquire() - a call larger than a limit fails at once with a clear error and takes nothing', async () => {
     const clock = new ManualClock();
     const limits = limitsAt(clock);
@@ -50,6 +73,20 @@ describe('ProviderLimits', () => {
     expect(limits.bucket('tokens')!.tokens()).toBe(0);
   });
 
+  it('.acquire() - a request token that cannot come in time gives the reserved tokens back', async () => {
+    const clock = new ManualClock();
+    const limits = new ProviderLimits(
+      [
+        { kind: 'requests', rate: 1, burst: 1 },
+        { kind: 'tokens', rate: 10, burst: 100 },
+      ],
+      clock,
+    );
+    await limits.acquire(cost(10, 0));
+    await expect(limits.acquire(cost(10, 0), { maxWaitMs: 500 })).rejects.toThrow(MaxWaitExceededError);
+    expect(limits.bucket('tokens')!.tokens()).toBe(90);
+  });
+
   it('.acquire() - an abort while waiting cancels every reservation', async () => {
     const clock = new ManualClock();
     const limits = limitsAt(clock);
@@ -60,7 +97,8 @@ describe('ProviderLimits', () => {
     controller.abort(new Error('stop'));
     expect(((await waiting) as Error).message).toBe('stop');
     expect(limits.bucket('tokens')!.tokens()).toBeCloseTo(10, 9);
-    expect(limits.bucket('requests')!.tokens()).toBe(1 + 1);
+    // The request token was never taken: it waits until the token limits allow.
+    expect(limits.bucket('requests')!.tokens()).toBe(2);
   });
 
   it('.acquire() - with the request limit alone queues FIFO on one bucket', async () => {

@@ -376,3 +376,15 @@ describe('InputError', () => {
     expect(isInputError(undefined)).toBe(false);
   });
 });
+
+describe('readArticlesJsonl() - checkDuplicates', () => {
+  it('with checkDuplicates false keeps no ids and passes repeated ones through', async () => {
+    const ids: string[] = [];
+    for await (const article of readArticlesJsonl('fixtures/bad/duplicate-ids.jsonl', { checkDuplicates: false })) ids.push(article.id);
+    expect(new Set(ids).size).toBeLessThan(ids.length);
+  });
+
+  it('throws a TypeError for a non-boolean checkDuplicates', () => {
+    expect(() => readArticlesJsonl('x.jsonl', { checkDuplicates: 'no' as never })).toThrow(TypeError);
+  });
+});

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
 import { AdaptiveRate } from '../../src/limiter/adaptive-rate.ts';
 import { ProviderLimits } from '../../src/limiter/provider-limits.ts';
-import { RateLimitError, ServerError, type LlmRequest } from '../../src/provider/provider.ts';
+import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import { generateArticles } from '../../src/pipeline/articles.ts';
@@ -32,6 +32,25 @@ describe('CallGate - circuit breaker', () => {
     expect((error as RetryError).lastError).toMatchObject({ name: 'BrokenCircuitError' });
     // Two tokens for the two calls (plus a sliver of refill at 0.001/s), none for the refused attempt.
     expect(limits.bucket('requests')!.tokens()).toBeCloseTo(98, 2);
+  });
+
+  it('does not count a deadline that passes while waiting for the token as a provider failure', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock);
+    const limits = new ProviderLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
+    const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
+    const gate = new CallGate({ provider, limits, breaker, clock });
+    limits.bucket('requests')!.tryAcquire(1);
+    const controller = new AbortController();
+    const events: AttemptEvent[] = [];
+    const call = gate.call(request, { signal: controller.signal, deadlineMs: 1000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e);
+    limits.bucket('requests')!.setRate(0.5); // an adaptive cut elsewhere pushes the queue back
+    clock.setTimer(1000, () => controller.abort(new TimeoutError('article timed out')));
+    await clock.advance(1500);
+    await call;
+    expect(events).toMatchObject([{ outcome: 'limiter-timeout', called: false }]);
+    expect(provider.calls).toHaveLength(0);
+    expect(breaker.state.kind).toBe('closed');
   });
 
   it('does not count 429s as failures', async () => {
@@ -132,6 +151,19 @@ describe('CallGate - headers and adaptive rate', () => {
     remaining = 50;
     await gate.call(request);
     expect(limits.bucket('requests')!.tokens()).toBe(2);
+  });
+
+  it('a 429 with a garbage retry-after is still a 429 to the adaptive rate and the retry loop', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}]);
+    const limits = new ProviderLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const adaptive = new AdaptiveRate({ bucket: limits.bucket('requests')!, maxRate: 20, clock });
+    const gate = new CallGate({ provider, limits, adaptive, clock });
+    const events: AttemptEvent[] = [];
+    const { attempts } = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }));
+    expect(attempts).toBe(2);
+    expect(events.map((e) => e.outcome)).toEqual(['rate-limited', 'ok']);
+    expect(adaptive.decreases).toBe(1);
   });
 
   it('tells the adaptive rate of 429s, which cuts the request rate', async () => {
