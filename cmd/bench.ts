@@ -68,7 +68,7 @@ export function buildBenchCommand(onExit: (code: number) => void): Command {
   addRunOptions(command, [
     new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit").argParser(list(rate)).default([3], '3'),
     new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate').argParser(list(integer(1, 1e9))).default([3], '3'),
-  ]);
+  ], { config: false });
   return oneLineErrors(command.addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
     onExit(await bench(flags, self));
   });
@@ -101,9 +101,6 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       `--rate has ${flags.rate.length} values and --burst ${flags.burst.length}: give one burst for every rate, ` +
         'as many bursts as rates, or --grid for every combination',
     );
-  }
-  if (flags.config !== undefined) {
-    throw new UsageError('--config sets every provider\'s limits itself; bench sweeps --rate and --burst of the simulated provider the flags describe');
   }
   // Every setting's providers are built once before any run, so a setting the flags rule out (say
   // --adaptive at rate=inf) fails here rather than after the runs before it.

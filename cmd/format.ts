@@ -9,7 +9,8 @@ export function formatMs(ms: number): string {
 }
 
 export function formatRate(rate: number): string {
-  return rate === Infinity ? 'inf' : String(rate);
+  if (rate === Infinity) return 'inf';
+  return Number.isInteger(rate) ? String(rate) : String(Number(rate.toPrecision(4)));
 }
 
 const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = {
@@ -47,8 +48,12 @@ export function formatResult(result: ArticleResult): string {
 
 /** The Go tool's summary line, verbatim in form, then what it never showed. */
 export function formatSummary(summary: RunSummary): string[] {
+  const limits =
+    summary.providers.length > 1
+      ? summary.providers.map((p) => `${p.name} ${formatRate(p.rate)}/s burst=${p.burst}`).join(', ')
+      : `${formatRate(summary.rate)}/s burst=${summary.burst}`;
   const lines = [
-    `Rate limit=${formatRate(summary.rate)}/s burst=${summary.burst} | ${summary.articles} articles | ` +
+    `Rate limit=${limits} | ${summary.articles} articles | ` +
       `Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
     `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
       `503s: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}`,
@@ -60,9 +65,10 @@ export function formatSummary(summary: RunSummary): string[] {
     lines.push('Rate floor: none (every call fit in the burst) | Efficiency: n/a');
   } else {
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
+    const whose = summary.providers.length > 1 ? ` (${p.name}, the provider that bounds the run)` : '';
     lines.push(
-      `Rate floor: ${formatMs(p.rateFloorMs)} = (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s, ` +
-        `+ last call ${formatMs(p.lastCallLatencyMs)} = ${formatMs(summary.rateFloorMs)} | ` +
+      `Rate floor${whose}: ${formatMs(p.rateFloorMs)} = (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s, ` +
+        `+ last call ${formatMs(p.lastCallLatencyMs)} = ${formatMs(summary.leastElapsedMs)} | ` +
         `Efficiency: ${(summary.efficiency * 100).toFixed(1)}%`,
     );
   }
@@ -83,7 +89,7 @@ export function formatSummary(summary: RunSummary): string[] {
   lines.push(`Limiter wait: ${formatPercentiles(summary.limiterWaitMs)}`);
   const reasons = Object.entries(summary.failureReasons);
   if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
-  if (summary.interrupted) lines.push('Interrupted: intake stopped; articles in flight were cancelled and written.');
+  if (summary.interrupted) lines.push('Interrupted: intake stopped; the articles in flight were cancelled.');
   return lines;
 }
 

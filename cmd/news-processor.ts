@@ -4,7 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError, runPipeline, type RunSummary } from '../src/index.ts';
+import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError, runPipeline, type OutputError, type RunSummary } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -36,7 +36,7 @@ Examples:
   $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed, 2 bad usage or input, 130 interrupted (Ctrl-C),
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input, 130 interrupted (Ctrl-C),
 141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
@@ -125,6 +125,7 @@ async function run(flags: MainFlags): Promise<number> {
   }, 250);
 
   let summary: RunSummary;
+  let outputError: OutputError | undefined;
   try {
     summary = await runPipeline({
       source: input.open(),
@@ -143,14 +144,27 @@ async function run(flags: MainFlags): Promise<number> {
         finished++;
         if (result.status === 'failed') failed++;
         if (printLines) terminal.line(formatResult(result));
-        await writer?.write(result);
+        if (writer === undefined || outputError !== undefined) return;
+        try {
+          await writer.write(result);
+        } catch (error) {
+          if (!isOutputError(error)) throw error;
+          // The results cannot be kept: stop as on Ctrl-C rather than spend calls on lost results.
+          outputError = error;
+          controller.abort(new CancelledError(`results file failed: ${error.message}`));
+        }
       },
     });
   } finally {
     clearInterval(progressTimer);
     // The handler stays until the results are flushed: a slow disk or pipe is exactly when a
     // second Ctrl-C must still quit at once.
-    await writer?.close();
+    try {
+      await writer?.close();
+    } catch (error) {
+      if (!isOutputError(error)) throw error;
+      outputError ??= error;
+    }
     await terminal.close();
   }
 
@@ -165,8 +179,12 @@ async function run(flags: MainFlags): Promise<number> {
     if (printLines) process.stdout.write('\n');
     const lines = formatSummary(summary);
     if (skipped > 0) lines.push(`Skipped input lines: ${skipped}`);
-    if (writer !== undefined) lines.push(`Results: ${writer.lines} lines written to ${writer.path}`);
+    if (writer !== undefined && outputError === undefined) lines.push(`Results: ${writer.lines} lines written to ${writer.path}`);
     process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  if (outputError !== undefined) {
+    process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
+    return EXIT_FAILED;
   }
   if (summary.interrupted) return EXIT_INTERRUPTED;
   return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;

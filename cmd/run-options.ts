@@ -68,12 +68,12 @@ export function oneLineErrors(command: Command): Command {
 }
 
 /** Adds the run flags; `rateOptions` (the command's own --rate and --burst) go right after --workers. */
-export function addRunOptions(command: Command, rateOptions: readonly Option[]): Command {
+export function addRunOptions(command: Command, rateOptions: readonly Option[], options: { config?: boolean } = {}): Command {
   command
     .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))
     .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(5));
   for (const option of rateOptions) command.addOption(option);
-  return command
+  command
     .addOption(
       new Option('--timeout <duration>', 'per-article budget for limiter waits and calls together')
         .argParser(duration({ allowZero: false }))
@@ -116,10 +116,13 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[]):
         .argParser(duration({ allowZero: true }))
         .default(5000, '5s'),
     )
-    .addOption(new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'))
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
-    .addOption(new Option('--log-level <level>', 'pino log level, logs go to stderr').argParser(oneOf(LOG_LEVELS)).default('error'))
+    .addOption(new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`).argParser(oneOf(LOG_LEVELS)).default('error'))
     .addOption(new Option('--quiet', 'print the summary only').default(false));
+  if (options.config !== false) {
+    command.addOption(new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'));
+  }
+  return command;
 }
 
 export function validateRunFlags(flags: RunFlags): void {
@@ -138,6 +141,9 @@ export function validateRunFlags(flags: RunFlags): void {
         throw new UsageError(`--${name} describes a single provider; with --config set it per provider in the file`);
       }
     }
+  }
+  if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined) {
+    throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
   }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');

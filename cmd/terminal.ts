@@ -58,11 +58,17 @@ export class Terminal {
     if (status !== '') this.status(status);
   }
 
-  /** Replaces the progress line on stderr ('' clears it). A no-op when stderr is not a terminal. */
+  /**
+   * Replaces the progress line on stderr ('' clears it). A no-op when stderr is not a terminal.
+   * A line wider than the terminal loses whole ` · `-separated fields from the end, never half a figure.
+   */
   status(text: string): void {
     if (!this.interactive) return;
-    const width = (this.#err as WriteStream).columns ?? 80;
-    const shown = text.length > width - 1 ? text.slice(0, width - 1) : text;
+    const columns = (this.#err as WriteStream).columns;
+    const width = columns !== undefined && columns > 0 ? columns : 80;
+    const fields = text.split(' · ');
+    while (fields.length > 1 && fields.join(' · ').length > width - 1) fields.pop();
+    const shown = fields.join(' · ').slice(0, width - 1);
     this.#err.write(`\r\x1b[2K${shown}`);
     this.#status = shown;
   }

@@ -192,7 +192,7 @@ function runFigures(repeat: number, summary: RunSummary): BenchRun {
     elapsedMs: summary.elapsedMs,
     calls: summary.calls,
     rateFloorMs: summary.providers[0]?.rateFloorMs ?? 0,
-    leastElapsedMs: summary.rateFloorMs,
+    leastElapsedMs: summary.leastElapsedMs,
     efficiency: summary.efficiency,
     rateLimited: summary.rateLimited,
     retries: summary.retries,

@@ -83,7 +83,8 @@ export async function loadProvidersConfig(path: string): Promise<ProvidersConfig
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // A byte-order mark is how some editors start a UTF-8 file; JSON.parse would call it a token.
+    json = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
   } catch (error) {
     throw new ConfigError(`${path}: invalid JSON (${(error as Error).message})`);
   }
@@ -287,6 +288,7 @@ class Reader {
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   const json = JSON.stringify(value);
   return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }

@@ -50,7 +50,7 @@ export class MaxWaitExceededError extends Error {
   ) {
     super(
       Number.isFinite(waitMs)
-        ? `rate limiter wait of ${waitMs.toFixed(1)} ms would exceed the limit of ${maxWaitMs} ms`
+        ? `rate limiter wait of ${waitMs.toFixed(1)} ms would exceed the limit of ${maxWaitMs.toFixed(1)} ms`
         : 'rate limiter cannot grant: rate is 0 and the burst is spent',
     );
   }

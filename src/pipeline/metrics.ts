@@ -60,9 +60,14 @@ export interface RunSummary {
   readonly serverErrors: number;
   readonly timeouts: number;
   readonly elapsedMs: number;
-  /** The slowest provider's rate floor plus its last call's latency: the least any schedule could take. */
+  /**
+   * `(calls − burst) / rate` of the provider that bounds the run: no schedule can grant its last
+   * token sooner.
+   */
   readonly rateFloorMs: number;
-  /** `rateFloorMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
+  /** The rate floor plus the latency of the call granted last: no run could end sooner. */
+  readonly leastElapsedMs: number;
+  /** `leastElapsedMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
   readonly efficiency: number | null;
   readonly rate: number;
   readonly burst: number;
@@ -181,6 +186,7 @@ export class Metrics {
     let serverErrors = 0;
     let timeouts = 0;
     let floorMs = 0;
+    let leastMs = 0;
     const elapsedMs = endMs - this.#startMs;
     for (const [name, c] of this.#providers) {
       const rateFloorMs = c.rate === Infinity ? 0 : c.rate === 0 ? Infinity : (Math.max(0, c.calls - c.burst) * 1000) / c.rate;
@@ -200,7 +206,11 @@ export class Metrics {
       rateLimited += c.rateLimited;
       serverErrors += c.serverErrors;
       timeouts += c.timeouts;
-      if (c.rate !== Infinity && c.calls > c.burst) floorMs = Math.max(floorMs, rateFloorMs + c.lastCallLatencyMs);
+      // The provider that could finish last bounds the run.
+      if (c.rate !== Infinity && c.calls > c.burst && rateFloorMs + c.lastCallLatencyMs > leastMs) {
+        leastMs = rateFloorMs + c.lastCallLatencyMs;
+        floorMs = rateFloorMs;
+      }
     }
     const limited = providers.some((p) => p.rate !== Infinity);
     const first = providers[0];
@@ -217,8 +227,9 @@ export class Metrics {
       timeouts,
       elapsedMs,
       rateFloorMs: floorMs,
+      leastElapsedMs: leastMs,
       // No floor when every call fit in the burst (or the rate is unlimited): nothing to measure against.
-      efficiency: limited && elapsedMs > 0 && floorMs > 0 ? floorMs / elapsedMs : null,
+      efficiency: limited && elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
       rate: first?.rate ?? Infinity,
       burst: first?.burst ?? 0,
       workers: this.#workers,

@@ -1,5 +1,7 @@
 import pLimit from 'p-limit';
 
+const YIELD_EVERY_ITEMS = 256;
+
 export interface PoolOptions {
   /** Items processed at once; also the most ever pulled from the source ahead of completion. */
   readonly concurrency: number;
@@ -32,6 +34,7 @@ export async function runPool<T>(
   const iterator = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
   let failure: { error: unknown } | undefined;
   let exhausted = false;
+  let done = 0;
   const stopped = () => exhausted || failure !== undefined || signal?.aborted === true;
 
   const slot = async (workerId: number): Promise<void> => {
@@ -54,6 +57,10 @@ export async function runPool<T>(
       } catch (error) {
         failure ??= { error };
       }
+      // Items that finish without ever waiting on I/O or a timer (a provider answering at once)
+      // would chain promises forever and starve the event loop: no signal handler (Ctrl-C), no
+      // stream error (a closed stdout) could run. A turn of the loop now and then lets them in.
+      if (++done % YIELD_EVERY_ITEMS === 0) await new Promise((resolve) => setImmediate(resolve));
     }
   };
 

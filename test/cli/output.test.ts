@@ -125,6 +125,7 @@ describe.concurrent('news-processor --json', { timeout: 60_000 }, () => {
     'deadLetters',
     'elapsedMs',
     'rateFloorMs',
+    'leastElapsedMs',
     'efficiency',
     'rate',
     'burst',
