@@ -26,13 +26,13 @@ interface MainFlags extends RunFlags {
 const EXAMPLES = `
 Examples:
   $ news-processor --articles=5 --workers=5 --rate=3           the Go tool's run
-  $ news-processor -articles=20 -rate=2 -burst=1               Go's single-dash spelling works too
+  $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl
-  $ news-processor --articles=1000 --rate=50 --profile=production --quiet
-  $ news-processor --articles=8 --rate=2 --burst=1 --json | jq .elapsedMs
+  $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
+  $ news-processor --articles=4 --rate=2 --burst=1 --json | jq .elapsedMs
   $ news-processor --articles=50 --rate=8 --provider-rate=5    send faster than the provider allows: 429s
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
-  $ news-processor --articles=60 --rate=10 --outage=1s..4s --breaker-cooldown=1s   ride out an outage
+  $ news-processor --articles=60 --rate=10 --outage=1s..4s --max-attempts=10 --timeout=20s   ride out an outage
   $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 

@@ -109,12 +109,12 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
     .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
     .addOption(
-      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(5),
+      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(10),
     )
     .addOption(
       new Option('--breaker-cooldown <duration>', 'how long the circuit stays open before it admits a probe')
         .argParser(duration({ allowZero: true }))
-        .default(5000, '5s'),
+        .default(2000, '2s'),
     )
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
     .addOption(new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`).argParser(oneOf(LOG_LEVELS)).default('error'))
