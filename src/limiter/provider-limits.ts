@@ -107,10 +107,6 @@ export class ProviderLimits {
     return this.#limits.some((limit) => limit.kind !== 'requests');
   }
 
-  get kinds(): readonly LimitKind[] {
-    return this.#limits.map((limit) => limit.kind);
-  }
-
   /**
    * Waits until `cost` fits every limit. Rejects at once with {@link LimitTooSmallError} when it
    * never can, with `MaxWaitExceededError` when not within `maxWaitMs`, and with `signal.reason`

@@ -9,7 +9,6 @@ export class Histogram {
   readonly #resolution: number;
   readonly #counts: Float64Array;
   #count = 0;
-  #sum = 0;
   #min = Infinity;
   #max = -Infinity;
 
@@ -37,16 +36,11 @@ export class Histogram {
     return this.#count === 0 ? Number.NaN : this.#max;
   }
 
-  get mean(): number {
-    return this.#count === 0 ? Number.NaN : this.#sum / this.#count;
-  }
-
   record(value: number): void {
     if (!(value >= 0)) return;
     const index = Math.min(this.#indexOf(value), this.#counts.length - 1);
     this.#counts[index]!++;
     this.#count++;
-    this.#sum += value;
     if (value < this.#min) this.#min = value;
     if (value > this.#max) this.#max = value;
   }

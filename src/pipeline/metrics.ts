@@ -135,14 +135,6 @@ export class Metrics {
     }
   }
 
-  get articles(): number {
-    return this.#articles;
-  }
-
-  get finished(): number {
-    return this.#succeeded + this.#failed + this.#cancelled;
-  }
-
   recordAttempt(event: AttemptEvent): void {
     const counters = this.#providers.get(event.provider);
     if (counters === undefined) return;
