@@ -35,7 +35,7 @@ export { summarize, extractKeywords, analyzeSentiment } from './provider/text-an
 
 export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitterDelayMs } from './retry/backoff.ts';
 export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
-export { retry, RetryError, isRetryError } from './retry/retry.ts';
+export { retry, retryAfterHint, RetryError, isRetryError } from './retry/retry.ts';
 export type { RetryOptions, RetryEvent, RetryStopReason } from './retry/retry.ts';
 
 export type { Article } from './pipeline/article.ts';

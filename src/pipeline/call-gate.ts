@@ -10,7 +10,7 @@ import { isProviderError, isRateLimitError, isServerError, isTimeoutError } from
 import { parseRateLimitHeaders } from '../provider/rate-limit-headers.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { createBackoff, type Backoff } from '../retry/backoff.ts';
-import { retry, type RetryEvent } from '../retry/retry.ts';
+import { retry, retryAfterHint, type RetryEvent } from '../retry/retry.ts';
 import { silentLogger } from './silent-logger.ts';
 
 /** How one attempt ended. */
@@ -193,7 +193,7 @@ export class CallGate {
       // a wait that ran out or was aborted before the call.
       if (called && (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error')) permit?.failure();
       else permit?.release();
-      if (outcome === 'rate-limited') this.adaptive?.onRateLimited({ retryAfterMs: retryHint(error), sentAtMs: calledAtMs });
+      if (outcome === 'rate-limited') this.adaptive?.onRateLimited({ retryAfterMs: retryAfterHint(error), sentAtMs: calledAtMs });
       if (this.#syncHeaders) this.#sync((error as { headers?: ResponseHeaders } | undefined)?.headers);
       this.#logger.debug({ articleId: request.articleId, task: request.task, attempt, outcome, err: error }, 'attempt failed');
       throw error;
@@ -307,12 +307,6 @@ class GateCall {
 
 function reporter(call: GateCall): (event: RetryEvent) => void {
   return (event) => call.report(event.delayMs);
-}
-
-/** A failure's retry-after, when it is a usable number of ms (a provider may send garbage). */
-function retryHint(error: unknown): number | undefined {
-  const hintMs = (error as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
-  return typeof hintMs === 'number' && Number.isFinite(hintMs) && hintMs >= 0 ? hintMs : undefined;
 }
 
 function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {

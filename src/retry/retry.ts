@@ -116,7 +116,8 @@ export async function retry<T>(
       if (!isRetryable(error)) throw new RetryError(attempt, error, 'not-retryable');
       if (attempt >= maxAttempts) throw new RetryError(attempt, error, 'exhausted');
 
-      const delayMs = retryAfterMs(error, maxRetryAfterMs) ?? checkedBackoff(backoff, attempt, previousDelayMs);
+      const hintMs = retryAfterHint(error);
+      const delayMs = hintMs === undefined ? checkedBackoff(backoff, attempt, previousDelayMs) : Math.min(hintMs, maxRetryAfterMs);
       if (deadlineMs !== undefined && clock.now() + delayMs > deadlineMs) {
         throw new RetryError(attempt, error, 'deadline');
       }
@@ -127,12 +128,14 @@ export async function retry<T>(
   }
 }
 
-/** The failure's own retry-after — a 429's, a 503's during an outage, an open circuit's — if it has one. */
-function retryAfterMs(error: unknown, maxMs: number): number | undefined {
+/**
+ * The failure's own retry-after in ms — a 429's, a 503's during an outage, an open circuit's — when
+ * it carries a usable one (a provider may send garbage: NaN, negative, infinite are ignored).
+ */
+export function retryAfterHint(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;
   const hintMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
-  if (typeof hintMs !== 'number' || !Number.isFinite(hintMs) || hintMs < 0) return undefined;
-  return Math.min(hintMs, maxMs);
+  return typeof hintMs === 'number' && Number.isFinite(hintMs) && hintMs >= 0 ? hintMs : undefined;
 }
 
 function checkedBackoff(backoff: Backoff, attempt: number, previousDelayMs: number): number {
