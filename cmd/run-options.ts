@@ -1,6 +1,7 @@
 // The flags every run takes (the main command and `bench` alike), their checks, and what they build.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
+  DEFAULT_BREAKER,
   HEADER_STYLES,
   PROFILE_NAMES,
   SimulatedProvider,
@@ -109,12 +110,12 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
     .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
     .addOption(
-      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(10),
+      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(DEFAULT_BREAKER.failureThreshold),
     )
     .addOption(
       new Option('--breaker-cooldown <duration>', 'how long the circuit stays open before it admits a probe')
         .argParser(duration({ allowZero: true }))
-        .default(2000, '2s'),
+        .default(DEFAULT_BREAKER.cooldownMs, `${DEFAULT_BREAKER.cooldownMs / 1000}s`),
     )
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
     .addOption(new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`).argParser(oneOf(LOG_LEVELS)).default('error'))

@@ -71,7 +71,7 @@ export type { HeaderStyle, LimitStatus, RateLimitInfo } from './provider/rate-li
 export type { ResponseHeaders } from './provider/provider.ts';
 export type { OutageWindow } from './provider/simulated.ts';
 export { estimateInputTokens, promptFor } from './provider/token-estimate.ts';
-export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
+export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError, DEFAULT_BREAKER } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
 export { parseDuration } from './config/duration.ts';
 export { DeadlineSignals } from './pipeline/deadline-signals.ts';

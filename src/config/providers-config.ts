@@ -37,7 +37,7 @@ export interface ProviderConfig {
   readonly adaptive: boolean;
   /** Lower the buckets to what the provider's rate-limit headers say remains. Default false. */
   readonly syncHeaders: boolean;
-  /** The circuit breaker; `false` for none. Default: 5 consecutive failures, 5 s cooldown, 1 probe. */
+  /** The circuit breaker; `false` for none. Default {@link DEFAULT_BREAKER}: 10 consecutive failures, 2 s cooldown, 1 probe. */
   readonly breaker: false | BreakerConfig;
   readonly simulated: SimulatedConfig;
 }
@@ -70,7 +70,12 @@ export class ConfigError extends Error {
 
 export const isConfigError = (error: unknown): error is ConfigError => error instanceof ConfigError;
 
-export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 5, cooldownMs: 5000, halfOpenProbes: 1 };
+/**
+ * The breaker a provider gets unless told otherwise, in the file and on the command line alike.
+ * 10 in a row, not 5: with many workers, calls that hang time out together, and a production-like
+ * 10 % failure rate would trip 5.
+ */
+export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 };
 const PER_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600 };
 
 /** Reads and validates a providers file. */

@@ -33,7 +33,7 @@ describe('parseProvidersConfig()', () => {
       adaptive: true,
       syncHeaders: false,
       maxOutputTokens: 256,
-      breaker: { failureThreshold: 5, cooldownMs: 5000, halfOpenProbes: 1 },
+      breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 },
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
