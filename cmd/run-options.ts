@@ -14,7 +14,7 @@ import {
   type InputIssue,
   type LimitSpec,
   type ProfileName,
-  type ProviderConfig,
+  type SimulatedConfig,
   type ProviderSetup,
   type TaskName,
 } from '../src/index.ts';
@@ -157,17 +157,23 @@ function outageWindow(text: string): { startMs: number; endMs: number } {
   return window;
 }
 
-/** The simulated provider the flags describe. A new one per run, so a seed replays the same run. */
-export function createProvider(flags: RunFlags, name = 'simulated'): SimulatedProvider {
+/**
+ * A simulated provider: `sim` (a provider's settings from --config) over what the flags describe.
+ * A new one per run, so a seed replays the same run.
+ */
+export function createProvider(flags: RunFlags, name = 'simulated', sim: SimulatedConfig = {}): SimulatedProvider {
+  const quota = sim.quota ?? (flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 });
+  const headerStyle = sim.headers ?? flags.headers;
+  const outage = sim.outage ?? flags.outage;
   return new SimulatedProvider({
     name,
-    minLatencyMs: flags.minLatency,
-    maxLatencyMs: flags.maxLatency,
-    profile: flags.profile,
-    seed: flags.seed,
-    ...(flags.providerRate === undefined ? {} : { quota: { rate: flags.providerRate, burst: flags.providerBurst ?? 1 } }),
-    ...(flags.headers === undefined ? {} : { headerStyle: flags.headers }),
-    ...(flags.outage === undefined ? {} : { outage: flags.outage }),
+    minLatencyMs: sim.minLatencyMs ?? flags.minLatency,
+    maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
+    profile: sim.profile ?? flags.profile,
+    seed: sim.seed ?? flags.seed,
+    ...(quota === undefined ? {} : { quota }),
+    ...(headerStyle === undefined ? {} : { headerStyle }),
+    ...(outage === undefined ? {} : { outage }),
   });
 }
 
@@ -191,38 +197,21 @@ export async function providerSetups(
   flags: RunFlags,
   rate: number,
   burst: number,
-): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined; configured: readonly ProviderConfig[] | undefined }> {
+): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined }> {
   if (flags.config === undefined) {
-    return { providers: [providerSetup(flags, createProvider(flags), rate, burst)], routes: undefined, configured: undefined };
+    return { providers: [providerSetup(flags, createProvider(flags), rate, burst)], routes: undefined };
   }
   const config = await loadProvidersConfig(flags.config);
-  const providers = config.providers.map((p, index) => {
-    const sim = p.simulated;
-    const profile = sim.profile ?? flags.profile;
-    if (!PROFILE_NAMES.includes(profile as ProfileName)) {
-      throw new UsageError(`${flags.config}: providers[${index}].simulated.profile: expected one of ${PROFILE_NAMES.join(', ')}, got "${profile}"`);
-    }
-    const provider = new SimulatedProvider({
-      name: p.name,
-      minLatencyMs: sim.minLatencyMs ?? flags.minLatency,
-      maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
-      profile: profile as ProfileName,
-      // Each provider draws its own numbers: the same seed would give both the same fate per call.
-      seed: sim.seed ?? flags.seed + index,
-      ...(sim.quota === undefined ? {} : { quota: sim.quota }),
-      ...(sim.headers === undefined ? {} : { headerStyle: sim.headers }),
-      ...(sim.outage === undefined ? {} : { outage: sim.outage }),
-    });
-    return {
-      provider,
-      limits: p.limits,
-      adaptive: p.adaptive,
-      syncHeaders: p.syncHeaders,
-      maxOutputTokens: p.maxOutputTokens,
-      breaker: p.breaker === false ? (false as const) : p.breaker,
-    } satisfies ProviderSetup;
-  });
-  return { providers, routes: { ...config.routes }, configured: config.providers };
+  const providers = config.providers.map((p, index): ProviderSetup => ({
+    // Each provider draws its own numbers: the same seed would give both the same fate per call.
+    provider: createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
+    limits: p.limits,
+    adaptive: p.adaptive,
+    syncHeaders: p.syncHeaders,
+    maxOutputTokens: p.maxOutputTokens,
+    breaker: p.breaker,
+  }));
+  return { providers, routes: { ...config.routes } };
 }
 
 export interface CheckedInput {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limiter/provider-limits.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
 import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
+import { PROFILE_NAMES, type ProfileName } from '../provider/simulated.ts';
 import { parseDuration } from './duration.ts';
 
 /**
@@ -55,7 +56,7 @@ export interface BreakerConfig {
 export interface SimulatedConfig {
   readonly minLatencyMs?: number;
   readonly maxLatencyMs?: number;
-  readonly profile?: string;
+  readonly profile?: ProfileName;
   readonly seed?: number;
   readonly quota?: { readonly rate: number; readonly burst: number };
   readonly headers?: HeaderStyle;
@@ -191,7 +192,7 @@ function readSimulated(at: Reader, json: unknown, path: string): SimulatedConfig
   if ((config.minLatencyMs ?? 0) > (config.maxLatencyMs ?? Infinity)) {
     at.fail(`${path}.minLatency`, 'at most maxLatency', o.minLatency);
   }
-  if (o.profile !== undefined) config.profile = at.string(o.profile, `${path}.profile`);
+  if (o.profile !== undefined) config.profile = at.choice(o.profile, `${path}.profile`, PROFILE_NAMES);
   if (o.seed !== undefined) config.seed = at.integer(o.seed, `${path}.seed`, 0);
   if (o.quota !== undefined) {
     const q = at.object(o.quota, `${path}.quota`);

@@ -70,6 +70,7 @@ describe('parseProvidersConfig()', () => {
     ['a failure ratio above 1', (c) => (c.providers[1].breaker.failureRatio = { ratio: 1.5, window: '10s' }), 'providers[1].breaker.failureRatio.ratio: expected a share in (0, 1], got 1.5'],
     ['a failure ratio without window', (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5 }), 'providers[1].breaker.failureRatio.window: expected a duration like "500ms" or "2s", got nothing'],
     ['a zero failure-ratio window', (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5, window: '0ms' }), 'providers[1].breaker.failureRatio.window: expected a duration > 0, got "0ms"'],
+    ['an unknown simulated profile', (c) => (c.providers[0].simulated.profile = 'chaos'), 'providers[0].simulated.profile: expected one of "default", "production", "stress", "outage", got "chaos"'],
     ['an unknown header style', (c) => (c.providers[0].simulated.headers = 'aws'), 'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"'],
     ['a route to nobody', (c) => (c.routes.sentiment = 'nobody'), 'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"'],
     ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
