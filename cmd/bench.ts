@@ -131,6 +131,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       repeat: flags.repeat,
       createProviders: setupsOf,
       createSource: input.open,
+      timeline: flags.chart !== undefined,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       maxAttempts: flags.maxAttempts,

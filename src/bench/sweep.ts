@@ -93,7 +93,7 @@ export interface SettingResult {
   readonly failed: number;
   /**
    * When each call of the first run got its token (the call's end minus its latency), in ms since
-   * that run started, ascending: the grant timeline the chart draws.
+   * that run started, ascending: the grant timeline the chart draws (empty with `timeline: false`).
    */
   readonly grantsMs: readonly number[];
 }
@@ -136,6 +136,11 @@ export interface SweepOptions
   /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. */
   readonly signal?: AbortSignal;
   readonly onRunStart?: (start: SweepRunStart) => void;
+  /**
+   * Keep each setting's grant timeline (for the chart). Default true. It holds one number per
+   * call of the first run, so a sweep over a large batch that draws no chart can leave it off.
+   */
+  readonly timeline?: boolean;
 }
 
 /**
@@ -152,6 +157,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
 
   const results: SettingResult[] = [];
   const runs = settings.length * repeat;
+  const keepTimeline = options.timeline ?? true;
   for (const [settingIndex, setting] of settings.entries()) {
     const settingRuns: BenchRun[] = [];
     let grantsMs: number[] = [];
@@ -172,7 +178,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
         logger: options.logger,
         signal,
         onAttempt: (event) => {
-          if (r === 1 && event.called) grants.push(event.atMs - event.latencyMs - startMs);
+          if (keepTimeline && r === 1 && event.called) grants.push(event.atMs - event.latencyMs - startMs);
           options.onAttempt?.(event);
         },
       });
