@@ -172,14 +172,13 @@ export class CallGate {
     let response: LlmResponse;
     try {
       permit = this.breaker?.acquirePermit();
+      let cost = REQUEST_ONLY;
       if (this.limits.countsTokens) {
-        const cost = await this.#cost(request);
+        cost = await this.#cost(request);
         // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limiter.
         waitStartMs = clock.now();
-        grant = await this.limits.acquire(cost, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
-      } else {
-        grant = await this.limits.acquire(REQUEST_ONLY, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
       }
+      grant = await this.limits.acquire(cost, { signal, maxWaitMs: Math.max(0, deadlineMs - waitStartMs) });
       calledAtMs = clock.now();
       response = await this.provider.call(request, call.providerOptions);
     } catch (error) {
