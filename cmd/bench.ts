@@ -2,7 +2,6 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import pino from 'pino';
 import {
   CancelledError,
   pairSettings,
@@ -15,7 +14,7 @@ import {
 } from '../src/index.ts';
 import { formatMs, formatRate } from './format.ts';
 import { integer, oneOf, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, checkInput, createProvider, oneLineErrors, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
+import { UsageError, addRunOptions, createLogger, checkInput, createProvider, oneLineErrors, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_INTERRUPTED = 130;
@@ -109,7 +108,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   if (flags.chart !== undefined) await checkWritable(flags.chart);
 
   const terminal = new Terminal();
-  const logger = pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
+  const logger = createLogger(flags);
   const input = await checkInput(flags, (text) => terminal.notice(text));
 
   const controller = new AbortController();

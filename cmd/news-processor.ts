@@ -3,12 +3,11 @@
 import { Command, CommanderError, Option } from 'commander';
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import pino from 'pino';
 import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError, runPipeline, type OutputError, type RunSummary } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, checkInput, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
+import { UsageError, addRunOptions, createLogger, checkInput, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
 import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_OK = 0;
@@ -93,7 +92,7 @@ async function run(flags: MainFlags): Promise<number> {
   }
   const controller = new AbortController();
   const terminal = new Terminal(() => controller.abort(new CancelledError('stdout closed')));
-  const logger = pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
+  const logger = createLogger(flags);
   const input = await checkInput(flags, (text) => terminal.notice(text));
   const { count: total, skipped } = input;
 

@@ -1,5 +1,6 @@
 // The flags every run takes (the main command and `bench` alike), their checks, and what they build.
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import pino, { type Logger } from 'pino';
 import {
   DEFAULT_BREAKER,
   HEADER_STYLES,
@@ -49,6 +50,11 @@ export interface RunFlags {
   breakerThreshold: number;
   breakerCooldown: number;
   config?: string;
+}
+
+/** The logger the flags ask for: pino at --log-level, written synchronously to stderr. */
+export function createLogger(flags: RunFlags): Logger {
+  return pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
 }
 
 /** A usage or input problem: printed as one line, exit 2. */
