@@ -32,7 +32,8 @@ const { values } = parseArgs({
 });
 const calls = positiveInteger('calls', values.calls);
 const realCalls = Number(values['real-calls']);
-if (!Number.isInteger(realCalls) || realCalls < 0) throw new TypeError(`Expected --real-calls to be an integer >= 0, got ${values['real-calls']}`);
+if (!Number.isInteger(realCalls) || realCalls < 0)
+  throw new TypeError(`Expected --real-calls to be an integer >= 0, got ${values['real-calls']}`);
 const workers = positiveInteger('workers', values.workers);
 const seed = Number(values.seed);
 if (!Number.isInteger(seed)) throw new TypeError(`Expected --seed to be an integer, got ${values.seed}`);
@@ -128,7 +129,21 @@ if (realCalls > 0) {
 const meets = (result: ScenarioResult) =>
   result.achievedRate >= TARGET.minAchievedRate && result.rateLimitedShare < TARGET.maxRateLimitedShare;
 
-const header = ['clock', 'run', 'calls', 'attempts', '429s', '429 %', 'elapsed s', 'achieved /s', 'cuts', 'raises', 'final /s', 'late p99 ms', 'target'];
+const header = [
+  'clock',
+  'run',
+  'calls',
+  'attempts',
+  '429s',
+  '429 %',
+  'elapsed s',
+  'achieved /s',
+  'cuts',
+  'raises',
+  'final /s',
+  'late p99 ms',
+  'target',
+];
 const body = rows.map(({ clock, variant, result }) => [
   clock,
   variant.name,

@@ -204,11 +204,7 @@ function fifoRows(scenario: string, runs: PerImplementation<FifoFigures[]>): voi
   results[scenario] = { settings: FIFO, runs };
 }
 
-function drainRows(
-  scenario: string,
-  drains: PerImplementation<DrainFigures[]>,
-  bytes: PerImplementation<number[]>,
-): void {
+function drainRows(scenario: string, drains: PerImplementation<DrainFigures[]>, bytes: PerImplementation<number[]>): void {
   const ratios = mapImplementations(drains, (list) => median(list.map((f) => f.drainOverFloor)));
   const drainCell = (list: DrainFigures[], id: ImplementationId) => {
     const capped = list.filter((f) => f.capped);
@@ -274,7 +270,10 @@ function abortRows(
   results[scenario] = { settings: ABORT, moveUps, refunds };
 }
 
-const formatLoad = (): string => loadavg().map((load) => load.toFixed(2)).join(' ');
+const formatLoad = (): string =>
+  loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ');
 
 function timerReferenceLine(references: readonly TimerReference[]): string {
   const first = references[0]!;
@@ -333,22 +332,17 @@ async function main(): Promise<void> {
   const header = ['scenario', 'figure', 'ours', 'naive', 'limiter', 'ours vs baselines', 'target (ours)', 'ours'];
   const table = markdownTable(
     header,
-    rows.map((row) => [
-      row.scenario,
-      row.figure,
-      row.cells.ours,
-      row.cells.naive,
-      row.cells.limiter,
-      row.versus,
-      row.target,
-      row.verdict,
-    ]),
+    rows.map((row) => [row.scenario, row.figure, row.cells.ours, row.cells.naive, row.cells.limiter, row.versus, row.target, row.verdict]),
   );
   const cpu = cpus();
   const machine = `${cpu[0]?.model ?? 'unknown CPU'} ×${cpu.length}, Node ${process.version}`;
   const misses = rows.filter((row) => row.verdict === 'MISS').length;
   console.log(`Limiter benchmarks — ${machine}; load average ${loadAtStart} at start, ${loadAtEnd} at end`);
-  console.log(Object.entries(LABELS).map(([id, label]) => `  ${id}: ${label}`).join('\n'));
+  console.log(
+    Object.entries(LABELS)
+      .map(([id, label]) => `  ${id}: ${label}`)
+      .join('\n'),
+  );
   console.log('');
   console.log(table);
   console.log('');

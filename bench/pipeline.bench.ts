@@ -57,7 +57,13 @@ const articlesPerSecond = (large.articles * 1000) / large.elapsedMs;
 const rssRatio = large.maxRssBytes / small.maxRssBytes;
 results.throughput = { articles: big, articlesPerSecond, maxRssBytes: large.maxRssBytes, smallRunMaxRssBytes: small.maxRssBytes, rssRatio };
 row(`CLI ${big} articles, rate=inf, 0 ms`, 'articles/s', articlesPerSecond.toFixed(0), '≥ 100,000', articlesPerSecond >= 100_000);
-row(`CLI ${big} articles, rate=inf, 0 ms`, 'peak RSS vs 10,000 articles', `${mb(large.maxRssBytes)} / ${mb(small.maxRssBytes)} = ${rssRatio.toFixed(2)}×`, '≤ 1.2×', rssRatio <= 1.2);
+row(
+  `CLI ${big} articles, rate=inf, 0 ms`,
+  'peak RSS vs 10,000 articles',
+  `${mb(large.maxRssBytes)} / ${mb(small.maxRssBytes)} = ${rssRatio.toFixed(2)}×`,
+  '≤ 1.2×',
+  rssRatio <= 1.2,
+);
 
 // 2. The pipeline alone: a provider that answers at once with fixed output (no text analysis).
 const instant: Provider = {
@@ -75,7 +81,13 @@ for (let i = 0; i < 3; i++) {
   inProcess.push((n * 1000) / (performance.now() - started));
 }
 results.pipelineAlone = { articlesPerSecond: inProcess };
-row('in-process pipeline, instant provider', 'articles/s (median of 3)', median(inProcess).toFixed(0), '(the pipeline without the simulated text analysis)', undefined);
+row(
+  'in-process pipeline, instant provider',
+  'articles/s (median of 3)',
+  median(inProcess).toFixed(0),
+  '(the pipeline without the simulated text analysis)',
+  undefined,
+);
 
 // 3. Precision: 2,000 articles (4,000 calls) at 500/s, burst 1, 64 workers, latency 1–5 ms.
 const precise = quick ? 500 : 2000;
@@ -100,4 +112,7 @@ console.log(keys.map((k) => k.padEnd(width(k))).join(' | '));
 console.log(keys.map((k) => '-'.repeat(width(k))).join('-|-'));
 for (const r of rows) console.log(keys.map((k) => r[k].padEnd(width(k))).join(' | '));
 mkdirSync(join(root, 'bench/results'), { recursive: true });
-writeFileSync(join(root, 'bench/results/pipeline.json'), `${JSON.stringify({ date: new Date().toISOString(), quick, ...results }, null, 2)}\n`);
+writeFileSync(
+  join(root, 'bench/results/pipeline.json'),
+  `${JSON.stringify({ date: new Date().toISOString(), quick, ...results }, null, 2)}\n`,
+);

@@ -14,7 +14,17 @@ import {
 } from '../src/index.ts';
 import { formatMs, formatRate } from './format.ts';
 import { integer, oneOf, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, createLogger, checkInput, createProvider, oneLineErrors, providerSetup, validateRunFlags, type RunFlags } from './run-options.ts';
+import {
+  UsageError,
+  addRunOptions,
+  createLogger,
+  checkInput,
+  createProvider,
+  oneLineErrors,
+  providerSetup,
+  validateRunFlags,
+  type RunFlags,
+} from './run-options.ts';
 import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_INTERRUPTED = 130;
@@ -64,10 +74,18 @@ export function buildBenchCommand(onExit: (code: number) => void): Command {
       new Option('--format <format>', `output: ${FORMATS.join(', ')} (--json is --format=json)`).argParser(oneOf(FORMATS)).default('table'),
     )
     .addOption(new Option('--chart <file.svg>', 'also draw the grants over time and elapsed vs floor per setting as SVG'));
-  addRunOptions(command, [
-    new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit").argParser(list(rate)).default([3], '3'),
-    new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate').argParser(list(integer(1, 1e9))).default([3], '3'),
-  ], { config: false });
+  addRunOptions(
+    command,
+    [
+      new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit")
+        .argParser(list(rate))
+        .default([3], '3'),
+      new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate')
+        .argParser(list(integer(1, 1e9)))
+        .default([3], '3'),
+    ],
+    { config: false },
+  );
   return oneLineErrors(command.addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
     onExit(await bench(flags, self));
   });
@@ -112,7 +130,12 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   const input = await checkInput(flags, (text) => terminal.notice(text));
 
   const controller = new AbortController();
-  handleInterrupts(terminal, controller, 'interrupted: stopping the sweep; the finished runs are printed', () => new CancelledError('interrupted (Ctrl-C)'));
+  handleInterrupts(
+    terminal,
+    controller,
+    'interrupted: stopping the sweep; the finished runs are printed',
+    () => new CancelledError('interrupted (Ctrl-C)'),
+  );
 
   const showProgress = !flags.quiet;
   let progress = '';
@@ -229,7 +252,10 @@ function formatTable(result: SweepResult): string[] {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // Numbers line up on the right, the elapsed column (a range) on the left.
   const render = (cells: readonly string[]) =>
-    cells.map((cell, column) => (column === 3 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ').trimEnd();
+    cells
+      .map((cell, column) => (column === 3 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ')
+      .trimEnd();
   const lines = [render(header), ...rows.map(render)];
   if (result.interrupted) lines.push('Interrupted: the run in progress and the settings after it are left out.');
   return lines;

@@ -28,9 +28,10 @@ const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = 
 /** One line per attempt, as the Go tool printed per call, plus the wait and what happens next. */
 export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number): string {
   const head = `worker ${event.workerId + 1} | article ${event.articleId} | ${event.task.padEnd(9)} |`;
-  const timing = event.called ? ` in ${formatMs(event.latencyMs)} (waited ${formatMs(event.waitMs)})` : ` after waiting ${formatMs(event.waitMs)}`;
-  const next =
-    event.retryInMs === undefined ? '' : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
+  const timing = event.called
+    ? ` in ${formatMs(event.latencyMs)} (waited ${formatMs(event.waitMs)})`
+    : ` after waiting ${formatMs(event.waitMs)}`;
+  const next = event.retryInMs === undefined ? '' : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
   return `${head} ${OUTCOME_TEXT[event.outcome]}${timing}${next}`;
 }
 
@@ -81,7 +82,8 @@ export function formatSummary(summary: RunSummary): string[] {
       `retries ${p.retries}`,
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];
-    if (p.rateCuts > 0 || p.finalRate !== p.rate) parts.push(`rate ${formatRate(p.rate)}/s → ${p.finalRate.toFixed(2)}/s (${p.rateCuts} cuts)`);
+    if (p.rateCuts > 0 || p.finalRate !== p.rate)
+      parts.push(`rate ${formatRate(p.rate)}/s → ${p.finalRate.toFixed(2)}/s (${p.rateCuts} cuts)`);
     if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }

@@ -3,11 +3,29 @@
 import { Command, CommanderError, Option } from 'commander';
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CancelledError, JsonlWriter, isConfigError, isInputError, isOutputError, runPipeline, type OutputError, type RunSummary } from '../src/index.ts';
+import {
+  CancelledError,
+  JsonlWriter,
+  isConfigError,
+  isInputError,
+  isOutputError,
+  runPipeline,
+  type OutputError,
+  type RunSummary,
+} from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, createLogger, checkInput, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
+import {
+  UsageError,
+  addRunOptions,
+  createLogger,
+  checkInput,
+  oneLineErrors,
+  providerSetups,
+  validateRunFlags,
+  type RunFlags,
+} from './run-options.ts';
 import { Terminal, handleInterrupts } from './terminal.ts';
 
 const EXIT_OK = 0;
@@ -106,7 +124,12 @@ async function run(flags: MainFlags): Promise<number> {
     }
   }
 
-  handleInterrupts(terminal, controller, 'interrupted: stopping intake, cancelling calls in flight', () => new CancelledError('interrupted (Ctrl-C)'));
+  handleInterrupts(
+    terminal,
+    controller,
+    'interrupted: stopping intake, cancelling calls in flight',
+    () => new CancelledError('interrupted (Ctrl-C)'),
+  );
 
   const printLines = !flags.json && !flags.quiet;
   let finished = 0;

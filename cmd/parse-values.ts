@@ -35,7 +35,8 @@ export function rate(text: string): number {
 export function duration(options: { allowZero: boolean }): (text: string) => number {
   return (text) => {
     const ms = parseDuration(text);
-    if (ms === undefined && /^\s*-/.test(text)) throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}, like 500ms, 2s or 1m.`);
+    if (ms === undefined && /^\s*-/.test(text))
+      throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}, like 500ms, 2s or 1m.`);
     if (ms === undefined) throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
     if (ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
     if (ms === 0 && !options.allowZero) throw new InvalidArgumentError('Expected a duration > 0.');

@@ -109,14 +109,28 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     )
     .addOption(new Option('--input <file.jsonl>', 'read articles from JSONL (id, title, content, url?, source?)').conflicts('articles'))
     .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
-    .addOption(new Option('--headers <style>', `simulated provider sends rate-limit headers: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)))
+    .addOption(
+      new Option('--headers <style>', `simulated provider sends rate-limit headers: ${HEADER_STYLES.join(', ')}`).argParser(
+        oneOf(HEADER_STYLES),
+      ),
+    )
     .addOption(new Option('--outage <window>', 'simulated provider answers 503 in this window, e.g. 2s..8s').argParser(outageWindow))
-    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens per minute (prompt tokens counted with a real tokenizer)').argParser(integer(1)))
-    .addOption(new Option('--max-output-tokens <n>', 'output tokens reserved per call under --tpm until the usage is known').argParser(integer(1)).default(256))
+    .addOption(
+      new Option('--tpm <tokens/min>', 'also limit LLM tokens per minute (prompt tokens counted with a real tokenizer)').argParser(
+        integer(1),
+      ),
+    )
+    .addOption(
+      new Option('--max-output-tokens <n>', 'output tokens reserved per call under --tpm until the usage is known')
+        .argParser(integer(1))
+        .default(256),
+    )
     .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
     .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
     .addOption(
-      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker').argParser(integer(0)).default(DEFAULT_BREAKER.failureThreshold),
+      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker')
+        .argParser(integer(0))
+        .default(DEFAULT_BREAKER.failureThreshold),
     )
     .addOption(
       new Option('--breaker-cooldown <duration>', 'how long the circuit stays open before it admits a probe')
@@ -124,19 +138,23 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .default(DEFAULT_BREAKER.cooldownMs, `${DEFAULT_BREAKER.cooldownMs / 1000}s`),
     )
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
-    .addOption(new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`).argParser(oneOf(LOG_LEVELS)).default('error'))
+    .addOption(
+      new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
+        .argParser(oneOf(LOG_LEVELS))
+        .default('error'),
+    )
     .addOption(new Option('--quiet', 'print the summary only').default(false));
   if (options.config !== false) {
-    command.addOption(new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'));
+    command.addOption(
+      new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'),
+    );
   }
   return command;
 }
 
 export function validateRunFlags(flags: RunFlags): void {
   if (flags.minLatency > flags.maxLatency) {
-    throw new UsageError(
-      `--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`,
-    );
+    throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
   }
   if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
     throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
@@ -187,7 +205,8 @@ export function createProvider(flags: RunFlags, name = 'simulated', sim: Simulat
 export function providerSetup(flags: RunFlags, provider: SimulatedProvider, rate: number, burst: number): ProviderSetup {
   const limits: LimitSpec[] = [{ kind: 'requests', rate, burst }];
   if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
-  if (flags.adaptive && rate === Infinity) throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
+  if (flags.adaptive && rate === Infinity)
+    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
   return {
     provider,
     limits,
@@ -208,15 +227,17 @@ export async function providerSetups(
     return { providers: [providerSetup(flags, createProvider(flags), rate, burst)], routes: undefined };
   }
   const config = await loadProvidersConfig(flags.config);
-  const providers = config.providers.map((p, index): ProviderSetup => ({
-    // Each provider draws its own numbers: the same seed would give both the same fate per call.
-    provider: createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
-    limits: p.limits,
-    adaptive: p.adaptive,
-    syncHeaders: p.syncHeaders,
-    maxOutputTokens: p.maxOutputTokens,
-    breaker: p.breaker,
-  }));
+  const providers = config.providers.map(
+    (p, index): ProviderSetup => ({
+      // Each provider draws its own numbers: the same seed would give both the same fate per call.
+      provider: createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
+      limits: p.limits,
+      adaptive: p.adaptive,
+      syncHeaders: p.syncHeaders,
+      maxOutputTokens: p.maxOutputTokens,
+      breaker: p.breaker,
+    }),
+  );
   return { providers, routes: { ...config.routes } };
 }
 

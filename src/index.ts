@@ -65,13 +65,27 @@ export type { LimitKind, LimitSpec, CallCost, LimitGrant } from './limiter/provi
 export { AdaptiveRate } from './limiter/adaptive-rate.ts';
 export type { AdaptiveRateOptions, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limiter/adaptive-rate.ts';
 export { CircuitBreaker, BrokenCircuitError, isBrokenCircuitError } from './breaker/circuit-breaker.ts';
-export type { BreakerState, BreakerStateKind, BreakerStateChange, BreakerPermit, CircuitBreakerOptions, FailureRatioOptions } from './breaker/circuit-breaker.ts';
+export type {
+  BreakerState,
+  BreakerStateKind,
+  BreakerStateChange,
+  BreakerPermit,
+  CircuitBreakerOptions,
+  FailureRatioOptions,
+} from './breaker/circuit-breaker.ts';
 export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle } from './provider/rate-limit-headers.ts';
 export type { HeaderStyle, LimitStatus, RateLimitInfo } from './provider/rate-limit-headers.ts';
 export type { ResponseHeaders } from './provider/provider.ts';
 export type { OutageWindow } from './provider/simulated.ts';
 export { estimateInputTokens, promptFor } from './provider/token-estimate.ts';
-export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError, DEFAULT_BREAKER } from './config/providers-config.ts';
+export {
+  loadProvidersConfig,
+  parseProvidersConfig,
+  parseOutageWindow,
+  ConfigError,
+  isConfigError,
+  DEFAULT_BREAKER,
+} from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
 export { parseDuration } from './config/duration.ts';
 export { DeadlineSignals } from './pipeline/deadline-signals.ts';

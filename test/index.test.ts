@@ -4,9 +4,25 @@ import { spawnSync } from 'node:child_process';
 describe('src/index.ts', () => {
   it('exports the public API under its documented names', async () => {
     const api = await import('../src/index.ts');
-    for (const name of ['TokenBucket', 'ManualClock', 'systemClock', 'SimulatedProvider', 'RateLimitError', 'ServerError',
-      'TimeoutError', 'isRateLimitError', 'isServerError', 'isTimeoutError', 'retry', 'createBackoff', 'runPipeline',
-      'generateArticles', 'readArticlesJsonl', 'MaxWaitExceededError', 'CallGate']) {
+    for (const name of [
+      'TokenBucket',
+      'ManualClock',
+      'systemClock',
+      'SimulatedProvider',
+      'RateLimitError',
+      'ServerError',
+      'TimeoutError',
+      'isRateLimitError',
+      'isServerError',
+      'isTimeoutError',
+      'retry',
+      'createBackoff',
+      'runPipeline',
+      'generateArticles',
+      'readArticlesJsonl',
+      'MaxWaitExceededError',
+      'CallGate',
+    ]) {
       expect(api, name).toHaveProperty(name);
     }
   });

@@ -77,9 +77,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
     clock,
   });
   const controller =
-    options.adaptive === undefined
-      ? undefined
-      : new AdaptiveRate({ ...options.adaptive, bucket, maxRate: options.clientRate, clock });
+    options.adaptive === undefined ? undefined : new AdaptiveRate({ ...options.adaptive, bucket, maxRate: options.clientRate, clock });
 
   const reportSentAt = options.reportSentAt ?? true;
   const startMs = clock.now();

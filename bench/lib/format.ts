@@ -9,8 +9,7 @@ export function formatOpsPerSecond(opsPerSecond: number): string {
 
 export const formatMs = (ms: number, digits = 3): string => `${ms.toFixed(digits)} ms`;
 
-export const formatRatio = (ratio: number, digits = 2): string =>
-  Number.isFinite(ratio) ? `${ratio.toFixed(digits)}×` : String(ratio);
+export const formatRatio = (ratio: number, digits = 2): string => (Number.isFinite(ratio) ? `${ratio.toFixed(digits)}×` : String(ratio));
 
 /** Half the min–max range as a share of the median, e.g. `±3%`. */
 export function formatSpread(values: readonly number[], median: number): string {

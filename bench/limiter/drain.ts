@@ -76,8 +76,6 @@ export async function runDrain(id: ImplementationId, options: DrainOptions): Pro
   // Let the released timers (one per naive waiter) finish before the next run starts.
   await delay(5);
   const projectedMs =
-    grantedBeforeCap > options.burst
-      ? (elapsedMs * (options.waiters - options.burst)) / (grantedBeforeCap - options.burst)
-      : Infinity;
+    grantedBeforeCap > options.burst ? (elapsedMs * (options.waiters - options.burst)) / (grantedBeforeCap - options.burst) : Infinity;
   return { drainMs: elapsedMs, floorMs, drainOverFloor: projectedMs / floorMs, capped: true, grantedBeforeCap };
 }

@@ -66,7 +66,11 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
   const settingAxis = { field: 'setting', type: 'nominal', title: null, sort: labels } as const;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: options.title ?? 'news-processor bench', offset: 14, ...(options.subtitle === undefined ? {} : { subtitle: options.subtitle }) },
+    title: {
+      text: options.title ?? 'news-processor bench',
+      offset: 14,
+      ...(options.subtitle === undefined ? {} : { subtitle: options.subtitle }),
+    },
     config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
     // Each panel keeps its own scales (the colours still match: same domain, same scheme), so the
     // settings legend is drawn once, beside the panel that needs it.
@@ -89,12 +93,26 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
             field: 'kind',
             type: 'nominal',
             title: 'line',
-            scale: { domain: [GRANTED, ENVELOPE], range: [[1, 0], [6, 4]] },
+            scale: {
+              domain: [GRANTED, ENVELOPE],
+              range: [
+                [1, 0],
+                [6, 4],
+              ],
+            },
           },
         },
         layer: [
-          { name: 'grants', transform: [{ filter: { field: 'kind', equal: GRANTED } }], mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 } },
-          { name: 'envelope', transform: [{ filter: { field: 'kind', equal: ENVELOPE } }], mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 } },
+          {
+            name: 'grants',
+            transform: [{ filter: { field: 'kind', equal: GRANTED } }],
+            mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 },
+          },
+          {
+            name: 'envelope',
+            transform: [{ filter: { field: 'kind', equal: ENVELOPE } }],
+            mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 },
+          },
         ],
       },
       {

@@ -119,8 +119,7 @@ export class BrokenCircuitError extends Error {
   }
 }
 
-export const isBrokenCircuitError = (error: unknown): error is BrokenCircuitError =>
-  error instanceof BrokenCircuitError;
+export const isBrokenCircuitError = (error: unknown): error is BrokenCircuitError => error instanceof BrokenCircuitError;
 
 type Outcome = 'success' | 'failure' | 'release';
 

@@ -51,7 +51,6 @@ export interface BreakerConfig {
   readonly failureRatio?: { readonly ratio: number; readonly windowMs: number; readonly minimumCalls: number };
 }
 
-
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
 export interface SimulatedConfig {
   readonly minLatencyMs?: number;
@@ -153,7 +152,8 @@ function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
   const perName = o.per === undefined ? 'second' : at.choice(o.per, `${path}.per`, Object.keys(PER_SECONDS));
   const perSeconds = PER_SECONDS[perName]!;
   const amount = at.rate(o.rate, `${path}.rate`);
-  const burst = o.burst === undefined ? (amount === Infinity ? 1 : Math.max(1, Math.ceil(amount))) : at.integer(o.burst, `${path}.burst`, 1);
+  const burst =
+    o.burst === undefined ? (amount === Infinity ? 1 : Math.max(1, Math.ceil(amount))) : at.integer(o.burst, `${path}.burst`, 1);
   return { kind, rate: amount / perSeconds, burst };
 }
 
@@ -179,7 +179,8 @@ function readBreaker(at: Reader, json: unknown, path: string): false | BreakerCo
     failureThreshold:
       o.failureThreshold === undefined ? DEFAULT_BREAKER.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
     cooldownMs: o.cooldown === undefined ? DEFAULT_BREAKER.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
-    halfOpenProbes: o.halfOpenProbes === undefined ? DEFAULT_BREAKER.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
+    halfOpenProbes:
+      o.halfOpenProbes === undefined ? DEFAULT_BREAKER.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
   };
 }
 
@@ -238,7 +239,9 @@ class Reader {
   only(o: Record<string, unknown>, path: string, allowed: readonly string[]): void {
     for (const key of Object.keys(o)) {
       if (!allowed.includes(key)) {
-        throw new ConfigError(`${this.source}: ${path === '' ? '' : `${path}.`}${key}: unknown field (expected one of ${allowed.join(', ')})`);
+        throw new ConfigError(
+          `${this.source}: ${path === '' ? '' : `${path}.`}${key}: unknown field (expected one of ${allowed.join(', ')})`,
+        );
       }
     }
   }
@@ -287,7 +290,8 @@ class Reader {
   }
 
   choice<T extends string>(value: unknown, path: string, choices: readonly T[]): T {
-    if (typeof value !== 'string' || !choices.includes(value as T)) this.fail(path, `one of ${choices.map((c) => `"${c}"`).join(', ')}`, value);
+    if (typeof value !== 'string' || !choices.includes(value as T))
+      this.fail(path, `one of ${choices.map((c) => `"${c}"`).join(', ')}`, value);
     return value as T;
   }
 }

@@ -201,8 +201,7 @@ export class AdaptiveRate {
     }
     const nowMs = this.#clock.now();
     this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#quietPeriodMs, nowMs + (retryAfterMs ?? 0));
-    const sameCluster =
-      sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#clusterWindowMs : sentAtMs <= this.#cutAtMs;
+    const sameCluster = sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#clusterWindowMs : sentAtMs <= this.#cutAtMs;
     if (sameCluster) return;
 
     this.#cutAtMs = nowMs;

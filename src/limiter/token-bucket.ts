@@ -56,8 +56,7 @@ export class MaxWaitExceededError extends Error {
   }
 }
 
-export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceededError =>
-  error instanceof MaxWaitExceededError;
+export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceededError => error instanceof MaxWaitExceededError;
 
 /**
  * A queue entry: an `acquire()` waiter, or a marker for a `reserve()` made while waiters were

@@ -85,7 +85,13 @@ const TOPICS: readonly Topic[] = [
   {
     name: 'economy',
     actors: ['the central bank', 'the finance ministry', 'regional manufacturers', 'Harbor Bank', 'the chamber of commerce'],
-    projects: ['the new trade agreement', 'the tax relief package', 'the export programme', 'the port expansion plan', 'the small business loan scheme'],
+    projects: [
+      'the new trade agreement',
+      'the tax relief package',
+      'the export programme',
+      'the port expansion plan',
+      'the small business loan scheme',
+    ],
     roles: ['chief economist at Harbor Bank', 'a spokesperson for the finance ministry', 'who runs a hardware store in the town centre'],
     sentences: {
       positive: [
@@ -107,8 +113,20 @@ const TOPICS: readonly Topic[] = [
   },
   {
     name: 'science',
-    actors: ['researchers at Northbridge University', 'the national science agency', 'the Kestrel Institute', 'an international team of astronomers', 'the marine biology lab'],
-    projects: ['the deep-sea survey', 'the new telescope', 'the fusion experiment', 'the coral restoration study', 'the particle detector upgrade'],
+    actors: [
+      'researchers at Northbridge University',
+      'the national science agency',
+      'the Kestrel Institute',
+      'an international team of astronomers',
+      'the marine biology lab',
+    ],
+    projects: [
+      'the deep-sea survey',
+      'the new telescope',
+      'the fusion experiment',
+      'the coral restoration study',
+      'the particle detector upgrade',
+    ],
     roles: ['who led the study', 'a physicist at the Kestrel Institute', 'an independent reviewer of the project'],
     sentences: {
       positive: [
@@ -130,8 +148,20 @@ const TOPICS: readonly Topic[] = [
   },
   {
     name: 'sport',
-    actors: ['the city football club', 'the national rowing team', 'the Riverton Rangers', 'the athletics federation', 'the league organisers'],
-    projects: ['the championship campaign', 'the new training centre', 'the youth academy', 'the stadium redevelopment', 'the qualifying tournament'],
+    actors: [
+      'the city football club',
+      'the national rowing team',
+      'the Riverton Rangers',
+      'the athletics federation',
+      'the league organisers',
+    ],
+    projects: [
+      'the championship campaign',
+      'the new training centre',
+      'the youth academy',
+      'the stadium redevelopment',
+      'the qualifying tournament',
+    ],
     roles: ['the head coach', 'the team captain', 'a sports commentator'],
     sentences: {
       positive: [
@@ -154,8 +184,14 @@ const TOPICS: readonly Topic[] = [
   {
     name: 'health',
     actors: ['the regional health service', 'St Agnes Hospital', 'the health ministry', 'local family doctors', 'the public health board'],
-    projects: ['the vaccination drive', 'the new cancer screening programme', 'the emergency department expansion', 'the mental health service', 'the community clinic network'],
-    roles: ['a senior nurse at St Agnes Hospital', 'the region\'s chief medical officer', 'a spokesperson for patients\' groups'],
+    projects: [
+      'the vaccination drive',
+      'the new cancer screening programme',
+      'the emergency department expansion',
+      'the mental health service',
+      'the community clinic network',
+    ],
+    roles: ['a senior nurse at St Agnes Hospital', "the region's chief medical officer", "a spokesperson for patients' groups"],
     sentences: {
       positive: [
         (s) => `Waiting times have fallen by ${s.percent} percent, and patients say the care has improved.`,
@@ -177,7 +213,13 @@ const TOPICS: readonly Topic[] = [
   {
     name: 'tech',
     actors: ['Lumen Systems', 'the startup Quillwork', 'the national cyber security centre', 'the telecom regulator', 'Vantage Robotics'],
-    projects: ['the broadband rollout', 'the new smartphone app', 'the data centre project', 'the artificial intelligence pilot', 'the open-source platform'],
+    projects: [
+      'the broadband rollout',
+      'the new smartphone app',
+      'the data centre project',
+      'the artificial intelligence pilot',
+      'the open-source platform',
+    ],
     roles: ['chief technology officer at Lumen Systems', 'an industry analyst', 'a software engineer who worked on the project'],
     sentences: {
       positive: [
@@ -200,8 +242,14 @@ const TOPICS: readonly Topic[] = [
   {
     name: 'climate',
     actors: ['the environment agency', 'the regional council', 'a coalition of climate groups', 'Greenfield Energy', 'the water authority'],
-    projects: ['the offshore wind farm', 'the flood defence scheme', 'the tree planting campaign', 'the emissions reduction plan', 'the river clean-up project'],
-    roles: ['a climate scientist at Northbridge University', 'a campaigner with Green Coast', 'the agency\'s director of operations'],
+    projects: [
+      'the offshore wind farm',
+      'the flood defence scheme',
+      'the tree planting campaign',
+      'the emissions reduction plan',
+      'the river clean-up project',
+    ],
+    roles: ['a climate scientist at Northbridge University', 'a campaigner with Green Coast', "the agency's director of operations"],
     sentences: {
       positive: [
         (s) => `Emissions in ${s.place} fell ${s.percent} percent, the largest drop on record.`,
@@ -222,9 +270,21 @@ const TOPICS: readonly Topic[] = [
   },
   {
     name: 'education',
-    actors: ['the education department', 'Eastvale secondary school', 'the teachers\' union', 'the university board', 'parents\' associations'],
-    projects: ['the school building programme', 'the new curriculum', 'the free school meals scheme', 'the tuition support fund', 'the adult literacy programme'],
-    roles: ['a head teacher in the area', 'a parent of two pupils', 'the department\'s education officer'],
+    actors: [
+      'the education department',
+      'Eastvale secondary school',
+      "the teachers' union",
+      'the university board',
+      "parents' associations",
+    ],
+    projects: [
+      'the school building programme',
+      'the new curriculum',
+      'the free school meals scheme',
+      'the tuition support fund',
+      'the adult literacy programme',
+    ],
+    roles: ['a head teacher in the area', 'a parent of two pupils', "the department's education officer"],
     sentences: {
       positive: [
         (s) => `Exam results have improved for ${s.years} years running, and pupils celebrated their success.`,
@@ -246,8 +306,14 @@ const TOPICS: readonly Topic[] = [
   {
     name: 'transport',
     actors: ['the rail operator', 'the transport authority', 'Coastline Buses', 'the airport management', 'the highways agency'],
-    projects: ['the new tram line', 'the bridge repairs', 'the cycle lane network', 'the airport terminal extension', 'the electric bus fleet'],
-    roles: ['a spokesperson for the rail operator', 'who commutes daily into the city', 'chair of the passengers\' association'],
+    projects: [
+      'the new tram line',
+      'the bridge repairs',
+      'the cycle lane network',
+      'the airport terminal extension',
+      'the electric bus fleet',
+    ],
+    roles: ['a spokesperson for the rail operator', 'who commutes daily into the city', "chair of the passengers' association"],
     sentences: {
       positive: [
         (s) => `Journey times have been cut by ${s.percent} percent, and commuters welcomed the change.`,
@@ -335,14 +401,47 @@ const CLOSINGS: readonly Template[] = [
   (s) => `Officials said more details would be released ${s.when}.`,
 ];
 
-const PLACES = ['Riverton', 'Port Aldine', 'Northbridge', 'Lakemoor', 'Eastvale', 'Kingsford', 'Marlow Bay', 'Ashby Green', 'Hollins Vale', 'Westcliff'];
-const PEOPLE = ['Amara Lindqvist', 'Daniel Osei', 'Priya Natarajan', 'Tomás Herrera', 'Helen Whitcombe', 'Kenji Moriyama', 'Fatima Al-Sayed', 'Lukas Brenner', 'Grace Mbeki', 'Owen Fairley'];
+const PLACES = [
+  'Riverton',
+  'Port Aldine',
+  'Northbridge',
+  'Lakemoor',
+  'Eastvale',
+  'Kingsford',
+  'Marlow Bay',
+  'Ashby Green',
+  'Hollins Vale',
+  'Westcliff',
+];
+const PEOPLE = [
+  'Amara Lindqvist',
+  'Daniel Osei',
+  'Priya Natarajan',
+  'Tomás Herrera',
+  'Helen Whitcombe',
+  'Kenji Moriyama',
+  'Fatima Al-Sayed',
+  'Lukas Brenner',
+  'Grace Mbeki',
+  'Owen Fairley',
+];
 const DAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
 const WHENS = ['next week', 'later this month', 'in the spring', 'before the end of the year'];
 const SOURCES = ['The Daily Ledger', 'Northbridge Herald', 'Coastal Wire', 'Metro Observer', 'The Evening Dispatch', 'Valley Times'];
 const SOURCE_SLUGS = SOURCES.map((source) => source.toLowerCase().replace(/^the /, '').replaceAll(' ', '-'));
 // Out of 10: positive 4, negative 4, neutral 2 — neutral stories are the rarest in real feeds.
-const TONE_BY_TENTH: readonly Tone[] = ['positive', 'positive', 'positive', 'positive', 'negative', 'negative', 'negative', 'negative', 'neutral', 'neutral'];
+const TONE_BY_TENTH: readonly Tone[] = [
+  'positive',
+  'positive',
+  'positive',
+  'positive',
+  'negative',
+  'negative',
+  'negative',
+  'negative',
+  'neutral',
+  'neutral',
+];
 
 const capitalise = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
 

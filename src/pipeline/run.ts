@@ -164,7 +164,12 @@ function buildGate(setup: ProviderSetup, options: PipelineOptions & { clock: Clo
   const breaker =
     setup.breaker === undefined || setup.breaker === false
       ? undefined
-      : new CircuitBreaker({ ...setup.breaker, clock, name: provider.name, ...(options.logger === undefined ? {} : { logger: options.logger }) });
+      : new CircuitBreaker({
+          ...setup.breaker,
+          clock,
+          name: provider.name,
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+        });
   return new CallGate({
     provider,
     limits,

@@ -81,10 +81,7 @@ export class RateLimitError extends ProviderError {
   readonly retryAfterMs: number | undefined;
   readonly headers: ResponseHeaders | undefined;
 
-  constructor(
-    message = 'rate limited (429)',
-    options: { retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {},
-  ) {
+  constructor(message = 'rate limited (429)', options: { retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {}) {
     super(message);
     this.retryAfterMs = options.retryAfterMs;
     this.headers = options.headers;

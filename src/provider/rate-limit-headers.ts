@@ -89,10 +89,7 @@ const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
  * (several may be present at once). `headers` may be undefined (no headers: nothing known).
  * Throws `TypeError` only for bad `options`, never for a header value.
  */
-export function parseRateLimitHeaders(
-  headers: HeaderSource | undefined,
-  options: ParseRateLimitHeadersOptions = {},
-): RateLimitInfo {
+export function parseRateLimitHeaders(headers: HeaderSource | undefined, options: ParseRateLimitHeadersOptions = {}): RateLimitInfo {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`Expected options to be an object, got ${options === null ? 'null' : typeof options}`);
   }
@@ -331,8 +328,8 @@ function parseDecimal(value: string | undefined): number | undefined {
 const DURATION_UNIT_MS: Readonly<Record<string, number>> = {
   ns: 1e-6,
   us: 1e-3,
-  'µs': 1e-3,
-  'μs': 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
   ms: 1,
   s: 1000,
   m: 60_000,
@@ -362,7 +359,12 @@ function formatDuration(totalMs: number): string {
   const hours = Math.floor(totalMs / 3_600_000);
   const minutes = Math.floor((totalMs % 3_600_000) / 60_000);
   const restMs = totalMs % 60_000;
-  const fraction = restMs % 1000 === 0 ? '' : `.${String(restMs % 1000).padStart(3, '0').replace(/0+$/, '')}`;
+  const fraction =
+    restMs % 1000 === 0
+      ? ''
+      : `.${String(restMs % 1000)
+          .padStart(3, '0')
+          .replace(/0+$/, '')}`;
   const seconds = `${Math.floor(restMs / 1000)}${fraction}s`;
   if (hours > 0) return `${hours}h${minutes}m${seconds}`;
   if (minutes > 0) return `${minutes}m${seconds}`;
@@ -408,7 +410,15 @@ function parseRfc3339(value: string | undefined): number | undefined {
     | string
     | undefined
   )[];
-  const ms = utcMs(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second), Number(`0${fraction ?? ''}`) * 1000);
+  const ms = utcMs(
+    Number(year),
+    Number(month) - 1,
+    Number(day),
+    Number(hour),
+    Number(minute),
+    Number(second),
+    Number(`0${fraction ?? ''}`) * 1000,
+  );
   if (ms === undefined || sign === undefined) return ms;
   if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return undefined;
   const offsetMs = (Number(offsetHours) * 60 + Number(offsetMinutes)) * 60_000;
@@ -499,7 +509,9 @@ function checkSnapshot(style: HeaderStyle, snapshot: LimitSnapshot): void {
   const { kind, limit, remaining, resetMs } = snapshot;
   const kinds: readonly LimitKind[] = style === 'openai' ? ['requests', 'tokens'] : LIMIT_KINDS;
   if (!kinds.includes(kind)) {
-    throw new TypeError(`Expected kind to be one of ${kinds.map((name) => `'${name}'`).join(', ')} for the ${style} style, got ${show(kind)}`);
+    throw new TypeError(
+      `Expected kind to be one of ${kinds.map((name) => `'${name}'`).join(', ')} for the ${style} style, got ${show(kind)}`,
+    );
   }
   for (const [label, count] of [
     ['limit', limit],

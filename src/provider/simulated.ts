@@ -58,8 +58,7 @@ export const OUTAGE_PROFILE_WINDOW: OutageWindow = Object.freeze({ startMs: 2000
 
 export const PROFILE_NAMES: readonly ProfileName[] = Object.freeze(Object.keys(FAILURE_PROFILES) as ProfileName[]);
 
-export const isProfileName = (value: unknown): value is ProfileName =>
-  typeof value === 'string' && Object.hasOwn(FAILURE_PROFILES, value);
+export const isProfileName = (value: unknown): value is ProfileName => typeof value === 'string' && Object.hasOwn(FAILURE_PROFILES, value);
 
 /** A server-side quota: a token bucket the provider keeps for itself, one token per call. */
 export interface ProviderQuota {
@@ -269,8 +268,7 @@ export class SimulatedProvider implements Provider {
       this.#serverErrors += 1;
       this.#outageErrors += 1;
       // The latency may have carried the call past the end: then there is nothing left to wait.
-      const retryAfterMs =
-        this.#headerStyle === undefined ? undefined : Math.ceil(Math.max(0, this.#outage!.endMs - this.#elapsedMs()));
+      const retryAfterMs = this.#headerStyle === undefined ? undefined : Math.ceil(Math.max(0, this.#outage!.endMs - this.#elapsedMs()));
       throw new ServerError('service unavailable (503): outage', { retryAfterMs, headers: this.#headers(retryAfterMs) });
     }
     if (outcome === 'rateLimited') {

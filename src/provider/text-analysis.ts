@@ -24,12 +24,14 @@ const NEUTRAL_BAND = 0.2;
 const NEGATION_WINDOW_WORDS = 3;
 
 // Abbreviations whose full stop does not end a sentence ("Dr. Smith said").
+// biome-ignore format: a word list reads best packed
 const ABBREVIATIONS = new Set([
   'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st', 'vs', 'etc', 'inc', 'ltd', 'co', 'corp', 'gov',
   'gen', 'sen', 'rep', 'no', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct',
   'nov', 'dec', 'e.g', 'i.e', 'u.s', 'u.k', 'u.n', 'a.m', 'p.m',
 ]);
 
+// biome-ignore format: a word list reads best packed
 const STOP_WORDS = new Set([
   'a', 'about', 'above', 'after', 'again', 'against', 'all', 'also', 'am', 'an', 'and', 'any', 'are',
   'around', 'as', 'at', 'be', 'because', 'been', 'before', 'being', 'below', 'between', 'both', 'but',
@@ -46,6 +48,7 @@ const STOP_WORDS = new Set([
 ]);
 
 // Base forms; `lexiconWeight` also finds simple inflections (gains, improved, rising).
+// biome-ignore format: a word list reads best packed
 const POSITIVE_WORDS = new Set([
   'good', 'great', 'excellent', 'positive', 'success', 'successful', 'win', 'won', 'gain', 'growth',
   'grow', 'improve', 'improvement', 'strong', 'benefit', 'boost', 'breakthrough', 'celebrate',
@@ -54,6 +57,7 @@ const POSITIVE_WORDS = new Set([
   'agreement', 'peace', 'safe', 'stable', 'achieve', 'award', 'encourage', 'promising',
 ]);
 
+// biome-ignore format: a word list reads best packed
 const NEGATIVE_WORDS = new Set([
   'bad', 'poor', 'fail', 'failure', 'loss', 'lose', 'lost', 'decline', 'drop', 'fall', 'fell',
   'crash', 'crisis', 'risk', 'threat', 'threaten', 'war', 'attack', 'kill', 'death', 'dead',
@@ -62,6 +66,7 @@ const NEGATIVE_WORDS = new Set([
   'shortage', 'recession', 'layoff', 'lawsuit', 'outage', 'breach',
 ]);
 
+// biome-ignore format: a word list reads best packed
 const NEGATORS = new Set([
   'not', 'no', 'never', 'none', 'nobody', 'nothing', 'neither', 'nor', 'without', 'hardly', 'barely',
   'cannot',
@@ -135,7 +140,7 @@ export function analyzeSentiment(text: string): SentimentAnalysis {
     const weight = lexiconWeight(token);
     if (weight !== 0) {
       const negated = index - lastNegatorIndex <= NEGATION_WINDOW_WORDS;
-      if ((weight > 0) !== negated) positive += 1;
+      if (weight > 0 !== negated) positive += 1;
       else negative += 1;
     }
     if (isNegator(token)) lastNegatorIndex = index;

@@ -35,11 +35,7 @@ export function exponentialDelayMs(attempt: number, options: BackoffOptions = {}
 }
 
 /** AWS "full jitter": uniform in [0, exponential delay). Spreads a herd of retries the most. */
-export function fullJitterDelayMs(
-  attempt: number,
-  options: BackoffOptions = {},
-  random: () => number = Math.random,
-): number {
+export function fullJitterDelayMs(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
   return random() * exponentialDelayMs(attempt, options);
 }
 
@@ -66,11 +62,7 @@ export function decorrelatedJitterDelayMs(
  * One of the strategies above as a {@link Backoff}. Options are checked here, at once, so a bad
  * configuration fails where it is written rather than on the first retry.
  */
-export function createBackoff(
-  kind: BackoffKind = 'full',
-  options: BackoffOptions = {},
-  random: () => number = Math.random,
-): Backoff {
+export function createBackoff(kind: BackoffKind = 'full', options: BackoffOptions = {}, random: () => number = Math.random): Backoff {
   resolveOptions(options);
   if (typeof random !== 'function') throw new TypeError(`Expected random to be a function, got ${typeof random}`);
   switch (kind) {

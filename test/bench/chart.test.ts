@@ -11,7 +11,18 @@ function settingResult(setting: BenchSetting, calls: number, lastLatencyMs = 100
   const summary = new Metrics({ startMs: 0, workers: 5, providers: [{ name: 'sim', rate, burst }] }).summary(elapsedMs, false);
   const rateFloorMs = rate === Infinity ? 0 : (Math.max(0, calls - burst) / rate) * 1000;
   const efficiency = rate === Infinity ? null : (rateFloorMs + lastLatencyMs) / elapsedMs;
-  const run = { repeat: 1, elapsedMs, calls, rateFloorMs, leastElapsedMs: rateFloorMs + lastLatencyMs, efficiency, rateLimited: 0, retries: 0, failed: 0, summary };
+  const run = {
+    repeat: 1,
+    elapsedMs,
+    calls,
+    rateFloorMs,
+    leastElapsedMs: rateFloorMs + lastLatencyMs,
+    efficiency,
+    rateLimited: 0,
+    retries: 0,
+    failed: 0,
+    summary,
+  };
   return {
     setting,
     label: settingLabel(setting),
@@ -112,11 +123,7 @@ describe('benchChartSpec()', () => {
 
   it('steps from 0 through every grant and holds until the run ended', () => {
     const rows = timeline(benchChartSpec(GO_SWEEP)).filter((row) => row.kind === 'calls granted' && row.setting === 'rate=2 burst=1');
-    expect(rows.map((row) => [row.t, row.calls])).toEqual([
-      [0, 0],
-      ...Array.from({ length: 10 }, (_, i) => [i / 2, i + 1]),
-      [4.6, 10],
-    ]);
+    expect(rows.map((row) => [row.t, row.calls])).toEqual([[0, 0], ...Array.from({ length: 10 }, (_, i) => [i / 2, i + 1]), [4.6, 10]]);
   });
 
   it('thins a long timeline evenly, keeping the last grant', () => {

@@ -87,7 +87,9 @@ describe('runSweep()', () => {
     const started: string[] = [];
     const result = await drive(
       clock,
-      manualSweep(clock, { onRunStart: ({ setting, repeat, run, runs }) => started.push(`${run}/${runs} ${settingLabel(setting)} #${repeat}`) }),
+      manualSweep(clock, {
+        onRunStart: ({ setting, repeat, run, runs }) => started.push(`${run}/${runs} ${settingLabel(setting)} #${repeat}`),
+      }),
     );
     expect(started).toEqual(['1/4 rate=2 burst=1 #1', '2/4 rate=2 burst=1 #2', '3/4 rate=4 burst=3 #1', '4/4 rate=4 burst=3 #2']);
     expect(result.interrupted).toBe(false);
@@ -97,7 +99,16 @@ describe('runSweep()', () => {
     // 8 calls at 2/s after a burst of 1: the last token at (8 − 1) / 2 s, its answer 2 ms later.
     expect(slow!.runs).toHaveLength(2);
     for (const run of slow!.runs) {
-      expect(run).toMatchObject({ calls: 8, elapsedMs: 3502, rateFloorMs: 3500, leastElapsedMs: 3502, efficiency: 1, rateLimited: 0, retries: 0, failed: 0 });
+      expect(run).toMatchObject({
+        calls: 8,
+        elapsedMs: 3502,
+        rateFloorMs: 3500,
+        leastElapsedMs: 3502,
+        efficiency: 1,
+        rateLimited: 0,
+        retries: 0,
+        failed: 0,
+      });
     }
     expect(slow).toMatchObject({ calls: 8, elapsedMs: { median: 3502, min: 3502, max: 3502 }, rateFloorMs: 3500, efficiency: 1 });
     expect(slow!.grantsMs).toEqual([0, 500, 1000, 1500, 2000, 2500, 3000, 3500]);
@@ -113,7 +124,9 @@ describe('runSweep()', () => {
     const result = await runSweep({
       settings: [{ rate, burst }],
       repeat: 1,
-      createProviders: (setting) => [{ provider: new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 1, clock: systemClock }), ...setting }],
+      createProviders: (setting) => [
+        { provider: new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 1, clock: systemClock }), ...setting },
+      ],
       createSource: () => generateArticles(10),
     });
     const [setting] = result.settings;

@@ -67,9 +67,7 @@ describe('new CircuitBreaker()', () => {
   });
 
   it('states expected vs got', () => {
-    expect(() => new CircuitBreaker({ failureThreshold: 0 })).toThrow(
-      'Expected failureThreshold to be an integer >= 1 or Infinity, got 0',
-    );
+    expect(() => new CircuitBreaker({ failureThreshold: 0 })).toThrow('Expected failureThreshold to be an integer >= 1 or Infinity, got 0');
   });
 
   it('starts closed, never opened', () => {
@@ -237,7 +235,11 @@ describe('failureRatio', () => {
 
   it('opens when the failure share in the window reaches the ratio with the minimum volume', () => {
     const { breaker, clock, transitions } = setup({ failureRatio: ratio });
-    for (const [atMs, failed] of [[0, true], [100, false], [200, true]] as const) {
+    for (const [atMs, failed] of [
+      [0, true],
+      [100, false],
+      [200, true],
+    ] as const) {
       clock.set(atMs);
       breaker.acquirePermit()[failed ? 'failure' : 'success']();
     }
@@ -670,7 +672,15 @@ describe('outage scenario', () => {
       'open>half-open@8400',
       'half-open>closed@8400',
     ]);
-    expect(ranAtMs.filter((t) => t >= 2000 && t < 9000)).toEqual([2000, 2100, 2200, 2300, 2400, ...probesAtMs, ...[8500, 8600, 8700, 8800, 8900]]);
+    expect(ranAtMs.filter((t) => t >= 2000 && t < 9000)).toEqual([
+      2000,
+      2100,
+      2200,
+      2300,
+      2400,
+      ...probesAtMs,
+      ...[8500, 8600, 8700, 8800, 8900],
+    ]);
     expect(rejected).toBe(54);
     expect(failed).toBe(10);
     expect(succeeded).toBe(121 - 54 - 10);

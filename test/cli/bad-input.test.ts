@@ -37,7 +37,11 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
   ['--input together with --articles', ['--input', 'fixtures/articles.jsonl', '--articles=3'], [/--input/, /--articles/]],
   ['--skip-invalid without --input', ['--skip-invalid'], [/--skip-invalid/, /--input/]],
   ['--provider-burst without --provider-rate', ['--provider-burst=2'], [/--provider-burst/, /--provider-rate/]],
-  ['--output the same file as --input', ['--input', 'fixtures/articles.jsonl', '--output', 'fixtures/articles.jsonl'], [/--output/, /--input/]],
+  [
+    '--output the same file as --input',
+    ['--input', 'fixtures/articles.jsonl', '--output', 'fixtures/articles.jsonl'],
+    [/--output/, /--input/],
+  ],
   ['missing --input file', ['--input', 'fixtures/does-not-exist.jsonl'], [/fixtures\/does-not-exist\.jsonl/, /ENOENT|no such file/]],
   ['--input that is a directory', ['--input', 'fixtures'], [/fixtures/, /EISDIR|directory/]],
 ];

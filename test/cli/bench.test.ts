@@ -95,7 +95,15 @@ describe.concurrent('news-processor bench - output', () => {
       const json = JSON.parse(result.stdout) as {
         articles: number;
         interrupted: boolean;
-        settings: { rate: number | 'inf'; burst: number; label: string; calls: number; rateFloorMs: number; efficiency: number | null; runs: { calls: number }[] }[];
+        settings: {
+          rate: number | 'inf';
+          burst: number;
+          label: string;
+          calls: number;
+          rateFloorMs: number;
+          efficiency: number | null;
+          runs: { calls: number }[];
+        }[];
       };
       expect(json).toMatchObject({ articles: 3, workers: 5, repeat: 1, seed: 1, interrupted: false });
       expect(json.settings.map((s) => s.label)).toEqual(['rate=inf burst=1', 'rate=50 burst=1']);
@@ -111,7 +119,11 @@ describe.concurrent('news-processor bench - output', () => {
   it('--grid runs every combination of rates and bursts', async () => {
     const result = await runCli([...QUICK, '--rate=inf,50', '--burst=1,2', '--grid', '--format=csv']);
     expect(result.code).toBe(0);
-    expect(linesOf(result.stdout).slice(1).map((row) => row.split(',').slice(0, 2).join(' '))).toEqual(['inf 1', 'inf 2', '50 1', '50 2']);
+    expect(
+      linesOf(result.stdout)
+        .slice(1)
+        .map((row) => row.split(',').slice(0, 2).join(' ')),
+    ).toEqual(['inf 1', 'inf 2', '50 1', '50 2']);
   });
 
   it('takes every run flag: --provider-rate makes a client that sends too fast get 429s and retry', async () => {
@@ -122,7 +134,7 @@ describe.concurrent('news-processor bench - output', () => {
     expect(json.settings[0]!.retries).toBeGreaterThan(0);
   });
 
-  it('accepts Go\'s single-dash spelling', async () => {
+  it("accepts Go's single-dash spelling", async () => {
     const result = await runCli(['bench', '-articles=2', '-repeat=1', '-rate=inf', '-burst=1', '-min-latency=0ms', '-max-latency=1ms']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -134,8 +146,17 @@ describe.concurrent('news-processor bench - output', () => {
     expect(help.code).toBe(0);
     // Commander wraps the descriptions at 80 columns off a terminal.
     const text = help.stdout.replace(/\s+/g, ' ');
-    for (const pattern of [/--rate <list>.*\(default: 3\)/, /--burst <list>.*\(default: 3\)/, /--repeat <n>.*\(default: 3\)/, /--grid/,
-      /--format <format>.*\(default: "table"\)/, /--chart <file\.svg>/, /--provider-rate/, /Examples:/, /bench --rate=1000,3,2 --burst=3,1,1/]) {
+    for (const pattern of [
+      /--rate <list>.*\(default: 3\)/,
+      /--burst <list>.*\(default: 3\)/,
+      /--repeat <n>.*\(default: 3\)/,
+      /--grid/,
+      /--format <format>.*\(default: "table"\)/,
+      /--chart <file\.svg>/,
+      /--provider-rate/,
+      /Examples:/,
+      /bench --rate=1000,3,2 --burst=3,1,1/,
+    ]) {
       expect(text).toMatch(pattern);
     }
     const main = await runCli(['--help']);
@@ -156,7 +177,10 @@ describe('news-processor bench - Ctrl-C', () => {
     expect(result.stderr).toMatch(/^interrupted: stopping the sweep/m);
     expect(result.stderr).not.toMatch(/^\s+at /m);
     const lines = linesOf(result.stdout);
-    expect(lines.slice(2)).toEqual([expect.stringMatching(/^ *inf +1 +4 /), 'Interrupted: the run in progress and the settings after it are left out.']);
+    expect(lines.slice(2)).toEqual([
+      expect.stringMatching(/^ *inf +1 +4 /),
+      'Interrupted: the run in progress and the settings after it are left out.',
+    ]);
   });
 });
 
@@ -192,7 +216,11 @@ describe.concurrent('news-processor bench --chart', () => {
   });
 
   it('a path that cannot be written: exit 2 before any run', async () => {
-    expectUsageError(await runCli([...TWO_SETTINGS, '--chart', join(temp.dir, 'no-such-dir', 'chart.svg')]), [/--chart/, /no-such-dir/, /cannot write/]);
+    expectUsageError(await runCli([...TWO_SETTINGS, '--chart', join(temp.dir, 'no-such-dir', 'chart.svg')]), [
+      /--chart/,
+      /no-such-dir/,
+      /cannot write/,
+    ]);
     expectUsageError(await runCli([...TWO_SETTINGS, '--chart', temp.dir + '/']), [/--chart/]);
     expectUsageError(await runCli([...TWO_SETTINGS, '--chart', join(temp.dir, 'chart.png')]), [/--chart/, /\.svg/]);
   });

@@ -25,7 +25,7 @@ afterAll(async () => {
   await temp.remove();
 });
 
-describe.concurrent('news-processor - the Go tool\'s output', { timeout: 60_000 }, () => {
+describe.concurrent("news-processor - the Go tool's output", { timeout: 60_000 }, () => {
   it('--articles=5 --workers=5 --rate=3 prints every call, every article, then the Go summary and the figures', async () => {
     const result = await runCli(['--articles=5', '--workers=5', '--rate=3', '--min-latency=1ms', '--max-latency=5ms']);
     expect(result.stderr).toBe('');
@@ -69,7 +69,7 @@ describe.concurrent('news-processor - the Go tool\'s output', { timeout: 60_000 
     expect(lines.slice(summaryAt).some((line) => CALL_LINE.test(line) || ARTICLE_LINE.test(line))).toBe(false);
   });
 
-  it('accepts Go\'s single-dash spelling: -articles=3 -rate=inf -workers 2', async () => {
+  it("accepts Go's single-dash spelling: -articles=3 -rate=inf -workers 2", async () => {
     const result = await runCli(['-articles=3', '-rate=inf', '-workers', '2', '-min-latency=0ms', '-max-latency=1ms']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -142,7 +142,15 @@ describe.concurrent('news-processor --json', { timeout: 60_000 }, () => {
   }
 
   it('prints one JSON object and nothing else on stdout: the figures, the rate floor, an efficiency in (0, 1]', async () => {
-    const result = await runCli(['--articles=10', '--workers=4', '--rate=500', '--burst=2', '--min-latency=0ms', '--max-latency=1ms', '--json']);
+    const result = await runCli([
+      '--articles=10',
+      '--workers=4',
+      '--rate=500',
+      '--burst=2',
+      '--min-latency=0ms',
+      '--max-latency=1ms',
+      '--json',
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const summary = parseSummary(result.stdout);

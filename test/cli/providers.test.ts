@@ -39,8 +39,14 @@ describe.concurrent('news-processor --config', () => {
   });
 
   it.each([
-    ['bad-rate.json', /^error: fixtures\/providers\/bad-rate\.json: providers\[0\]\.limits\[0\]\.rate: expected a number > 0 or "inf", got "fast"$/],
-    ['bad-route.json', /^error: fixtures\/providers\/bad-route\.json: routes\.sentiment: expected one of the provider names \(a\), got "b"$/],
+    [
+      'bad-rate.json',
+      /^error: fixtures\/providers\/bad-rate\.json: providers\[0\]\.limits\[0\]\.rate: expected a number > 0 or "inf", got "fast"$/,
+    ],
+    [
+      'bad-route.json',
+      /^error: fixtures\/providers\/bad-route\.json: routes\.sentiment: expected one of the provider names \(a\), got "b"$/,
+    ],
     ['unknown-field.json', /^error: fixtures\/providers\/unknown-field\.json: providers\[0\]\.adaptiv: unknown field/],
     ['invalid-json.json', /^error: fixtures\/providers\/invalid-json\.json: invalid JSON/],
     ['missing.json', /^error: fixtures\/providers\/missing\.json: cannot read file \(ENOENT/],
@@ -74,11 +80,16 @@ describe.concurrent('news-processor: limits as providers set them', () => {
   });
 
   it('an outage opens the breaker: dead letters with few attempts, ridden out with many', async () => {
-    const args = ['--articles=30', '--rate=20', '--burst=2', '--outage=500ms..1500ms', '--breaker-threshold=3', '--breaker-cooldown=300ms', ...quick];
-    const [few, many] = await Promise.all([
-      runCli([...args, '--max-attempts=2']),
-      runCli([...args, '--max-attempts=20', '--timeout=20s']),
-    ]);
+    const args = [
+      '--articles=30',
+      '--rate=20',
+      '--burst=2',
+      '--outage=500ms..1500ms',
+      '--breaker-threshold=3',
+      '--breaker-cooldown=300ms',
+      ...quick,
+    ];
+    const [few, many] = await Promise.all([runCli([...args, '--max-attempts=2']), runCli([...args, '--max-attempts=20', '--timeout=20s'])]);
     const dead = figures(few);
     expect(few.code).toBe(1);
     expect(dead.providers[0].breakerOpens).toBeGreaterThan(0);
@@ -104,7 +115,15 @@ describe.concurrent('news-processor: limits as providers set them', () => {
 
   it('--headers and --sync-headers run with every header style', async () => {
     for (const style of ['openai', 'anthropic', 'ietf']) {
-      const result = await runCli(['--articles=5', '--rate=10', '--provider-rate=10', '--provider-burst=3', `--headers=${style}`, '--sync-headers', ...quick]);
+      const result = await runCli([
+        '--articles=5',
+        '--rate=10',
+        '--provider-rate=10',
+        '--provider-burst=3',
+        `--headers=${style}`,
+        '--sync-headers',
+        ...quick,
+      ]);
       expect(result.code, result.stderr).toBe(0);
       expect(figures(result).succeeded).toBe(5);
     }

@@ -111,7 +111,10 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
         else reject(error);
       };
       const onClose = () => done(new Error(`the process ended before stderr matched ${pattern}; stderr: ${stderr}`));
-      const timer = setTimeout(() => done(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+      const timer = setTimeout(
+        () => done(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr: ${stderr}`)),
+        timeoutMs,
+      );
       child.stderr!.on('data', check);
       child.once('close', onClose);
       if (pattern.test(stderr)) done();

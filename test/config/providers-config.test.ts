@@ -15,7 +15,12 @@ const good = {
       adaptive: true,
       simulated: { minLatency: '100ms', maxLatency: '300ms', quota: { rate: 5, burst: 2 }, headers: 'openai' },
     },
-    { name: 'careful', limits: [{ kind: 'requests', rate: 2 }], breaker: { failureThreshold: 3, cooldown: '2s' }, simulated: { outage: '2s..8s' } },
+    {
+      name: 'careful',
+      limits: [{ kind: 'requests', rate: 2 }],
+      breaker: { failureThreshold: 3, cooldown: '2s' },
+      simulated: { outage: '2s..8s' },
+    },
   ],
   routes: { summarize: 'fast', sentiment: 'careful' },
 };
@@ -46,7 +51,9 @@ describe('parseProvidersConfig()', () => {
   it('reads a breaker failure ratio', () => {
     const config = structuredClone(good) as any;
     config.providers[1].breaker.failureRatio = { ratio: 0.5, window: '10s', minimumCalls: 20 };
-    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ failureRatio: { ratio: 0.5, windowMs: 10_000, minimumCalls: 20 } });
+    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({
+      failureRatio: { ratio: 0.5, windowMs: 10_000, minimumCalls: 20 },
+    });
   });
 
   it('routes every task to the first provider by default', () => {
@@ -58,25 +65,89 @@ describe('parseProvidersConfig()', () => {
   const bad: [string, (c: any) => void, string][] = [
     ['no providers', (c) => (c.providers = []), 'p.json: providers: expected at least one provider, got []'],
     ['a provider without name', (c) => delete c.providers[0].name, 'p.json: providers[0].name: expected a string, got nothing'],
-    ['a duplicate name', (c) => (c.providers[1].name = 'fast'), 'p.json: providers[1].name: expected a name no other provider has, got "fast"'],
-    ['an unknown limit kind', (c) => (c.providers[0].limits[0].kind = 'bytes'), 'p.json: providers[0].limits[0].kind: expected one of "requests", "tokens", "input-tokens", "output-tokens", got "bytes"'],
-    ['a zero rate', (c) => (c.providers[0].limits[0].rate = 0), 'p.json: providers[0].limits[0].rate: expected a number > 0 or "inf", got 0'],
-    ['a string rate', (c) => (c.providers[0].limits[0].rate = 'fast'), 'providers[0].limits[0].rate: expected a number > 0 or "inf", got "fast"'],
-    ['a fractional burst', (c) => (c.providers[0].limits[0].burst = 1.5), 'providers[0].limits[0].burst: expected a whole number >= 1, got 1.5'],
-    ['an unknown period', (c) => (c.providers[0].limits[0].per = 'day'), 'providers[0].limits[0].per: expected one of "second", "minute", "hour", got "day"'],
-    ['two limits of a kind', (c) => (c.providers[0].limits[1].kind = 'requests'), 'providers[0].limits[1].kind: expected one limit per kind, got "requests"'],
-    ['a duration without unit', (c) => (c.providers[1].breaker.cooldown = '2'), 'providers[1].breaker.cooldown: expected a duration like "500ms" or "2s", got "2"'],
-    ['a backwards outage', (c) => (c.providers[1].simulated.outage = '8s..2s'), 'providers[1].simulated.outage: expected a window like "2s..8s" (start before end), got "8s..2s"'],
-    ['a failure ratio above 1', (c) => (c.providers[1].breaker.failureRatio = { ratio: 1.5, window: '10s' }), 'providers[1].breaker.failureRatio.ratio: expected a share in (0, 1], got 1.5'],
-    ['a failure ratio without window', (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5 }), 'providers[1].breaker.failureRatio.window: expected a duration like "500ms" or "2s", got nothing'],
-    ['a zero failure-ratio window', (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5, window: '0ms' }), 'providers[1].breaker.failureRatio.window: expected a duration > 0, got "0ms"'],
-    ['an unknown simulated profile', (c) => (c.providers[0].simulated.profile = 'chaos'), 'providers[0].simulated.profile: expected one of "default", "production", "stress", "outage", got "chaos"'],
-    ['an unknown header style', (c) => (c.providers[0].simulated.headers = 'aws'), 'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"'],
-    ['a route to nobody', (c) => (c.routes.sentiment = 'nobody'), 'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"'],
+    [
+      'a duplicate name',
+      (c) => (c.providers[1].name = 'fast'),
+      'p.json: providers[1].name: expected a name no other provider has, got "fast"',
+    ],
+    [
+      'an unknown limit kind',
+      (c) => (c.providers[0].limits[0].kind = 'bytes'),
+      'p.json: providers[0].limits[0].kind: expected one of "requests", "tokens", "input-tokens", "output-tokens", got "bytes"',
+    ],
+    [
+      'a zero rate',
+      (c) => (c.providers[0].limits[0].rate = 0),
+      'p.json: providers[0].limits[0].rate: expected a number > 0 or "inf", got 0',
+    ],
+    [
+      'a string rate',
+      (c) => (c.providers[0].limits[0].rate = 'fast'),
+      'providers[0].limits[0].rate: expected a number > 0 or "inf", got "fast"',
+    ],
+    [
+      'a fractional burst',
+      (c) => (c.providers[0].limits[0].burst = 1.5),
+      'providers[0].limits[0].burst: expected a whole number >= 1, got 1.5',
+    ],
+    [
+      'an unknown period',
+      (c) => (c.providers[0].limits[0].per = 'day'),
+      'providers[0].limits[0].per: expected one of "second", "minute", "hour", got "day"',
+    ],
+    [
+      'two limits of a kind',
+      (c) => (c.providers[0].limits[1].kind = 'requests'),
+      'providers[0].limits[1].kind: expected one limit per kind, got "requests"',
+    ],
+    [
+      'a duration without unit',
+      (c) => (c.providers[1].breaker.cooldown = '2'),
+      'providers[1].breaker.cooldown: expected a duration like "500ms" or "2s", got "2"',
+    ],
+    [
+      'a backwards outage',
+      (c) => (c.providers[1].simulated.outage = '8s..2s'),
+      'providers[1].simulated.outage: expected a window like "2s..8s" (start before end), got "8s..2s"',
+    ],
+    [
+      'a failure ratio above 1',
+      (c) => (c.providers[1].breaker.failureRatio = { ratio: 1.5, window: '10s' }),
+      'providers[1].breaker.failureRatio.ratio: expected a share in (0, 1], got 1.5',
+    ],
+    [
+      'a failure ratio without window',
+      (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5 }),
+      'providers[1].breaker.failureRatio.window: expected a duration like "500ms" or "2s", got nothing',
+    ],
+    [
+      'a zero failure-ratio window',
+      (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5, window: '0ms' }),
+      'providers[1].breaker.failureRatio.window: expected a duration > 0, got "0ms"',
+    ],
+    [
+      'an unknown simulated profile',
+      (c) => (c.providers[0].simulated.profile = 'chaos'),
+      'providers[0].simulated.profile: expected one of "default", "production", "stress", "outage", got "chaos"',
+    ],
+    [
+      'an unknown header style',
+      (c) => (c.providers[0].simulated.headers = 'aws'),
+      'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"',
+    ],
+    [
+      'a route to nobody',
+      (c) => (c.routes.sentiment = 'nobody'),
+      'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"',
+    ],
     ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
     ['a misspelt field', (c) => (c.providers[0].adaptiv = true), 'providers[0].adaptiv: unknown field'],
     ['adaptive not boolean', (c) => (c.providers[0].adaptive = 'yes'), 'providers[0].adaptive: expected true or false, got "yes"'],
-    ['min above max latency', (c) => (c.providers[0].simulated.minLatency = '1s'), 'providers[0].simulated.minLatency: expected at most maxLatency, got "1s"'],
+    [
+      'min above max latency',
+      (c) => (c.providers[0].simulated.minLatency = '1s'),
+      'providers[0].simulated.minLatency: expected at most maxLatency, got "1s"',
+    ],
   ];
   it.each(bad)('rejects %s with a ConfigError naming the field', (_, mutate, message) => {
     const config = structuredClone(good);

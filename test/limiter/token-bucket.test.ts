@@ -39,12 +39,47 @@ describe('new TokenBucket()', () => {
 describe('.tryAcquire()', () => {
   // Each row: clock instant, n, expected result, expected tokens after. rate 10/s, burst 3.
   it.each([
-    { steps: [[0, 1, true, 2], [0, 1, true, 1], [0, 1, true, 0], [0, 1, false, 0]], name: 'drains the burst at one instant' },
-    { steps: [[0, 3, true, 0], [100, 1, true, 0], [150, 1, false, 0.5], [200, 1, true, 0]], name: 'refills at the rate' },
-    { steps: [[0, 3, true, 0], [10_000, 3, true, 0]], name: 'caps the refill at burst' },
+    {
+      steps: [
+        [0, 1, true, 2],
+        [0, 1, true, 1],
+        [0, 1, true, 0],
+        [0, 1, false, 0],
+      ],
+      name: 'drains the burst at one instant',
+    },
+    {
+      steps: [
+        [0, 3, true, 0],
+        [100, 1, true, 0],
+        [150, 1, false, 0.5],
+        [200, 1, true, 0],
+      ],
+      name: 'refills at the rate',
+    },
+    {
+      steps: [
+        [0, 3, true, 0],
+        [10_000, 3, true, 0],
+      ],
+      name: 'caps the refill at burst',
+    },
     { steps: [[0, 4, false, 3]], name: 'refuses n > burst' },
-    { steps: [[0, 0, true, 3], [0, 3, true, 0], [0, 0, true, 0]], name: 'allows n = 0 while not in debt' },
-    { steps: [[0, 2.5, true, 0.5], [20, 0.7, true, 0]], name: 'takes fractional tokens' },
+    {
+      steps: [
+        [0, 0, true, 3],
+        [0, 3, true, 0],
+        [0, 0, true, 0],
+      ],
+      name: 'allows n = 0 while not in debt',
+    },
+    {
+      steps: [
+        [0, 2.5, true, 0.5],
+        [20, 0.7, true, 0],
+      ],
+      name: 'takes fractional tokens',
+    },
   ])('$name', ({ steps }) => {
     const { clock, bucket } = bucketAt(10, 3);
     for (const [atMs, n, allowed, after] of steps as [number, number, boolean, number][]) {

@@ -29,10 +29,7 @@ async function tempFile(text: string): Promise<string> {
 }
 
 /** Reads everything; on failure returns the articles read so far and the error. */
-async function readAll(
-  path: string,
-  options?: ReadArticlesJsonlOptions,
-): Promise<{ articles: Article[]; error: unknown }> {
+async function readAll(path: string, options?: ReadArticlesJsonlOptions): Promise<{ articles: Article[]; error: unknown }> {
   const articles: Article[] = [];
   try {
     for await (const article of readArticlesJsonl(path, options)) articles.push(article);
@@ -130,9 +127,7 @@ describe('generateArticles()', () => {
     for (const count of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
       expect(() => generateArticles(count)).toThrow(TypeError);
     }
-    expect(() => generateArticles('5' as unknown as number)).toThrow(
-      'expected count to be a non-negative safe integer, got "5"',
-    );
+    expect(() => generateArticles('5' as unknown as number)).toThrow('expected count to be a non-negative safe integer, got "5"');
     expect(() => generateArticles(-1)).toThrow('expected count to be a non-negative safe integer, got -1');
     expect(() => generateArticles(5, { seed: 0.5 })).toThrow('expected seed to be a safe integer, got 0.5');
   });
@@ -352,9 +347,7 @@ describe('readArticlesJsonl()', () => {
 
   it('readArticlesJsonl() - throws TypeError at once for bad arguments', () => {
     expect(() => readArticlesJsonl('')).toThrow(new TypeError('expected path to be a non-empty string, got ""'));
-    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(
-      new TypeError('expected path to be a non-empty string, got 42'),
-    );
+    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(new TypeError('expected path to be a non-empty string, got 42'));
     expect(() => readArticlesJsonl('x.jsonl', { skipInvalid: 'yes' as unknown as boolean })).toThrow(TypeError);
     expect(() => readArticlesJsonl('x.jsonl', { onInvalid: 1 as unknown as () => void })).toThrow(
       new TypeError('expected onInvalid to be a function, got 1'),
@@ -365,9 +358,7 @@ describe('readArticlesJsonl()', () => {
 describe('InputError', () => {
   it('InputError - formats path:line: reason, or path: reason without a line', () => {
     expect(new InputError({ path: 'a.jsonl', line: 3, reason: 'bad' }).message).toBe('a.jsonl:3: bad');
-    expect(new InputError({ path: 'a.jsonl', reason: 'cannot read file (X)' }).message).toBe(
-      'a.jsonl: cannot read file (X)',
-    );
+    expect(new InputError({ path: 'a.jsonl', reason: 'cannot read file (X)' }).message).toBe('a.jsonl: cannot read file (X)');
   });
 
   it('isInputError() - tells InputError from other errors', () => {

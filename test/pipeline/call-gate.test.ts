@@ -41,7 +41,10 @@ describe('CallGate', () => {
 
   it('.call() - gives up after maxAttempts with a RetryError carrying the last error', async () => {
     const { clock, gate, events, onAttempt } = setup([{ error: new RateLimitError('429') }], 1000, 10);
-    const error = await drive(clock, gate.call(request, { onAttempt }).catch((e: unknown) => e));
+    const error = await drive(
+      clock,
+      gate.call(request, { onAttempt }).catch((e: unknown) => e),
+    );
     expect(error).toBeInstanceOf(RetryError);
     expect((error as RetryError).attempts).toBe(3);
     expect((error as RetryError).lastError).toBeInstanceOf(RateLimitError);

@@ -24,7 +24,10 @@ describe('CallGate - circuit breaker', () => {
     const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, backoff: fixedBackoff, maxAttempts: 3 });
     const events: AttemptEvent[] = [];
-    const error = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }).catch((e: unknown) => e));
+    const error = await drive(
+      clock,
+      gate.call(request, { onAttempt: (e) => events.push(e) }).catch((e: unknown) => e),
+    );
     // Two 503s open it; the third attempt meets the open circuit.
     expect(events.map((e) => e.outcome)).toEqual(['server-error', 'server-error', 'circuit-open']);
     expect(events[2]!.called).toBe(false);
@@ -43,7 +46,9 @@ describe('CallGate - circuit breaker', () => {
     limits.bucket('requests')!.tryAcquire(1);
     const controller = new AbortController();
     const events: AttemptEvent[] = [];
-    const call = gate.call(request, { signal: controller.signal, deadlineMs: 1000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e);
+    const call = gate
+      .call(request, { signal: controller.signal, deadlineMs: 1000, onAttempt: (e) => events.push(e) })
+      .catch((e: unknown) => e);
     limits.bucket('requests')!.setRate(0.5); // an adaptive cut elsewhere pushes the queue back
     clock.setTimer(1000, () => controller.abort(new TimeoutError('article timed out')));
     await clock.advance(1500);
@@ -57,8 +62,16 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }]);
     const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
-    const gate = new CallGate({ provider, limits: new ProviderLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock), breaker, clock });
-    await drive(clock, gate.call(request).catch(() => {}));
+    const gate = new CallGate({
+      provider,
+      limits: new ProviderLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock),
+      breaker,
+      clock,
+    });
+    await drive(
+      clock,
+      gate.call(request).catch(() => {}),
+    );
     expect(breaker.state.kind).toBe('closed');
   });
 
@@ -99,7 +112,10 @@ describe('CallGate - token limits', () => {
     const clock = new ManualClock();
     const provider = {
       name: 'p',
-      call: async () => ({ output: { task: 'summarize' as const, summary: 's', keywords: [] }, usage: { inputTokens: 90, outputTokens: 10 } }),
+      call: async () => ({
+        output: { task: 'summarize' as const, summary: 's', keywords: [] },
+        usage: { inputTokens: 90, outputTokens: 10 },
+      }),
     };
     const limits = new ProviderLimits(
       [

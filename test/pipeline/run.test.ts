@@ -59,9 +59,9 @@ describe('runPipeline()', () => {
 
   it('rejects a route to an unknown provider with a TypeError', async () => {
     const provider = new ScriptedProvider('a', systemClock);
-    await expect(
-      runPipeline({ source: [], providers: [{ provider, rate: 1, burst: 1 }], routes: { sentiment: 'nope' } }),
-    ).rejects.toThrow(/routed to a known provider, got "nope"/);
+    await expect(runPipeline({ source: [], providers: [{ provider, rate: 1, burst: 1 }], routes: { sentiment: 'nope' } })).rejects.toThrow(
+      /routed to a known provider, got "nope"/,
+    );
   });
 
   it('ends every article as exactly one result: a failed one is a dead letter with its reason and attempts', async () => {

@@ -327,21 +327,37 @@ describe('parseRateLimitHeaders() - IETF style', () => {
   });
 
   it.each([
-    ['a policy only in RateLimit', { ratelimit: '"default";r=3;t=2' }, [{ kind: 'requests', remaining: 3, resetMs: 2000, policy: 'default' }]],
+    [
+      'a policy only in RateLimit',
+      { ratelimit: '"default";r=3;t=2' },
+      [{ kind: 'requests', remaining: 3, resetMs: 2000, policy: 'default' }],
+    ],
     ['a token as the name', { ratelimit: 'default;r=3' }, [{ kind: 'requests', remaining: 3, policy: 'default' }]],
-    ['a comma and escapes in a quoted name', { ratelimit: '"a,\\"b\\"";r=1, "c";r=2' }, [
-      { kind: 'requests', remaining: 1, policy: 'a,"b"' },
-      { kind: 'requests', remaining: 2, policy: 'c' },
-    ]],
-    ['spaces around members and parameters', { ratelimit: '  "x" ; r=4 ; t=1 ,"y";r=6' }, [
-      { kind: 'requests', remaining: 4, resetMs: 1000, policy: 'x' },
-      { kind: 'requests', remaining: 6, policy: 'y' },
-    ]],
+    [
+      'a comma and escapes in a quoted name',
+      { ratelimit: '"a,\\"b\\"";r=1, "c";r=2' },
+      [
+        { kind: 'requests', remaining: 1, policy: 'a,"b"' },
+        { kind: 'requests', remaining: 2, policy: 'c' },
+      ],
+    ],
+    [
+      'spaces around members and parameters',
+      { ratelimit: '  "x" ; r=4 ; t=1 ,"y";r=6' },
+      [
+        { kind: 'requests', remaining: 4, resetMs: 1000, policy: 'x' },
+        { kind: 'requests', remaining: 6, policy: 'y' },
+      ],
+    ],
     ['the first of a name given twice', { ratelimit: '"x";r=4, "x";r=9' }, [{ kind: 'requests', remaining: 4, policy: 'x' }]],
-    ['input and output token units', { 'ratelimit-policy': '"in";q=10;qu="input-tokens", "out";q=20;qu=output-tokens' }, [
-      { kind: 'input-tokens', limit: 10, policy: 'in' },
-      { kind: 'output-tokens', limit: 20, policy: 'out' },
-    ]],
+    [
+      'input and output token units',
+      { 'ratelimit-policy': '"in";q=10;qu="input-tokens", "out";q=20;qu=output-tokens' },
+      [
+        { kind: 'input-tokens', limit: 10, policy: 'in' },
+        { kind: 'output-tokens', limit: 20, policy: 'out' },
+      ],
+    ],
     ['a unit we do not count in', { ratelimit: '"bytes";r=5', 'ratelimit-policy': '"bytes";q=1000;qu="content-bytes"' }, []],
     ['a bare number as the member (older draft policy)', { 'ratelimit-policy': '100;w=60' }, []],
     ['a huge reset', { ratelimit: '"x";t=86400' }, [{ kind: 'requests', resetMs: CAP_MS, policy: 'x' }]],
@@ -489,7 +505,12 @@ describe('formatRateLimitHeaders()', () => {
 
   it('formatRateLimitHeaders() - throws TypeError for what the style cannot say or bad values', () => {
     const bad: [HeaderStyle, LimitSnapshot[], number | undefined, RegExp][] = [
-      ['openai', [{ ...requests, kind: 'input-tokens' }], undefined, /kind to be one of 'requests', 'tokens' for the openai style, got 'input-tokens'/],
+      [
+        'openai',
+        [{ ...requests, kind: 'input-tokens' }],
+        undefined,
+        /kind to be one of 'requests', 'tokens' for the openai style, got 'input-tokens'/,
+      ],
       ['anthropic', [{ ...requests, kind: 'words' as LimitKind }], undefined, /got 'words'/],
       ['ietf', [requests, requests], undefined, /each kind at most once, got 'requests' twice/],
       ['openai', [{ ...requests, remaining: -1 }], undefined, /remaining to be a whole number >= 0, got -1/],
@@ -535,11 +556,16 @@ describe('parseRateLimitHeaders(formatRateLimitHeaders()) - round trips', () => 
     ['anthropic', LIMIT_KINDS],
   ] as const)('parse(format(x)) - gives x back exactly in the %s style (whole ms)', (style, kinds) => {
     fc.assert(
-      fc.property(snapshots(kinds), fc.option(fc.nat({ max: 600_000 }), { nil: undefined }), fc.integer({ min: 0, max: 4e12 }), (status, retryAfterMs, nowMs) => {
-        const info = roundTrip(style, status, retryAfterMs, nowMs);
-        expect(info.limits).toEqual(status);
-        expect(info.retryAfterMs).toBe(retryAfterMs);
-      }),
+      fc.property(
+        snapshots(kinds),
+        fc.option(fc.nat({ max: 600_000 }), { nil: undefined }),
+        fc.integer({ min: 0, max: 4e12 }),
+        (status, retryAfterMs, nowMs) => {
+          const info = roundTrip(style, status, retryAfterMs, nowMs);
+          expect(info.limits).toEqual(status);
+          expect(info.retryAfterMs).toBe(retryAfterMs);
+        },
+      ),
       { numRuns: 500 },
     );
   });

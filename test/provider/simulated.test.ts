@@ -351,7 +351,10 @@ describe('SimulatedProvider', () => {
     const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
     const positive = provider.call(request('sentiment'));
     const negative = provider.call(
-      request('sentiment', { title: 'Factory fire', text: 'A fire destroyed the factory. Two workers were killed and the damage is a disaster.' }),
+      request('sentiment', {
+        title: 'Factory fire',
+        text: 'A fire destroyed the factory. Two workers were killed and the damage is a disaster.',
+      }),
     );
     await clock.advance(0);
     const positiveOutput = (await positive).output;
@@ -497,7 +500,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     });
   });
 
-  it('.call() - keeps each call\'s fate and retry-after whatever the header style', async () => {
+  it(".call() - keeps each call's fate and retry-after whatever the header style", async () => {
     const run = async (headerStyle?: (typeof HEADER_STYLES)[number]) => {
       const { clock, provider } = setup({ profile: 'stress', seed: 11, minLatencyMs: 0, maxLatencyMs: 1000, headerStyle });
       return (await runConcurrently(clock, provider, 200)).map(outcomeOf);
@@ -552,7 +555,12 @@ describe('SimulatedProvider - outage', () => {
   });
 
   it('.call() - sends a retry-after of the outage time left, measured when the 503 is sent', async () => {
-    const { clock, provider } = setup({ headerStyle: 'openai', outage: { startMs: 1000, endMs: 6000 }, minLatencyMs: 100, maxLatencyMs: 100 });
+    const { clock, provider } = setup({
+      headerStyle: 'openai',
+      outage: { startMs: 1000, endMs: 6000 },
+      minLatencyMs: 100,
+      maxLatencyMs: 100,
+    });
     await clock.advance(3000);
     const early = track(clock, provider.call(request()));
     await clock.advance(2950);

@@ -44,9 +44,7 @@ describe('summarize()', () => {
   });
 
   it('summarize() - throws TypeError for a text that is not a string', () => {
-    expect(() => summarize('T', undefined as unknown as string)).toThrow(
-      new TypeError('Expected text to be a string, got undefined'),
-    );
+    expect(() => summarize('T', undefined as unknown as string)).toThrow(new TypeError('Expected text to be a string, got undefined'));
   });
 });
 

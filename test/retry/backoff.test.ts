@@ -1,11 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import {
-  createBackoff,
-  decorrelatedJitterDelayMs,
-  exponentialDelayMs,
-  fullJitterDelayMs,
-} from '../../src/retry/backoff.ts';
+import { createBackoff, decorrelatedJitterDelayMs, exponentialDelayMs, fullJitterDelayMs } from '../../src/retry/backoff.ts';
 
 /** The largest double below 1: the top of what `Math.random` can return. */
 const ALMOST_ONE = 1 - Number.EPSILON / 2;
@@ -76,12 +71,9 @@ describe('decorrelatedJitterDelayMs()', () => {
     { previousDelayMs: 1000, random: 0.5, expected: 1550 },
     { previousDelayMs: 1000, random: 0.75, expected: 2000 },
     { previousDelayMs: 2000, random: ALMOST_ONE, expected: 2000 },
-  ])(
-    'decorrelatedJitterDelayMs() - previous $previousDelayMs, random $random is $expected ms',
-    ({ previousDelayMs, random, expected }) => {
-      expect(decorrelatedJitterDelayMs(previousDelayMs, {}, fixed(random))).toBe(expected);
-    },
-  );
+  ])('decorrelatedJitterDelayMs() - previous $previousDelayMs, random $random is $expected ms', ({ previousDelayMs, random, expected }) => {
+    expect(decorrelatedJitterDelayMs(previousDelayMs, {}, fixed(random))).toBe(expected);
+  });
 
   it('decorrelatedJitterDelayMs() - stays within [base, min(cap, previous · 3)]', () => {
     fc.assert(

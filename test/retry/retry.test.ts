@@ -57,11 +57,7 @@ describe('retry()', () => {
   it('retry() - retries 429s after the exact backoff delays, then resolves', async () => {
     const clock = new ManualClock();
     const { backoff, calls } = linearBackoff();
-    const { attemptFn, startedAtMs } = scripted(clock, [
-      { fail: new RateLimitError() },
-      { fail: new RateLimitError() },
-      { value: 'ok' },
-    ]);
+    const { attemptFn, startedAtMs } = scripted(clock, [{ fail: new RateLimitError() }, { fail: new RateLimitError() }, { value: 'ok' }]);
     const outcome = track(retry(attemptFn, { clock, backoff }));
 
     await clock.advance(99);
@@ -189,10 +185,7 @@ describe('retry()', () => {
 
   it.each([Number.NaN, -1, Infinity])('retry() - falls back to the backoff on a retry-after of %s', async (retryAfterMs) => {
     const clock = new ManualClock();
-    const { attemptFn, startedAtMs } = scripted(clock, [
-      { fail: new RateLimitError(undefined, { retryAfterMs }) },
-      { value: 'ok' },
-    ]);
+    const { attemptFn, startedAtMs } = scripted(clock, [{ fail: new RateLimitError(undefined, { retryAfterMs }) }, { value: 'ok' }]);
     const outcome = track(retry(attemptFn, { clock, backoff: () => 250 }));
     await clock.advance(1000);
     expect(startedAtMs).toEqual([0, 250]);
@@ -204,9 +197,7 @@ describe('retry()', () => {
     const lastError = new RateLimitError();
     const { attemptFn, startedAtMs } = scripted(clock, [{ fail: new RateLimitError() }, { fail: lastError }, { value: 'never' }]);
     const events: RetryEvent[] = [];
-    const outcome = track(
-      retry(attemptFn, { clock, backoff: () => 100, deadlineMs: 150, onRetry: (event) => events.push(event) }),
-    );
+    const outcome = track(retry(attemptFn, { clock, backoff: () => 100, deadlineMs: 150, onRetry: (event) => events.push(event) }));
 
     await clock.advance(100);
     expect(startedAtMs).toEqual([0, 100]);
@@ -316,9 +307,7 @@ describe('retry()', () => {
   });
 
   it('retry() - rejects an attemptFn that is not a function', async () => {
-    await expect(retry(undefined as never)).rejects.toThrow(
-      new TypeError('Expected attemptFn to be a function, got undefined'),
-    );
+    await expect(retry(undefined as never)).rejects.toThrow(new TypeError('Expected attemptFn to be a function, got undefined'));
   });
 
   it('retry() - rejects a backoff that returns a bad delay', async () => {
