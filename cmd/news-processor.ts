@@ -181,12 +181,10 @@ async function run(flags: MainFlags): Promise<number> {
     clearInterval(progressTimer);
     // The handler stays until the results are flushed: a slow disk or pipe is exactly when a
     // second Ctrl-C must still quit at once.
-    try {
-      await writer?.close();
-    } catch (error) {
-      if (!isOutputError(error)) throw error;
+    // close() rejects only with the OutputError of a write that failed.
+    await writer?.close().catch((error: OutputError) => {
       outputError ??= error;
-    }
+    });
     await terminal.close();
   }
 

@@ -95,7 +95,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
         await bucket.acquire();
         if (options.sendLatenessMs !== undefined) {
           const latenessMs = options.sendLatenessMs();
-          (latenessSamples ??= []).push(latenessMs);
+          latenessSamples ??= [];
+          latenessSamples.push(latenessMs);
           if (latenessMs > 0) await sleep(clock, latenessMs);
         }
         const sentAtMs = clock.now();

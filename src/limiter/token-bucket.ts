@@ -275,7 +275,7 @@ export class TokenBucket {
     const nowMs = this.#clock.now();
     this.#charge(nowMs, this.#tokensAt(nowMs));
     this.#burst = burst;
-    for (let entry = this.#head, next; entry !== undefined; entry = next) {
+    for (let entry = this.#head, next: Entry | undefined; entry !== undefined; entry = next) {
       next = entry.next;
       if (entry.waiter && entry.n > burst) {
         this.#remove(entry, nowMs);
@@ -372,7 +372,7 @@ export class TokenBucket {
     const nowMs = this.#clock.now();
     if (grant.timeToActMs < nowMs) return;
     const marker = grant.marker;
-    if (marker !== undefined && marker.queued) {
+    if (marker?.queued) {
       // Still behind queued waiters: those up to the next fixed reservation move up, like an abort.
       this.#remove(marker, nowMs);
       this.#grantDue(nowMs);
@@ -477,7 +477,7 @@ class Grant implements Reservation {
 
 function nextMarker(from: Entry | undefined): Entry | undefined {
   let entry = from;
-  while (entry !== undefined && entry.waiter) entry = entry.next;
+  while (entry?.waiter) entry = entry.next;
   return entry;
 }
 

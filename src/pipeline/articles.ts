@@ -485,16 +485,16 @@ function makeArticle(seedHash: number, index: number): Article {
 
   // Fixed order, truncated to the sentence count, so a body reads like a news story at any length:
   // lead, the topic's main point, then a quote, background, a second point; always a closing line.
-  let content = pick(LEADS[tone])(slots) + ' ' + toneSentences[first]!(slots);
-  if (sentenceCount >= 4) content += ' ' + pick(QUOTES[tone])(slots);
+  let content = `${pick(LEADS[tone])(slots)} ${toneSentences[first]!(slots)}`;
+  if (sentenceCount >= 4) content += ` ${pick(QUOTES[tone])(slots)}`;
   if (sentenceCount >= 5) {
     const background = topic.sentences.neutral;
     // A neutral story's main points come from this same pool: take the one it has not used.
     const at = tone === 'neutral' ? (first + 2) % background.length : draw() % background.length;
-    content += ' ' + background[at]!(slots);
+    content += ` ${background[at]!(slots)}`;
   }
-  if (sentenceCount >= 6) content += ' ' + toneSentences[(first + 1) % toneSentences.length]!(slots);
-  content += ' ' + pick(CLOSINGS)(slots);
+  if (sentenceCount >= 6) content += ` ${toneSentences[(first + 1) % toneSentences.length]!(slots)}`;
+  content += ` ${pick(CLOSINGS)(slots)}`;
 
   const sourceIndex = draw() % SOURCES.length;
   const id = String(index);
@@ -662,7 +662,7 @@ function parseArticleLine(text: string): Article | string {
   }
   const record = value as Record<string, unknown>;
 
-  const rawId = record['id'];
+  const rawId = record.id;
   let id: string;
   if (rawId === undefined) return 'missing "id"';
   if (typeof rawId === 'string') {
@@ -675,17 +675,17 @@ function parseArticleLine(text: string): Article | string {
     return `"id" must be a string or a safe integer, got ${typeof rawId === 'number' ? String(rawId) : kindOf(rawId)}`;
   }
 
-  const content = record['content'];
+  const content = record.content;
   if (content === undefined || content === null) return 'article has no text (missing "content")';
   if (typeof content !== 'string') return `"content" must be a string, got ${kindOf(content)}`;
   if (content.trim() === '') return 'article has no text (empty "content")';
 
-  const title = record['title'] ?? '';
+  const title = record.title ?? '';
   if (typeof title !== 'string') return `"title" must be a string, got ${kindOf(title)}`;
 
-  const url = record['url'] ?? undefined;
+  const url = record.url ?? undefined;
   if (url !== undefined && typeof url !== 'string') return `"url" must be a string, got ${kindOf(url)}`;
-  const source = record['source'] ?? undefined;
+  const source = record.source ?? undefined;
   if (source !== undefined && typeof source !== 'string') return `"source" must be a string, got ${kindOf(source)}`;
 
   return {

@@ -161,9 +161,7 @@ export function formatRateLimitHeaders(
     headers['ratelimit-policy'] = status
       .map(({ kind, limit }) => `"${kind}";q=${limit}${kind === 'requests' ? '' : `;qu="${kind}"`}`)
       .join(', ');
-    headers['ratelimit'] = status
-      .map(({ kind, remaining, resetMs }) => `"${kind}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`)
-      .join(', ');
+    headers.ratelimit = status.map(({ kind, remaining, resetMs }) => `"${kind}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`).join(', ');
   }
   return headers;
 }
@@ -192,7 +190,9 @@ function collectFields(headers: HeaderSource | undefined): Map<string, string[]>
   const { forEach } = headers as { forEach?: unknown };
   if (typeof forEach === 'function') {
     try {
-      (headers as { forEach(callback: (value: string, name: string) => void): void }).forEach((value, name) => add(name, value));
+      (headers as { forEach(callback: (value: string, name: string) => void): void }).forEach((value, name) => {
+        add(name, value);
+      });
     } catch {
       // A broken headers object tells us nothing, like no headers at all.
       return new Map();

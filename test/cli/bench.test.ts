@@ -169,7 +169,7 @@ describe('news-processor bench - Ctrl-C', () => {
   it('stops the sweep, prints the finished runs and exits 130', async () => {
     // The second setting would take 6 s: (4 calls − burst 1) / 0.5/s. The pipeline's info log says when it started.
     const run = startCli([...QUICK, '--articles=2', '--rate=inf,0.5', '--burst=1', '--log-level=info']);
-    await run.waitForStderr(/run started[^]*run started/, 15_000);
+    await run.waitForStderr(/run started[\s\S]*run started/, 15_000);
     run.interrupt();
     const result = await run.result;
     expect(result.timedOut, 'the sweep did not stop').toBe(false);
@@ -221,7 +221,7 @@ describe.concurrent('news-processor bench --chart', () => {
       /no-such-dir/,
       /cannot write/,
     ]);
-    expectUsageError(await runCli([...TWO_SETTINGS, '--chart', temp.dir + '/']), [/--chart/]);
+    expectUsageError(await runCli([...TWO_SETTINGS, '--chart', `${temp.dir}/`]), [/--chart/]);
     expectUsageError(await runCli([...TWO_SETTINGS, '--chart', join(temp.dir, 'chart.png')]), [/--chart/, /\.svg/]);
   });
 });

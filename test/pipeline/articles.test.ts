@@ -321,7 +321,7 @@ describe('readArticlesJsonl()', () => {
     const lines: string[] = [];
     for (let i = 1; i <= lineCount; i += 1) lines.push(valid(i));
     const path = join(tempDir, 'large.jsonl');
-    await writeFile(path, lines.join('\n') + '\n');
+    await writeFile(path, `${lines.join('\n')}\n`);
     try {
       let count = 0;
       let lastId = '';

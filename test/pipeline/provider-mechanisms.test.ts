@@ -10,7 +10,7 @@ import { generateArticles } from '../../src/pipeline/articles.ts';
 import { CallGate, type AttemptEvent } from '../../src/pipeline/call-gate.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
-import { RetryError } from '../../src/retry/retry.ts';
+import type { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive } from './scripted-provider.ts';
 
 const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
