@@ -2,6 +2,7 @@
 // alone in-process. Prints figures and PASS/MISS against the targets; writes bench/results/pipeline.json.
 //
 //   npm run bench:pipeline            (BENCH_QUICK=1 for a shorter run)
+import { requestLimit } from '../src/gate/provider-limits.ts';
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -77,7 +78,7 @@ const inProcess: number[] = [];
 for (let i = 0; i < 3; i++) {
   const started = performance.now();
   const n = quick ? 100_000 : 300_000;
-  await runPipeline({ source: generateArticles(n), providers: [{ provider: instant, rate: Infinity }], workers: 64 });
+  await runPipeline({ source: generateArticles(n), providers: [{ provider: instant, limits: requestLimit(Infinity, 1) }], workers: 64 });
   inProcess.push((n * 1000) / (performance.now() - started));
 }
 results.pipelineAlone = { articlesPerSecond: inProcess };

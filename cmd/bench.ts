@@ -156,7 +156,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       timeline: flags.chart !== undefined,
       workers: flags.workers,
       timeoutMs: flags.timeout,
-      maxAttempts: flags.maxAttempts,
+      retry: { maxAttempts: flags.maxAttempts },
       logger,
       signal: controller.signal,
       onRunStart: ({ setting, repeat, run, runs }) => {

@@ -52,7 +52,7 @@ export function formatSummary(summary: RunSummary): string[] {
   const limits =
     summary.providers.length > 1
       ? summary.providers.map((p) => `${p.name} ${formatRate(p.rate)}/s burst=${p.burst}`).join(', ')
-      : `${formatRate(summary.rate)}/s burst=${summary.burst}`;
+      : `${formatRate(summary.providers[0]!.rate)}/s burst=${summary.providers[0]!.burst}`;
   const lines = [
     `Rate limit=${limits} | ${summary.articles} articles | ` +
       `Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,

@@ -152,10 +152,10 @@ async function run(flags: MainFlags): Promise<number> {
     summary = await runPipeline({
       source: input.open(),
       providers,
-      ...(routes === undefined ? {} : { routes }),
+      routes,
       workers: flags.workers,
       timeoutMs: flags.timeout,
-      maxAttempts: flags.maxAttempts,
+      retry: { maxAttempts: flags.maxAttempts },
       logger,
       signal: controller.signal,
       onAttempt: (event) => {
@@ -192,7 +192,8 @@ async function run(flags: MainFlags): Promise<number> {
   if (terminal.closed) return EXIT_STDOUT_CLOSED;
   if (flags.json) {
     // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
-    const figures = { ...summary, skippedLines: skipped, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
+    const { rate, burst } = summary.providers[0]!;
+    const figures = { ...summary, rate, burst, skippedLines: skipped, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
     const json = JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
     process.stdout.write(`${json}\n`);
   } else {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseDuration } from '../src/config/duration.ts';
+import { DURATION_SYNTAX, parseDuration } from '../src/index.ts';
 
 // Flag value parsers: each returns the value or throws InvalidArgumentError with a sentence saying
 // what the flag accepts, which commander prints on one line after the flag and the value given.
@@ -31,15 +31,14 @@ export function rate(text: string): number {
   return value;
 }
 
-/** A duration like `1ms`, `0.5s`, `2m` (Go's units, without `us`/`ns`), returned in ms. `0` alone is allowed. */
+/** A Go duration (`500ms`, `1.5s`, `2m3.5s`, `1h30m`, `500us`; `0` alone), returned in ms. */
 export function duration(options: { allowZero: boolean }): (text: string) => number {
   return (text) => {
     const ms = parseDuration(text);
-    if (ms === undefined && /^\s*-/.test(text))
-      throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}, like 500ms, 2s or 1m.`);
-    if (ms === undefined) throw new InvalidArgumentError('Expected a duration with a unit, like 500ms, 2s or 1m.');
+    if (ms === undefined) throw new InvalidArgumentError(`Expected ${DURATION_SYNTAX}.`);
+    if (ms < 0 || (ms === 0 && !options.allowZero))
+      throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}.`);
     if (ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');
-    if (ms === 0 && !options.allowZero) throw new InvalidArgumentError('Expected a duration > 0.');
     return ms;
   };
 }

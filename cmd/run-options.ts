@@ -2,8 +2,14 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import {
-  DEFAULT_BREAKER,
+  BREAKER_DEFAULTS,
+  GATE_DEFAULTS,
   HEADER_STYLES,
+  PIPELINE_DEFAULTS,
+  RETRY_DEFAULTS,
+  SIMULATED_DEFAULTS,
+  formatDuration,
+  requestLimit,
   PROFILE_NAMES,
   SimulatedProvider,
   generateArticles,
@@ -78,31 +84,39 @@ export function oneLineErrors(command: Command): Command {
 export function addRunOptions(command: Command, rateOptions: readonly Option[], options: { config?: boolean } = {}): Command {
   command
     .addOption(new Option('--articles <n>', 'number of generated articles').argParser(integer(1, 1e9)).default(5))
-    .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(5));
+    .addOption(new Option('--workers <n>', 'articles processed at once').argParser(integer(1, 100_000)).default(PIPELINE_DEFAULTS.workers));
   for (const option of rateOptions) command.addOption(option);
   command
     .addOption(
       new Option('--timeout <duration>', 'per-article budget for limiter waits and calls together')
         .argParser(duration({ allowZero: false }))
-        .default(5000, '5s'),
+        .default(PIPELINE_DEFAULTS.timeoutMs, formatDuration(PIPELINE_DEFAULTS.timeoutMs)),
     )
-    .addOption(new Option('--max-attempts <n>', 'attempts per call, the first included').argParser(integer(1, 100)).default(3))
+    .addOption(
+      new Option('--max-attempts <n>', 'attempts per call, the first included')
+        .argParser(integer(1, 100))
+        .default(RETRY_DEFAULTS.maxAttempts),
+    )
     .addOption(
       new Option('--min-latency <duration>', 'simulated provider: shortest answer time')
         .argParser(duration({ allowZero: true }))
-        .default(200, '200ms'),
+        .default(SIMULATED_DEFAULTS.minLatencyMs, formatDuration(SIMULATED_DEFAULTS.minLatencyMs)),
     )
     .addOption(
       new Option('--max-latency <duration>', 'simulated provider: longest answer time')
         .argParser(duration({ allowZero: true }))
-        .default(800, '800ms'),
+        .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
     )
     .addOption(
       new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang)`)
         .argParser(oneOf(PROFILE_NAMES))
-        .default('default'),
+        .default(SIMULATED_DEFAULTS.profile),
     )
-    .addOption(new Option('--seed <n>', 'seed for the simulated provider and generated articles').argParser(integer(0)).default(1))
+    .addOption(
+      new Option('--seed <n>', 'seed for the simulated provider and generated articles')
+        .argParser(integer(0))
+        .default(SIMULATED_DEFAULTS.seed),
+    )
     .addOption(new Option('--provider-rate <calls/s>', "simulated provider's own quota; faster clients get 429s").argParser(rate))
     .addOption(
       new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
@@ -123,19 +137,19 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(
       new Option('--max-output-tokens <n>', 'output tokens reserved per call under --tpm until the usage is known')
         .argParser(integer(1))
-        .default(256),
+        .default(GATE_DEFAULTS.maxOutputTokens),
     )
     .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
     .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
     .addOption(
       new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker')
         .argParser(integer(0))
-        .default(DEFAULT_BREAKER.failureThreshold),
+        .default(BREAKER_DEFAULTS.failureThreshold),
     )
     .addOption(
       new Option('--breaker-cooldown <duration>', 'how long the circuit stays open before it admits a probe')
         .argParser(duration({ allowZero: true }))
-        .default(DEFAULT_BREAKER.cooldownMs, `${DEFAULT_BREAKER.cooldownMs / 1000}s`),
+        .default(BREAKER_DEFAULTS.cooldownMs, formatDuration(BREAKER_DEFAULTS.cooldownMs)),
     )
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
     .addOption(
@@ -185,35 +199,32 @@ function outageWindow(text: string): { startMs: number; endMs: number } {
  * A simulated provider: `sim` (a provider's settings from --config) over what the flags describe.
  * A new one per run, so a seed replays the same run.
  */
-export function createProvider(flags: RunFlags, name = 'simulated', sim: SimulatedConfig = {}): SimulatedProvider {
-  const quota = sim.quota ?? (flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 });
-  const headerStyle = sim.headers ?? flags.headers;
-  const outage = sim.outage ?? flags.outage;
+export function createProvider(flags: RunFlags, name: string = SIMULATED_DEFAULTS.name, sim: SimulatedConfig = {}): SimulatedProvider {
   return new SimulatedProvider({
     name,
     minLatencyMs: sim.minLatencyMs ?? flags.minLatency,
     maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
     profile: sim.profile ?? flags.profile,
     seed: sim.seed ?? flags.seed,
-    ...(quota === undefined ? {} : { quota }),
-    ...(headerStyle === undefined ? {} : { headerStyle }),
-    ...(outage === undefined ? {} : { outage }),
+    quota: sim.quota ?? (flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 }),
+    headerStyle: sim.headers ?? flags.headers,
+    outage: sim.outage ?? flags.outage,
   });
 }
 
 /** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */
 export function providerSetup(flags: RunFlags, provider: SimulatedProvider, rate: number, burst: number): ProviderSetup {
-  const limits: LimitSpec[] = [{ kind: 'requests', rate, burst }];
+  const limits: LimitSpec[] = requestLimit(rate, burst);
   if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
   if (flags.adaptive && rate === Infinity)
     throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
   return {
     provider,
     limits,
-    adaptive: flags.adaptive,
+    adaptive: flags.adaptive ? {} : undefined,
     syncHeaders: flags.syncHeaders,
     maxOutputTokens: flags.maxOutputTokens,
-    breaker: flags.breakerThreshold === 0 ? false : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown },
+    breaker: flags.breakerThreshold === 0 ? undefined : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown },
   };
 }
 

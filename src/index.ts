@@ -1,10 +1,41 @@
-// The public API of news-processor. Importing it has no side effects.
-export { systemClock, ManualClock, sleep } from './clock.ts';
-export type { Clock } from './clock.ts';
+// The public API of news-processor, by layer, in the order data flows. Importing it has no side
+// effects. Test helpers (a scripted provider, a driver for the manual clock) are in
+// `news-processor/testing`.
 
-export { TokenBucket, MaxWaitExceededError, isMaxWaitExceededError } from './limiter/token-bucket.ts';
-export type { TokenBucketOptions, ReserveOptions, AcquireOptions, Reservation } from './limiter/token-bucket.ts';
+// The run: articles in, one result per article out, figures at the end.
+export { runPipeline, CancelledError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
+export type { PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
+export type { RunSummary, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
+export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
+// Sources: where articles come from.
+export type { Article } from './sources/article.ts';
+export { generateArticles } from './sources/generated.ts';
+export type { GenerateArticlesOptions } from './sources/generated.ts';
+export { readArticlesJsonl, InputError, isInputError } from './sources/jsonl.ts';
+export type { InputIssue, ReadArticlesJsonlOptions } from './sources/jsonl.ts';
+
+// Sinks: where results go.
+export { JsonlWriter, OutputError, isOutputError } from './sinks/jsonl-writer.ts';
+
+// The gate in front of each provider: breaker, limits, call, retry; the limits behind their seam.
+export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
+export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
+export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './gate/provider-limits.ts';
+export type {
+  ProviderLimits,
+  LimitSpec,
+  LimitKind,
+  CallCost,
+  LimitGrant,
+  LimitAcquireOptions,
+  TokensUsed,
+} from './gate/provider-limits.ts';
+export { LocalLimits } from './gate/local-limits.ts';
+export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './gate/adaptive-rate.ts';
+export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './gate/adaptive-rate.ts';
+
+// Providers: the interface, its failures, and the simulated one.
 export {
   TASKS,
   ProviderError,
@@ -27,65 +58,57 @@ export type {
   Sentiment,
   TaskName,
   TokenUsage,
+  ResponseHeaders,
 } from './provider/provider.ts';
-export { SimulatedProvider, FAILURE_PROFILES, PROFILE_NAMES, isProfileName } from './provider/simulated.ts';
-export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota } from './provider/simulated.ts';
-export { createRandom } from './provider/random.ts';
-export { summarize, extractKeywords, analyzeSentiment } from './provider/text-analysis.ts';
+export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, PROFILE_NAMES, OUTAGE_PROFILE_WINDOW } from './provider/simulated.ts';
+export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './provider/simulated.ts';
+export { estimateInputTokens } from './provider/token-estimate.ts';
 
-export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitterDelayMs } from './retry/backoff.ts';
-export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
-export { retry, retryAfterHint, RetryError, isRetryError } from './retry/retry.ts';
-export type { RetryOptions, RetryEvent, RetryStopReason } from './retry/retry.ts';
-
-export type { Article } from './pipeline/article.ts';
-export { generateArticles, readArticlesJsonl, InputError, isInputError } from './pipeline/articles.ts';
-export type { InputIssue, GenerateArticlesOptions, ReadArticlesJsonlOptions } from './pipeline/articles.ts';
-export { CallGate } from './pipeline/call-gate.ts';
-export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions } from './pipeline/call-gate.ts';
-export { runPool } from './pipeline/pool.ts';
-export type { PoolOptions } from './pipeline/pool.ts';
-export { processArticle } from './pipeline/processor.ts';
-export type { ProcessorOptions } from './pipeline/processor.ts';
-export { runPipeline, CancelledError } from './pipeline/run.ts';
-export type { PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
-export { Metrics } from './pipeline/metrics.ts';
-export type { RunSummary, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
-export { Histogram } from './pipeline/histogram.ts';
-export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
-export { JsonlWriter, OutputError, isOutputError } from './pipeline/jsonl-writer.ts';
-
-export { pairSettings, runSweep, settingLabel } from './bench/sweep.ts';
-export type { BenchSetting, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './bench/sweep.ts';
-export { benchChartSpec, renderBenchChart } from './bench/chart.ts';
-export type { BenchChartOptions } from './bench/chart.ts';
-
-export { ProviderLimits, LimitTooSmallError, isLimitTooSmallError, LIMIT_KINDS } from './limiter/provider-limits.ts';
-export type { LimitKind, LimitSpec, CallCost, LimitGrant } from './limiter/provider-limits.ts';
-export { AdaptiveRate } from './limiter/adaptive-rate.ts';
-export type { AdaptiveRateOptions, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limiter/adaptive-rate.ts';
-export { CircuitBreaker, BrokenCircuitError, isBrokenCircuitError } from './breaker/circuit-breaker.ts';
+// Generic mechanisms, usable on their own: time, the token bucket, the breaker, retries.
+export { systemClock, ManualClock, sleep } from './clock.ts';
+export type { Clock } from './clock.ts';
+export { TokenBucket, MaxWaitExceededError, isMaxWaitExceededError } from './limiter/token-bucket.ts';
+export type { TokenBucketOptions, ReserveOptions, AcquireOptions, Reservation } from './limiter/token-bucket.ts';
+export {
+  CircuitBreaker,
+  BrokenCircuitError,
+  isBrokenCircuitError,
+  BREAKER_DEFAULTS,
+  FAILURE_RATIO_DEFAULTS,
+} from './breaker/circuit-breaker.ts';
 export type {
   BreakerState,
   BreakerStateKind,
   BreakerStateChange,
   BreakerPermit,
   CircuitBreakerOptions,
+  ExecuteOptions,
   FailureRatioOptions,
 } from './breaker/circuit-breaker.ts';
-export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle } from './provider/rate-limit-headers.ts';
-export type { HeaderStyle, LimitStatus, RateLimitInfo } from './provider/rate-limit-headers.ts';
-export type { ResponseHeaders } from './provider/provider.ts';
-export type { OutageWindow } from './provider/simulated.ts';
-export { estimateInputTokens, promptFor } from './provider/token-estimate.ts';
-export {
-  loadProvidersConfig,
-  parseProvidersConfig,
-  parseOutageWindow,
-  ConfigError,
-  isConfigError,
-  DEFAULT_BREAKER,
-} from './config/providers-config.ts';
+export { retry, RetryPolicy, RetryError, isRetryError, RETRY_DEFAULTS } from './retry/retry.ts';
+export type { RetryOptions, RetryPolicyOptions, RetryDecision, RetryEvent, RetryStopReason, AttemptOptions } from './retry/retry.ts';
+export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitterDelayMs, BACKOFF_DEFAULTS } from './retry/backoff.ts';
+export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
+
+// HTTP: rate-limit headers as providers send them, read and written.
+export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle, LIMIT_KINDS } from './http/rate-limit-headers.ts';
+export type {
+  HeaderStyle,
+  HeaderSource,
+  LimitStatus,
+  LimitSnapshot,
+  RateLimitInfo,
+  ParseRateLimitHeadersOptions,
+  FormatRateLimitHeadersOptions,
+} from './http/rate-limit-headers.ts';
+
+// Configuration: the providers file, and durations as Go writes them.
+export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
-export { parseDuration } from './config/duration.ts';
-export { DeadlineSignals } from './pipeline/deadline-signals.ts';
+export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
+
+// Measuring: sweep rate/burst settings through the pipeline, and chart them.
+export { pairSettings, runSweep, settingLabel } from './bench/sweep.ts';
+export type { BenchSetting, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './bench/sweep.ts';
+export { benchChartSpec, renderBenchChart } from './bench/chart.ts';
+export type { BenchChartOptions } from './bench/chart.ts';

@@ -5,8 +5,9 @@
  */
 
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveRateOptions } from '../../src/limiter/adaptive-rate.ts';
-import { TokenBucket } from '../../src/limiter/token-bucket.ts';
+import { AdaptiveRate, type AdaptiveTuning } from '../../src/gate/adaptive-rate.ts';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { isRateLimitError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
 
@@ -22,8 +23,8 @@ export interface ScenarioOptions {
   readonly quota: ProviderQuota;
   readonly minLatencyMs: number;
   readonly maxLatencyMs: number;
-  /** Controller options (bucket, maxRate and clock are filled in); `undefined` runs non-adaptive. */
-  readonly adaptive: Omit<AdaptiveRateOptions, 'bucket' | 'maxRate' | 'clock'> | undefined;
+  /** Controller tuning; `undefined` runs non-adaptive. */
+  readonly adaptive: AdaptiveTuning | undefined;
   /** `'manual'`: a ManualClock advanced in `stepMs` steps (exact, fast); `'real'`: wall time. */
   readonly clock: 'manual' | 'real';
   /** ManualClock step, in ms. Default 10. */
@@ -68,7 +69,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
   const wallStartMs = performance.now();
   const manual = options.clock === 'manual' ? new ManualClock() : undefined;
   const clock: Clock = manual ?? systemClock;
-  const bucket = new TokenBucket({ rate: options.clientRate, burst: options.clientBurst, clock });
+  const limits = new LocalLimits(requestLimit(options.clientRate, options.clientBurst), clock);
+  const bucket = limits.bucket('requests')!;
   const provider = new SimulatedProvider({
     minLatencyMs: options.minLatencyMs,
     maxLatencyMs: options.maxLatencyMs,
@@ -76,8 +78,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
     seed: options.seed ?? 1,
     clock,
   });
-  const controller =
-    options.adaptive === undefined ? undefined : new AdaptiveRate({ ...options.adaptive, bucket, maxRate: options.clientRate, clock });
+  const controller = options.adaptive === undefined ? undefined : new AdaptiveRate({ ...options.adaptive, limits, clock });
 
   const reportSentAt = options.reportSentAt ?? true;
   const startMs = clock.now();

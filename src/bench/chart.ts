@@ -69,7 +69,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
     title: {
       text: options.title ?? 'news-processor bench',
       offset: 14,
-      ...(options.subtitle === undefined ? {} : { subtitle: options.subtitle }),
+      subtitle: options.subtitle,
     },
     config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
     // Each panel keeps its own scales (the colours still match: same domain, same scheme), so the

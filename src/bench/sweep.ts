@@ -1,5 +1,5 @@
 import { systemClock } from '../clock.ts';
-import type { Article } from '../pipeline/article.ts';
+import type { Article } from '../sources/article.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
 import { runPipeline, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
 
@@ -118,23 +118,20 @@ export interface SweepRunStart {
 }
 
 export interface SweepOptions
-  extends Pick<
-    PipelineOptions,
-    'routes' | 'workers' | 'timeoutMs' | 'maxAttempts' | 'backoff' | 'maxRetryAfterMs' | 'clock' | 'logger' | 'onAttempt'
-  > {
+  extends Pick<PipelineOptions, 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. Default 3. */
   readonly repeat?: number;
   /**
    * The providers of one run at `setting` (its rate and burst are the first provider's request
    * limit), new for every run: simulated providers built from the same seed replay the same calls.
-   * For instance `({ rate, burst }) => [{ provider: new SimulatedProvider({ seed: 1 }), rate, burst }]`.
+   * For instance `({ rate, burst }) => [{ provider: new SimulatedProvider({ seed: 1 }), limits: requestLimit(rate, burst) }]`.
    */
   readonly createProviders: (setting: BenchSetting) => readonly ProviderSetup[];
   /** A fresh source of the same articles for every run. */
   readonly createSource: () => Iterable<Article> | AsyncIterable<Article>;
   /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   readonly onRunStart?: (start: SweepRunStart) => void;
   /**
    * Keep each setting's grant timeline (for the chart). Default true. It holds one number per
@@ -172,9 +169,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
         clock,
         workers: options.workers,
         timeoutMs: options.timeoutMs,
-        maxAttempts: options.maxAttempts,
-        backoff: options.backoff,
-        maxRetryAfterMs: options.maxRetryAfterMs,
+        retry: options.retry,
         logger: options.logger,
         signal,
         onAttempt: (event) => {

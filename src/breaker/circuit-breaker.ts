@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import { silentLogger } from '../pipeline/silent-logger.ts';
+import { silentLogger } from '../silent-logger.ts';
+import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
 
 /**
  * Where a breaker stands. `closed` admits every call; `open` admits none until `reopensAtMs`;
@@ -39,14 +40,14 @@ export interface FailureRatioOptions {
 export interface CircuitBreakerOptions {
   /**
    * Consecutive failures, while closed, that open the circuit; an integer >= 1, or `Infinity` to
-   * leave opening to `failureRatio` alone. Default 5.
+   * leave opening to `failureRatio` alone. Default {@link BREAKER_DEFAULTS}: 10.
    */
   readonly failureThreshold?: number;
   /** Also open on a failure ratio over a sliding window. Default: no ratio rule. */
   readonly failureRatio?: FailureRatioOptions;
-  /** How long the circuit stays open before admitting probes, in ms; finite, >= 0. Default 5_000. */
+  /** How long the circuit stays open before admitting probes, in ms; finite, >= 0. Default {@link BREAKER_DEFAULTS}: 2 s. */
   readonly cooldownMs?: number;
-  /** Probe calls admitted at once while half-open; an integer >= 1. Default 1. */
+  /** Probe calls admitted at once while half-open; an integer >= 1. Default {@link BREAKER_DEFAULTS}: 1. */
   readonly halfOpenProbes?: number;
   /**
    * Probe successes needed to close; an integer >= 1. Default `halfOpenProbes`. It may exceed
@@ -92,6 +93,8 @@ export interface ExecuteOptions {
 /** The circuit refused a call at once: it is open, or half-open with every probe slot taken. */
 export class BrokenCircuitError extends Error {
   override readonly name = 'BrokenCircuitError';
+  /** Worth another attempt once the circuit admits probes (see {@link retryAfterMs}). */
+  readonly retryable = true;
   /** The breaker's `name`, if it has one. */
   readonly circuit: string | undefined;
   /** The state that refused the call. */
@@ -123,9 +126,16 @@ export const isBrokenCircuitError = (error: unknown): error is BrokenCircuitErro
 
 type Outcome = 'success' | 'failure' | 'release';
 
-const DEFAULT_FAILURE_THRESHOLD = 5;
-const DEFAULT_COOLDOWN_MS = 5_000;
-const DEFAULT_HALF_OPEN_PROBES = 1;
+/**
+ * The breaker's defaults. 10 consecutive failures, not 5: with many workers, calls that hang time
+ * out together, and a production-like 10 % failure rate trips 5 in a row (a 200-article run with
+ * 20 workers lost 164 articles that way); a 2 s cooldown probes again while a short outage is
+ * still worth waiting out.
+ */
+export const BREAKER_DEFAULTS = Object.freeze({ failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 });
+
+/** The failure-ratio rule's window and volume when a config names only the ratio. */
+export const FAILURE_RATIO_DEFAULTS = Object.freeze({ windowMs: 30_000, minimumCalls: 10 });
 const countEveryRejection = () => true;
 
 /**
@@ -178,32 +188,24 @@ export class CircuitBreaker {
   #opens = 0;
 
   constructor(options: CircuitBreakerOptions = {}) {
-    if (options === null || typeof options !== 'object') {
-      throw new TypeError(`Expected options to be an object, got ${options === null ? 'null' : typeof options}`);
-    }
+    checkObject('options', options);
     const {
-      failureThreshold = DEFAULT_FAILURE_THRESHOLD,
+      failureThreshold = BREAKER_DEFAULTS.failureThreshold,
       failureRatio,
-      cooldownMs = DEFAULT_COOLDOWN_MS,
-      halfOpenProbes = DEFAULT_HALF_OPEN_PROBES,
+      cooldownMs = BREAKER_DEFAULTS.cooldownMs,
+      halfOpenProbes = BREAKER_DEFAULTS.halfOpenProbes,
       clock = systemClock,
       name,
       logger = silentLogger,
     } = options;
-    if (failureThreshold !== Infinity) checkInteger('failureThreshold', failureThreshold, 'or Infinity');
+    checkInteger('failureThreshold', failureThreshold, 1, Infinity);
     if (failureRatio !== undefined) checkRatio(failureRatio);
-    if (typeof cooldownMs !== 'number' || !Number.isFinite(cooldownMs) || cooldownMs < 0) {
-      throw new TypeError(`Expected cooldownMs to be a finite number >= 0, got ${describeValue(cooldownMs)}`);
-    }
-    checkInteger('halfOpenProbes', halfOpenProbes);
+    checkDurationMs('cooldownMs', cooldownMs);
+    checkInteger('halfOpenProbes', halfOpenProbes, 1);
     const probeSuccessesToClose = options.probeSuccessesToClose ?? halfOpenProbes;
-    checkInteger('probeSuccessesToClose', probeSuccessesToClose);
-    if (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function') {
-      throw new TypeError(`Expected clock to be a Clock, got ${describeValue(clock)}`);
-    }
-    if (name !== undefined && typeof name !== 'string') {
-      throw new TypeError(`Expected name to be a string, got ${describeValue(name)}`);
-    }
+    checkInteger('probeSuccessesToClose', probeSuccessesToClose, 1);
+    checkClock('clock', clock);
+    if (name !== undefined && typeof name !== 'string') throw expected('name', 'a string', name);
     this.name = name;
     this.#failureThreshold = failureThreshold;
     this.#ratio = failureRatio === undefined ? undefined : { ...failureRatio };
@@ -211,7 +213,7 @@ export class CircuitBreaker {
     this.#halfOpenProbes = halfOpenProbes;
     this.#probeSuccessesToClose = probeSuccessesToClose;
     this.#clock = clock;
-    this.#logger = logger.child({ component: 'circuit-breaker', ...(name === undefined ? {} : { circuit: name }) });
+    this.#logger = logger.child({ component: 'circuit-breaker', circuit: name });
   }
 
   /** The current state; reading it turns an open circuit whose cooldown has passed half-open. */
@@ -249,11 +251,9 @@ export class CircuitBreaker {
    * {@link BrokenCircuitError}, without calling `fn`, when the circuit refuses the call.
    */
   async execute<T>(fn: () => T | PromiseLike<T>, options: ExecuteOptions = {}): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`Expected fn to be a function, got ${describeValue(fn)}`);
+    checkFunction('fn', fn);
     const { isFailure = countEveryRejection } = options;
-    if (typeof isFailure !== 'function') {
-      throw new TypeError(`Expected isFailure to be a function, got ${describeValue(isFailure)}`);
-    }
+    checkFunction('isFailure', isFailure);
     const permit = this.acquirePermit();
     try {
       const value = await fn();
@@ -274,9 +274,7 @@ export class CircuitBreaker {
    * on. Returns a function that unsubscribes (idempotent).
    */
   onStateChange(listener: (change: BreakerStateChange) => void): () => void {
-    if (typeof listener !== 'function') {
-      throw new TypeError(`Expected listener to be a function, got ${describeValue(listener)}`);
-    }
+    checkFunction('listener', listener);
     const entry = { listener };
     this.#listeners.add(entry);
     return () => {
@@ -420,30 +418,10 @@ class OutcomeWindow {
   }
 }
 
-function checkInteger(name: string, value: unknown, alternative?: string): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    const expected = alternative === undefined ? 'an integer >= 1' : `an integer >= 1 ${alternative}`;
-    throw new TypeError(`Expected ${name} to be ${expected}, got ${describeValue(value)}`);
-  }
-}
-
 function checkRatio(failureRatio: FailureRatioOptions): void {
-  if (failureRatio === null || typeof failureRatio !== 'object') {
-    throw new TypeError(`Expected failureRatio to be an object, got ${describeValue(failureRatio)}`);
-  }
+  checkObject('failureRatio', failureRatio);
   const { ratio, windowMs, minimumCalls } = failureRatio;
-  if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
-    throw new TypeError(`Expected failureRatio.ratio to be a number in (0, 1], got ${describeValue(ratio)}`);
-  }
-  if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs <= 0) {
-    throw new TypeError(`Expected failureRatio.windowMs to be a finite number > 0, got ${describeValue(windowMs)}`);
-  }
-  checkInteger('failureRatio.minimumCalls', minimumCalls);
-}
-
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'undefined') return String(value);
-  return typeof value;
+  checkNumber('failureRatio.ratio', ratio, { min: 0, minExclusive: true, max: 1 });
+  checkDurationMs('failureRatio.windowMs', windowMs, { positive: true });
+  checkInteger('failureRatio.minimumCalls', minimumCalls, 1);
 }

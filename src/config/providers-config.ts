@@ -1,9 +1,13 @@
 import { readFile } from 'node:fs/promises';
-import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limiter/provider-limits.ts';
+import { BREAKER_DEFAULTS, FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
+import type { AdaptiveTuning } from '../gate/adaptive-rate.ts';
+import { GATE_DEFAULTS } from '../gate/call-gate.ts';
+import type { LimitKind, LimitSpec } from '../gate/provider-limits.ts';
+import { HEADER_STYLES, LIMIT_KINDS, type HeaderStyle } from '../http/rate-limit-headers.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
-import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
 import { PROFILE_NAMES, type ProfileName } from '../provider/simulated.ts';
-import { parseDuration } from './duration.ts';
+import { show } from '../validation/checks.ts';
+import { DURATION_SYNTAX, parseDuration } from '../validation/duration.ts';
 
 /**
  * The providers file (`--config providers.json`): each provider's limits, breaker, adaptive rate,
@@ -32,14 +36,14 @@ export interface ProviderConfig {
   readonly name: string;
   /** In units per second; `burst` defaults to one period's worth (`rate` per its `per`). */
   readonly limits: readonly LimitSpec[];
-  /** Output tokens reserved per call before its usage is known. Default 256. */
+  /** Output tokens reserved per call before its usage is known. Default `GATE_DEFAULTS`. */
   readonly maxOutputTokens: number;
-  /** Cut the request rate on 429s and probe back up (never above the configured rate). Default false. */
-  readonly adaptive: boolean;
-  /** Lower the buckets to what the provider's rate-limit headers say remains. Default false. */
+  /** Cut the request rate on 429s and probe back up (never above the configured rate): `"adaptive": true` in the file. Absent: fixed rate. */
+  readonly adaptive: AdaptiveTuning | undefined;
+  /** Lower the limits to what the provider's rate-limit headers say remains. Default `GATE_DEFAULTS`. */
   readonly syncHeaders: boolean;
-  /** The circuit breaker; `false` for none. Default {@link DEFAULT_BREAKER}: 10 consecutive failures, 2 s cooldown, 1 probe. */
-  readonly breaker: false | BreakerConfig;
+  /** The circuit breaker; absent (`"breaker": false` in the file) for none. Default `BREAKER_DEFAULTS`. */
+  readonly breaker: BreakerConfig | undefined;
   readonly simulated: SimulatedConfig;
 }
 
@@ -70,12 +74,6 @@ export class ConfigError extends Error {
 
 export const isConfigError = (error: unknown): error is ConfigError => error instanceof ConfigError;
 
-/**
- * The breaker a provider gets unless told otherwise, in the file and on the command line alike.
- * 10 in a row, not 5: with many workers, calls that hang time out together, and a production-like
- * 10 % failure rate would trip 5.
- */
-export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 };
 const PER_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600 };
 
 /** Reads and validates a providers file. */
@@ -137,9 +135,10 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   return {
     name,
     limits,
-    maxOutputTokens: o.maxOutputTokens === undefined ? 256 : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
-    adaptive: o.adaptive === undefined ? false : at.boolean(o.adaptive, `${path}.adaptive`),
-    syncHeaders: o.syncHeaders === undefined ? false : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
+    maxOutputTokens:
+      o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
+    adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
+    syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),
     simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
   };
@@ -157,9 +156,9 @@ function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
   return { kind, rate: amount / perSeconds, burst };
 }
 
-function readBreaker(at: Reader, json: unknown, path: string): false | BreakerConfig {
-  if (json === undefined) return DEFAULT_BREAKER;
-  if (json === false) return false;
+function readBreaker(at: Reader, json: unknown, path: string): BreakerConfig | undefined {
+  if (json === undefined) return BREAKER_DEFAULTS;
+  if (json === false) return undefined;
   const o = at.object(json, path);
   at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes', 'failureRatio']);
   let failureRatio: BreakerConfig['failureRatio'];
@@ -170,17 +169,20 @@ function readBreaker(at: Reader, json: unknown, path: string): false | BreakerCo
     if (ratio > 1) at.fail(`${path}.failureRatio.ratio`, 'a share in (0, 1]', r.ratio);
     failureRatio = {
       ratio,
-      windowMs: at.positiveDuration(r.window, `${path}.failureRatio.window`),
-      minimumCalls: r.minimumCalls === undefined ? 10 : at.integer(r.minimumCalls, `${path}.failureRatio.minimumCalls`, 1),
+      windowMs: r.window === undefined ? FAILURE_RATIO_DEFAULTS.windowMs : at.positiveDuration(r.window, `${path}.failureRatio.window`),
+      minimumCalls:
+        r.minimumCalls === undefined
+          ? FAILURE_RATIO_DEFAULTS.minimumCalls
+          : at.integer(r.minimumCalls, `${path}.failureRatio.minimumCalls`, 1),
     };
   }
   return {
-    ...(failureRatio === undefined ? {} : { failureRatio }),
+    failureRatio,
     failureThreshold:
-      o.failureThreshold === undefined ? DEFAULT_BREAKER.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
-    cooldownMs: o.cooldown === undefined ? DEFAULT_BREAKER.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
+      o.failureThreshold === undefined ? BREAKER_DEFAULTS.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
+    cooldownMs: o.cooldown === undefined ? BREAKER_DEFAULTS.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
     halfOpenProbes:
-      o.halfOpenProbes === undefined ? DEFAULT_BREAKER.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
+      o.halfOpenProbes === undefined ? BREAKER_DEFAULTS.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
   };
 }
 
@@ -228,7 +230,7 @@ class Reader {
 
   fail(path: string, expected: string, got: unknown): never {
     const where = path === '' ? this.source : `${this.source}: ${path}`;
-    throw new ConfigError(`${where}: expected ${expected}, got ${describe(got)}`);
+    throw new ConfigError(`${where}: expected ${expected}, got ${got === undefined ? 'nothing' : show(got)}`);
   }
 
   object(value: unknown, path: string): Record<string, unknown> {
@@ -285,7 +287,7 @@ class Reader {
 
   duration(value: unknown, path: string): number {
     const ms = typeof value === 'string' ? parseDuration(value) : undefined;
-    if (ms === undefined) this.fail(path, 'a duration like "500ms" or "2s"', value);
+    if (ms === undefined || ms < 0) this.fail(path, DURATION_SYNTAX, value);
     return ms!;
   }
 
@@ -294,11 +296,4 @@ class Reader {
       this.fail(path, `one of ${choices.map((c) => `"${c}"`).join(', ')}`, value);
     return value as T;
   }
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  const json = JSON.stringify(value);
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }

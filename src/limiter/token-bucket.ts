@@ -22,6 +22,15 @@ export interface AcquireOptions {
    * granted within this many ms. (An AbortSignal cannot tell its deadline ahead, this can.)
    */
   readonly maxWaitMs?: number;
+  /**
+   * Where the waiter lines up: the queue is served in order of rank (lower first), then of arrival.
+   * Default `Infinity`: behind every ranked waiter, first come first served — so without ranks the
+   * queue is plain FIFO. A ranked waiter never goes ahead of a `reserve()` made before it (whose
+   * time is fixed), and those it goes ahead of wait longer; their own `maxWaitMs` was checked when
+   * they lined up. The pipeline ranks an article's calls by the order the articles started, so
+   * work under way finishes before work started after it.
+   */
+  readonly rank?: number;
 }
 
 /** The outcome of {@link TokenBucket.reserve}, like x/time/rate's `Reservation`. */
@@ -66,6 +75,8 @@ export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceeded
 interface Entry {
   readonly n: number;
   readonly waiter: boolean;
+  /** See {@link AcquireOptions.rank}; `Infinity` for markers and unranked waiters. */
+  readonly rank: number;
   /**
    * Its share of `#queuedTokens`: `n`, plus, on a marker, tokens refunded by entries removed ahead
    * of it. Crediting them to the marker rather than to the count lets the waiters between the
@@ -160,6 +171,18 @@ export class TokenBucket {
   }
 
   /**
+   * Milliseconds until the refill has paid every outstanding charge and produced `n` tokens more:
+   * 0 when they are there now, `Infinity` at rate 0 without them. For `n` up to the burst that is
+   * when a newcomer's take of `n` would be granted; `msUntil(burst)` is the time until the bucket
+   * is full again; a larger `n` is when the last of `n` single takes would be.
+   */
+  msUntil(n: number): number {
+    checkCount(n);
+    if (this.#rate === Infinity) return 0;
+    return this.#msFor(n - this.#tokensAt(this.#clock.now()));
+  }
+
+  /**
    * Takes `n` tokens if they are available now and nobody is queued ahead; returns whether it did.
    */
   tryAcquire(n = 1): boolean {
@@ -196,7 +219,7 @@ export class TokenBucket {
     // Never backwards: a refund or a rate rise can let a later take act before an earlier one,
     // and cancel() must still count every reservation that acts after the one cancelled.
     this.#lastEventMs = Math.max(this.#lastEventMs, timeToActMs);
-    const marker = this.#head === undefined ? undefined : this.#enqueue(n, false);
+    const marker = this.#head === undefined ? undefined : this.#enqueue(n, false, Infinity, undefined);
     return new Grant(nowMs, timeToActMs, n, this.#rate, marker, this.#cancelReservation);
   }
 
@@ -210,6 +233,8 @@ export class TokenBucket {
     const { signal } = options;
     const maxWaitMs = options.maxWaitMs ?? Infinity;
     checkNonNegative('maxWaitMs', maxWaitMs);
+    const rank = options.rank ?? Infinity;
+    if (typeof rank !== 'number' || Number.isNaN(rank)) throw new TypeError(`Expected rank to be a number, got ${String(rank)}`);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#rate === Infinity) return RESOLVED;
     if (n > this.#burst) {
@@ -222,12 +247,21 @@ export class TokenBucket {
       this.#charge(nowMs, tokens);
       return RESOLVED;
     }
-    const waitMs = this.#msFor(-tokens);
+    // The waiter goes in front of every waiter ranked after it, up to the last fixed reservation.
+    let before: Entry | undefined;
+    let behindTokens = 0;
+    for (let entry = this.#tail; entry?.waiter && entry.rank > rank; entry = entry.prev) {
+      before = entry;
+      behindTokens += entry.weight;
+    }
+    // Covered once the refill has paid for everyone ahead of it and for itself: the whole debt
+    // less what those it goes in front of owe.
+    const waitMs = this.#msFor(-tokens - behindTokens);
     if (waitMs === Infinity || waitMs > maxWaitMs) {
       return Promise.reject(new MaxWaitExceededError(waitMs, maxWaitMs));
     }
     this.#charge(nowMs, tokens);
-    const entry = this.#enqueue(n, true);
+    const entry = this.#enqueue(n, true, rank, before);
     const promise = new Promise<void>((resolve, reject) => {
       entry.resolve = resolve;
       entry.reject = reject;
@@ -309,22 +343,26 @@ export class TokenBucket {
     return this.#rate === 0 ? Infinity : (tokens * 1000) / this.#rate;
   }
 
-  #enqueue(n: number, waiter: boolean): Entry {
+  /** Links a new entry in before `before`, or at the tail. */
+  #enqueue(n: number, waiter: boolean, rank: number, before: Entry | undefined): Entry {
+    const prev = before === undefined ? this.#tail : before.prev;
     const entry: Entry = {
       n,
       waiter,
+      rank,
       resolve: noop,
       reject: noop,
       signal: undefined,
       onAbort: undefined,
       weight: n,
-      prev: this.#tail,
-      next: undefined,
+      prev,
+      next: before,
       queued: true,
     };
-    if (this.#tail === undefined) this.#head = entry;
-    else this.#tail.next = entry;
-    this.#tail = entry;
+    if (prev === undefined) this.#head = entry;
+    else prev.next = entry;
+    if (before === undefined) this.#tail = entry;
+    else before.prev = entry;
     this.#queuedTokens += n;
     if (waiter) this.#queuedCount++;
     return entry;

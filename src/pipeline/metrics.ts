@@ -1,4 +1,4 @@
-import type { AttemptEvent, CallGate } from './call-gate.ts';
+import type { AttemptEvent, GateFigures } from '../gate/call-gate.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 
@@ -69,8 +69,6 @@ export interface RunSummary {
   readonly leastElapsedMs: number;
   /** `leastElapsedMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
   readonly efficiency: number | null;
-  readonly rate: number;
-  readonly burst: number;
   readonly workers: number;
   readonly interrupted: boolean;
   readonly callLatencyMs: Percentiles;
@@ -80,9 +78,6 @@ export interface RunSummary {
 }
 
 interface ProviderCounters {
-  rate: number;
-  burst: number;
-  gate: CallGate | undefined;
   tokensUsed: number;
   circuitRejections: number;
   calls: number;
@@ -110,18 +105,11 @@ export class Metrics {
   #failed = 0;
   #cancelled = 0;
 
-  constructor(options: {
-    startMs: number;
-    workers: number;
-    providers: readonly { name: string; rate: number; burst: number; gate?: CallGate }[];
-  }) {
+  constructor(options: { readonly startMs: number; readonly workers: number; readonly providers: readonly string[] }) {
     this.#startMs = options.startMs;
     this.#workers = options.workers;
-    for (const { name, rate, burst, gate } of options.providers) {
+    for (const name of options.providers) {
       this.#providers.set(name, {
-        rate,
-        burst,
-        gate,
         tokensUsed: 0,
         circuitRejections: 0,
         calls: 0,
@@ -170,7 +158,8 @@ export class Metrics {
     }
   }
 
-  summary(endMs: number, interrupted: boolean): RunSummary {
+  /** The run's figures at `endMs`, with each provider's gate figures as they stand then. */
+  summary(endMs: number, interrupted: boolean, gates: readonly GateFigures[]): RunSummary {
     const providers: ProviderFigures[] = [];
     let calls = 0;
     let retries = 0;
@@ -180,18 +169,24 @@ export class Metrics {
     let floorMs = 0;
     let leastMs = 0;
     const elapsedMs = endMs - this.#startMs;
-    for (const [name, c] of this.#providers) {
-      const rateFloorMs = c.rate === Infinity ? 0 : c.rate === 0 ? Infinity : (Math.max(0, c.calls - c.burst) * 1000) / c.rate;
-      const { gate, ...figures } = c;
+    for (const gate of gates) {
+      const c = this.#providers.get(gate.provider);
+      if (c === undefined) continue;
+      const requests = gate.limits.find((limit) => limit.kind === 'requests');
+      const rate = requests?.rate ?? Infinity;
+      const burst = requests?.burst ?? 0;
+      const rateFloorMs = rate === Infinity ? 0 : rate === 0 ? Infinity : (Math.max(0, c.calls - burst) * 1000) / rate;
       providers.push({
-        name,
-        ...figures,
+        name: gate.provider,
+        rate,
+        burst,
+        ...c,
         rateFloorMs,
         achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
-        breakerOpens: gate?.breaker?.opens ?? 0,
-        finalRate: gate?.limits.bucket('requests')?.rate ?? c.rate,
-        countsTokens: gate?.limits.countsTokens ?? false,
-        rateCuts: gate?.adaptive?.decreases ?? 0,
+        breakerOpens: gate.breakerOpens,
+        finalRate: gate.rate,
+        countsTokens: gate.countsTokens,
+        rateCuts: gate.rateCuts,
       });
       calls += c.calls;
       retries += c.retries;
@@ -199,13 +194,12 @@ export class Metrics {
       serverErrors += c.serverErrors;
       timeouts += c.timeouts;
       // The provider that could finish last bounds the run.
-      if (c.rate !== Infinity && c.calls > c.burst && rateFloorMs + c.lastCallLatencyMs > leastMs) {
+      if (rate !== Infinity && c.calls > burst && rateFloorMs + c.lastCallLatencyMs > leastMs) {
         leastMs = rateFloorMs + c.lastCallLatencyMs;
         floorMs = rateFloorMs;
       }
     }
     const limited = providers.some((p) => p.rate !== Infinity);
-    const first = providers[0];
     return {
       articles: this.#articles,
       succeeded: this.#succeeded,
@@ -222,8 +216,6 @@ export class Metrics {
       leastElapsedMs: leastMs,
       // No floor when every call fit in the burst (or the rate is unlimited): nothing to measure against.
       efficiency: limited && elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
-      rate: first?.rate ?? Infinity,
-      burst: first?.burst ?? 0,
       workers: this.#workers,
       interrupted,
       callLatencyMs: percentiles(this.#latency),

@@ -1,10 +1,10 @@
 import type { Clock } from '../clock.ts';
+import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError, type TaskName } from '../provider/provider.ts';
 import { TASKS } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
-import type { Article } from './article.ts';
-import type { AttemptEvent, CallGate } from './call-gate.ts';
+import type { Article } from '../sources/article.ts';
 import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
 
@@ -15,31 +15,29 @@ export interface ProcessorOptions {
   readonly timeoutMs: number;
   readonly clock: Clock;
   /** Aborted to cancel the run (Ctrl-C): the article ends `cancelled`. */
-  readonly signal?: AbortSignal;
-  /**
-   * Where the article's deadline signal comes from. A run shares one among all its articles;
-   * without it the article makes its own. Must be parented to `signal`.
-   */
-  readonly deadlines?: DeadlineSignals;
-  readonly onAttempt?: (event: AttemptEvent) => void;
+  readonly signal?: AbortSignal | undefined;
+  /** Where the article's deadline signal comes from, shared by the run's articles; parented to `signal` ({@link articleDeadlines}). */
+  readonly deadlines: DeadlineSignals;
+  readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /** The pool slot running the article, passed on to the attempt events. */
-  readonly workerId?: number;
+  readonly workerId?: number | undefined;
 }
 
 /**
  * Runs an article's tasks in order — summarise, then sentiment — and always resolves with its
  * result: succeeded, failed with the reason (a dead letter), or cancelled. It never rejects.
+ * `rank` orders its calls among those waiting for the limits (lower first): the pipeline gives
+ * each article the order it started in, so work under way finishes before later work.
  */
-export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
+export async function processArticle(article: Article, rank: number, options: ProcessorOptions): Promise<ArticleResult> {
   const { clock, timeoutMs, signal: runSignal } = options;
   const startMs = clock.now();
   const deadlineMs = startMs + timeoutMs;
-  const ownDeadlines = options.deadlines === undefined ? articleDeadlines(clock, timeoutMs, runSignal) : undefined;
-  const deadlineSignal = (options.deadlines ?? ownDeadlines!).signalFor(deadlineMs);
+  const deadlineSignal = options.deadlines.signalFor(deadlineMs);
 
   let task: TaskName = TASKS[0]!;
   const tally = { calls: 0 };
-  const callOptions = { signal: deadlineSignal, deadlineMs, onAttempt: options.onAttempt, workerId: options.workerId, tally };
+  const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt: options.onAttempt, workerId: options.workerId, tally };
   const result: Mutable<ArticleResult> = { id: article.id, title: article.title, status: 'succeeded', attempts: 0, elapsedMs: 0 };
   try {
     for (task of TASKS) {
@@ -58,8 +56,6 @@ export async function processArticle(article: Article, options: ProcessorOptions
     const cancelled = runSignal?.aborted === true && error === runSignal.reason;
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, task);
-  } finally {
-    ownDeadlines?.dispose();
   }
   result.attempts = tally.calls;
   result.elapsedMs = clock.now() - startMs;

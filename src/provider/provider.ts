@@ -56,7 +56,12 @@ export interface LlmResponse {
 
 export interface CallOptions {
   /** Aborting it must settle the call promptly, rejecting with `signal.reason`. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
+  /**
+   * What is left of the caller's deadline, in ms (`Infinity`: none). A provider over a network
+   * makes it its request timeout; the signal aborts the call at the deadline all the same.
+   */
+  readonly timeoutMs?: number | undefined;
 }
 
 export interface Provider {

@@ -19,7 +19,8 @@ import {
   type ResponseHeaders,
 } from './provider.ts';
 import { createRandom } from './random.ts';
-import { HEADER_STYLES, formatRateLimitHeaders, isHeaderStyle, type HeaderStyle, type LimitSnapshot } from './rate-limit-headers.ts';
+import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from '../http/rate-limit-headers.ts';
+import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
 import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
@@ -109,6 +110,18 @@ export interface SimulatedProviderOptions {
   readonly epochMs?: number;
 }
 
+/** What a simulated provider is unless told otherwise. */
+export const SIMULATED_DEFAULTS = Object.freeze({
+  name: 'simulated',
+  /** Shortest answer time, ms; latency is uniform up to `maxLatencyMs`. */
+  minLatencyMs: 200,
+  maxLatencyMs: 800,
+  profile: 'default' as ProfileName,
+  seed: 1,
+  /** How long a hanging call waits before it times out, ms. */
+  hangMs: 30_000,
+});
+
 /** The range a random 429's retry-after hint is drawn from, in ms. */
 const MIN_RETRY_AFTER_MS = 100;
 const MAX_RETRY_AFTER_MS = 1000;
@@ -145,7 +158,7 @@ export class SimulatedProvider implements Provider {
   readonly #minLatencyMs: number;
   readonly #maxLatencyMs: number;
   readonly #hangMs: number;
-  readonly #quota: { readonly bucket: TokenBucket; readonly rate: number } | undefined;
+  readonly #quota: TokenBucket | undefined;
   readonly #headerStyle: HeaderStyle | undefined;
   readonly #outage: OutageWindow | undefined;
   readonly #createdAtMs: number;
@@ -157,38 +170,29 @@ export class SimulatedProvider implements Provider {
   #hangs = 0;
 
   constructor(options: SimulatedProviderOptions = {}) {
-    if (options === null || typeof options !== 'object') {
-      throw new TypeError(`Expected options to be an object, got ${show(options)}`);
-    }
+    checkObject('options', options);
     const {
-      name = 'simulated',
-      minLatencyMs = 200,
-      maxLatencyMs = 800,
-      profile = 'default',
-      seed = 1,
+      name = SIMULATED_DEFAULTS.name,
+      minLatencyMs = SIMULATED_DEFAULTS.minLatencyMs,
+      maxLatencyMs = SIMULATED_DEFAULTS.maxLatencyMs,
+      profile = SIMULATED_DEFAULTS.profile,
+      seed = SIMULATED_DEFAULTS.seed,
       quota,
       clock = systemClock,
-      hangMs = 30_000,
+      hangMs = SIMULATED_DEFAULTS.hangMs,
       headerStyle,
       outage = profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined,
       epochMs = Date.now(),
     } = options;
-    if (typeof name !== 'string' || name === '') throw new TypeError(`Expected name to be a non-empty string, got ${show(name)}`);
-    checkDuration('minLatencyMs', minLatencyMs);
-    checkDuration('maxLatencyMs', maxLatencyMs);
-    if (minLatencyMs > maxLatencyMs) {
-      throw new TypeError(`Expected minLatencyMs to be at most maxLatencyMs (${maxLatencyMs}), got ${minLatencyMs}`);
-    }
-    checkDuration('hangMs', hangMs);
-    if (!Number.isInteger(seed)) throw new TypeError(`Expected seed to be an integer, got ${show(seed)}`);
-    if (headerStyle !== undefined && !isHeaderStyle(headerStyle)) {
-      const styles = HEADER_STYLES.map((style) => `'${style}'`).join(', ');
-      throw new TypeError(`Expected headerStyle to be one of ${styles}, got ${show(headerStyle)}`);
-    }
+    checkString('name', name);
+    checkDurationMs('minLatencyMs', minLatencyMs);
+    checkDurationMs('maxLatencyMs', maxLatencyMs);
+    if (minLatencyMs > maxLatencyMs) throw expected('minLatencyMs', `at most maxLatencyMs (${maxLatencyMs})`, minLatencyMs);
+    checkDurationMs('hangMs', hangMs);
+    checkInteger('seed', seed, Number.MIN_SAFE_INTEGER);
+    if (headerStyle !== undefined) checkOneOf('headerStyle', headerStyle, HEADER_STYLES);
     if (outage !== undefined) checkOutage(outage);
-    if (typeof epochMs !== 'number' || !Number.isFinite(epochMs)) {
-      throw new TypeError(`Expected epochMs to be a finite number (Unix epoch ms), got ${show(epochMs)}`);
-    }
+    checkNumber('epochMs', epochMs, { unit: 'Unix epoch ms' });
 
     this.name = name;
     this.#clock = clock;
@@ -243,11 +247,10 @@ export class SimulatedProvider implements Provider {
 
     // A provider that is down answers from its front door: no quota spent, no random failure.
     const inOutage = this.#inOutage(this.#elapsedMs());
-    if (!inOutage && this.#quota !== undefined && !this.#quota.bucket.tryAcquire(1)) {
-      const { bucket, rate } = this.#quota;
+    if (!inOutage && this.#quota !== undefined && !this.#quota.tryAcquire(1)) {
       this.#rateLimited += 1;
       // Whole ms rounded up, as real Retry-After hints are: waiting that long always suffices.
-      const retryAfterMs = Math.ceil(Math.max(0, ((1 - bucket.tokens()) / rate) * 1000));
+      const retryAfterMs = Math.ceil(this.#quota.msUntil(1));
       throw new RateLimitError('rate limited (429): quota exceeded', { retryAfterMs, headers: this.#headers(retryAfterMs) });
     }
 
@@ -299,14 +302,13 @@ export class SimulatedProvider implements Provider {
     if (this.#headerStyle === undefined) return undefined;
     const status: LimitSnapshot[] = [];
     if (this.#quota !== undefined) {
-      const { bucket, rate } = this.#quota;
-      const tokens = bucket.tokens();
+      const bucket = this.#quota;
       status.push({
         kind: 'requests',
         limit: Math.floor(bucket.burst),
         // Float refill can land a hair under a whole token that is, in truth, there.
-        remaining: Math.max(0, Math.floor(tokens + TOKEN_EPSILON)),
-        resetMs: Math.max(0, ((bucket.burst - tokens) * 1000) / rate),
+        remaining: Math.max(0, Math.floor(bucket.tokens() + TOKEN_EPSILON)),
+        resetMs: bucket.msUntil(bucket.burst),
       });
     }
     const nowMs = this.#epochMs + this.#elapsedMs();
@@ -351,70 +353,36 @@ function answer(request: LlmRequest): LlmResponse {
 function resolveProfile(profile: unknown): FailureProfile {
   if (isProfileName(profile)) return FAILURE_PROFILES[profile];
   if (profile === null || typeof profile !== 'object') {
-    const names = PROFILE_NAMES.map((name) => `'${name}'`).join(', ');
-    throw new TypeError(`Expected profile to be one of ${names} or a FailureProfile, got ${show(profile)}`);
+    const names = PROFILE_NAMES.map((name) => show(name)).join(', ');
+    throw expected('profile', `one of ${names} or a FailureProfile`, profile);
   }
   const { rateLimitedProbability, serverErrorProbability, hangProbability } = profile as FailureProfile;
-  checkProbability('profile.rateLimitedProbability', rateLimitedProbability);
-  checkProbability('profile.serverErrorProbability', serverErrorProbability);
-  checkProbability('profile.hangProbability', hangProbability);
+  checkNumber('profile.rateLimitedProbability', rateLimitedProbability, { min: 0, max: 1 });
+  checkNumber('profile.serverErrorProbability', serverErrorProbability, { min: 0, max: 1 });
+  checkNumber('profile.hangProbability', hangProbability, { min: 0, max: 1 });
   const total = rateLimitedProbability + serverErrorProbability + hangProbability;
   if (total > 1) throw new TypeError(`Expected the profile's probabilities to sum to at most 1, got ${total}`);
   return Object.freeze({ rateLimitedProbability, serverErrorProbability, hangProbability });
 }
 
-function createQuota(quota: ProviderQuota, clock: Clock): { bucket: TokenBucket; rate: number } {
-  if (quota === null || typeof quota !== 'object') {
-    throw new TypeError(`Expected quota to be an object { rate, burst }, got ${show(quota)}`);
-  }
-  const { rate, burst } = quota;
+function createQuota(quota: ProviderQuota, clock: Clock): TokenBucket {
+  checkObject('quota', quota);
   // rate 0 would make retry-after infinite and burst < 1 would refuse every call: no real quota does that.
-  if (typeof rate !== 'number' || !(rate > 0)) {
-    throw new TypeError(`Expected quota.rate to be a positive number of calls per second, got ${show(rate)}`);
-  }
-  if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 1) {
-    throw new TypeError(`Expected quota.burst to be a finite number >= 1, got ${show(burst)}`);
-  }
-  return { bucket: new TokenBucket({ rate, burst, clock }), rate };
+  checkNumber('quota.rate', quota.rate, { min: 0, minExclusive: true, finite: false, unit: 'calls per second' });
+  checkNumber('quota.burst', quota.burst, { min: 1 });
+  return new TokenBucket({ rate: quota.rate, burst: quota.burst, clock });
 }
 
 function checkOutage(outage: OutageWindow): void {
-  if (outage === null || typeof outage !== 'object') {
-    throw new TypeError(`Expected outage to be an object { startMs, endMs }, got ${show(outage)}`);
-  }
-  checkDuration('outage.startMs', outage.startMs);
-  checkDuration('outage.endMs', outage.endMs);
-  if (outage.endMs < outage.startMs) {
-    throw new TypeError(`Expected outage.endMs to be at least outage.startMs (${outage.startMs}), got ${outage.endMs}`);
-  }
+  checkObject('outage', outage);
+  checkDurationMs('outage.startMs', outage.startMs);
+  checkDurationMs('outage.endMs', outage.endMs);
+  if (outage.endMs < outage.startMs) throw expected('outage.endMs', `at least outage.startMs (${outage.startMs})`, outage.endMs);
 }
 
 function checkRequest(request: LlmRequest): void {
-  if (request === null || typeof request !== 'object') {
-    throw new TypeError(`Expected request to be an object, got ${show(request)}`);
-  }
-  if (!TASKS.includes(request.task)) {
-    throw new TypeError(`Expected request.task to be one of ${TASKS.map((task) => `'${task}'`).join(', ')}, got ${show(request.task)}`);
-  }
-  if (typeof request.title !== 'string') throw new TypeError(`Expected request.title to be a string, got ${show(request.title)}`);
-  if (typeof request.text !== 'string') throw new TypeError(`Expected request.text to be a string, got ${show(request.text)}`);
-}
-
-function checkDuration(label: string, valueMs: unknown): void {
-  if (typeof valueMs !== 'number' || !Number.isFinite(valueMs) || valueMs < 0) {
-    throw new TypeError(`Expected ${label} to be a finite number >= 0, got ${show(valueMs)}`);
-  }
-}
-
-function checkProbability(label: string, value: unknown): void {
-  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
-    throw new TypeError(`Expected ${label} to be a number in [0, 1], got ${show(value)}`);
-  }
-}
-
-/** A value as an error message shows it: strings quoted, objects and functions by their type. */
-function show(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null) return 'null';
-  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+  checkObject('request', request);
+  checkOneOf('request.task', request.task, TASKS);
+  if (typeof request.title !== 'string') throw expected('request.title', 'a string', request.title);
+  if (typeof request.text !== 'string') throw expected('request.text', 'a string', request.text);
 }

@@ -23,8 +23,8 @@ export type Backoff = (attempt: number, previousDelayMs: number) => number;
 
 export type BackoffKind = 'exponential' | 'full' | 'decorrelated';
 
-const DEFAULT_BASE_MS = 100;
-const DEFAULT_CAP_MS = 2000;
+/** The backoff {@link createBackoff} makes unless told otherwise. */
+export const BACKOFF_DEFAULTS = Object.freeze({ kind: 'full' as BackoffKind, baseMs: 100, capMs: 2000 });
 
 /** No jitter: `min(capMs, baseMs · 2^(attempt − 1))`. For a single client or for tests. */
 export function exponentialDelayMs(attempt: number, options: BackoffOptions = {}): number {
@@ -81,8 +81,8 @@ export function createBackoff(kind: BackoffKind = 'full', options: BackoffOption
 }
 
 function resolveOptions(options: BackoffOptions): { baseMs: number; capMs: number } {
-  const baseMs = options.baseMs ?? DEFAULT_BASE_MS;
-  const capMs = options.capMs ?? DEFAULT_CAP_MS;
+  const baseMs = options.baseMs ?? BACKOFF_DEFAULTS.baseMs;
+  const capMs = options.capMs ?? BACKOFF_DEFAULTS.capMs;
   if (!(Number.isFinite(baseMs) && baseMs > 0)) {
     throw new TypeError(`Expected baseMs to be a finite number > 0, got ${String(baseMs)}`);
   }

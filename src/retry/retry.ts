@@ -1,35 +1,42 @@
-import { sleep, systemClock } from '../clock.ts';
-import type { Clock } from '../clock.ts';
-import { isProviderError } from '../provider/provider.ts';
-import { createBackoff } from './backoff.ts';
-import type { Backoff } from './backoff.ts';
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { checkDurationMs, checkFunction, checkInteger, checkNumber } from '../validation/checks.ts';
+import { createBackoff, type Backoff } from './backoff.ts';
 
-export interface RetryOptions {
-  /** Total attempts, the first included; an integer >= 1. Default 3. */
-  maxAttempts?: number;
-  /** Delay before each retry when the provider gave no hint. Default `createBackoff('full')`. */
-  backoff?: Backoff;
+/** How retries behave unless told otherwise. */
+export const RETRY_DEFAULTS = Object.freeze({
+  /** Total attempts, the first included. */
+  maxAttempts: 3,
+  /** A failure's retry-after is obeyed up to this many ms: a broken or hostile hint must not park the batch for an hour. */
+  maxRetryAfterMs: 60_000,
+});
+
+/** What decides whether and when to go again; shared by {@link retry} and loops of their own (the call gate's). */
+export interface RetryPolicyOptions {
+  /** Total attempts, the first included; an integer >= 1. Default {@link RETRY_DEFAULTS}. */
+  readonly maxAttempts?: number;
+  /** Delay before each retry when the failure gave no hint. Default `createBackoff()`: full jitter over `BACKOFF_DEFAULTS`. */
+  readonly backoff?: Backoff;
+  /** A retry-after hint is obeyed, but never beyond this many ms; >= 0. Default {@link RETRY_DEFAULTS}. */
+  readonly maxRetryAfterMs?: number;
   /**
-   * A provider's retry-after hint is obeyed, but never beyond this many milliseconds: a broken or
-   * hostile hint must not park the batch for an hour. Default 60_000; must be >= 0.
+   * Whether a failure is worth another attempt. Default: an error whose `retryable` property is
+   * true (the providers' 429s and 5xx, an open circuit).
    */
-  maxRetryAfterMs?: number;
-  /**
-   * Whether a failure is worth another attempt. Default: a `ProviderError` whose `retryable` is
-   * true (429 and 5xx yes, timeout no).
-   */
-  isRetryable?: (error: unknown) => boolean;
+  readonly isRetryable?: (error: unknown) => boolean;
+}
+
+export interface RetryOptions extends RetryPolicyOptions {
   /** Default {@link systemClock}. */
-  clock?: Clock;
+  readonly clock?: Clock;
   /** Aborts the backoff sleep and is handed to every attempt; retry() then rejects with `signal.reason`. */
-  signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /**
    * An instant on `clock`'s scale, in milliseconds. When the next backoff would end after it, retry()
    * gives up at once instead of sleeping towards a retry that could not finish in time.
    */
-  deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
   /** Called just before each backoff sleep. `attempt` is the attempt that failed. */
-  onRetry?: (event: RetryEvent) => void;
+  readonly onRetry?: (event: RetryEvent) => void;
 }
 
 export interface RetryEvent {
@@ -40,10 +47,13 @@ export interface RetryEvent {
 
 /** What each attempt receives besides its number; shaped like the provider's `CallOptions`. */
 export interface AttemptOptions {
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 export type RetryStopReason = 'not-retryable' | 'exhausted' | 'deadline';
+
+/** After a failed attempt: go again after `delayMs`, or stop with the error to reject with. */
+export type RetryDecision = { readonly retry: true; readonly delayMs: number } | { readonly retry: false; readonly error: RetryError };
 
 /** retry() gave up. `cause` is the last attempt's error, so nothing of the failure is lost. */
 export class RetryError extends Error {
@@ -62,20 +72,60 @@ export class RetryError extends Error {
 
 export const isRetryError = (error: unknown): error is RetryError => error instanceof RetryError;
 
-const DEFAULT_MAX_ATTEMPTS = 3;
-const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+const isMarkedRetryable = (error: unknown): boolean =>
+  error !== null && typeof error === 'object' && (error as { retryable?: unknown }).retryable === true;
 
-const defaultIsRetryable = (error: unknown): boolean => isProviderError(error) && error.retryable;
+/**
+ * The decision after a failed attempt. The wait is the failure's own `retryAfterMs` when it carries
+ * one — a 429's, a 503's, an open circuit's — capped at `maxRetryAfterMs`; it wins even when
+ * shorter than the backoff, since the provider knows its own quota. Otherwise it is
+ * `backoff(attempt, previousDelayMs)`. Options are checked once, here.
+ */
+export class RetryPolicy {
+  readonly maxAttempts: number;
+  readonly #maxRetryAfterMs: number;
+  readonly #backoff: Backoff;
+  readonly #isRetryable: (error: unknown) => boolean;
+
+  constructor(options: RetryPolicyOptions = {}) {
+    const { maxAttempts = RETRY_DEFAULTS.maxAttempts, maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs } = options;
+    checkInteger('maxAttempts', maxAttempts, 1);
+    checkNumber('maxRetryAfterMs', maxRetryAfterMs, { min: 0, finite: false, unit: 'ms' });
+    const { backoff = createBackoff(), isRetryable = isMarkedRetryable } = options;
+    checkFunction('backoff', backoff);
+    checkFunction('isRetryable', isRetryable);
+    this.maxAttempts = maxAttempts;
+    this.#maxRetryAfterMs = maxRetryAfterMs;
+    this.#backoff = backoff;
+    this.#isRetryable = isRetryable;
+  }
+
+  /**
+   * After attempt number `attempt` failed with `error`: retry after how long, or give up (not
+   * retryable, out of attempts, or — when the delay would end past `deadlineMs` — out of time).
+   */
+  next(error: unknown, attempt: number, previousDelayMs: number, nowMs: number, deadlineMs = Infinity): RetryDecision {
+    if (!this.#isRetryable(error)) return { retry: false, error: new RetryError(attempt, error, 'not-retryable') };
+    if (attempt >= this.maxAttempts) return { retry: false, error: new RetryError(attempt, error, 'exhausted') };
+    const hintMs = retryAfterHint(error);
+    const delayMs = hintMs === undefined ? this.#backoffMs(attempt, previousDelayMs) : Math.min(hintMs, this.#maxRetryAfterMs);
+    if (nowMs + delayMs > deadlineMs) return { retry: false, error: new RetryError(attempt, error, 'deadline') };
+    return { retry: true, delayMs };
+  }
+
+  #backoffMs(attempt: number, previousDelayMs: number): number {
+    const delayMs = this.#backoff(attempt, previousDelayMs);
+    // A custom backoff returning NaN would otherwise become a timer that fires at once, forever.
+    checkDurationMs('the backoff delay', delayMs);
+    return delayMs;
+  }
+}
 
 /**
  * Calls `attemptFn(1)`, and on a retryable failure waits and calls it again with the next attempt
- * number, until it succeeds, the attempts run out, or the deadline would pass. Resolves with the
- * value and the number of attempts it took; otherwise rejects with a {@link RetryError}, or with
- * `signal.reason` when aborted.
- *
- * The wait is the failure's own `retryAfterMs` when it carries one — a 429's, a 503's, an open
- * circuit's — capped at `maxRetryAfterMs`; it wins even when shorter than the backoff, since the
- * provider knows its own quota. Otherwise it is `backoff(attempt, previousDelayMs)`.
+ * number, until it succeeds, the attempts run out, or the deadline would pass ({@link RetryPolicy}
+ * decides). Resolves with the value and the number of attempts it took; otherwise rejects with a
+ * {@link RetryError}, or with `signal.reason` when aborted.
  *
  * retry() knows nothing of rate limiters. A caller that must take a token per attempt — retries
  * included, as the call gate does — acquires it inside `attemptFn`, so the backoff and the limiter
@@ -85,25 +135,11 @@ export async function retry<T>(
   attemptFn: (attempt: number, options: AttemptOptions) => Promise<T>,
   options: RetryOptions = {},
 ): Promise<{ value: T; attempts: number }> {
-  if (typeof attemptFn !== 'function') {
-    throw new TypeError(`Expected attemptFn to be a function, got ${typeof attemptFn}`);
-  }
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
-    throw new TypeError(`Expected maxAttempts to be an integer >= 1, got ${String(maxAttempts)}`);
-  }
-  const maxRetryAfterMs = options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
-  if (!(typeof maxRetryAfterMs === 'number' && maxRetryAfterMs >= 0)) {
-    throw new TypeError(`Expected maxRetryAfterMs to be a number >= 0, got ${String(maxRetryAfterMs)}`);
-  }
-  const { deadlineMs, signal, onRetry } = options;
-  if (deadlineMs !== undefined && !(typeof deadlineMs === 'number' && !Number.isNaN(deadlineMs))) {
-    throw new TypeError(`Expected deadlineMs to be a number, got ${String(deadlineMs)}`);
-  }
-  const backoff = options.backoff ?? createBackoff('full');
-  const isRetryable = options.isRetryable ?? defaultIsRetryable;
-  const clock = options.clock ?? systemClock;
-  const attemptOptions: AttemptOptions = signal === undefined ? {} : { signal };
+  checkFunction('attemptFn', attemptFn);
+  const policy = new RetryPolicy(options);
+  const { deadlineMs, signal, onRetry, clock = systemClock } = options;
+  if (deadlineMs !== undefined) checkNumber('deadlineMs', deadlineMs, { finite: false });
+  const attemptOptions: AttemptOptions = { signal };
 
   let previousDelayMs = 0;
   for (let attempt = 1; ; attempt++) {
@@ -113,17 +149,11 @@ export async function retry<T>(
     } catch (error) {
       // Whatever the attempt failed with, an abort is the reason we stop, and callers match on it.
       if (signal?.aborted) throw signal.reason;
-      if (!isRetryable(error)) throw new RetryError(attempt, error, 'not-retryable');
-      if (attempt >= maxAttempts) throw new RetryError(attempt, error, 'exhausted');
-
-      const hintMs = retryAfterHint(error);
-      const delayMs = hintMs === undefined ? checkedBackoff(backoff, attempt, previousDelayMs) : Math.min(hintMs, maxRetryAfterMs);
-      if (deadlineMs !== undefined && clock.now() + delayMs > deadlineMs) {
-        throw new RetryError(attempt, error, 'deadline');
-      }
-      onRetry?.({ attempt, error, delayMs });
-      await sleep(clock, delayMs, signal);
-      previousDelayMs = delayMs;
+      const decision = policy.next(error, attempt, previousDelayMs, clock.now(), deadlineMs);
+      if (!decision.retry) throw decision.error;
+      onRetry?.({ attempt, error, delayMs: decision.delayMs });
+      await sleep(clock, decision.delayMs, signal);
+      previousDelayMs = decision.delayMs;
     }
   }
 }
@@ -136,15 +166,6 @@ export function retryAfterHint(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;
   const hintMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
   return typeof hintMs === 'number' && Number.isFinite(hintMs) && hintMs >= 0 ? hintMs : undefined;
-}
-
-function checkedBackoff(backoff: Backoff, attempt: number, previousDelayMs: number): number {
-  const delayMs = backoff(attempt, previousDelayMs);
-  // A custom backoff returning NaN would otherwise become a timer that fires at once, forever.
-  if (!(Number.isFinite(delayMs) && delayMs >= 0)) {
-    throw new TypeError(`Expected backoff to return a finite number >= 0, got ${String(delayMs)}`);
-  }
-  return delayMs;
 }
 
 function retryErrorMessage(attempts: number, lastError: unknown, reason: RetryStopReason): string {

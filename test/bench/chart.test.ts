@@ -8,7 +8,15 @@ function settingResult(setting: BenchSetting, calls: number, lastLatencyMs = 100
   const { rate, burst } = setting;
   const grantsMs = Array.from({ length: calls }, (_, i) => (rate === Infinity ? 0 : (Math.max(0, i + 1 - burst) / rate) * 1000));
   const elapsedMs = grantsMs.at(-1)! + lastLatencyMs;
-  const summary = new Metrics({ startMs: 0, workers: 5, providers: [{ name: 'sim', rate, burst }] }).summary(elapsedMs, false);
+  const figures = {
+    provider: 'sim',
+    limits: [{ kind: 'requests' as const, rate, burst }],
+    rate,
+    countsTokens: false,
+    breakerOpens: 0,
+    rateCuts: 0,
+  };
+  const summary = new Metrics({ startMs: 0, workers: 5, providers: ['sim'] }).summary(elapsedMs, false, [figures]);
   const rateFloorMs = rate === Infinity ? 0 : (Math.max(0, calls - burst) / rate) * 1000;
   const efficiency = rate === Infinity ? null : (rateFloorMs + lastLatencyMs) / elapsedMs;
   const run = {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { pairSettings, runSweep, settingLabel, type SweepOptions } from '../../src/bench/sweep.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { generateArticles } from '../../src/pipeline/articles.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
-import { ScriptedProvider, drive } from '../pipeline/scripted-provider.ts';
+import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 
 describe('pairSettings()', () => {
   it('pairs rates and bursts by position', () => {
@@ -74,7 +75,9 @@ function manualSweep(clock: ManualClock, options: Partial<SweepOptions> = {}) {
       { rate: 4, burst: 3 },
     ],
     repeat: 2,
-    createProviders: ({ rate, burst }) => [{ provider: new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]), rate, burst }],
+    createProviders: ({ rate, burst }) => [
+      { provider: new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]), limits: requestLimit(rate, burst) },
+    ],
     createSource: () => generateArticles(4),
     clock,
     ...options,
@@ -125,7 +128,10 @@ describe('runSweep()', () => {
       settings: [{ rate, burst }],
       repeat: 1,
       createProviders: (setting) => [
-        { provider: new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 1, clock: systemClock }), ...setting },
+        {
+          provider: new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 1, clock: systemClock }),
+          limits: requestLimit(setting.rate, setting.burst),
+        },
       ],
       createSource: () => generateArticles(10),
     });

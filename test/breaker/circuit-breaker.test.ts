@@ -246,7 +246,8 @@ describe('failureRatio', () => {
     expect(breaker.state.kind).toBe('closed');
     clock.set(300);
     fail(breaker, 1);
-    expect(breaker.state).toEqual({ kind: 'open', openedAtMs: 300, reopensAtMs: 5300 });
+    // The default cooldown, BREAKER_DEFAULTS.cooldownMs: 2 s.
+    expect(breaker.state).toEqual({ kind: 'open', openedAtMs: 300, reopensAtMs: 2300 });
     expect(transitions()).toEqual(['closed>open@300']);
   });
 
@@ -637,7 +638,7 @@ describe('outage scenario', () => {
   it('opens, fails fast, probes, and closes after recovery', async () => {
     const outage = { fromMs: 2000, toMs: 8000 };
     const cooldownMs = 1000;
-    const { breaker, clock, transitions } = setup({ name: 'sim', cooldownMs });
+    const { breaker, clock, transitions } = setup({ name: 'sim', cooldownMs, failureThreshold: 5 });
     const ranAtMs: number[] = [];
     const call = async () => {
       const nowMs = clock.now();

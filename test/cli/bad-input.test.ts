@@ -52,9 +52,9 @@ const BAD_FILES: ReadonlyArray<readonly [file: string, line: number, reason: Reg
   ['missing-id.jsonl', 2, /missing "id"/],
   ['missing-content.jsonl', 2, /article has no text \(missing "content"\)/],
   ['empty-content.jsonl', 2, /article has no text \(empty "content"\)/],
-  ['wrong-type.jsonl', 2, /"title" must be a string, got number/],
+  ['wrong-type.jsonl', 2, /"title" must be a string, got 42/],
   ['duplicate-ids.jsonl', 4, /duplicate id "12" \(first seen on line 2\)/],
-  ['not-an-object.jsonl', 2, /expected a JSON object, got array/],
+  ['not-an-object.jsonl', 2, /expected a JSON object, got \[1,2\]/],
   ['mixed.jsonl', 3, /invalid JSON \(.+\)/],
 ];
 

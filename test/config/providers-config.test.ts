@@ -35,7 +35,7 @@ describe('parseProvidersConfig()', () => {
         { kind: 'requests', rate: 5, burst: 2 },
         { kind: 'tokens', rate: 1000, burst: 60000 },
       ],
-      adaptive: true,
+      adaptive: {},
       syncHeaders: false,
       maxOutputTokens: 256,
       breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 },
@@ -53,6 +53,14 @@ describe('parseProvidersConfig()', () => {
     config.providers[1].breaker.failureRatio = { ratio: 0.5, window: '10s', minimumCalls: 20 };
     expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({
       failureRatio: { ratio: 0.5, windowMs: 10_000, minimumCalls: 20 },
+    });
+  });
+
+  it("fills in the failure ratio's window and volume", () => {
+    const config = structuredClone(good) as any;
+    config.providers[1].breaker.failureRatio = { ratio: 0.5 };
+    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({
+      failureRatio: { ratio: 0.5, windowMs: 30_000, minimumCalls: 10 },
     });
   });
 
@@ -103,7 +111,7 @@ describe('parseProvidersConfig()', () => {
     [
       'a duration without unit',
       (c) => (c.providers[1].breaker.cooldown = '2'),
-      'providers[1].breaker.cooldown: expected a duration like "500ms" or "2s", got "2"',
+      'providers[1].breaker.cooldown: expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h), got "2"',
     ],
     [
       'a backwards outage',
@@ -114,11 +122,6 @@ describe('parseProvidersConfig()', () => {
       'a failure ratio above 1',
       (c) => (c.providers[1].breaker.failureRatio = { ratio: 1.5, window: '10s' }),
       'providers[1].breaker.failureRatio.ratio: expected a share in (0, 1], got 1.5',
-    ],
-    [
-      'a failure ratio without window',
-      (c) => (c.providers[1].breaker.failureRatio = { ratio: 0.5 }),
-      'providers[1].breaker.failureRatio.window: expected a duration like "500ms" or "2s", got nothing',
     ],
     [
       'a zero failure-ratio window',

@@ -1,11 +1,12 @@
 import { describe, it, expect } from 'vitest';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
-import { generateArticles } from '../../src/pipeline/articles.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
-import { ScriptedProvider, drive } from './scripted-provider.ts';
+import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 
 describe('runPipeline()', () => {
   it('4 articles × 2 calls at rate 2, burst 1 take exactly (8 − 1) / 2 s plus the last call (manual clock)', async () => {
@@ -13,7 +14,7 @@ describe('runPipeline()', () => {
     const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]);
     const summary = await drive(
       clock,
-      runPipeline({ source: generateArticles(4), providers: [{ provider, rate: 2, burst: 1 }], workers: 5, clock }),
+      runPipeline({ source: generateArticles(4), providers: [{ provider, limits: requestLimit(2, 1) }], workers: 5, clock }),
     );
     expect(provider.calls.map((c) => c.atMs)).toEqual([0, 500, 1000, 1500, 2000, 2500, 3000, 3500]);
     expect(summary).toMatchObject({ articles: 4, succeeded: 4, failed: 0, calls: 8, retries: 0, rateFloorMs: 3500, leastElapsedMs: 3502 });
@@ -24,7 +25,7 @@ describe('runPipeline()', () => {
   it('4 articles × 2 calls at rate 2, burst 1 take at least 3.5 s on the real clock (and under 5 s)', async () => {
     const provider = new SimulatedProvider({ minLatencyMs: 1, maxLatencyMs: 2, clock: systemClock });
     const started = performance.now();
-    const summary = await runPipeline({ source: generateArticles(4), providers: [{ provider, rate: 2, burst: 1 }], workers: 5 });
+    const summary = await runPipeline({ source: generateArticles(4), providers: [{ provider, limits: requestLimit(2, 1) }], workers: 5 });
     const elapsedMs = performance.now() - started;
     expect(summary.succeeded).toBe(4);
     expect(summary.calls).toBe(8);
@@ -41,8 +42,8 @@ describe('runPipeline()', () => {
       runPipeline({
         source: generateArticles(3),
         providers: [
-          { provider: a, rate: 1, burst: 1 },
-          { provider: b, rate: 10, burst: 1 },
+          { provider: a, limits: requestLimit(1, 1) },
+          { provider: b, limits: requestLimit(10, 1) },
         ],
         routes: { summarize: 'a', sentiment: 'b' },
         clock,
@@ -59,9 +60,9 @@ describe('runPipeline()', () => {
 
   it('rejects a route to an unknown provider with a TypeError', async () => {
     const provider = new ScriptedProvider('a', systemClock);
-    await expect(runPipeline({ source: [], providers: [{ provider, rate: 1, burst: 1 }], routes: { sentiment: 'nope' } })).rejects.toThrow(
-      /routed to a known provider, got "nope"/,
-    );
+    await expect(
+      runPipeline({ source: [], providers: [{ provider, limits: requestLimit(1, 1) }], routes: { sentiment: 'nope' } }),
+    ).rejects.toThrow(/routed to a known provider, got "nope"/);
   });
 
   it('ends every article as exactly one result: a failed one is a dead letter with its reason and attempts', async () => {
@@ -72,8 +73,8 @@ describe('runPipeline()', () => {
       clock,
       runPipeline({
         source: generateArticles(3),
-        providers: [{ provider, rate: Infinity, burst: 1 }],
-        maxAttempts: 2,
+        providers: [{ provider, limits: requestLimit(Infinity, 1) }],
+        retry: { maxAttempts: 2 },
         clock,
         onResult: (r) => void results.push(r),
       }),
@@ -95,7 +96,7 @@ describe('runPipeline()', () => {
       clock,
       runPipeline({
         source: generateArticles(1),
-        providers: [{ provider, rate: Infinity, burst: 1 }],
+        providers: [{ provider, limits: requestLimit(Infinity, 1) }],
         timeoutMs: 250,
         clock,
         onResult: (r) => void results.push(r),
@@ -111,7 +112,7 @@ describe('runPipeline()', () => {
     const results: ArticleResult[] = [];
     const run = runPipeline({
       source: generateArticles(1_000_000),
-      providers: [{ provider, rate: 10, burst: 1 }],
+      providers: [{ provider, limits: requestLimit(10, 1) }],
       workers: 3,
       clock,
       signal: controller.signal,
@@ -135,7 +136,7 @@ describe('runPipeline()', () => {
       clock,
       runPipeline({
         source: generateArticles(1000),
-        providers: [{ provider, rate: 200, burst: 10 }],
+        providers: [{ provider, limits: requestLimit(200, 10) }],
         workers: 50,
         timeoutMs: 2000,
         clock,

@@ -8,7 +8,7 @@ import {
   type LlmResponse,
   type TaskName,
 } from '../../src/provider/provider.ts';
-import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
+import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/http/rate-limit-headers.ts';
 import {
   FAILURE_PROFILES,
   OUTAGE_PROFILE_WINDOW,
@@ -107,23 +107,23 @@ describe('SimulatedProvider', () => {
 
   it('constructor - throws TypeError for bad options', () => {
     const bad: [SimulatedProviderOptions, RegExp][] = [
-      [{ name: '' }, /Expected name to be a non-empty string, got ''/],
-      [{ minLatencyMs: -1 }, /Expected minLatencyMs to be a finite number >= 0, got -1/],
+      [{ name: '' }, /Expected name to be a non-empty string, got ""/],
+      [{ minLatencyMs: -1 }, /Expected minLatencyMs to be a finite number >= 0 \(ms\), got -1/],
       [{ minLatencyMs: Number.NaN }, /minLatencyMs.*got NaN/],
       [{ maxLatencyMs: Infinity }, /maxLatencyMs.*got Infinity/],
       [{ minLatencyMs: 500, maxLatencyMs: 400 }, /Expected minLatencyMs to be at most maxLatencyMs \(400\), got 500/],
-      [{ hangMs: -5 }, /Expected hangMs to be a finite number >= 0, got -5/],
-      [{ seed: 1.5 }, /Expected seed to be an integer, got 1.5/],
-      [{ profile: 'chaos' as never }, /Expected profile to be one of 'default', 'production', 'stress'.*got 'chaos'/],
+      [{ hangMs: -5 }, /Expected hangMs to be a finite number >= 0 \(ms\), got -5/],
+      [{ seed: 1.5 }, /Expected seed to be a safe integer, got 1.5/],
+      [{ profile: 'chaos' as never }, /Expected profile to be one of "default", "production", "stress".*got "chaos"/],
       [{ profile: { ...ALWAYS.hang, hangProbability: 1.5 } }, /profile.hangProbability.*\[0, 1\], got 1.5/],
       [{ profile: { ...ALWAYS.hang, serverErrorProbability: 0.5 } }, /sum to at most 1, got 1.5/],
-      [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a positive number.*got 0/],
+      [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a number > 0 \(calls per second\), got 0/],
       [{ quota: { rate: 5, burst: 0.5 } }, /Expected quota.burst to be a finite number >= 1, got 0.5/],
       [{ quota: null as never }, /Expected quota to be an object.*got null/],
-      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of 'openai', 'anthropic', 'ietf', got 'aws'/],
-      [{ outage: null as never }, /Expected outage to be an object \{ startMs, endMs \}, got null/],
-      [{ outage: { startMs: -1, endMs: 5 } }, /Expected outage.startMs to be a finite number >= 0, got -1/],
-      [{ outage: { startMs: 0, endMs: Infinity } }, /Expected outage.endMs to be a finite number >= 0, got Infinity/],
+      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of "openai", "anthropic", "ietf", got "aws"/],
+      [{ outage: null as never }, /Expected outage to be an object, got null/],
+      [{ outage: { startMs: -1, endMs: 5 } }, /Expected outage.startMs to be a finite number >= 0 \(ms\), got -1/],
+      [{ outage: { startMs: 0, endMs: Infinity } }, /Expected outage.endMs to be a finite number >= 0 \(ms\), got Infinity/],
       [{ outage: { startMs: 5, endMs: 4 } }, /Expected outage.endMs to be at least outage.startMs \(5\), got 4/],
       [{ profile: 'outage', outage: { startMs: 5, endMs: Number.NaN } }, /outage.endMs.*got NaN/],
       [{ epochMs: Number.NaN }, /Expected epochMs to be a finite number \(Unix epoch ms\), got NaN/],
@@ -366,7 +366,7 @@ describe('SimulatedProvider', () => {
   it('.call() - rejects with TypeError for an unknown task', async () => {
     const { provider } = setup();
     await expect(provider.call(request('translate' as TaskName))).rejects.toThrow(
-      new TypeError("Expected request.task to be one of 'summarize', 'sentiment', got 'translate'"),
+      new TypeError('Expected request.task to be one of "summarize", "sentiment", got "translate"'),
     );
     expect(provider.calls).toBe(0);
   });

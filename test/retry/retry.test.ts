@@ -293,14 +293,16 @@ describe('retry()', () => {
     const clock = new ManualClock();
     const { attemptFn, startedAtMs } = scripted(clock, [{ value: 'never' }]);
     await expect(retry(attemptFn, { clock, maxAttempts: maxAttempts as number })).rejects.toThrow(
-      new TypeError(`Expected maxAttempts to be an integer >= 1, got ${String(maxAttempts)}`),
+      new TypeError(
+        `Expected maxAttempts to be an integer >= 1, got ${typeof maxAttempts === 'string' ? `"${maxAttempts}"` : String(maxAttempts)}`,
+      ),
     );
     expect(startedAtMs).toEqual([]);
   });
 
   it.each([
-    [{ maxRetryAfterMs: -1 }, 'Expected maxRetryAfterMs to be a number >= 0, got -1'],
-    [{ maxRetryAfterMs: Number.NaN }, 'Expected maxRetryAfterMs to be a number >= 0, got NaN'],
+    [{ maxRetryAfterMs: -1 }, 'Expected maxRetryAfterMs to be a number >= 0 (ms), got -1'],
+    [{ maxRetryAfterMs: Number.NaN }, 'Expected maxRetryAfterMs to be a number >= 0 (ms), got NaN'],
     [{ deadlineMs: Number.NaN }, 'Expected deadlineMs to be a number, got NaN'],
   ])('retry() - rejects options %o with a TypeError', async (options, message) => {
     await expect(retry(async () => 'never', options)).rejects.toThrow(new TypeError(message));
@@ -314,7 +316,7 @@ describe('retry()', () => {
     const clock = new ManualClock();
     const { attemptFn } = scripted(clock, [{ fail: new ServerError() }]);
     await expect(retry(attemptFn, { clock, backoff: () => Number.NaN })).rejects.toThrow(
-      new TypeError('Expected backoff to return a finite number >= 0, got NaN'),
+      new TypeError('Expected the backoff delay to be a finite number >= 0 (ms), got NaN'),
     );
     expect(clock.pendingTimers).toBe(0);
   });

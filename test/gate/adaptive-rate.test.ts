@@ -1,19 +1,21 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/limiter/adaptive-rate.ts';
-import { TokenBucket } from '../../src/limiter/token-bucket.ts';
+import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/gate/adaptive-rate.ts';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 
-type Knobs = Omit<AdaptiveRateOptions, 'bucket' | 'clock'>;
+type Knobs = Omit<AdaptiveRateOptions, 'limits' | 'clock'> & { readonly maxRate: number };
 
 /** β 0.5, 1 s quiet, 10 s recovery: round numbers for exact expectations. */
 const ROUND: Knobs = { maxRate: 20, decreaseFactor: 0.5, quietPeriodMs: 1000, recoveryMs: 10_000, clusterWindowMs: 500 };
 
 function setup(knobs: Knobs = ROUND) {
   const clock = new ManualClock();
-  const bucket = new TokenBucket({ rate: knobs.maxRate, burst: 1, clock });
-  const adaptive = new AdaptiveRate({ ...knobs, bucket, clock });
+  const limits = new LocalLimits(requestLimit(knobs.maxRate, 1), clock);
+  const bucket = limits.bucket('requests')!;
+  const adaptive = new AdaptiveRate({ ...knobs, limits, clock });
   const events: RateChangeEvent[] = [];
   adaptive.onChange((event) => events.push(event));
   return { clock, bucket, adaptive, events };
@@ -21,33 +23,34 @@ function setup(knobs: Knobs = ROUND) {
 
 describe('new AdaptiveRate()', () => {
   const clock = new ManualClock();
-  const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
+  const limits = new LocalLimits(requestLimit(20, 1), clock);
   it.each([
     [null, /Expected options to be an object, got null/],
-    [{ maxRate: 20 }, /Expected bucket to be a TokenBucket, got undefined/],
-    [{ bucket: {}, maxRate: 20 }, /Expected bucket to be a TokenBucket, got object/],
-    [{ bucket, maxRate: 0 }, /Expected maxRate to be a finite number > 0 \(calls per second\), got 0/],
-    [{ bucket, maxRate: Infinity }, /Expected maxRate .*, got Infinity/],
-    [{ bucket, maxRate: Number.NaN }, /Expected maxRate .*, got NaN/],
-    [{ bucket, maxRate: '20' }, /Expected maxRate .*, got '20'/],
-    [{ bucket, maxRate: 20, minRate: 0 }, /Expected minRate to be a number in \(0, maxRate = 20\], got 0/],
-    [{ bucket, maxRate: 20, minRate: 21 }, /Expected minRate .*, got 21/],
-    [{ bucket, maxRate: 20, decreaseFactor: 1 }, /Expected decreaseFactor to be a number in \(0, 1\), got 1/],
-    [{ bucket, maxRate: 20, decreaseFactor: 0 }, /Expected decreaseFactor .*, got 0/],
-    [{ bucket, maxRate: 20, quietPeriodMs: -1 }, /Expected quietPeriodMs to be a finite number >= 0 \(ms\), got -1/],
-    [{ bucket, maxRate: 20, recoveryMs: 0 }, /Expected recoveryMs to be a finite number > 0 \(ms\), got 0/],
-    [{ bucket, maxRate: 20, clusterWindowMs: Infinity }, /Expected clusterWindowMs .*, got Infinity/],
-    [{ bucket, maxRate: 20, clock: {} }, /Expected clock to be a Clock, got object/],
+    [{ maxRate: 20 }, /Expected limits to be ProviderLimits, got undefined/],
+    [{ limits: {}, maxRate: 20 }, /Expected limits to be ProviderLimits, got {}/],
+    [{ limits, maxRate: 0 }, /Expected maxRate to be a finite number > 0 \(calls per second\), got 0/],
+    [{ limits, maxRate: Infinity }, /Expected maxRate .*, got Infinity/],
+    [{ limits, maxRate: Number.NaN }, /Expected maxRate .*, got NaN/],
+    [{ limits, maxRate: '20' }, /Expected maxRate .*, got "20"/],
+    [{ limits, maxRate: 20, minRate: 0 }, /Expected minRate to be a finite number in \(0, 20\] \(calls per second\), got 0/],
+    [{ limits, maxRate: 20, minRate: 21 }, /Expected minRate .*, got 21/],
+    [{ limits, maxRate: 20, decreaseFactor: 1 }, /Expected decreaseFactor to be a finite number in \(0, 1\), got 1/],
+    [{ limits, maxRate: 20, decreaseFactor: 0 }, /Expected decreaseFactor .*, got 0/],
+    [{ limits, maxRate: 20, quietPeriodMs: -1 }, /Expected quietPeriodMs to be a finite number >= 0 \(ms\), got -1/],
+    [{ limits, maxRate: 20, recoveryMs: 0 }, /Expected recoveryMs to be a finite number > 0 \(ms\), got 0/],
+    [{ limits, maxRate: 20, clusterWindowMs: Infinity }, /Expected clusterWindowMs .*, got Infinity/],
+    [{ limits, maxRate: 20, clock: {} }, /Expected clock to be a Clock, got {}/],
   ])('throws a TypeError for %o', (options, message) => {
     const create = () => new AdaptiveRate(options as unknown as AdaptiveRateOptions);
     expect(create).toThrow(TypeError);
     expect(create).toThrow(message);
   });
 
-  it('takes over the bucket at maxRate', () => {
+  it('takes over the request rate at maxRate, by default the configured one', () => {
     const clock = new ManualClock();
-    const bucket = new TokenBucket({ rate: 50, burst: 1, clock });
-    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    const limits = new LocalLimits(requestLimit(50, 1), clock);
+    const bucket = limits.bucket('requests')!;
+    const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });
     expect(adaptive.rate).toBe(20);
     expect(bucket.rate).toBe(20);
     expect(adaptive.maxRate).toBe(20);
@@ -59,7 +62,7 @@ describe('new AdaptiveRate()', () => {
     [0.05, 0.05],
   ])('defaults minRate for maxRate %d to %d', (maxRate, minRate) => {
     const clock = new ManualClock();
-    const adaptive = new AdaptiveRate({ bucket: new TokenBucket({ rate: maxRate, burst: 1, clock }), maxRate, clock });
+    const adaptive = new AdaptiveRate({ limits: new LocalLimits(requestLimit(maxRate, 1), clock), maxRate, clock });
     expect(adaptive.minRate).toBe(minRate);
   });
 });
@@ -67,8 +70,9 @@ describe('new AdaptiveRate()', () => {
 describe('AdaptiveRate', () => {
   it('.onRateLimited() - cuts the rate by decreaseFactor, default 0.8', () => {
     const clock = new ManualClock();
-    const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
-    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    const bucket = limits.bucket('requests')!;
+    const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });
     adaptive.onRateLimited();
     expect(adaptive.rate).toBeCloseTo(16, 12);
     expect(bucket.rate).toBe(adaptive.rate);
@@ -124,7 +128,7 @@ describe('AdaptiveRate', () => {
   it.each([
     [null, /Expected info to be an object, got null/],
     [{ retryAfterMs: -1 }, /Expected info.retryAfterMs to be a finite number >= 0 \(ms\), got -1/],
-    [{ retryAfterMs: '5' }, /Expected info.retryAfterMs .*, got '5'/],
+    [{ retryAfterMs: '5' }, /Expected info.retryAfterMs .*, got "5"/],
     [{ sentAtMs: Number.NaN }, /Expected info.sentAtMs to be a finite number, got NaN/],
   ])('.onRateLimited() - throws a TypeError for info %o, changing nothing', (info, message) => {
     const { adaptive } = setup();
@@ -281,7 +285,7 @@ describe('AdaptiveRate', () => {
 
   it('.onChange() - throws a TypeError for a non-function', () => {
     const { adaptive } = setup();
-    expect(() => adaptive.onChange('x' as never)).toThrow(/Expected listener to be a function, got 'x'/);
+    expect(() => adaptive.onChange('x' as never)).toThrow(/Expected listener to be a function, got "x"/);
   });
 });
 
@@ -289,9 +293,10 @@ describe('AdaptiveRate against a provider quota', () => {
   /** Client at 20/s, burst 1, against a SimulatedProvider quota of 10/s, burst 1; `calls` successes. */
   async function converge(calls: number, reportSentAt: boolean) {
     const clock = new ManualClock();
-    const bucket = new TokenBucket({ rate: 20, burst: 1, clock });
+    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    const bucket = limits.bucket('requests')!;
     const provider = new SimulatedProvider({ minLatencyMs: 50, maxLatencyMs: 150, quota: { rate: 10, burst: 1 }, clock });
-    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });
     let highest = 0;
     adaptive.onChange(({ rate }) => (highest = Math.max(highest, rate)));
     let next = 0;

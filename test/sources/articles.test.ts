@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Article } from '../../src/pipeline/article.ts';
-import { generateArticles, InputError, isInputError, readArticlesJsonl } from '../../src/pipeline/articles.ts';
-import type { InputIssue, ReadArticlesJsonlOptions } from '../../src/pipeline/articles.ts';
+import type { Article } from '../../src/sources/article.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import { InputError, isInputError, readArticlesJsonl } from '../../src/sources/jsonl.ts';
+import type { InputIssue, ReadArticlesJsonlOptions } from '../../src/sources/jsonl.ts';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const fixture = (name: string): string => join(FIXTURES, name);
@@ -127,9 +128,9 @@ describe('generateArticles()', () => {
     for (const count of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
       expect(() => generateArticles(count)).toThrow(TypeError);
     }
-    expect(() => generateArticles('5' as unknown as number)).toThrow('expected count to be a non-negative safe integer, got "5"');
-    expect(() => generateArticles(-1)).toThrow('expected count to be a non-negative safe integer, got -1');
-    expect(() => generateArticles(5, { seed: 0.5 })).toThrow('expected seed to be a safe integer, got 0.5');
+    expect(() => generateArticles('5' as unknown as number)).toThrow('Expected count to be an integer >= 0, got "5"');
+    expect(() => generateArticles(-1)).toThrow('Expected count to be an integer >= 0, got -1');
+    expect(() => generateArticles(5, { seed: 0.5 })).toThrow('Expected seed to be a safe integer, got 0.5');
   });
 });
 
@@ -172,9 +173,9 @@ describe('readArticlesJsonl()', () => {
   it.each([
     ['missing-id.jsonl', 2, 'missing "id"'],
     ['empty-content.jsonl', 2, 'article has no text (empty "content")'],
-    ['wrong-type.jsonl', 2, '"title" must be a string, got number'],
+    ['wrong-type.jsonl', 2, '"title" must be a string, got 42'],
     ['duplicate-ids.jsonl', 4, 'duplicate id "12" (first seen on line 2)'],
-    ['not-an-object.jsonl', 2, 'expected a JSON object, got array'],
+    ['not-an-object.jsonl', 2, 'expected a JSON object, got [1,2]'],
   ])('readArticlesJsonl() - reports file:line for bad/%s', async (name, lineNumber, reason) => {
     const path = fixture(`bad/${name}`);
     const { articles, error } = await readAll(path);
@@ -273,19 +274,19 @@ describe('readArticlesJsonl()', () => {
   it.each([
     [line({ id: 1.5, content: 'x' }), '"id" must be a string or a safe integer, got 1.5'],
     [line({ id: 2 ** 53, content: 'x' }), `"id" must be a string or a safe integer, got ${2 ** 53}`],
-    [line({ id: true, content: 'x' }), '"id" must be a string or a safe integer, got boolean'],
+    [line({ id: true, content: 'x' }), '"id" must be a string or a safe integer, got true'],
     [line({ id: null, content: 'x' }), '"id" must be a string or a safe integer, got null'],
     [line({ id: '', content: 'x' }), '"id" must not be empty'],
     [line({ id: '  ', content: 'x' }), '"id" must not be empty'],
     [line({ id: 1 }), 'article has no text (missing "content")'],
-    [line({ id: 1, content: ['x'] }), '"content" must be a string, got array'],
+    [line({ id: 1, content: ['x'] }), '"content" must be a string, got ["x"]'],
     [line({ id: 1, content: '' }), 'article has no text (empty "content")'],
-    [line({ id: 1, title: {}, content: 'x' }), '"title" must be a string, got object'],
-    [line({ id: 1, content: 'x', url: 5 }), '"url" must be a string, got number'],
-    [line({ id: 1, content: 'x', source: false }), '"source" must be a string, got boolean'],
-    ['"x"', 'expected a JSON object, got string'],
+    [line({ id: 1, title: {}, content: 'x' }), '"title" must be a string, got {}'],
+    [line({ id: 1, content: 'x', url: 5 }), '"url" must be a string, got 5'],
+    [line({ id: 1, content: 'x', source: false }), '"source" must be a string, got false'],
+    ['"x"', 'expected a JSON object, got "x"'],
     ['null', 'expected a JSON object, got null'],
-    ['42', 'expected a JSON object, got number'],
+    ['42', 'expected a JSON object, got 42'],
   ])('readArticlesJsonl() - rejects %s', async (text, reason) => {
     const path = await tempFile(`${valid(100)}\n${text}\n`);
     const { error } = await readAll(path);
@@ -346,11 +347,11 @@ describe('readArticlesJsonl()', () => {
   });
 
   it('readArticlesJsonl() - throws TypeError at once for bad arguments', () => {
-    expect(() => readArticlesJsonl('')).toThrow(new TypeError('expected path to be a non-empty string, got ""'));
-    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(new TypeError('expected path to be a non-empty string, got 42'));
+    expect(() => readArticlesJsonl('')).toThrow(new TypeError('Expected path to be a non-empty string, got ""'));
+    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(new TypeError('Expected path to be a non-empty string, got 42'));
     expect(() => readArticlesJsonl('x.jsonl', { skipInvalid: 'yes' as unknown as boolean })).toThrow(TypeError);
     expect(() => readArticlesJsonl('x.jsonl', { onInvalid: 1 as unknown as () => void })).toThrow(
-      new TypeError('expected onInvalid to be a function, got 1'),
+      new TypeError('Expected onInvalid to be a function, got 1'),
     );
   });
 });

@@ -1,4 +1,7 @@
-import { LIMIT_KINDS, type LimitKind } from '../limiter/provider-limits.ts';
+import { RETRY_DEFAULTS } from '../retry/retry.ts';
+import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
+import { formatDuration, parseDuration } from '../validation/duration.ts';
+
 /**
  * Rate-limit headers as LLM providers send them, read ({@link parseRateLimitHeaders}) and written
  * ({@link formatRateLimitHeaders}):
@@ -25,7 +28,16 @@ export const HEADER_STYLES: readonly HeaderStyle[] = Object.freeze(['openai', 'a
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-export { LIMIT_KINDS, type LimitKind } from '../limiter/provider-limits.ts';
+/**
+ * What a rate limit counts, in the words the headers use: requests, or LLM tokens — all, input
+ * only, output only (OpenAI's `…-tokens`, Anthropic's `…-input-tokens`, an IETF policy's `qu`).
+ */
+export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
+
+/** OpenAI's headers count requests and tokens only. */
+const OPENAI_KINDS: readonly LimitKind[] = ['requests', 'tokens'];
+
+export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tokens', 'input-tokens', 'output-tokens'] as LimitKind[]);
 
 /** One limit as the headers describe it; a field the headers lacked, or got wrong, is absent. */
 export interface LimitStatus {
@@ -62,7 +74,7 @@ export type HeaderSource =
 export interface ParseRateLimitHeadersOptions {
   /** The current time as Unix epoch ms, for date-valued headers (HTTP-date, RFC 3339). Default `Date.now()`. */
   readonly nowMs?: number;
-  /** The longest duration believed, in ms; longer ones (and dates further out) read as this. Default 60 000. */
+  /** The longest duration believed, in ms; longer ones (and dates further out) read as this. Default `RETRY_DEFAULTS.maxRetryAfterMs`. */
   readonly maxRetryAfterMs?: number;
 }
 
@@ -82,24 +94,16 @@ export interface FormatRateLimitHeadersOptions {
   readonly nowMs?: number;
 }
 
-const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
-
 /**
  * Reads retry-after and rate-limit status from response headers of any of the supported styles
  * (several may be present at once). `headers` may be undefined (no headers: nothing known).
  * Throws `TypeError` only for bad `options`, never for a header value.
  */
 export function parseRateLimitHeaders(headers: HeaderSource | undefined, options: ParseRateLimitHeadersOptions = {}): RateLimitInfo {
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError(`Expected options to be an object, got ${options === null ? 'null' : typeof options}`);
-  }
-  const { nowMs = Date.now(), maxRetryAfterMs = DEFAULT_MAX_RETRY_AFTER_MS } = options;
-  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
-    throw new TypeError(`Expected nowMs to be a finite number (Unix epoch ms), got ${String(nowMs)}`);
-  }
-  if (typeof maxRetryAfterMs !== 'number' || !Number.isFinite(maxRetryAfterMs) || maxRetryAfterMs < 0) {
-    throw new TypeError(`Expected maxRetryAfterMs to be a finite number >= 0, got ${String(maxRetryAfterMs)}`);
-  }
+  checkObject('options', options);
+  const { nowMs = Date.now(), maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs } = options;
+  checkNumber('nowMs', nowMs, { unit: 'Unix epoch ms' });
+  checkDurationMs('maxRetryAfterMs', maxRetryAfterMs);
   const fields = collectFields(headers);
   const context: Context = { fields, nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) };
   const info: RateLimitInfo = { limits: [...parseOpenAi(context), ...parseAnthropic(context), ...parseIetf(context)] };
@@ -121,26 +125,20 @@ export function formatRateLimitHeaders(
   retryAfterMs?: number,
   options: FormatRateLimitHeadersOptions = {},
 ): Record<string, string> {
-  if (!isHeaderStyle(style)) {
-    throw new TypeError(`Expected style to be one of ${HEADER_STYLES.map((name) => `'${name}'`).join(', ')}, got ${show(style)}`);
-  }
-  if (!Array.isArray(status)) throw new TypeError(`Expected status to be an array, got ${show(status)}`);
+  checkOneOf('style', style, HEADER_STYLES);
+  if (!Array.isArray(status)) throw expected('status', 'an array', status);
   const { nowMs = Date.now() } = options;
-  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
-    throw new TypeError(`Expected nowMs to be a finite number (Unix epoch ms), got ${String(nowMs)}`);
-  }
+  checkNumber('nowMs', nowMs, { unit: 'Unix epoch ms' });
   const seen = new Set<LimitKind>();
   for (const snapshot of status) {
     checkSnapshot(style, snapshot);
-    if (seen.has(snapshot.kind)) throw new TypeError(`Expected each kind at most once, got '${snapshot.kind}' twice`);
+    if (seen.has(snapshot.kind)) throw expected('each kind', 'given at most once', `${snapshot.kind} twice`);
     seen.add(snapshot.kind);
   }
 
   const headers: Record<string, string> = {};
   if (retryAfterMs !== undefined) {
-    if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs < 0) {
-      throw new TypeError(`Expected retryAfterMs to be a finite number >= 0, got ${show(retryAfterMs)}`);
-    }
+    checkDurationMs('retryAfterMs', retryAfterMs);
     headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
     headers['retry-after-ms'] = String(Math.ceil(retryAfterMs));
   }
@@ -227,7 +225,9 @@ function parseRetryAfter(context: Context): number | undefined {
 function parseOpenAi(context: Context): LimitStatus[] {
   const limits: LimitStatus[] = [];
   for (const kind of ['requests', 'tokens'] as const) {
-    const resetMs = parseDuration(first(context, `x-ratelimit-reset-${kind}`));
+    const reset = first(context, `x-ratelimit-reset-${kind}`);
+    // A Go duration (`20ms`, `6m0s`); a signed one is not a reset time.
+    const resetMs = reset === undefined || /^[-+]/.test(reset) ? undefined : parseDuration(reset);
     pushStatus(limits, {
       kind,
       limit: parseCount(first(context, `x-ratelimit-limit-${kind}`)),
@@ -323,52 +323,6 @@ function parseCount(value: string | undefined): number | undefined {
 function parseDecimal(value: string | undefined): number | undefined {
   if (value === undefined || !/^\d+(?:\.\d+)?$/.test(value)) return undefined;
   return Number(value);
-}
-
-const DURATION_UNIT_MS: Readonly<Record<string, number>> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
-
-/** A Go duration string (`20ms`, `6m0s`, `1h2m3.5s`, or `0`), as OpenAI sends resets; in ms. */
-function parseDuration(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (value === '0') return 0;
-  let totalMs = 0;
-  DURATION_PART.lastIndex = 0;
-  while (DURATION_PART.lastIndex < value.length) {
-    const match = DURATION_PART.exec(value);
-    if (match === null) return undefined;
-    totalMs += Number(match[1]) * DURATION_UNIT_MS[match[2]!]!;
-  }
-  return totalMs;
-}
-
-/** Whole ms as a Go duration string would print them: `400ms`, `1.5s`, `6m0s`, `1h2m3.5s`. */
-function formatDuration(totalMs: number): string {
-  if (totalMs === 0) return '0s';
-  if (totalMs < 1000) return `${totalMs}ms`;
-  const hours = Math.floor(totalMs / 3_600_000);
-  const minutes = Math.floor((totalMs % 3_600_000) / 60_000);
-  const restMs = totalMs % 60_000;
-  const fraction =
-    restMs % 1000 === 0
-      ? ''
-      : `.${String(restMs % 1000)
-          .padStart(3, '0')
-          .replace(/0+$/, '')}`;
-  const seconds = `${Math.floor(restMs / 1000)}${fraction}s`;
-  if (hours > 0) return `${hours}h${minutes}m${seconds}`;
-  if (minutes > 0) return `${minutes}m${seconds}`;
-  return seconds;
 }
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -503,32 +457,10 @@ function splitOutsideQuotes(value: string, separator: string): string[] {
 }
 
 function checkSnapshot(style: HeaderStyle, snapshot: LimitSnapshot): void {
-  if (snapshot === null || typeof snapshot !== 'object') {
-    throw new TypeError(`Expected each status to be an object { kind, limit, remaining, resetMs }, got ${show(snapshot)}`);
-  }
+  checkObject('each status', snapshot);
   const { kind, limit, remaining, resetMs } = snapshot;
-  const kinds: readonly LimitKind[] = style === 'openai' ? ['requests', 'tokens'] : LIMIT_KINDS;
-  if (!kinds.includes(kind)) {
-    throw new TypeError(
-      `Expected kind to be one of ${kinds.map((name) => `'${name}'`).join(', ')} for the ${style} style, got ${show(kind)}`,
-    );
-  }
-  for (const [label, count] of [
-    ['limit', limit],
-    ['remaining', remaining],
-  ] as const) {
-    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
-      throw new TypeError(`Expected ${label} to be a whole number >= 0, got ${show(count)}`);
-    }
-  }
-  if (typeof resetMs !== 'number' || !Number.isFinite(resetMs) || resetMs < 0) {
-    throw new TypeError(`Expected resetMs to be a finite number >= 0, got ${show(resetMs)}`);
-  }
-}
-
-/** A value as an error message shows it: strings quoted, objects and functions by their type. */
-function show(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null) return 'null';
-  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
+  checkOneOf(`kind (${style} style)`, kind, style === 'openai' ? OPENAI_KINDS : LIMIT_KINDS);
+  checkInteger('limit', limit, 0);
+  checkInteger('remaining', remaining, 0);
+  checkDurationMs('resetMs', resetMs);
 }

@@ -1,12 +1,17 @@
-import { sleep, type Clock } from '../../src/clock.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
+import { sleep, type Clock } from '../clock.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
 
 /** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
-export type Step = { latencyMs?: number; error?: Error; hang?: boolean };
+export interface Step {
+  readonly latencyMs?: number;
+  readonly error?: Error;
+  readonly hang?: boolean;
+}
 
 /**
  * A provider that plays a script, one step per call (the last step repeats), on a given clock,
- * and records when each call arrived.
+ * and records when each call arrived: for tests of code built on the pipeline or the gate, where
+ * each failure must come on cue.
  */
 export class ScriptedProvider implements Provider {
   readonly calls: { atMs: number; request: LlmRequest }[] = [];
@@ -29,7 +34,10 @@ export class ScriptedProvider implements Provider {
   }
 }
 
-/** Advances `clock` in steps until `promise` settles; returns its value. */
+/**
+ * Advances a `ManualClock` in steps of `stepMs` until `promise` settles, and returns its value (or
+ * rejects with its error): runs a whole pipeline on manual time, exactly and at once.
+ */
 export async function drive<T>(clock: { advance(ms: number): Promise<void> }, promise: Promise<T>, stepMs = 1): Promise<T> {
   let settled = false;
   const tracked = promise.finally(() => (settled = true));

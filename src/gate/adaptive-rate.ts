@@ -1,11 +1,22 @@
 import { systemClock, type Clock } from '../clock.ts';
-import type { TokenBucket } from './token-bucket.ts';
+import { checkClock, checkDurationMs, checkFunction, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import type { ProviderLimits } from './provider-limits.ts';
 
-export interface AdaptiveRateOptions {
-  /** The bucket whose rate is adapted. The controller owns its rate: it sets it to `maxRate` at once. */
-  readonly bucket: TokenBucket;
-  /** The configured rate, in calls per second: the starting rate and the ceiling. Finite, > 0. */
-  readonly maxRate: number;
+/** How the adaptive rate behaves unless told otherwise; see {@link AdaptiveRateOptions} for why. */
+export const ADAPTIVE_DEFAULTS = Object.freeze({
+  decreaseFactor: 0.8,
+  quietPeriodMs: 1000,
+  recoveryMs: 15_000,
+  clusterWindowMs: 500,
+});
+
+/** The tuning of an {@link AdaptiveRate}: everything but what it adapts. */
+export interface AdaptiveTuning {
+  /**
+   * The ceiling and starting rate, in calls per second; finite, > 0. Default: the request rate the
+   * limits have when the controller is made (the configured one).
+   */
+  readonly maxRate?: number;
   /**
    * The floor, in calls per second: no cut goes below it. Default `maxRate / 100`, but at least
    * 0.1 (one call every 10 s) unless `maxRate` itself is lower. In (0, maxRate].
@@ -32,7 +43,12 @@ export interface AdaptiveRateOptions {
    * unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). Default 500.
    */
   readonly clusterWindowMs?: number;
-  /** Time source; pass the bucket's. Default {@link systemClock}. */
+}
+
+export interface AdaptiveRateOptions extends AdaptiveTuning {
+  /** The limits whose request rate is adapted. The controller owns that rate: it sets it to `maxRate` at once. */
+  readonly limits: ProviderLimits;
+  /** Time source; pass the limits'. Default {@link systemClock}. */
   readonly clock?: Clock;
 }
 
@@ -56,10 +72,6 @@ export interface RateChangeEvent {
 
 export type RateChangeListener = (event: RateChangeEvent) => void;
 
-const DEFAULT_DECREASE_FACTOR = 0.8;
-const DEFAULT_QUIET_PERIOD_MS = 1000;
-const DEFAULT_RECOVERY_MS = 15_000;
-const DEFAULT_CLUSTER_WINDOW_MS = 500;
 /** One call every 10 s: slow enough to be harmless, frequent enough to notice the quota is back. */
 const MIN_DEFAULT_MIN_RATE = 0.1;
 /**
@@ -69,7 +81,7 @@ const MIN_DEFAULT_MIN_RATE = 0.1;
 const MIN_PROBE_SHARE = 0.01;
 
 /**
- * Adapts a {@link TokenBucket}'s rate to a provider quota that is unknown or lower than configured:
+ * Adapts a provider's request rate ({@link ProviderLimits.rate}) to a quota that is unknown or lower than configured:
  * cut multiplicatively on a 429, climb back along a CUBIC-like curve after a quiet period, never
  * above the configured `maxRate` nor below `minRate`.
  *
@@ -96,10 +108,10 @@ const MIN_PROBE_SHARE = 0.01;
  * within `clusterWindowMs` of the cut. Every 429 restarts the quiet period.
  *
  * Call {@link onRateLimited} for each 429 and {@link onSuccess} for each call that was not
- * throttled. Safe to share by every worker using the bucket (one event loop, no locks needed).
+ * throttled. Safe to share by every worker using the limits (one event loop, no locks needed).
  */
 export class AdaptiveRate {
-  readonly #bucket: TokenBucket;
+  readonly #limits: ProviderLimits;
   readonly #clock: Clock;
   readonly #maxRate: number;
   readonly #minRate: number;
@@ -118,37 +130,28 @@ export class AdaptiveRate {
   #listeners: RateChangeListener[] = [];
 
   constructor(options: AdaptiveRateOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new TypeError(`Expected options to be an object, got ${show(options)}`);
+    checkObject('options', options);
+    const { limits, clock = systemClock } = options;
+    if (limits === null || typeof limits !== 'object' || typeof limits.setRate !== 'function') {
+      throw expected('limits', 'ProviderLimits', limits);
     }
-    const { bucket, maxRate, clock = systemClock } = options;
-    if (bucket === null || typeof bucket !== 'object' || typeof bucket.setRate !== 'function') {
-      throw new TypeError(`Expected bucket to be a TokenBucket, got ${show(bucket)}`);
-    }
-    if (typeof maxRate !== 'number' || !Number.isFinite(maxRate) || !(maxRate > 0)) {
-      throw new TypeError(`Expected maxRate to be a finite number > 0 (calls per second), got ${show(maxRate)}`);
-    }
+    const maxRate = options.maxRate ?? limits.rate;
+    checkNumber('maxRate', maxRate, { min: 0, minExclusive: true, unit: 'calls per second' });
     const {
       minRate = Math.min(maxRate, Math.max(maxRate / 100, MIN_DEFAULT_MIN_RATE)),
-      decreaseFactor = DEFAULT_DECREASE_FACTOR,
-      quietPeriodMs = DEFAULT_QUIET_PERIOD_MS,
-      recoveryMs = DEFAULT_RECOVERY_MS,
-      clusterWindowMs = DEFAULT_CLUSTER_WINDOW_MS,
+      decreaseFactor = ADAPTIVE_DEFAULTS.decreaseFactor,
+      quietPeriodMs = ADAPTIVE_DEFAULTS.quietPeriodMs,
+      recoveryMs = ADAPTIVE_DEFAULTS.recoveryMs,
+      clusterWindowMs = ADAPTIVE_DEFAULTS.clusterWindowMs,
     } = options;
-    if (typeof minRate !== 'number' || !(minRate > 0 && minRate <= maxRate)) {
-      throw new TypeError(`Expected minRate to be a number in (0, maxRate = ${maxRate}], got ${show(minRate)}`);
-    }
-    if (typeof decreaseFactor !== 'number' || !(decreaseFactor > 0 && decreaseFactor < 1)) {
-      throw new TypeError(`Expected decreaseFactor to be a number in (0, 1), got ${show(decreaseFactor)}`);
-    }
-    checkDuration('quietPeriodMs', quietPeriodMs, 0);
-    checkDuration('recoveryMs', recoveryMs, Number.MIN_VALUE);
-    checkDuration('clusterWindowMs', clusterWindowMs, 0);
-    if (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function') {
-      throw new TypeError(`Expected clock to be a Clock, got ${show(clock)}`);
-    }
+    checkNumber('minRate', minRate, { min: 0, minExclusive: true, max: maxRate, unit: 'calls per second' });
+    checkNumber('decreaseFactor', decreaseFactor, { min: 0, minExclusive: true, max: 1, maxExclusive: true });
+    checkDurationMs('quietPeriodMs', quietPeriodMs);
+    checkDurationMs('recoveryMs', recoveryMs, { positive: true });
+    checkDurationMs('clusterWindowMs', clusterWindowMs);
+    checkClock('clock', clock);
 
-    this.#bucket = bucket;
+    this.#limits = limits;
     this.#clock = clock;
     this.#maxRate = maxRate;
     this.#minRate = minRate;
@@ -158,10 +161,10 @@ export class AdaptiveRate {
     this.#clusterWindowMs = clusterWindowMs;
     this.#rate = maxRate;
     this.#peakRate = maxRate;
-    if (bucket.rate !== maxRate) bucket.setRate(maxRate);
+    if (limits.rate !== maxRate) limits.setRate(maxRate);
   }
 
-  /** The rate now, in calls per second (the bucket's). */
+  /** The rate now, in calls per second (the limits'). */
   get rate(): number {
     return this.#rate;
   }
@@ -191,14 +194,10 @@ export class AdaptiveRate {
    * of the last cut; either way the quiet period starts over.
    */
   onRateLimited(info: RateLimitedInfo = {}): void {
-    if (info === null || typeof info !== 'object') {
-      throw new TypeError(`Expected info to be an object, got ${show(info)}`);
-    }
+    checkObject('info', info);
     const { retryAfterMs, sentAtMs } = info;
-    if (retryAfterMs !== undefined) checkDuration('info.retryAfterMs', retryAfterMs, 0);
-    if (sentAtMs !== undefined && (typeof sentAtMs !== 'number' || !Number.isFinite(sentAtMs))) {
-      throw new TypeError(`Expected info.sentAtMs to be a finite number, got ${show(sentAtMs)}`);
-    }
+    if (retryAfterMs !== undefined) checkDurationMs('info.retryAfterMs', retryAfterMs);
+    if (sentAtMs !== undefined) checkNumber('info.sentAtMs', sentAtMs);
     const nowMs = this.#clock.now();
     this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#quietPeriodMs, nowMs + (retryAfterMs ?? 0));
     const sameCluster = sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#clusterWindowMs : sentAtMs <= this.#cutAtMs;
@@ -229,7 +228,7 @@ export class AdaptiveRate {
    * Returns a function that removes it.
    */
   onChange(listener: RateChangeListener): () => void {
-    if (typeof listener !== 'function') throw new TypeError(`Expected listener to be a function, got ${show(listener)}`);
+    checkFunction('listener', listener);
     // Wrapped, so the same function added twice is two subscriptions, each removed by its own dispose.
     const entry: RateChangeListener = (event) => listener(event);
     this.#listeners = [...this.#listeners, entry];
@@ -250,23 +249,10 @@ export class AdaptiveRate {
 
   #set(rate: number, reason: RateChangeEvent['reason']): void {
     this.#rate = rate;
-    this.#bucket.setRate(rate);
+    this.#limits.setRate(rate);
     const event: RateChangeEvent = { rate, reason };
     // The array is replaced, never mutated, so a listener added or removed during this round
     // takes effect from the next one.
     for (const listener of this.#listeners) listener(event);
   }
-}
-
-function checkDuration(name: string, valueMs: unknown, min: number): void {
-  if (typeof valueMs !== 'number' || !Number.isFinite(valueMs) || valueMs < min) {
-    throw new TypeError(`Expected ${name} to be a finite number ${min > 0 ? '> 0' : '>= 0'} (ms), got ${show(valueMs)}`);
-  }
-}
-
-/** A value as an error message shows it: strings quoted, objects and functions by their type. */
-function show(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null) return 'null';
-  return typeof value === 'object' || typeof value === 'function' ? typeof value : String(value);
 }

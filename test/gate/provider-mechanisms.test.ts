@@ -1,17 +1,18 @@
 import { describe, it, expect } from 'vitest';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
-import { AdaptiveRate } from '../../src/limiter/adaptive-rate.ts';
-import { ProviderLimits } from '../../src/limiter/provider-limits.ts';
+import { AdaptiveRate } from '../../src/gate/adaptive-rate.ts';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
-import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
-import { generateArticles } from '../../src/pipeline/articles.ts';
-import { CallGate, type AttemptEvent } from '../../src/pipeline/call-gate.ts';
+import { formatRateLimitHeaders } from '../../src/http/rate-limit-headers.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { RetryError } from '../../src/retry/retry.ts';
-import { ScriptedProvider, drive } from './scripted-provider.ts';
+import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 
 const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
 const fixedBackoff = () => 100;
@@ -20,9 +21,9 @@ describe('CallGate - circuit breaker', () => {
   it('fails at once with BrokenCircuitError while open: no token spent, provider not called', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }]);
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 0.001, burst: 100 }], clock);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 0.001, burst: 100 }], clock);
     const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock, backoff: fixedBackoff, maxAttempts: 3 });
+    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 3 } });
     const events: AttemptEvent[] = [];
     const error = await drive(
       clock,
@@ -40,7 +41,7 @@ describe('CallGate - circuit breaker', () => {
   it('does not count a deadline that passes while waiting for the token as a provider failure', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock);
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
     const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
     const gate = new CallGate({ provider, limits, breaker, clock });
     limits.bucket('requests')!.tryAcquire(1);
@@ -64,7 +65,7 @@ describe('CallGate - circuit breaker', () => {
     const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
     const gate = new CallGate({
       provider,
-      limits: new ProviderLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock),
+      limits: new LocalLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock),
       breaker,
       clock,
     });
@@ -84,8 +85,8 @@ describe('CallGate - circuit breaker', () => {
         clock,
         runPipeline({
           source: generateArticles(60),
-          providers: [{ provider, rate: 10, burst: 2, breaker: { failureThreshold: 3, cooldownMs: 1000 } }],
-          maxAttempts,
+          providers: [{ provider, limits: requestLimit(10, 2), breaker: { failureThreshold: 3, cooldownMs: 1000 } }],
+          retry: { maxAttempts },
           timeoutMs: 30_000,
           clock,
           onResult: (r) => void results.push(r),
@@ -117,7 +118,7 @@ describe('CallGate - token limits', () => {
         usage: { inputTokens: 90, outputTokens: 10 },
       }),
     };
-    const limits = new ProviderLimits(
+    const limits = new LocalLimits(
       [
         { kind: 'requests', rate: 10, burst: 10 },
         { kind: 'tokens', rate: 10, burst: 1000 },
@@ -134,7 +135,7 @@ describe('CallGate - token limits', () => {
   it('a request larger than the token burst is a dead letter at once, not a hang', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock);
-    const limits = new ProviderLimits(
+    const limits = new LocalLimits(
       [
         { kind: 'requests', rate: 10, burst: 10 },
         { kind: 'tokens', rate: 10, burst: 500 },
@@ -160,7 +161,7 @@ describe('CallGate - headers and adaptive rate', () => {
         headers: formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 100, remaining, resetMs: 1000 }]),
       }),
     };
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 1, burst: 10 }], clock);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 1, burst: 10 }], clock);
     const gate = new CallGate({ provider, limits, clock, syncHeaders: true });
     await gate.call(request);
     expect(limits.bucket('requests')!.tokens()).toBe(3);
@@ -172,8 +173,8 @@ describe('CallGate - headers and adaptive rate', () => {
   it('a 429 with a garbage retry-after is still a 429 to the adaptive rate and the retry loop', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}]);
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
-    const adaptive = new AdaptiveRate({ bucket: limits.bucket('requests')!, maxRate: 20, clock });
+    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock });
     const events: AttemptEvent[] = [];
     const { attempts } = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }));
@@ -185,9 +186,9 @@ describe('CallGate - headers and adaptive rate', () => {
   it('tells the adaptive rate of 429s, which cuts the request rate', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}]);
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
     const bucket = limits.bucket('requests')!;
-    const adaptive = new AdaptiveRate({ bucket, maxRate: 20, clock });
+    const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock });
     await drive(clock, gate.call(request));
     expect(adaptive.decreases).toBe(1);

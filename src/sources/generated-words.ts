@@ -1,58 +1,12 @@
 /**
- * Where articles come from: a seeded generator of made-up news, or a JSON Lines file.
- *
- * Both are streams. Neither ever holds the whole article list, so a source of ten million
- * articles costs the memory of one (plus, for files, the set of ids seen — see below).
+ * The word pools generated articles are made of: topics with their actors, projects, quoted roles
+ * and tone-specific sentences, plus titles, leads, quotes and closings per tone.
  */
-import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
-import type { Article } from './article.ts';
 
-// ---------------------------------------------------------------------------------------------
-// Generated articles
-// ---------------------------------------------------------------------------------------------
-
-export interface GenerateArticlesOptions {
-  /**
-   * Picks the articles; the same seed always gives the same articles. Any safe integer.
-   * Default 1, so a run without a seed is reproducible too.
-   */
-  readonly seed?: number;
-}
-
-/**
- * `count` made-up but plausible news articles with ids "1" … `String(count)`: a title and a body
- * of 3–6 sentences on one of several topics, in a positive, negative or neutral tone (so that
- * sentiment analysis has varied answers to give), with a `source` and a `url`.
- *
- * Lazy: each article is built when the iterator asks for it, from fixed word pools by index
- * arithmetic, so `count` may be huge at O(1) memory and each article costs about a microsecond.
- * Article `i` depends only on `seed` and `i`, never on `count`: `generateArticles(10)` is a prefix
- * of `generateArticles(1000)`. The returned iterable can be iterated again and starts over.
- *
- * Throws `TypeError` if `count` is not a non-negative safe integer or `seed` not a safe integer.
- */
-export function generateArticles(count: number, options: GenerateArticlesOptions = {}): Iterable<Article> {
-  if (!Number.isSafeInteger(count) || count < 0) {
-    throw new TypeError(`expected count to be a non-negative safe integer, got ${describe(count)}`);
-  }
-  const seed = options.seed ?? 1;
-  if (!Number.isSafeInteger(seed)) {
-    throw new TypeError(`expected seed to be a safe integer, got ${describe(seed)}`);
-  }
-  const seedHash = mix32(mix32(seed >>> 0) ^ Math.floor(seed / 0x1_0000_0000));
-  return {
-    *[Symbol.iterator]() {
-      for (let index = 1; index <= count; index += 1) yield makeArticle(seedHash, index);
-    },
-  };
-}
-
-type Tone = 'positive' | 'negative' | 'neutral';
+export type Tone = 'positive' | 'negative' | 'neutral';
 
 /** The words an article is made of, chosen once per article so templates only concatenate. */
-interface Slots {
+export interface Slots {
   readonly actor: string;
   readonly Actor: string;
   readonly project: string;
@@ -68,9 +22,9 @@ interface Slots {
   readonly percent: number;
 }
 
-type Template = (s: Slots) => string;
+export type Template = (s: Slots) => string;
 
-interface Topic {
+export interface Topic {
   readonly name: string;
   /** Who acts or is blamed; lower case unless a proper noun (templates capitalise via `Actor`). */
   readonly actors: readonly string[];
@@ -81,7 +35,7 @@ interface Topic {
   readonly sentences: Readonly<Record<Tone, readonly Template[]>>;
 }
 
-const TOPICS: readonly Topic[] = [
+export const TOPICS: readonly Topic[] = [
   {
     name: 'economy',
     actors: ['the central bank', 'the finance ministry', 'regional manufacturers', 'Harbor Bank', 'the chamber of commerce'],
@@ -334,7 +288,7 @@ const TOPICS: readonly Topic[] = [
   },
 ];
 
-const TITLES: Readonly<Record<Tone, readonly Template[]>> = {
+export const TITLES: Readonly<Record<Tone, readonly Template[]>> = {
   positive: [
     (s) => `${s.Actor} hails success of ${s.project}`,
     (s) => `${s.place} celebrates as ${s.project} beats expectations`,
@@ -358,7 +312,7 @@ const TITLES: Readonly<Record<Tone, readonly Template[]>> = {
   ],
 };
 
-const LEADS: Readonly<Record<Tone, readonly Template[]>> = {
+export const LEADS: Readonly<Record<Tone, readonly Template[]>> = {
   positive: [
     (s) => `${s.Actor} said on ${s.day} that ${s.project} had exceeded its targets, bringing welcome relief to ${s.place}.`,
     (s) => `${s.place} recorded a ${s.percent} percent improvement after ${s.project}, the best result in ${s.years} years.`,
@@ -376,7 +330,7 @@ const LEADS: Readonly<Record<Tone, readonly Template[]>> = {
   ],
 };
 
-const QUOTES: Readonly<Record<Tone, readonly Template[]>> = {
+export const QUOTES: Readonly<Record<Tone, readonly Template[]>> = {
   positive: [
     (s) => `"This is a genuine turning point for ${s.place}," said ${s.person}, ${s.role}.`,
     (s) => `"The results speak for themselves, and we are delighted," said ${s.person}, ${s.role}.`,
@@ -394,14 +348,14 @@ const QUOTES: Readonly<Record<Tone, readonly Template[]>> = {
   ],
 };
 
-const CLOSINGS: readonly Template[] = [
+export const CLOSINGS: readonly Template[] = [
   (s) => `A further update is expected ${s.when}.`,
   (s) => `The full report will be published ${s.when}.`,
   (s) => `${s.Actor} did not respond to a request for further comment.`,
   (s) => `Officials said more details would be released ${s.when}.`,
 ];
 
-const PLACES = [
+export const PLACES = [
   'Riverton',
   'Port Aldine',
   'Northbridge',
@@ -413,7 +367,7 @@ const PLACES = [
   'Hollins Vale',
   'Westcliff',
 ];
-const PEOPLE = [
+export const PEOPLE = [
   'Amara Lindqvist',
   'Daniel Osei',
   'Priya Natarajan',
@@ -425,12 +379,12 @@ const PEOPLE = [
   'Grace Mbeki',
   'Owen Fairley',
 ];
-const DAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
-const WHENS = ['next week', 'later this month', 'in the spring', 'before the end of the year'];
-const SOURCES = ['The Daily Ledger', 'Northbridge Herald', 'Coastal Wire', 'Metro Observer', 'The Evening Dispatch', 'Valley Times'];
-const SOURCE_SLUGS = SOURCES.map((source) => source.toLowerCase().replace(/^the /, '').replaceAll(' ', '-'));
+export const DAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
+export const WHENS = ['next week', 'later this month', 'in the spring', 'before the end of the year'];
+export const SOURCES = ['The Daily Ledger', 'Northbridge Herald', 'Coastal Wire', 'Metro Observer', 'The Evening Dispatch', 'Valley Times'];
+export const SOURCE_SLUGS = SOURCES.map((source) => source.toLowerCase().replace(/^the /, '').replaceAll(' ', '-'));
 // Out of 10: positive 4, negative 4, neutral 2 — neutral stories are the rarest in real feeds.
-const TONE_BY_TENTH: readonly Tone[] = [
+export const TONE_BY_TENTH: readonly Tone[] = [
   'positive',
   'positive',
   'positive',
@@ -442,281 +396,3 @@ const TONE_BY_TENTH: readonly Tone[] = [
   'neutral',
   'neutral',
 ];
-
-const capitalise = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
-
-// The random stream of the article being built. Module state rather than a closure per article
-// because article building is synchronous and closures were a measurable share of its cost.
-let drawState = 0;
-
-/** The next 32-bit unsigned number of the current article's stream. */
-function draw(): number {
-  drawState = (drawState + 0x9e3779b9) | 0;
-  return mix32(drawState);
-}
-
-const pick = <T>(pool: readonly T[]): T => pool[draw() % pool.length]!;
-
-function makeArticle(seedHash: number, index: number): Article {
-  // Counter-based: article i's stream depends only on the seed and i, so the generator needs no
-  // state beyond the index, and a prefix of a longer run is the shorter run.
-  drawState = mix32(seedHash ^ mix32((index >>> 0) ^ mix32(Math.floor(index / 0x1_0000_0000))));
-
-  const topic = pick(TOPICS);
-  const tone = pick(TONE_BY_TENTH);
-  const actor = pick(topic.actors);
-  const project = pick(topic.projects);
-  const slots: Slots = {
-    actor,
-    Actor: capitalise(actor),
-    project,
-    Project: capitalise(project),
-    place: pick(PLACES),
-    person: pick(PEOPLE),
-    role: pick(topic.roles),
-    day: pick(DAYS),
-    when: pick(WHENS),
-    years: 2 + (draw() % 9),
-    percent: 3 + (draw() % 38),
-  };
-  const toneSentences = topic.sentences[tone];
-  const first = draw() % toneSentences.length;
-  const sentenceCount = 3 + (draw() % 4);
-
-  // Fixed order, truncated to the sentence count, so a body reads like a news story at any length:
-  // lead, the topic's main point, then a quote, background, a second point; always a closing line.
-  let content = `${pick(LEADS[tone])(slots)} ${toneSentences[first]!(slots)}`;
-  if (sentenceCount >= 4) content += ` ${pick(QUOTES[tone])(slots)}`;
-  if (sentenceCount >= 5) {
-    const background = topic.sentences.neutral;
-    // A neutral story's main points come from this same pool: take the one it has not used.
-    const at = tone === 'neutral' ? (first + 2) % background.length : draw() % background.length;
-    content += ` ${background[at]!(slots)}`;
-  }
-  if (sentenceCount >= 6) content += ` ${toneSentences[(first + 1) % toneSentences.length]!(slots)}`;
-  content += ` ${pick(CLOSINGS)(slots)}`;
-
-  const sourceIndex = draw() % SOURCES.length;
-  const id = String(index);
-  return {
-    id,
-    title: pick(TITLES[tone])(slots),
-    content,
-    url: `https://${SOURCE_SLUGS[sourceIndex]}.example.com/${topic.name}/${id}`,
-    source: SOURCES[sourceIndex]!,
-  };
-}
-
-/** A 32-bit integer hash with good avalanche (the "lowbias32" finaliser); returns an unsigned int. */
-function mix32(value: number): number {
-  let x = value | 0;
-  x = Math.imul(x ^ (x >>> 16), 0x7feb352d);
-  x = Math.imul(x ^ (x >>> 15), 0x846ca68b);
-  return (x ^ (x >>> 16)) >>> 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON Lines files
-// ---------------------------------------------------------------------------------------------
-
-/** One bad line of an input file. `line` is 1-based. */
-export interface InputIssue {
-  readonly path: string;
-  readonly line: number;
-  readonly reason: string;
-}
-
-/**
- * An input file that cannot be used. The message is `${path}:${line}: ${reason}` for a bad line
- * and `${path}: ${reason}` when the file as a whole is unreadable (`line` undefined); `cause`
- * holds the underlying system error, if any.
- */
-export class InputError extends Error {
-  override readonly name = 'InputError';
-  readonly path: string;
-  readonly line: number | undefined;
-  readonly reason: string;
-
-  constructor(issue: { path: string; line?: number | undefined; reason: string }, options?: ErrorOptions) {
-    const { path, line, reason } = issue;
-    super(line === undefined ? `${path}: ${reason}` : `${path}:${line}: ${reason}`, options);
-    this.path = path;
-    this.line = line;
-    this.reason = reason;
-  }
-}
-
-export const isInputError = (error: unknown): error is InputError => error instanceof InputError;
-
-export interface ReadArticlesJsonlOptions {
-  /**
-   * Skip bad lines (invalid JSON, bad fields, duplicate ids) instead of failing on the first.
-   * Default false. An unreadable file still throws.
-   */
-  readonly skipInvalid?: boolean;
-  /** Told about each skipped line, in file order. Only called when `skipInvalid` is true. */
-  readonly onInvalid?: (issue: InputIssue) => void;
-  /**
-   * Reject (or skip) a repeated id. Default true. It costs memory per article (every id is kept,
-   * ~80 bytes each), so a second pass over a file already checked can turn it off.
-   */
-  readonly checkDuplicates?: boolean;
-}
-
-/**
- * Streams the articles of a JSON Lines file, one per non-blank line, in file order.
- *
- * Each line is a JSON object: `id` (a non-empty string, or a safe integer, which becomes its
- * decimal string), `content` (a string with some non-whitespace text — the thing the LLM reads),
- * and optionally `title`, `url`, `source` (strings; absent or null means none, and a missing title
- * becomes ""). Other fields are ignored. Strings are kept verbatim. Blank and whitespace-only lines
- * are skipped, CRLF line endings and a leading byte-order mark are accepted, and an empty file is
- * valid input with no articles.
- *
- * Reads line by line and never holds the file, but does remember every id seen (ids and line
- * numbers only, not articles) so that a duplicate id is caught: memory grows with the number of
- * ids. A duplicate keeps the first occurrence.
- *
- * The file is opened when iteration starts; if it cannot be read (missing, a directory, no
- * permission) the first `next()` rejects with an {@link InputError} whose `line` is undefined.
- * A bad line rejects with an `InputError` naming the line, unless `skipInvalid` is set. Breaking
- * out of the loop closes the file.
- *
- * Throws `TypeError` at once for a `path` that is not a non-empty string or a bad option.
- */
-export function readArticlesJsonl(path: string, options: ReadArticlesJsonlOptions = {}): AsyncIterable<Article> {
-  if (typeof path !== 'string' || path === '') {
-    throw new TypeError(`expected path to be a non-empty string, got ${describe(path)}`);
-  }
-  const { skipInvalid = false, onInvalid, checkDuplicates = true } = options;
-  if (typeof skipInvalid !== 'boolean') {
-    throw new TypeError(`expected skipInvalid to be a boolean, got ${describe(skipInvalid)}`);
-  }
-  if (typeof checkDuplicates !== 'boolean') {
-    throw new TypeError(`expected checkDuplicates to be a boolean, got ${describe(checkDuplicates)}`);
-  }
-  if (onInvalid !== undefined && typeof onInvalid !== 'function') {
-    throw new TypeError(`expected onInvalid to be a function, got ${describe(onInvalid)}`);
-  }
-  return readLines(path, skipInvalid, onInvalid, checkDuplicates);
-}
-
-async function* readLines(
-  path: string,
-  skipInvalid: boolean,
-  onInvalid: ((issue: InputIssue) => void) | undefined,
-  checkDuplicates: boolean,
-): AsyncGenerator<Article, void, undefined> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    throw unreadable(path, error);
-  }
-  // The stream owns the handle from here (autoClose) and closes it when destroyed.
-  const stream = handle.createReadStream({ encoding: 'utf8' });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  const firstLineById = new Map<string, number>();
-  let lineNumber = 0;
-  try {
-    for await (const text of lines) {
-      lineNumber += 1;
-      const line = lineNumber === 1 && text.startsWith('\uFEFF') ? text.slice(1) : text;
-      if (line.trim() === '') continue;
-
-      const parsed = parseArticleLine(line);
-      let reason: string | undefined;
-      if (typeof parsed === 'string') {
-        reason = parsed;
-      } else {
-        const firstLine = checkDuplicates ? firstLineById.get(parsed.id) : undefined;
-        if (firstLine === undefined) {
-          if (checkDuplicates) firstLineById.set(parsed.id, lineNumber);
-          yield parsed;
-          continue;
-        }
-        reason = `duplicate id ${JSON.stringify(parsed.id)} (first seen on line ${firstLine})`;
-      }
-      if (!skipInvalid) throw new InputError({ path, line: lineNumber, reason });
-      onInvalid?.({ path, line: lineNumber, reason });
-    }
-  } catch (error) {
-    // Anything not ours came from reading the file (e.g. EISDIR surfaces on the first read).
-    throw isInputError(error) ? error : unreadable(path, error);
-  } finally {
-    lines.close();
-    stream.destroy();
-  }
-}
-
-/** The article on one line, or the reason the line is not one. */
-function parseArticleLine(text: string): Article | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return `invalid JSON (${error instanceof Error ? error.message : String(error)})`;
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return `expected a JSON object, got ${kindOf(value)}`;
-  }
-  const record = value as Record<string, unknown>;
-
-  const rawId = record.id;
-  let id: string;
-  if (rawId === undefined) return 'missing "id"';
-  if (typeof rawId === 'string') {
-    if (rawId.trim() === '') return '"id" must not be empty';
-    id = rawId;
-  } else if (typeof rawId === 'number' && Number.isSafeInteger(rawId)) {
-    id = String(rawId);
-  } else {
-    // A fractional or huge number would not round-trip to the id the producer meant.
-    return `"id" must be a string or a safe integer, got ${typeof rawId === 'number' ? String(rawId) : kindOf(rawId)}`;
-  }
-
-  const content = record.content;
-  if (content === undefined || content === null) return 'article has no text (missing "content")';
-  if (typeof content !== 'string') return `"content" must be a string, got ${kindOf(content)}`;
-  if (content.trim() === '') return 'article has no text (empty "content")';
-
-  const title = record.title ?? '';
-  if (typeof title !== 'string') return `"title" must be a string, got ${kindOf(title)}`;
-
-  const url = record.url ?? undefined;
-  if (url !== undefined && typeof url !== 'string') return `"url" must be a string, got ${kindOf(url)}`;
-  const source = record.source ?? undefined;
-  if (source !== undefined && typeof source !== 'string') return `"source" must be a string, got ${kindOf(source)}`;
-
-  return {
-    id,
-    title,
-    content,
-    ...(url !== undefined && { url }),
-    ...(source !== undefined && { source }),
-  };
-}
-
-/** `${path}: cannot read file (CODE: description)`, without Node's `, open '…'` tail. */
-function unreadable(path: string, error: unknown): InputError {
-  let detail = error instanceof Error ? error.message : String(error);
-  const syscall = (error as { syscall?: unknown } | null)?.syscall;
-  if (typeof syscall === 'string') {
-    const tail = detail.lastIndexOf(`, ${syscall}`);
-    if (tail > 0) detail = detail.slice(0, tail);
-  }
-  return new InputError({ path, reason: `cannot read file (${detail})` }, { cause: error });
-}
-
-/** A JSON value's kind as a reader would name it: "array" and "null" rather than "object". */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') return String(value);
-  return kindOf(value);
-}

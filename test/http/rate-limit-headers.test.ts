@@ -11,7 +11,7 @@ import {
   type LimitSnapshot,
   type LimitStatus,
   type RateLimitInfo,
-} from '../../src/provider/rate-limit-headers.ts';
+} from '../../src/http/rate-limit-headers.ts';
 
 /** 2025-01-01T00:00:00Z, a Wednesday. */
 const NOW_MS = Date.UTC(2025, 0, 1);
@@ -172,7 +172,7 @@ describe('parseRateLimitHeaders()', () => {
       new TypeError('Expected nowMs to be a finite number (Unix epoch ms), got NaN'),
     );
     expect(() => parseRateLimitHeaders({}, { maxRetryAfterMs: -1 })).toThrow(
-      new TypeError('Expected maxRetryAfterMs to be a finite number >= 0, got -1'),
+      new TypeError('Expected maxRetryAfterMs to be a finite number >= 0 (ms), got -1'),
     );
     expect(() => parseRateLimitHeaders({}, { maxRetryAfterMs: Infinity })).toThrow(/maxRetryAfterMs.*got Infinity/);
     expect(() => parseRateLimitHeaders({}, null as never)).toThrow(new TypeError('Expected options to be an object, got null'));
@@ -509,17 +509,17 @@ describe('formatRateLimitHeaders()', () => {
         'openai',
         [{ ...requests, kind: 'input-tokens' }],
         undefined,
-        /kind to be one of 'requests', 'tokens' for the openai style, got 'input-tokens'/,
+        /kind \(openai style\) to be one of "requests", "tokens", got "input-tokens"/,
       ],
-      ['anthropic', [{ ...requests, kind: 'words' as LimitKind }], undefined, /got 'words'/],
-      ['ietf', [requests, requests], undefined, /each kind at most once, got 'requests' twice/],
-      ['openai', [{ ...requests, remaining: -1 }], undefined, /remaining to be a whole number >= 0, got -1/],
-      ['openai', [{ ...requests, limit: 2.5 }], undefined, /limit to be a whole number >= 0, got 2.5/],
-      ['openai', [{ ...requests, resetMs: Number.NaN }], undefined, /resetMs to be a finite number >= 0, got NaN/],
+      ['anthropic', [{ ...requests, kind: 'words' as LimitKind }], undefined, /got "words"/],
+      ['ietf', [requests, requests], undefined, /each kind to be given at most once, got "requests twice"/],
+      ['openai', [{ ...requests, remaining: -1 }], undefined, /remaining to be an integer >= 0, got -1/],
+      ['openai', [{ ...requests, limit: 2.5 }], undefined, /limit to be an integer >= 0, got 2.5/],
+      ['openai', [{ ...requests, resetMs: Number.NaN }], undefined, /resetMs to be a finite number >= 0 \(ms\), got NaN/],
       ['openai', [{ ...requests, resetMs: -1 }], undefined, /resetMs.*got -1/],
-      ['openai', [], -5, /retryAfterMs to be a finite number >= 0, got -5/],
+      ['openai', [], -5, /retryAfterMs to be a finite number >= 0 \(ms\), got -5/],
       ['openai', [], Infinity, /retryAfterMs.*got Infinity/],
-      ['aws' as HeaderStyle, [], undefined, /style to be one of 'openai', 'anthropic', 'ietf', got 'aws'/],
+      ['aws' as HeaderStyle, [], undefined, /style to be one of "openai", "anthropic", "ietf", got "aws"/],
       ['openai', null as never, undefined, /status to be an array, got null/],
       ['openai', [null as never], undefined, /each status to be an object/],
     ];

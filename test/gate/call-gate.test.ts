@@ -1,10 +1,12 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { TokenBucket, MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
+import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { RateLimitError, ServerError, type LlmRequest } from '../../src/provider/provider.ts';
-import { CallGate, type AttemptEvent } from '../../src/pipeline/call-gate.ts';
+import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
 import { RetryError } from '../../src/retry/retry.ts';
-import { ScriptedProvider, drive, type Step } from './scripted-provider.ts';
+import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
 
 const request: LlmRequest = { task: 'summarize', articleId: '7', title: 'T', text: 'Body.' };
 const noJitter = (attempt: number) => 100 * 2 ** (attempt - 1);
@@ -12,8 +14,9 @@ const noJitter = (attempt: number) => 100 * 2 ** (attempt - 1);
 function setup(script: Step[], rate = 10, burst = 1) {
   const clock = new ManualClock();
   const provider = new ScriptedProvider('p', clock, script);
-  const limiter = new TokenBucket({ rate, burst, clock });
-  const gate = new CallGate({ provider, limiter, clock, backoff: noJitter });
+  const limits = new LocalLimits(requestLimit(rate, burst), clock);
+  const limiter = limits.bucket('requests')!;
+  const gate = new CallGate({ provider, limits, clock, retry: { backoff: noJitter } });
   const events: AttemptEvent[] = [];
   return { clock, provider, limiter, gate, events, onAttempt: (e: AttemptEvent) => events.push(e) };
 }

@@ -1,0 +1,349 @@
+import pLimit, { type LimitFunction } from 'p-limit';
+import type { Logger } from 'pino';
+import type { BreakerPermit, CircuitBreaker } from '../breaker/circuit-breaker.ts';
+import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { parseRateLimitHeaders } from '../http/rate-limit-headers.ts';
+import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
+import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
+import { isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
+import { estimateInputTokens } from '../provider/token-estimate.ts';
+import { RetryPolicy, retryAfterHint, type RetryPolicyOptions } from '../retry/retry.ts';
+import { silentLogger } from '../silent-logger.ts';
+import { checkInteger } from '../validation/checks.ts';
+import type { AdaptiveRate } from './adaptive-rate.ts';
+import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from './provider-limits.ts';
+
+/** What a gate does unless told otherwise. */
+export const GATE_DEFAULTS = Object.freeze({
+  /** Output tokens reserved per call until its usage is known (with token limits). */
+  maxOutputTokens: 256,
+  /** Lower the limits to what the provider's rate-limit headers say remains. */
+  syncHeaders: false,
+});
+
+/** How one attempt ended. */
+export type AttemptOutcome =
+  | 'ok'
+  | 'rate-limited'
+  | 'server-error'
+  | 'timeout'
+  | 'limiter-timeout'
+  | 'circuit-open'
+  | 'too-large'
+  | 'aborted'
+  | 'error';
+
+/** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
+export interface AttemptEvent {
+  readonly provider: string;
+  readonly task: LlmRequest['task'];
+  readonly articleId: string;
+  /** The pool slot that made the call, when the caller said. */
+  readonly workerId: number | undefined;
+  /** 1-based attempt number within this call. */
+  readonly attempt: number;
+  readonly outcome: AttemptOutcome;
+  /** Time spent waiting for the limits, in ms. */
+  readonly waitMs: number;
+  /** Whether the limits granted the call and the provider was called (each such attempt spent its cost). */
+  readonly called: boolean;
+  /** Clock reading when the provider was called; undefined when it was not. */
+  readonly sentAtMs: number | undefined;
+  /** Time the provider took to answer (0 when it was not called), in ms. */
+  readonly latencyMs: number;
+  /** Clock reading when the attempt ended. */
+  readonly atMs: number;
+  /** Delay before the next attempt, when there will be one, in ms. */
+  readonly retryInMs: number | undefined;
+  /** What the attempt failed with; undefined when it succeeded. */
+  readonly error: unknown;
+  /** The tokens the provider reported for a successful call. */
+  readonly usage: TokenUsage | undefined;
+}
+
+/** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
+export interface GateFigures {
+  readonly provider: string;
+  /** The limits as configured. */
+  readonly limits: readonly LimitSpec[];
+  /** The request rate in force now (the adaptive rate moves it), calls per second. */
+  readonly rate: number;
+  readonly countsTokens: boolean;
+  /** Times the circuit breaker opened. */
+  readonly breakerOpens: number;
+  /** Times the adaptive rate cut the rate. */
+  readonly rateCuts: number;
+}
+
+export interface CallGateOptions {
+  readonly provider: Provider;
+  /** The provider's limits, shared by every caller: each attempt, retries included, takes its cost first. */
+  readonly limits: ProviderLimits;
+  /** Opens on consecutive server errors and timeouts; while open, attempts fail at once with nothing spent. */
+  readonly breaker?: CircuitBreaker | undefined;
+  /** Cuts the request rate on 429s and probes back up. */
+  readonly adaptive?: AdaptiveRate | undefined;
+  /** Lower the limits to what the provider's rate-limit headers say remains. Default {@link GATE_DEFAULTS}. */
+  readonly syncHeaders?: boolean | undefined;
+  /** Output tokens reserved per call until its usage is known (token limits only). Default {@link GATE_DEFAULTS}. */
+  readonly maxOutputTokens?: number | undefined;
+  /** Input tokens of a request, for token limits. Default: the prompt counted with a real tokenizer. */
+  readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
+  /** Calls in flight at once to this provider, an integer >= 1. Default: no cap (the workers bound them). */
+  readonly maxConcurrent?: number | undefined;
+  /** Attempts, backoff and retry-after cap. Defaults: `RETRY_DEFAULTS`, full-jitter backoff. */
+  readonly retry?: RetryPolicyOptions | undefined;
+  readonly clock?: Clock | undefined;
+  readonly logger?: Logger | undefined;
+}
+
+export interface GateCallOptions {
+  /** Aborts the limiter wait, the call in flight and the backoff sleep. */
+  readonly signal?: AbortSignal | undefined;
+  /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
+  readonly deadlineMs?: number | undefined;
+  /** Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order). */
+  readonly rank?: number | undefined;
+  /** Told after every attempt. */
+  readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
+  /** Passed through to the attempt events: the pool slot making the call. */
+  readonly workerId?: number | undefined;
+  /** `calls` goes up by one for each attempt that reached the provider (and so spent its cost). */
+  readonly tally?: { calls: number } | undefined;
+}
+
+/** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
+type AttemptObserver = (attempt: Attempt) => void;
+
+/**
+ * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
+ *
+ * - An open circuit fails the attempt at once, spending nothing; the retry waits until it admits
+ *   probes (that attempt counts towards `maxAttempts`).
+ * - Each attempt, retries included, takes its cost from the limits first, so retries count against
+ *   the rate like first tries; a wait that cannot end before the deadline fails at once instead of
+ *   holding the worker.
+ * - After the call, its outcome goes to each observer in turn: the grant is settled against the
+ *   reported usage, the breaker hears of server errors and timeouts (not of 429s — those are the
+ *   limits' business), the adaptive rate of 429s and successes, and with `syncHeaders` the limits
+ *   drop to what the provider says remains.
+ */
+export class CallGate {
+  readonly provider: Provider;
+  readonly limits: ProviderLimits;
+  readonly clock: Clock;
+  readonly #breaker: CircuitBreaker | undefined;
+  readonly #adaptive: AdaptiveRate | undefined;
+  readonly #retry: RetryPolicy;
+  readonly #maxOutputTokens: number;
+  readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
+  readonly #inFlight: LimitFunction | undefined;
+  readonly #observers: readonly AttemptObserver[];
+
+  constructor(options: CallGateOptions) {
+    const { provider, limits, breaker, adaptive, maxConcurrent } = options;
+    this.provider = provider;
+    this.limits = limits;
+    this.clock = options.clock ?? systemClock;
+    this.#breaker = breaker;
+    this.#adaptive = adaptive;
+    this.#retry = new RetryPolicy(options.retry);
+    this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+    this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
+    if (maxConcurrent !== undefined) checkInteger('maxConcurrent', maxConcurrent, 1);
+    this.#inFlight = maxConcurrent === undefined ? undefined : pLimit(maxConcurrent);
+    const logger = (options.logger ?? silentLogger).child({ component: 'call-gate', provider: provider.name });
+    this.#observers = [
+      settleGrant,
+      ...(breaker === undefined ? [] : [tellBreaker]),
+      ...(adaptive === undefined ? [] : [adaptRate(adaptive)]),
+      ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, logger)] : []),
+      logFailure(logger),
+    ];
+  }
+
+  /** The gate's figures now. */
+  figures(): GateFigures {
+    return {
+      provider: this.provider.name,
+      limits: this.limits.specs,
+      rate: this.limits.rate,
+      countsTokens: this.limits.countsTokens,
+      breakerOpens: this.#breaker?.opens ?? 0,
+      rateCuts: this.#adaptive?.decreases ?? 0,
+    };
+  }
+
+  /**
+   * Resolves with the response and the attempts it took; rejects with a `RetryError` (carrying the
+   * last attempt's error) when the retry policy gives up, or with `signal.reason` when aborted.
+   */
+  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
+    const { signal, deadlineMs = Infinity, onAttempt, tally } = options;
+    let previousDelayMs = 0;
+    for (let number = 1; ; number++) {
+      const attempt = await this.#attempt(request, number, options);
+      const decision =
+        attempt.outcome === 'ok' || signal?.aborted
+          ? undefined
+          : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs);
+      if (decision?.retry) attempt.retryInMs = decision.delayMs;
+      if (attempt.called && tally !== undefined) tally.calls++;
+      onAttempt?.(attempt);
+      if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
+      if (signal?.aborted) throw signal.reason;
+      if (!decision!.retry) throw decision!.error;
+      await sleep(this.clock, decision!.delayMs, signal);
+      previousDelayMs = decision!.delayMs;
+    }
+  }
+
+  /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
+  async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now());
+    try {
+      attempt.permit = this.#breaker?.acquirePermit();
+      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
+      // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
+      attempt.waitStartMs = this.clock.now();
+      attempt.response = await (this.#inFlight === undefined
+        ? this.#send(attempt, cost, options)
+        : this.#inFlight(() => this.#send(attempt, cost, options)));
+    } catch (error) {
+      attempt.error = error;
+    }
+    attempt.end(this.clock.now(), options.signal);
+    for (const observe of this.#observers) observe(attempt);
+    return attempt;
+  }
+
+  /** Takes the cost from the limits, by the deadline, then calls the provider. */
+  async #send(attempt: Attempt, cost: CallCost, options: GateCallOptions): Promise<LlmResponse> {
+    const { signal, deadlineMs = Infinity, rank } = options;
+    const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
+    attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
+    attempt.sentAtMs = this.clock.now();
+    return this.provider.call(attempt.request, { signal, timeoutMs: deadlineMs - attempt.sentAtMs });
+  }
+
+  async #cost(request: LlmRequest): Promise<CallCost> {
+    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: this.#maxOutputTokens };
+  }
+}
+
+const REQUEST_ONLY: CallCost = { requests: 1, inputTokens: 0, outputTokens: 0 };
+const NOTHING_USED = { inputTokens: 0, outputTokens: 0 };
+
+/**
+ * One attempt as it goes: filled in step by step, then handed to the observers and, as its
+ * {@link AttemptEvent}, to the caller. The figures are plain fields, set once it has ended.
+ */
+class Attempt implements AttemptEvent {
+  readonly provider: string;
+  readonly request: LlmRequest;
+  readonly task: LlmRequest['task'];
+  readonly articleId: string;
+  readonly workerId: number | undefined;
+  readonly attempt: number;
+  waitStartMs: number;
+  permit: BreakerPermit | undefined;
+  grant: LimitGrant | undefined;
+  sentAtMs: number | undefined;
+  response: LlmResponse | undefined;
+  error: unknown;
+  outcome: AttemptOutcome = 'ok';
+  called = false;
+  waitMs = 0;
+  latencyMs = 0;
+  atMs = 0;
+  usage: TokenUsage | undefined;
+  retryInMs: number | undefined;
+
+  constructor(provider: string, request: LlmRequest, attempt: number, workerId: number | undefined, startMs: number) {
+    this.provider = provider;
+    this.request = request;
+    this.task = request.task;
+    this.articleId = request.articleId;
+    this.workerId = workerId;
+    this.attempt = attempt;
+    this.waitStartMs = startMs;
+  }
+
+  /** The headers the provider answered with, on a response or on an error. */
+  get headers(): ResponseHeaders | undefined {
+    return this.response?.headers ?? (this.error as { headers?: ResponseHeaders } | undefined)?.headers;
+  }
+
+  end(atMs: number, signal: AbortSignal | undefined): void {
+    this.atMs = atMs;
+    this.called = this.sentAtMs !== undefined;
+    this.waitMs = (this.sentAtMs ?? atMs) - this.waitStartMs;
+    this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
+    this.usage = this.response?.usage;
+    if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
+  }
+}
+
+/** The grant squares its token estimate with what the call used: all of it back when nothing was used. */
+const settleGrant: AttemptObserver = (attempt) => {
+  if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
+  else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
+};
+
+/**
+ * Only the provider's own failures count against it: not a 429 (the limits' business), not a wait
+ * that ran out or was aborted before the call.
+ */
+const tellBreaker: AttemptObserver = (attempt) => {
+  const { permit, outcome } = attempt;
+  if (permit === undefined) return;
+  if (outcome === 'ok') permit.success();
+  else if (attempt.called && (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error')) permit.failure();
+  else permit.release();
+};
+
+function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
+  return (attempt) => {
+    if (attempt.outcome === 'ok') adaptive.onSuccess();
+    else if (attempt.outcome === 'rate-limited') {
+      adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
+    }
+  };
+}
+
+/** Lowers each limit to what the provider says remains of it; never raises one. */
+function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
+  return (attempt) => {
+    const headers = attempt.headers;
+    if (headers === undefined) return;
+    for (const status of parseRateLimitHeaders(headers).limits) {
+      if (status.remaining === undefined) continue;
+      limits.lowerTo(status.kind, status.remaining);
+      logger.trace({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
+    }
+  };
+}
+
+function logFailure(logger: Logger): AttemptObserver {
+  return (attempt) => {
+    if (attempt.outcome === 'ok') return;
+    const { articleId, task, attempt: number, outcome, error } = attempt;
+    logger.debug({ articleId, task, attempt: number, outcome, err: error }, 'attempt failed');
+  };
+}
+
+function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
+  if (signal?.aborted && error === signal.reason) {
+    // The article's deadline passing while the call waited for its token is the limiter's timeout.
+    if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
+    return 'aborted';
+  }
+  if (isRateLimitError(error)) return 'rate-limited';
+  if (isServerError(error)) return 'server-error';
+  if (isTimeoutError(error)) return 'timeout';
+  if (isMaxWaitExceededError(error)) return 'limiter-timeout';
+  if (isBrokenCircuitError(error)) return 'circuit-open';
+  if (isLimitTooSmallError(error)) return 'too-large';
+  return 'error';
+}

@@ -1,0 +1,156 @@
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { LIMIT_KINDS } from '../http/rate-limit-headers.ts';
+import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
+import { expected } from '../validation/checks.ts';
+import {
+  amountOf,
+  LimitTooSmallError,
+  type CallCost,
+  type LimitAcquireOptions,
+  type LimitGrant,
+  type LimitKind,
+  type LimitSpec,
+  type ProviderLimits,
+  type TokensUsed,
+} from './provider-limits.ts';
+
+interface Limit {
+  readonly spec: LimitSpec;
+  readonly bucket: TokenBucket;
+}
+
+const SETTLED: LimitGrant = { settle: () => {} };
+
+/**
+ * A provider's limits in this process: one {@link TokenBucket} per limit, taken together.
+ *
+ * With the request limit alone, a call simply `acquire()`s one token (ranked FIFO, exact refunds).
+ * With token limits too, it first reserves its token cost on all of them at once and waits until
+ * the last allows, x/time/rate style — if any cannot be met (more than its burst, or not within
+ * `maxWaitMs`) every reservation is cancelled and nothing is taken — and only then `acquire()`s its
+ * request token, so the request is counted when it really goes. An abort while waiting cancels the
+ * token reservations as x/time/rate's `Cancel` does (tokens that later reservations already count
+ * on stay spent); a refused request token gives the reserved tokens back. Token costs are
+ * estimates; `settle()` refunds or debits the difference when the usage is known.
+ */
+export class LocalLimits implements ProviderLimits {
+  readonly specs: readonly LimitSpec[];
+  readonly countsTokens: boolean;
+  readonly #clock: Clock;
+  readonly #limits: readonly Limit[];
+  readonly #tokenLimits: readonly Limit[];
+  readonly #requests: Limit | undefined;
+
+  constructor(specs: readonly LimitSpec[], clock: Clock = systemClock) {
+    if (!Array.isArray(specs) || specs.length === 0) throw expected('specs', 'a non-empty array of limits', specs);
+    const kinds = new Set<LimitKind>();
+    for (const spec of specs) {
+      if (!LIMIT_KINDS.includes(spec.kind)) throw expected('a limit kind', `one of ${LIMIT_KINDS.join(', ')}`, spec.kind);
+      if (kinds.has(spec.kind)) throw expected('each limit kind', 'given once', `${spec.kind} twice`);
+      kinds.add(spec.kind);
+    }
+    this.#clock = clock;
+    this.specs = specs.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
+    this.#limits = this.specs.map((spec) => ({ spec, bucket: new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }) }));
+    this.#tokenLimits = this.#limits.filter((limit) => limit.spec.kind !== 'requests');
+    this.#requests = this.#limits.find((limit) => limit.spec.kind === 'requests');
+    this.countsTokens = this.#tokenLimits.length > 0;
+  }
+
+  /** The bucket behind a kind of limit, if there is one: for tests and benchmarks that look inside. */
+  bucket(kind: LimitKind): TokenBucket | undefined {
+    return this.#limits.find((limit) => limit.spec.kind === kind)?.bucket;
+  }
+
+  get rate(): number {
+    return this.#requests?.bucket.rate ?? Infinity;
+  }
+
+  setRate(rate: number): void {
+    const requests = this.#requests;
+    if (requests === undefined) return;
+    requests.bucket.setRate(Math.min(rate, requests.spec.rate));
+  }
+
+  lowerTo(kind: LimitKind, remaining: number): void {
+    const bucket = this.bucket(kind);
+    if (bucket === undefined) return;
+    const excess = bucket.tokens() - remaining;
+    if (excess > 0) bucket.adjust(-excess);
+  }
+
+  backlogMs(requests: number): number {
+    return this.#requests?.bucket.msUntil(requests) ?? 0;
+  }
+
+  async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
+    if (!this.countsTokens) {
+      if (this.#requests !== undefined) await this.#acquireRequest(this.#requests, cost, options, options.maxWaitMs);
+      return SETTLED;
+    }
+    const { signal } = options;
+    const maxWaitMs = options.maxWaitMs ?? Infinity;
+    signal?.throwIfAborted();
+    for (const { spec, bucket } of this.#limits) {
+      const needed = amountOf(spec.kind, cost);
+      if (needed > bucket.burst && bucket.rate !== Infinity) throw new LimitTooSmallError(spec.kind, needed, bucket.burst);
+    }
+    const startMs = this.#clock.now();
+    const reservations = [];
+    let delayMs = 0;
+    for (const { spec, bucket } of this.#tokenLimits) {
+      const needed = amountOf(spec.kind, cost);
+      const reservation = bucket.reserve(needed, { maxDelayMs: maxWaitMs });
+      if (!reservation.ok) {
+        const waitMs = bucket.msUntil(needed);
+        for (const made of reservations) made.cancel();
+        throw new MaxWaitExceededError(waitMs, maxWaitMs);
+      }
+      reservations.push(reservation);
+      delayMs = Math.max(delayMs, reservation.delayMs);
+    }
+    if (delayMs > 0) {
+      try {
+        await sleep(this.#clock, delayMs, signal);
+      } catch (error) {
+        for (const made of reservations) made.cancel();
+        throw error;
+      }
+    }
+    if (this.#requests !== undefined) {
+      try {
+        await this.#acquireRequest(this.#requests, cost, options, Math.max(0, maxWaitMs - (this.#clock.now() - startMs)));
+      } catch (error) {
+        // Their time to act has passed, so cancel() would give nothing back: return them outright.
+        for (const { spec, bucket } of this.#tokenLimits) bucket.adjust(amountOf(spec.kind, cost));
+        throw error;
+      }
+    }
+    return new TokenSettlement(this.#tokenLimits, cost);
+  }
+
+  #acquireRequest(requests: Limit, cost: CallCost, options: LimitAcquireOptions, maxWaitMs: number | undefined): Promise<void> {
+    const { bucket } = requests;
+    if (cost.requests > bucket.burst && bucket.rate !== Infinity) throw new LimitTooSmallError('requests', cost.requests, bucket.burst);
+    return bucket.acquire(cost.requests, { signal: options.signal, maxWaitMs, rank: options.rank });
+  }
+}
+
+class TokenSettlement implements LimitGrant {
+  #settled = false;
+
+  constructor(
+    private readonly limits: readonly Limit[],
+    private readonly estimate: CallCost,
+  ) {}
+
+  settle(actual: TokensUsed): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const real: CallCost = { requests: this.estimate.requests, ...actual };
+    for (const { spec, bucket } of this.limits) {
+      const unused = amountOf(spec.kind, this.estimate) - amountOf(spec.kind, real);
+      if (unused !== 0 && Number.isFinite(unused)) bucket.adjust(unused);
+    }
+  }
+}

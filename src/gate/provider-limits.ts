@@ -1,0 +1,113 @@
+import type { LimitKind } from '../http/rate-limit-headers.ts';
+
+/**
+ * The seam between the call gate and whatever keeps a provider's quota: an in-process
+ * {@link LocalLimits} over token buckets, or one shared by several processes (through Redis). The
+ * gate, the adaptive rate and header sync talk to this interface only.
+ */
+
+export type { LimitKind } from '../http/rate-limit-headers.ts';
+
+/** One limit of a provider: requests, or LLM tokens (all, input only, output only). */
+export interface LimitSpec {
+  readonly kind: LimitKind;
+  /** Units per second (a per-minute quota of 90 000 tokens is 1 500/s). `Infinity` for none. */
+  readonly rate: number;
+  /** The most that can go at once. */
+  readonly burst: number;
+}
+
+/** What one call costs, estimated before it and reported after it. */
+export interface CallCost {
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** Tokens a call really used, as the provider reported them. */
+export interface TokensUsed {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** A granted call's hold on the limits; `settle()` squares the estimate with the real usage once known. */
+export interface LimitGrant {
+  /** Refunds what the call did not use and debits what it overran. At most once; later calls are ignored. */
+  settle(actual: TokensUsed): void;
+}
+
+export interface LimitAcquireOptions {
+  /** Aborting it rejects the wait with `signal.reason`, taking nothing. */
+  readonly signal?: AbortSignal | undefined;
+  /** Fail at once with `MaxWaitExceededError`, taking nothing, when the grant cannot come within this many ms. */
+  readonly maxWaitMs?: number | undefined;
+  /**
+   * Lower ranks are served first among calls waiting in this process (see `TokenBucket`'s `rank`);
+   * a shared implementation may order by arrival alone. Default: by arrival.
+   */
+  readonly rank?: number | undefined;
+}
+
+/**
+ * Every limit one provider sets, taken together. Asynchronous, so that an implementation may keep
+ * its state elsewhere (one round trip per acquire); the methods that change the limits return at
+ * once and apply their change as soon as they can.
+ */
+export interface ProviderLimits {
+  /** The limits as configured. */
+  readonly specs: readonly LimitSpec[];
+  /** Whether any limit counts LLM tokens (and so a call needs a token estimate). */
+  readonly countsTokens: boolean;
+  /** The request limit's rate now, in calls per second (moved by the adaptive rate); `Infinity` without one. */
+  readonly rate: number;
+  /**
+   * Waits until `cost` fits every limit and takes it, all at once: nothing is spent on one limit
+   * when another refuses. Rejects at once with `LimitTooSmallError` when the cost can never fit,
+   * with `MaxWaitExceededError` when not within `maxWaitMs`, with `signal.reason` on abort.
+   */
+  acquire(cost: CallCost, options?: LimitAcquireOptions): Promise<LimitGrant>;
+  /** Sets the request rate from now on (the adaptive rate's lever); never above the configured one. */
+  setRate(rate: number): void;
+  /** The provider says only `remaining` of `kind` is left now: take away the excess. Never raises. */
+  lowerTo(kind: LimitKind, remaining: number): void;
+  /**
+   * Milliseconds until `requests` more calls, queued behind every call already waiting, would be
+   * granted (0: now). What the pipeline admits new work by; an implementation that cannot tell
+   * answers 0.
+   */
+  backlogMs(requests: number): number;
+}
+
+/** A call can never fit: it needs more than a limit's burst. Not worth retrying. */
+export class LimitTooSmallError extends RangeError {
+  override readonly name = 'LimitTooSmallError';
+
+  constructor(
+    readonly kind: LimitKind,
+    readonly needed: number,
+    readonly burst: number,
+  ) {
+    super(`the call needs ${Math.ceil(needed)} ${kind} but the ${kind} limit allows at most ${burst} at once`);
+  }
+}
+
+export const isLimitTooSmallError = (error: unknown): error is LimitTooSmallError => error instanceof LimitTooSmallError;
+
+/** How much of `kind` a call costs. */
+export function amountOf(kind: LimitKind, cost: CallCost): number {
+  switch (kind) {
+    case 'requests':
+      return cost.requests;
+    case 'tokens':
+      return cost.inputTokens + cost.outputTokens;
+    case 'input-tokens':
+      return cost.inputTokens;
+    case 'output-tokens':
+      return cost.outputTokens;
+  }
+}
+
+/** A request limit alone: the shorthand for `rate` calls per second with `burst`. */
+export function requestLimit(rate: number, burst: number): LimitSpec[] {
+  return [{ kind: 'requests', rate, burst }];
+}
