@@ -1,7 +1,7 @@
-import { describe, it, expect } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
 
-describe('src/index.ts', () => {
+describe('the package entry points', () => {
   it('exports the public API under its documented names', async () => {
     const api = await import('../src/index.ts');
     for (const name of [
@@ -12,9 +12,6 @@ describe('src/index.ts', () => {
       'RateLimitError',
       'ServerError',
       'TimeoutError',
-      'isRateLimitError',
-      'isServerError',
-      'isTimeoutError',
       'retry',
       'createBackoff',
       'runPipeline',
@@ -22,19 +19,27 @@ describe('src/index.ts', () => {
       'readArticlesJsonl',
       'MaxWaitExceededError',
       'CallGate',
+      'LocalLimits',
+      'requestLimit',
     ]) {
       expect(api, name).toHaveProperty(name);
     }
+    const testing = await import('../src/testing/index.ts');
+    for (const name of ['ManualClock', 'ScriptedProvider', 'drive']) expect(testing, name).toHaveProperty(name);
   });
 
-  it('has no side effects when imported: no output, no listeners, no timers keeping the process alive', () => {
+  it.each([
+    ['news-processor', './dist/src/index.js'],
+    ['news-processor/testing', './dist/src/testing/index.js'],
+  ])('%s has no side effects when imported: no output, no listeners, no timers keeping the process alive', (_, path) => {
+    // The compiled module, with plain node: what a user of the installed package imports.
     const script =
       "const before = process.listenerCount('SIGINT') + process.listenerCount('exit');" +
-      "await import('./src/index.ts');" +
+      `await import('${path}');` +
       "const after = process.listenerCount('SIGINT') + process.listenerCount('exit');" +
       "if (after !== before) { console.error('listeners added'); process.exitCode = 3; }";
     const started = performance.now();
-    const child = spawnSync('node_modules/.bin/tsx', ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
     expect(child.stderr).toBe('');
     expect(child.stdout).toBe('');
     expect(child.status).toBe(0);

@@ -46,9 +46,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
   it('SIGINT stops the run: exit 130 soon, a JSON summary, and every started article in the results file', async () => {
     const output = join(temp.dir, 'interrupted.jsonl');
     // A run that would take hours: 100,000 articles at 20 calls/s.
-    const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {
-      via: 'bin',
-    });
+    const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {});
     await sleep(1500);
     await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
 
@@ -91,9 +89,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
 
   it('two SIGINTs in a row: exit 130 at once', async () => {
     const output = join(temp.dir, 'interrupted-twice.jsonl');
-    const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {
-      via: 'bin',
-    });
+    const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {});
     await sleep(1500);
     await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
 
@@ -115,7 +111,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
     // exactly when a user presses Ctrl-C again.
     const fifo = join(temp.dir, 'results.fifo');
     execFileSync('mkfifo', [fifo]);
-    const run = startCli([...FAST, '--articles=100000', '--output', fifo, '--json'], { via: 'bin', killAfterMs: 8000 });
+    const run = startCli([...FAST, '--articles=100000', '--output', fifo, '--json'], { killAfterMs: 8000 });
     const reader = createReadStream(fifo, { highWaterMark: 1024 });
     try {
       await new Promise<void>((resolve, reject) => {

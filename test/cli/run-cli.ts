@@ -7,9 +7,8 @@ import { fileURLToPath } from 'node:url';
 /** The project root: the command runs from here, so `fixtures/…` paths work as in the README. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
-const COMMAND = join('cmd', 'news-processor.ts');
-const BIN = join('bin', 'news-processor.js');
+/** The compiled command, as `npm start` and the installed package run it (`npm test` builds it first). */
+const BIN = join('dist', 'cmd', 'news-processor.js');
 
 /** Flags that make a run take milliseconds: no client-side limit, a provider that answers at once. */
 export const FAST = ['--min-latency=0ms', '--max-latency=1ms', '--rate=inf'] as const;
@@ -32,7 +31,7 @@ export interface CliRun {
   stdout(): string;
   /** Everything written to stderr so far. */
   stderr(): string;
-  /** Sends SIGINT (Ctrl-C) to the process started: the command itself with `via: 'bin'`, else tsx, which relays it. */
+  /** Sends SIGINT (Ctrl-C) to the command. */
   interrupt(): void;
   /** Resolves once stderr matches `pattern`; rejects after `timeoutMs` or if the process ends first. */
   waitForStderr(pattern: RegExp, timeoutMs: number): Promise<void>;
@@ -43,26 +42,17 @@ export interface CliRun {
 export interface CliOptions {
   /** The process is killed (SIGKILL) after this many ms: it hung. Default 30 000 (a loaded machine is slow). */
   readonly killAfterMs?: number;
-  /**
-   * How the command is started. `'tsx'`: `tsx cmd/news-processor.ts`, as `npm start` runs it.
-   * `'bin'` (default, a quarter cheaper to start): `node bin/news-processor.js`, the installed binary, which runs the command in its own
-   * process. Signal tests use `'bin'`: the tsx CLI runs the command as a child, relays signals to
-   * it and SIGKILLs it when it does not acknowledge one within 30 ms, which under load turns a
-   * graceful Ctrl-C into a kill and would hide how the command itself handles signals.
-   */
-  readonly via?: 'tsx' | 'bin';
 }
 
 /**
- * Starts the command with `args` in the project root (see {@link CliOptions.via}), with pipes, not a
- * terminal, for its output. It runs in a process group of its own, and the kill timeout ends the
- * whole group, so the child process tsx starts is not left running.
+ * Starts the compiled command (`node dist/cmd/news-processor.js`, what `npm start` and the
+ * installed package run) with `args` in the project root, with pipes, not a terminal, for its
+ * output. It runs in a process group of its own, and the kill timeout ends the whole group.
  */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
-  const { killAfterMs = 30_000, via = 'bin' } = options;
+  const { killAfterMs = 30_000 } = options;
   const startMs = performance.now();
-  const [file, ...head] = via === 'tsx' ? [TSX, COMMAND] : [process.execPath, BIN];
-  const child = spawn(file!, [...head, ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

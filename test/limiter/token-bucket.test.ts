@@ -369,6 +369,87 @@ describe('.acquire()', () => {
   });
 });
 
+describe('.acquire() with ranks', () => {
+  it('serves lower ranks first, arrival order within a rank, unranked waiters last', async () => {
+    const { clock, bucket } = bucketAt(10, 1);
+    bucket.tryAcquire(1);
+    const order: string[] = [];
+    const waiters = [
+      ['unranked', undefined],
+      ['rank 5 a', 5],
+      ['rank 2', 2],
+      ['rank 5 b', 5],
+      ['rank 0', 0],
+    ] as const;
+    const done = waiters.map(([name, rank]) => bucket.acquire(1, { rank }).then(() => order.push(name)));
+    await clock.advance(1000);
+    await Promise.all(done);
+    expect(order).toEqual(['rank 0', 'rank 2', 'rank 5 a', 'rank 5 b', 'unranked']);
+  });
+
+  it('times a ranked waiter by its place, and those it goes ahead of wait the longer', async () => {
+    const { clock, bucket } = bucketAt(10, 1);
+    bucket.tryAcquire(1);
+    const late = track(clock, bucket.acquire(1, { rank: 9 }));
+    const later = track(clock, bucket.acquire(1, { rank: 9 }));
+    // Second in line, not third: 200 ms fits a 200 ms limit where the tail would need 300.
+    const early = track(clock, bucket.acquire(1, { rank: 1, maxWaitMs: 200 }));
+    await clock.advance(1000);
+    expect([early.atMs, late.atMs, later.atMs].map((ms) => Math.round(ms!))).toEqual([100, 200, 300]);
+  });
+
+  it('never goes ahead of a reservation, whose time is fixed', async () => {
+    const { clock, bucket } = bucketAt(10, 1);
+    bucket.tryAcquire(1);
+    const waiter = track(clock, bucket.acquire(1, { rank: 5 }));
+    const reservation = bucket.reserve(1);
+    const urgent = track(clock, bucket.acquire(1, { rank: 0 }));
+    await clock.advance(1000);
+    expect(Math.round(reservation.timeToActMs)).toBe(200);
+    expect(Math.round(urgent.atMs!)).toBe(300);
+    expect(Math.round(waiter.atMs!)).toBe(100);
+  });
+
+  it('an aborted ranked waiter gives its place back exactly', async () => {
+    const { clock, bucket } = bucketAt(10, 1);
+    bucket.tryAcquire(1);
+    const behind = track(clock, bucket.acquire(1, { rank: 3 }));
+    const controller = new AbortController();
+    const ahead = track(clock, bucket.acquire(1, { rank: 1, signal: controller.signal }));
+    await clock.advance(50);
+    controller.abort(new Error('gone'));
+    await clock.advance(1000);
+    expect((ahead.error as Error).message).toBe('gone');
+    expect(Math.round(behind.atMs!)).toBe(100);
+    expect(bucket.tokens()).toBeCloseTo(1, 9);
+  });
+
+  it('throws a TypeError for a rank that is not a number', () => {
+    const { bucket } = bucketAt(10, 1);
+    expect(() => bucket.acquire(1, { rank: Number.NaN })).toThrow(TypeError);
+  });
+});
+
+describe('.msUntil()', () => {
+  it('says when a newcomer could take n: now, after the queue, when full again, never', async () => {
+    const { clock, bucket } = bucketAt(10, 4);
+    expect(bucket.msUntil(4)).toBe(0);
+    bucket.tryAcquire(3);
+    expect(bucket.msUntil(1)).toBe(0);
+    expect(bucket.msUntil(2)).toBeCloseTo(100, 9);
+    void bucket.acquire(3);
+    // Behind the waiter: 2 owed, then 2 more.
+    expect(bucket.msUntil(2)).toBeCloseTo(400, 9);
+    expect(bucket.msUntil(4)).toBeCloseTo(600, 9);
+    await clock.advance(600);
+    expect(bucket.msUntil(4)).toBeCloseTo(0, 9);
+    const stopped = new TokenBucket({ rate: 0, burst: 1, clock });
+    stopped.tryAcquire(1);
+    expect(stopped.msUntil(1)).toBe(Infinity);
+    expect(new TokenBucket({ rate: Infinity, burst: 1, clock }).msUntil(5)).toBe(0);
+  });
+});
+
 describe('.setRate()', () => {
   it('keeps accrued tokens and re-times queued waiters from now', async () => {
     const { clock, bucket } = bucketAt(1, 1);
@@ -452,7 +533,7 @@ describe('.adjust()', () => {
 
 describe('TokenBucket - properties', () => {
   type Op =
-    | { kind: 'acquire'; n: number; abortAfterMs: number | null }
+    | { kind: 'acquire'; n: number; abortAfterMs: number | null; rank: number | null }
     | { kind: 'try'; n: number }
     | { kind: 'reserve'; n: number }
     | { kind: 'cancel'; pick: number }
@@ -463,6 +544,7 @@ describe('TokenBucket - properties', () => {
       kind: fc.constant('acquire' as const),
       n: fc.integer({ min: 0, max: 4 }),
       abortAfterMs: fc.option(fc.integer({ min: 0, max: 2000 })),
+      rank: fc.constant(null),
     }),
     fc.record({ kind: fc.constant('try' as const), n: fc.integer({ min: 0, max: 4 }) }),
     fc.record({ kind: fc.constant('reserve' as const), n: fc.integer({ min: 1, max: 4 }) }),
@@ -507,7 +589,7 @@ describe('TokenBucket - properties', () => {
               const controller = new AbortController();
               if (step.abortAfterMs !== null) clock.setTimer(step.abortAfterMs, () => controller.abort());
               pending.push(
-                bucket.acquire(step.n, { signal: controller.signal }).then(
+                bucket.acquire(step.n, { signal: controller.signal, rank: step.rank ?? undefined }).then(
                   () => {
                     grants.push({ atMs: clock.now(), n: step.n });
                     order.push(id);
@@ -532,6 +614,46 @@ describe('TokenBucket - properties', () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+
+  it('holds the envelope with ranked waiters too, and serves ranks in order among waiters queued together', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.double({ min: 0.5, max: 50, noNaN: true }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.record({ n: fc.integer({ min: 1, max: 4 }), rank: fc.option(fc.integer({ min: 0, max: 5 })) }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        fc.array(fc.double({ min: 0, max: 500, noNaN: true }), { maxLength: 10 }),
+        async (rate, burst, waiters, advances) => {
+          const clock = new ManualClock();
+          const bucket = new TokenBucket({ rate, burst, clock });
+          bucket.tryAcquire(burst);
+          const grants: { atMs: number; n: number; rank: number; id: number }[] = [];
+          const pending = waiters
+            .filter((w) => w.n <= burst)
+            .map((w, id) => {
+              const rank = w.rank ?? Infinity;
+              return bucket.acquire(w.n, { rank: w.rank ?? undefined }).then(() => grants.push({ atMs: clock.now(), n: w.n, rank, id }));
+            });
+          for (const ms of advances) await clock.advance(ms);
+          await clock.advance(1e6);
+          await Promise.all(pending);
+          // All queued at once (the bucket was empty): served by rank, then arrival.
+          const expected = [...grants].sort((a, b) => a.rank - b.rank || a.id - b.id).map((g) => g.id);
+          expect(grants.map((g) => g.id)).toEqual(expected);
+          for (let i = 0; i < grants.length; i++) {
+            let granted = 0;
+            for (let j = i; j < grants.length; j++) {
+              granted += grants[j]!.n;
+              expect(granted).toBeLessThanOrEqual(burst + (rate * (grants[j]!.atMs - grants[i]!.atMs)) / 1000 + 1e-6);
+            }
+          }
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });
