@@ -16,14 +16,30 @@ export function formatRate(rate: number): string {
 const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = {
   ok: 'ok',
   'rate-limited': '429 rate limited',
-  'server-error': '503 server error',
+  'server-error': 'server error',
   timeout: 'timed out',
+  'network-error': 'network error',
+  rejected: 'request rejected',
+  unauthorized: 'key refused',
+  'quota-exhausted': 'quota exhausted',
+  truncated: 'output cut off',
+  refused: 'refused to answer',
+  malformed: 'malformed output',
   'limiter-timeout': 'no token before the deadline',
   'circuit-open': 'circuit open, not called',
   'too-large': 'too large for the limits',
   aborted: 'cancelled',
   error: 'failed',
 };
+
+/** The outcome as a line says it: with the HTTP status or the network error's code when there is one. */
+function outcomeText(event: PipelineAttemptEvent): string {
+  const text = OUTCOME_TEXT[event.outcome];
+  const { status, code } = (event.error ?? {}) as { status?: unknown; code?: unknown };
+  if (event.outcome === 'network-error' && typeof code === 'string') return `${text} (${code})`;
+  if (typeof status === 'number' && event.outcome !== 'rate-limited' && !/^\d/.test(text)) return `${status} ${text}`;
+  return text;
+}
 
 /** One line per attempt, as the Go tool printed per call, plus the wait and what happens next. */
 export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number): string {
@@ -32,7 +48,7 @@ export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number):
     ? ` in ${formatMs(event.latencyMs)} (waited ${formatMs(event.waitMs)})`
     : ` after waiting ${formatMs(event.waitMs)}`;
   const next = event.retryInMs === undefined ? '' : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
-  return `${head} ${OUTCOME_TEXT[event.outcome]}${timing}${next}`;
+  return `${head} ${outcomeText(event)}${timing}${next}`;
 }
 
 /** One line per finished article. */

@@ -6,7 +6,19 @@ import { sleep, systemClock, type Clock } from '../clock.ts';
 import { parseRateLimitHeaders } from '../http/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
-import { isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  MalformedOutputError,
+  NetworkError,
+  QuotaExhaustedError,
+  RateLimitError,
+  RefusalError,
+  ServerError,
+  TimeoutError,
+  TruncatedOutputError,
+  isTimeoutError,
+} from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryPolicy, retryAfterHint, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
@@ -25,9 +37,18 @@ export const GATE_DEFAULTS = Object.freeze({
 /** How one attempt ended. */
 export type AttemptOutcome =
   | 'ok'
+  /** The provider's failures, by their type (see the errors in `provider.ts`). */
   | 'rate-limited'
   | 'server-error'
   | 'timeout'
+  | 'network-error'
+  | 'rejected'
+  | 'unauthorized'
+  | 'quota-exhausted'
+  | 'truncated'
+  | 'refused'
+  | 'malformed'
+  /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
   | 'limiter-timeout'
   | 'circuit-open'
   | 'too-large'
@@ -184,15 +205,18 @@ export class CallGate {
     let previousDelayMs = 0;
     for (let number = 1; ; number++) {
       const attempt = await this.#attempt(request, number, options);
+      // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
+      // on this very failure) must not hide the failure as a cancellation.
+      const aborted = signal?.aborted === true;
       const decision =
-        attempt.outcome === 'ok' || signal?.aborted
+        attempt.outcome === 'ok' || aborted
           ? undefined
           : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs);
       if (decision?.retry) attempt.retryInMs = decision.delayMs;
       if (attempt.called && tally !== undefined) tally.calls++;
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
-      if (signal?.aborted) throw signal.reason;
+      if (aborted) throw signal!.reason;
       if (!decision!.retry) throw decision!.error;
       await sleep(this.clock, decision!.delayMs, signal);
       previousDelayMs = decision!.delayMs;
@@ -291,15 +315,19 @@ const settleGrant: AttemptObserver = (attempt) => {
   else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
 };
 
+/** The outcomes that say the provider is unwell: what the breaker counts. */
+const UNHEALTHY: ReadonlySet<AttemptOutcome> = new Set(['server-error', 'timeout', 'network-error', 'error']);
+
 /**
- * Only the provider's own failures count against it: not a 429 (the limits' business), not a wait
- * that ran out or was aborted before the call.
+ * Only the provider's own ill health counts against it: not a 429 (the limits' business), not a
+ * request it refused or an answer it botched (it is up), not a wait that ran out or was aborted
+ * before the call.
  */
 const tellBreaker: AttemptObserver = (attempt) => {
   const { permit, outcome } = attempt;
   if (permit === undefined) return;
   if (outcome === 'ok') permit.success();
-  else if (attempt.called && (outcome === 'server-error' || outcome === 'timeout' || outcome === 'error')) permit.failure();
+  else if (attempt.called && UNHEALTHY.has(outcome)) permit.failure();
   else permit.release();
 };
 
@@ -333,15 +361,26 @@ function logFailure(logger: Logger): AttemptObserver {
   };
 }
 
+const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => Error, AttemptOutcome])[] = [
+  [RateLimitError, 'rate-limited'],
+  [ServerError, 'server-error'],
+  [TimeoutError, 'timeout'],
+  [NetworkError, 'network-error'],
+  [BadRequestError, 'rejected'],
+  [AuthenticationError, 'unauthorized'],
+  [QuotaExhaustedError, 'quota-exhausted'],
+  [TruncatedOutputError, 'truncated'],
+  [RefusalError, 'refused'],
+  [MalformedOutputError, 'malformed'],
+];
+
 function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
   if (signal?.aborted && error === signal.reason) {
     // The article's deadline passing while the call waited for its token is the limiter's timeout.
     if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
     return 'aborted';
   }
-  if (isRateLimitError(error)) return 'rate-limited';
-  if (isServerError(error)) return 'server-error';
-  if (isTimeoutError(error)) return 'timeout';
+  for (const [type, outcome] of PROVIDER_OUTCOMES) if (error instanceof type) return outcome;
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
   if (isBrokenCircuitError(error)) return 'circuit-open';
   if (isLimitTooSmallError(error)) return 'too-large';

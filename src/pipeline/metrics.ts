@@ -46,6 +46,14 @@ export interface ProviderFigures {
   readonly rateCuts: number;
 }
 
+/** A provider's failure that stopped the whole run. */
+export interface RunStop {
+  readonly provider: string;
+  /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`. */
+  readonly type: string;
+  readonly message: string;
+}
+
 /** What a run did, in figures. Milliseconds throughout. */
 export interface RunSummary {
   readonly articles: number;
@@ -70,7 +78,10 @@ export interface RunSummary {
   /** `leastElapsedMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
   readonly efficiency: number | null;
   readonly workers: number;
+  /** The caller's signal stopped the run (Ctrl-C). */
   readonly interrupted: boolean;
+  /** What stopped the run early, when a provider answered in a way no retry can mend (a refused key). */
+  readonly stoppedBy: RunStop | undefined;
   readonly callLatencyMs: Percentiles;
   readonly limiterWaitMs: Percentiles;
   readonly failureReasons: Readonly<Record<string, number>>;
@@ -159,7 +170,11 @@ export class Metrics {
   }
 
   /** The run's figures at `endMs`, with each provider's gate figures as they stand then. */
-  summary(endMs: number, interrupted: boolean, gates: readonly GateFigures[]): RunSummary {
+  summary(
+    endMs: number,
+    ending: { readonly interrupted: boolean; readonly stoppedBy?: RunStop | undefined },
+    gates: readonly GateFigures[],
+  ): RunSummary {
     const providers: ProviderFigures[] = [];
     let calls = 0;
     let retries = 0;
@@ -217,7 +232,8 @@ export class Metrics {
       // No floor when every call fit in the burst (or the rate is unlimited): nothing to measure against.
       efficiency: limited && elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
       workers: this.#workers,
-      interrupted,
+      interrupted: ending.interrupted,
+      stoppedBy: ending.stoppedBy,
       callLatencyMs: percentiles(this.#latency),
       limiterWaitMs: percentiles(this.#wait),
       failureReasons: Object.fromEntries(this.#failureReasons),

@@ -6,12 +6,12 @@ import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
 import { LocalLimits } from '../gate/local-limits.ts';
 import type { LimitSpec, ProviderLimits } from '../gate/provider-limits.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
-import { TASKS } from '../provider/provider.ts';
+import { TASKS, stopsRun } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, expected } from '../validation/checks.ts';
-import { Metrics, type RunSummary } from './metrics.ts';
+import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import type { ArticleResult } from './result.ts';
@@ -48,6 +48,23 @@ export interface ProviderSetup {
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
 export class CancelledError extends Error {
   override readonly name = 'CancelledError';
+}
+
+/**
+ * The run stopped because a provider answered in a way no retry can mend (it refused the key, the
+ * account has no credit): intake stopped and the articles in flight end `cancelled`, to be run
+ * again once a person has acted. `cause` is the provider's error.
+ */
+export class RunStoppedError extends Error {
+  override readonly name = 'RunStoppedError';
+
+  constructor(
+    /** The provider that answered so. */
+    readonly provider: string,
+    cause: Error,
+  ) {
+    super(`${provider}: ${cause.message}`, { cause });
+  }
 }
 
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
@@ -108,12 +125,21 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   ) as Record<TaskName, CallGate>;
 
   const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()] });
-  const { signal, onResult, onAttempt } = options;
+  const { onResult, onAttempt } = options;
+  // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
+  const stop = new AbortController();
+  const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
   const deadlines = articleDeadlines(clock, timeoutMs, signal);
 
+  let stoppedBy: RunStop | undefined;
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
+    if (stopsRun(event.error) && !signal.aborted) {
+      stoppedBy = { provider: event.provider, type: event.error.name, message: event.error.message };
+      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
+      stop.abort(new RunStoppedError(event.provider, event.error));
+    }
     onAttempt?.(event as PipelineAttemptEvent);
   };
   // One options object per worker slot, made once: the per-article path allocates little.
@@ -140,7 +166,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
 
   const summary = metrics.summary(
     clock.now(),
-    signal?.aborted === true,
+    { interrupted: options.signal?.aborted === true, stoppedBy },
     [...gatesByName.values()].map((gate) => gate.figures()),
   );
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');

@@ -70,48 +70,55 @@ export interface Provider {
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
 }
 
-/** Base of every failure a provider reports; `retryable` tells the call gate whether to go again. */
-export abstract class ProviderError extends Error {
-  abstract readonly retryable: boolean;
+/** What a provider knows about a failure besides its message. */
+export interface ProviderErrorOptions {
+  /** The HTTP status, when there was one. */
+  readonly status?: number | undefined;
+  /** The provider's own hint of when to try again, in ms. */
+  readonly retryAfterMs?: number | undefined;
+  /** The response's headers (lower-case names): rate-limit status, mostly. */
+  readonly headers?: ResponseHeaders | undefined;
+  /** The underlying failure (a socket error, the SDK's error). */
+  readonly cause?: unknown;
 }
 
 /**
- * HTTP 429: too many requests. `retryAfterMs` is the provider's own hint, when it gave one;
- * `headers` the response's headers (lower-case names), when the provider passes them up.
+ * Base of every failure a provider reports. Its type alone decides what happens next: `retryable`
+ * tells the call gate whether to go again, `stopsRun` that no call to this provider can succeed
+ * until a person acts (a refused key, no credit left), so the whole run stops.
  */
-export class RateLimitError extends ProviderError {
-  override readonly name = 'RateLimitError';
-  readonly retryable = true;
-  readonly status = 429;
+export abstract class ProviderError extends Error {
+  abstract readonly retryable: boolean;
+  readonly stopsRun: boolean = false;
+  readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
   readonly headers: ResponseHeaders | undefined;
 
-  constructor(message = 'rate limited (429)', options: { retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {}) {
-    super(message);
+  constructor(message: string, options: ProviderErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
     this.headers = options.headers;
   }
 }
 
-/**
- * HTTP 5xx: the provider failed. 503 and other 5xx are retryable. `retryAfterMs` is the provider's
- * hint when it sent one (a 503 during maintenance often does); `headers` as on {@link RateLimitError}.
- */
+/** HTTP 429: too many requests. Retried, after the provider's retry-after when it gave one. */
+export class RateLimitError extends ProviderError {
+  override readonly name = 'RateLimitError';
+  readonly retryable = true;
+
+  constructor(message = 'rate limited (429)', options: ProviderErrorOptions = {}) {
+    super(message, { ...options, status: options.status ?? 429 });
+  }
+}
+
+/** HTTP 5xx (and Anthropic's 529 overloaded): the provider failed. Retried. */
 export class ServerError extends ProviderError {
   override readonly name = 'ServerError';
   readonly retryable = true;
-  readonly status: number;
-  readonly retryAfterMs: number | undefined;
-  readonly headers: ResponseHeaders | undefined;
 
-  constructor(
-    message = 'service unavailable (503)',
-    options: { status?: number; retryAfterMs?: number | undefined; headers?: ResponseHeaders | undefined } = {},
-  ) {
-    super(message);
-    this.status = options.status ?? 503;
-    this.retryAfterMs = options.retryAfterMs;
-    this.headers = options.headers;
+  constructor(message = 'service unavailable (503)', options: ProviderErrorOptions = {}) {
+    super(message, { ...options, status: options.status ?? 503 });
   }
 }
 
@@ -121,13 +128,66 @@ export class TimeoutError extends ProviderError {
   readonly retryable = false;
   readonly timeoutMs: number | undefined;
 
-  constructor(message = 'timed out', options: { timeoutMs?: number } = {}) {
-    super(message);
+  constructor(message = 'timed out', options: ProviderErrorOptions & { readonly timeoutMs?: number | undefined } = {}) {
+    super(message, options);
     this.timeoutMs = options.timeoutMs;
   }
+}
+
+/** The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried. */
+export class NetworkError extends ProviderError {
+  override readonly name = 'NetworkError';
+  readonly retryable = true;
+  /** The system's error code, when there was one: `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, … */
+  readonly code: string | undefined;
+
+  constructor(message: string, options: ProviderErrorOptions & { readonly code?: string | undefined } = {}) {
+    super(message, options);
+    this.code = options.code;
+  }
+}
+
+/** The provider refused the request as it stands (400, 404, 413, 422): sending it again changes nothing. */
+export class BadRequestError extends ProviderError {
+  override readonly name = 'BadRequestError';
+  readonly retryable = false;
+}
+
+/** 401 / 403: the provider refused the key. The run stops: every further call would be refused too. */
+export class AuthenticationError extends ProviderError {
+  override readonly name = 'AuthenticationError';
+  readonly retryable = false;
+  override readonly stopsRun = true;
+}
+
+/** No credit or quota left on the account (OpenAI's 429 `insufficient_quota`): a billing stop, not a rate limit. */
+export class QuotaExhaustedError extends ProviderError {
+  override readonly name = 'QuotaExhaustedError';
+  readonly retryable = false;
+  override readonly stopsRun = true;
+}
+
+/** The answer was cut off by the output token limit. Retried as a new request. */
+export class TruncatedOutputError extends ProviderError {
+  override readonly name = 'TruncatedOutputError';
+  readonly retryable = true;
+}
+
+/** The model refused, or a content filter stopped the answer. Not retried: it would refuse again. */
+export class RefusalError extends ProviderError {
+  override readonly name = 'RefusalError';
+  readonly retryable = false;
+}
+
+/** The answer did not parse, or did not fit the task's schema. Retried as a new request. */
+export class MalformedOutputError extends ProviderError {
+  override readonly name = 'MalformedOutputError';
+  readonly retryable = true;
 }
 
 export const isProviderError = (error: unknown): error is ProviderError => error instanceof ProviderError;
 export const isRateLimitError = (error: unknown): error is RateLimitError => error instanceof RateLimitError;
 export const isServerError = (error: unknown): error is ServerError => error instanceof ServerError;
 export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
+/** Whether the failure stops the whole run (see {@link ProviderError.stopsRun}). */
+export const stopsRun = (error: unknown): error is ProviderError => error instanceof ProviderError && error.stopsRun;

@@ -16,7 +16,7 @@ function settingResult(setting: BenchSetting, calls: number, lastLatencyMs = 100
     breakerOpens: 0,
     rateCuts: 0,
   };
-  const summary = new Metrics({ startMs: 0, workers: 5, providers: ['sim'] }).summary(elapsedMs, false, [figures]);
+  const summary = new Metrics({ startMs: 0, workers: 5, providers: ['sim'] }).summary(elapsedMs, { interrupted: false }, [figures]);
   const rateFloorMs = rate === Infinity ? 0 : (Math.max(0, calls - burst) / rate) * 1000;
   const efficiency = rate === Infinity ? null : (rateFloorMs + lastLatencyMs) / elapsedMs;
   const run = {

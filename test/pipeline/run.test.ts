@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { ServerError } from '../../src/provider/provider.ts';
+import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
@@ -31,6 +31,34 @@ describe('runPipeline()', () => {
     expect(summary.calls).toBe(8);
     expect(elapsedMs).toBeGreaterThanOrEqual(3500);
     expect(elapsedMs).toBeLessThan(5000);
+  });
+
+  it('stops the whole run when a provider refuses the key: no further call, the articles in flight cancelled', async () => {
+    const clock = new ManualClock();
+    const refused = new AuthenticationError('401 invalid API key', { status: 401 });
+    const provider = new ScriptedProvider('p', clock, [
+      { latencyMs: 10 },
+      { latencyMs: 10 },
+      { latencyMs: 5, error: refused },
+      { latencyMs: 10 },
+    ]);
+    const results: ArticleResult[] = [];
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(20),
+        providers: [{ provider, limits: requestLimit(Infinity, 1) }],
+        workers: 4,
+        clock,
+        onResult: (result) => void results.push(result),
+      }),
+    );
+    // Four summaries went out at once; the third was refused at 5 ms and nothing was sent after it.
+    expect(provider.calls.map((call) => call.atMs)).toEqual([0, 0, 0, 0]);
+    expect(results.map((r) => r.status).sort()).toEqual(['cancelled', 'cancelled', 'cancelled', 'failed']);
+    expect(results.find((r) => r.status === 'failed')!.error).toMatchObject({ type: 'AuthenticationError', task: 'summarize' });
+    expect(summary).toMatchObject({ articles: 4, failed: 1, cancelled: 3, interrupted: false });
+    expect(summary.stoppedBy).toEqual({ provider: 'p', type: 'AuthenticationError', message: '401 invalid API key' });
   });
 
   it('routes tasks to their providers, each behind its own limiter', async () => {
