@@ -3,9 +3,9 @@
 // `news-processor/testing`.
 
 // The run: articles in, one result per article out, figures at the end.
-export { runPipeline, CancelledError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
+export { runPipeline, CancelledError, RunStoppedError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
 export type { PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
-export type { RunSummary, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
+export type { RunSummary, RunStop, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
 // Sources: where articles come from.
@@ -42,10 +42,18 @@ export {
   RateLimitError,
   ServerError,
   TimeoutError,
+  NetworkError,
+  BadRequestError,
+  AuthenticationError,
+  QuotaExhaustedError,
+  TruncatedOutputError,
+  RefusalError,
+  MalformedOutputError,
   isProviderError,
   isRateLimitError,
   isServerError,
   isTimeoutError,
+  stopsRun,
 } from './provider/provider.ts';
 export type {
   Provider,
@@ -59,6 +67,7 @@ export type {
   TaskName,
   TokenUsage,
   ResponseHeaders,
+  ProviderErrorOptions,
 } from './provider/provider.ts';
 export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, PROFILE_NAMES, OUTAGE_PROFILE_WINDOW } from './provider/simulated.ts';
 export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './provider/simulated.ts';

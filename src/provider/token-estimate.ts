@@ -1,15 +1,5 @@
 import type { LlmRequest } from './provider.ts';
-
-/** What the model would be asked for each task: the instruction in front of the article. */
-const INSTRUCTIONS: Readonly<Record<LlmRequest['task'], string>> = {
-  summarize: 'Summarise this news article in one or two sentences and list its five main keywords.',
-  sentiment: 'Classify the sentiment of this news article as positive, negative or neutral, with a score from -1 to 1.',
-};
-
-/** The prompt a real provider would receive for `request`. */
-export function promptFor(request: LlmRequest): string {
-  return `${INSTRUCTIONS[request.task]}\n\nTitle: ${request.title}\n\n${request.text}`;
-}
+import { promptOf } from './tasks/answer.ts';
 
 type Encoder = (text: string) => number;
 let encoder: Promise<Encoder> | undefined;
@@ -21,5 +11,5 @@ let encoder: Promise<Encoder> | undefined;
  */
 export async function estimateInputTokens(request: LlmRequest): Promise<number> {
   encoder ??= import('gpt-tokenizer').then((module) => (text: string) => module.countTokens(text));
-  return (await encoder)(promptFor(request));
+  return (await encoder)(promptOf(request));
 }
