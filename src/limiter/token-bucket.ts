@@ -3,8 +3,10 @@ import { systemClock, type Clock } from '../clock.ts';
 export interface TokenBucketOptions {
   /** Tokens added per second. `Infinity` allows everything; `0` allows only the initial burst. */
   readonly rate: number;
-  /** Capacity in tokens: the most that can be taken at one instant. The bucket starts full. */
+  /** Capacity in tokens: the most that can be taken at one instant. */
   readonly burst: number;
+  /** Tokens at the start, in [0, burst]. Default `burst`: the bucket starts full. */
+  readonly tokens?: number;
   /** Time source; defaults to {@link systemClock}. Tests pass a `ManualClock`. */
   readonly clock?: Clock;
 }
@@ -146,7 +148,11 @@ export class TokenBucket {
     this.#clock = options.clock ?? systemClock;
     this.#rate = options.rate;
     this.#burst = options.burst;
-    this.#tokens = options.burst;
+    const tokens = options.tokens ?? options.burst;
+    if (typeof tokens !== 'number' || !(tokens >= 0 && tokens <= options.burst)) {
+      throw new TypeError(`Expected tokens to be a number in [0, burst], got ${String(tokens)}`);
+    }
+    this.#tokens = tokens;
     this.#lastMs = this.#clock.now();
     this.#lastEventMs = this.#lastMs;
   }
