@@ -130,8 +130,11 @@ export interface GateCallOptions {
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /** Passed through to the attempt events: the pool slot making the call. */
   readonly workerId?: number | undefined;
-  /** `calls` goes up by one for each attempt that reached the provider (and so spent its cost). */
-  readonly tally?: { calls: number } | undefined;
+  /**
+   * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
+   * so spent its cost), `latencyMs` by the time the provider took to answer it.
+   */
+  readonly tally?: { calls: number; latencyMs: number } | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -213,7 +216,10 @@ export class CallGate {
           ? undefined
           : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs);
       if (decision?.retry) attempt.retryInMs = decision.delayMs;
-      if (attempt.called && tally !== undefined) tally.calls++;
+      if (attempt.called && tally !== undefined) {
+        tally.calls++;
+        tally.latencyMs += attempt.latencyMs;
+      }
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
       if (aborted) throw signal!.reason;

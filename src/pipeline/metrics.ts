@@ -46,13 +46,19 @@ export interface ProviderFigures {
   readonly rateCuts: number;
 }
 
-/** A provider's failure that stopped the whole run. */
+/** What stopped the whole run before its source was done: a provider no retry can mend, or the source itself. */
 export interface RunStop {
-  readonly provider: string;
-  /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`. */
+  /** `"provider"`: it refused every call (a refused key, no credit); `"source"`: it failed (a bad line in a stream). */
+  readonly by: 'provider' | 'source';
+  /** The provider's name, when a provider stopped the run. */
+  readonly provider?: string | undefined;
+  /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`, `InputError`. */
   readonly type: string;
   readonly message: string;
 }
+
+/** Which lower bound on the elapsed time is the largest (see {@link RunSummary.lowerBoundsMs}). */
+export type BoundBy = 'rate' | 'latency' | 'workers';
 
 /** What a run did, in figures. Milliseconds throughout. */
 export interface RunSummary {
@@ -73,14 +79,27 @@ export interface RunSummary {
    * token sooner.
    */
   readonly rateFloorMs: number;
-  /** The rate floor plus the latency of the call granted last: no run could end sooner. */
+  /**
+   * What no run of these calls could beat, each a true lower bound on the elapsed time: `rate`, the
+   * rate floor plus the latency of the call granted last (of the provider that bounds the run);
+   * `latency`, the longest article's own calls in series; `workers`, the time all calls took over
+   * the workers that made them. 0 where a bound says nothing (no limit, no calls).
+   */
+  readonly lowerBoundsMs: { readonly rate: number; readonly latency: number; readonly workers: number };
+  /** The largest of the lower bounds: no run could end sooner. */
   readonly leastElapsedMs: number;
-  /** `leastElapsedMs / elapsedMs`; `null` when there is no floor to measure against (rate unlimited, or all calls within the burst). */
+  /** Which lower bound held the run back; `null` without calls. */
+  readonly boundBy: BoundBy | null;
+  /** `leastElapsedMs / elapsedMs`; `null` when there is nothing to measure against (no call made). */
   readonly efficiency: number | null;
+  /** Calls made for articles that then failed: tokens spent on work thrown away. */
+  readonly wastedCalls: number;
+  /** Articles the source held that never started (the run stopped early); `null` when the source's size is unknown. */
+  readonly notStarted: number | null;
   readonly workers: number;
   /** The caller's signal stopped the run (Ctrl-C). */
   readonly interrupted: boolean;
-  /** What stopped the run early, when a provider answered in a way no retry can mend (a refused key). */
+  /** What stopped the run early: a provider that refuses every call, or a source that failed (a bad line in a stream). */
   readonly stoppedBy: RunStop | undefined;
   readonly callLatencyMs: Percentiles;
   readonly limiterWaitMs: Percentiles;
@@ -111,14 +130,27 @@ export class Metrics {
   readonly #latency = new Histogram();
   readonly #wait = new Histogram();
   readonly #failureReasons = new Map<string, number>();
+  readonly #total: number | undefined;
   #articles = 0;
   #succeeded = 0;
   #failed = 0;
   #cancelled = 0;
+  #wastedCalls = 0;
+  /** Every call's latency added up, for the workers bound. */
+  #callMs = 0;
+  /** The most one article's calls took in series, for the latency bound. */
+  #longestArticleCallMs = 0;
 
-  constructor(options: { readonly startMs: number; readonly workers: number; readonly providers: readonly string[] }) {
+  constructor(options: {
+    readonly startMs: number;
+    readonly workers: number;
+    readonly providers: readonly string[];
+    /** Articles the source holds, when known. */
+    readonly total?: number | undefined;
+  }) {
     this.#startMs = options.startMs;
     this.#workers = options.workers;
+    this.#total = options.total;
     for (const name of options.providers) {
       this.#providers.set(name, {
         tokensUsed: 0,
@@ -148,6 +180,7 @@ export class Metrics {
     else if (event.outcome === 'server-error') counters.serverErrors++;
     else if (event.outcome === 'timeout') counters.timeouts++;
     this.#latency.record(event.latencyMs);
+    this.#callMs += event.latencyMs;
     const grantMs = event.atMs - event.latencyMs - this.#startMs;
     if (grantMs >= counters.lastGrantMs) {
       counters.lastGrantMs = grantMs;
@@ -160,10 +193,12 @@ export class Metrics {
   }
 
   recordResult(result: ArticleResult): void {
+    if (result.callMs > this.#longestArticleCallMs) this.#longestArticleCallMs = result.callMs;
     if (result.status === 'succeeded') this.#succeeded++;
     else if (result.status === 'cancelled') this.#cancelled++;
     else {
       this.#failed++;
+      this.#wastedCalls += result.attempts;
       const reason = result.error?.type ?? 'Error';
       this.#failureReasons.set(reason, (this.#failureReasons.get(reason) ?? 0) + 1);
     }
@@ -182,7 +217,7 @@ export class Metrics {
     let serverErrors = 0;
     let timeouts = 0;
     let floorMs = 0;
-    let leastMs = 0;
+    let rateBoundMs = 0;
     const elapsedMs = endMs - this.#startMs;
     for (const gate of gates) {
       const c = this.#providers.get(gate.provider);
@@ -209,12 +244,13 @@ export class Metrics {
       serverErrors += c.serverErrors;
       timeouts += c.timeouts;
       // The provider that could finish last bounds the run.
-      if (rate !== Infinity && c.calls > burst && rateFloorMs + c.lastCallLatencyMs > leastMs) {
-        leastMs = rateFloorMs + c.lastCallLatencyMs;
+      if (rate !== Infinity && c.calls > burst && rateFloorMs + c.lastCallLatencyMs > rateBoundMs) {
+        rateBoundMs = rateFloorMs + c.lastCallLatencyMs;
         floorMs = rateFloorMs;
       }
     }
-    const limited = providers.some((p) => p.rate !== Infinity);
+    const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestArticleCallMs, workers: this.#callMs / this.#workers };
+    const [boundBy, leastMs] = (Object.entries(lowerBoundsMs) as [BoundBy, number][]).reduce((a, b) => (b[1] > a[1] ? b : a));
     return {
       articles: this.#articles,
       succeeded: this.#succeeded,
@@ -228,9 +264,12 @@ export class Metrics {
       timeouts,
       elapsedMs,
       rateFloorMs: floorMs,
+      lowerBoundsMs,
       leastElapsedMs: leastMs,
-      // No floor when every call fit in the burst (or the rate is unlimited): nothing to measure against.
-      efficiency: limited && elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
+      boundBy: leastMs > 0 ? boundBy : null,
+      efficiency: elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
+      wastedCalls: this.#wastedCalls,
+      notStarted: this.#total === undefined ? null : Math.max(0, this.#total - this.#articles),
       workers: this.#workers,
       interrupted: ending.interrupted,
       stoppedBy: ending.stoppedBy,

@@ -5,6 +5,7 @@ import { TimeoutError, type TaskName } from '../provider/provider.ts';
 import { TASKS } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
+import type { Admission } from './admission.ts';
 import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
 
@@ -21,6 +22,8 @@ export interface ProcessorOptions {
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /** The pool slot running the article, passed on to the attempt events. */
   readonly workerId?: number | undefined;
+  /** Told as each call starts and when the article ends, so new articles are admitted by what is still to come. */
+  readonly admission?: Admission | undefined;
 }
 
 /**
@@ -35,14 +38,25 @@ export async function processArticle(article: Article, rank: number, options: Pr
   const deadlineMs = startMs + timeoutMs;
   const deadlineSignal = options.deadlines.signalFor(deadlineMs);
 
+  const { gates, admission } = options;
   let task: TaskName = TASKS[0]!;
-  const tally = { calls: 0 };
+  let called = 0;
+  const tally = { calls: 0, latencyMs: 0 };
   const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt: options.onAttempt, workerId: options.workerId, tally };
-  const result: Mutable<ArticleResult> = { id: article.id, title: article.title, status: 'succeeded', attempts: 0, elapsedMs: 0 };
+  const result: Mutable<ArticleResult> = {
+    id: article.id,
+    title: article.title,
+    status: 'succeeded',
+    attempts: 0,
+    elapsedMs: 0,
+    callMs: 0,
+  };
   try {
     for (task of TASKS) {
       const request = { task, articleId: article.id, title: article.title, text: article.content };
-      const { response } = await options.gates[task].call(request, callOptions);
+      admission?.calling(gates[task]);
+      called++;
+      const { response } = await gates[task].call(request, callOptions);
       const output = response.output;
       if (output.task === 'summarize') {
         result.summary = output.summary;
@@ -57,7 +71,9 @@ export async function processArticle(article: Article, rank: number, options: Pr
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, task);
   }
+  admission?.finished(TASKS.slice(called).map((uncalled) => gates[uncalled]));
   result.attempts = tally.calls;
+  result.callMs = tally.latencyMs;
   result.elapsedMs = clock.now() - startMs;
   return result;
 }

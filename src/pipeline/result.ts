@@ -20,6 +20,9 @@ export interface ArticleResult {
   readonly sentimentScore?: number;
   /** Provider calls made for this article, retries included. */
   readonly attempts: number;
+  /** From start to end, limiter waits, calls and backoffs included, in ms. */
   readonly elapsedMs: number;
+  /** Of that, the time the provider took to answer its calls, in ms (the rest was waiting). */
+  readonly callMs: number;
   readonly error?: ArticleError;
 }

@@ -11,6 +11,7 @@ import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, expected } from '../validation/checks.ts';
+import { Admission } from './admission.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
@@ -23,6 +24,11 @@ export const PIPELINE_DEFAULTS = Object.freeze({
   /** Per-article budget for limiter waits and calls together, in ms. */
   timeoutMs: 5000,
 });
+
+/** How fast the estimate of a call's latency follows new calls (an exponential moving average's weight). */
+const LATENCY_SMOOTHING = 0.1;
+/** The share of an article's timeout admission keeps back for timers and calls that run late. */
+const ADMISSION_MARGIN = 0.01;
 
 /** A provider and the client-side mechanisms in front of it. */
 export interface ProviderSetup {
@@ -75,6 +81,8 @@ export interface PipelineAttemptEvent extends AttemptEvent {
 export interface PipelineOptions {
   /** The articles: any (async) iterable; pulled one at a time as workers free up. */
   readonly source: Iterable<Article> | AsyncIterable<Article>;
+  /** How many articles the source holds, when known: the summary then counts those never started. */
+  readonly total?: number | undefined;
   /** One gate (limits, breaker, adaptive rate) is made per provider and shared by every worker. */
   readonly providers: readonly ProviderSetup[];
   /** Which provider (by name) serves each task. Default: the first provider serves all. */
@@ -97,8 +105,10 @@ export interface PipelineOptions {
 /**
  * Pushes every article of `source` through its tasks under the providers' limits, and returns the
  * figures. Every article pulled from the source ends as exactly one result passed to `onResult`.
- * Rejects when the source fails or `onResult` throws (intake stops and the articles in flight
- * finish first); never for an article's own failure, which becomes its result.
+ * When the source fails (a bad line in a stream) or a provider refuses every call, intake stops,
+ * the articles in flight end, and the summary says what stopped the run (`stoppedBy`). Rejects
+ * only when `onResult` throws (after the articles in flight finish); never for an article's own
+ * failure, which becomes its result.
  */
 export async function runPipeline(options: PipelineOptions): Promise<RunSummary> {
   const clock = options.clock ?? systemClock;
@@ -124,43 +134,64 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     }),
   ) as Record<TaskName, CallGate>;
 
-  const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()] });
+  const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()], total: options.total });
   const { onResult, onAttempt } = options;
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
   const deadlines = articleDeadlines(clock, timeoutMs, signal);
+  // What a call takes, as seen so far; an article's calls take that much of its timeout, and the
+  // limits may have the rest less a margin for timers that fire late. Before any call has
+  // answered, half the timeout is kept for the calls.
+  let callLatencyMs: number | undefined;
+  const admission = new Admission(
+    TASKS.map((task) => gates[task]),
+    clock,
+    () => (callLatencyMs === undefined ? timeoutMs / 2 : timeoutMs * (1 - ADMISSION_MARGIN) - TASKS.length * callLatencyMs),
+    signal,
+  );
 
   let stoppedBy: RunStop | undefined;
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
+    if (event.called)
+      callLatencyMs = callLatencyMs === undefined ? event.latencyMs : callLatencyMs + LATENCY_SMOOTHING * (event.latencyMs - callLatencyMs);
     if (stopsRun(event.error) && !signal.aborted) {
-      stoppedBy = { provider: event.provider, type: event.error.name, message: event.error.message };
+      stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
       logger.error({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
     }
     onAttempt?.(event as PipelineAttemptEvent);
   };
-  // One options object per worker slot, made once: the per-article path allocates little.
-  const processorOptions = Array.from(
-    { length: workers },
-    (_, workerId): ProcessorOptions => ({ gates, timeoutMs, clock, deadlines, signal, workerId, onAttempt: recordAttempt }),
-  );
+  // One options object per worker slot, made when the slot first runs: the per-article path
+  // allocates little, and slots a run never fills cost nothing.
+  const processorOptions: ProcessorOptions[] = [];
+  const optionsFor = (workerId: number): ProcessorOptions =>
+    (processorOptions[workerId] ??= { gates, timeoutMs, clock, deadlines, signal, workerId, onAttempt: recordAttempt, admission });
 
   try {
     await runPool(
       options.source,
       async (article, workerId, index) => {
         metrics.recordStarted();
-        const result = await processArticle(article, index, processorOptions[workerId]!);
+        const result = await processArticle(article, index, optionsFor(workerId));
         metrics.recordResult(result);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },
-      { concurrency: workers, signal },
+      {
+        concurrency: workers,
+        signal,
+        admit: () => admission.admit(),
+        onSourceError: (error) => {
+          stoppedBy ??= { by: 'source', type: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
+          logger.error({ err: error }, 'run stopped: the source failed');
+        },
+      },
     );
   } finally {
+    admission.dispose();
     deadlines.dispose();
   }
 

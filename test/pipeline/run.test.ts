@@ -58,7 +58,7 @@ describe('runPipeline()', () => {
     expect(results.map((r) => r.status).sort()).toEqual(['cancelled', 'cancelled', 'cancelled', 'failed']);
     expect(results.find((r) => r.status === 'failed')!.error).toMatchObject({ type: 'AuthenticationError', task: 'summarize' });
     expect(summary).toMatchObject({ articles: 4, failed: 1, cancelled: 3, interrupted: false });
-    expect(summary.stoppedBy).toEqual({ provider: 'p', type: 'AuthenticationError', message: '401 invalid API key' });
+    expect(summary.stoppedBy).toEqual({ by: 'provider', provider: 'p', type: 'AuthenticationError', message: '401 invalid API key' });
   });
 
   it('routes tasks to their providers, each behind its own limiter', async () => {

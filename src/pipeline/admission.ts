@@ -1,0 +1,124 @@
+import type { Clock } from '../clock.ts';
+import type { CallGate } from '../gate/call-gate.ts';
+
+/**
+ * Backpressure from the limits to the source: a new article is admitted only when the limits
+ * could grant all of its calls before its deadline, counting every call already waiting and every
+ * call the articles under way will still make. An article that cannot finish does not start, so
+ * it spends no token that would be thrown away — and more workers never mean less done.
+ *
+ * The wait is computed, not polled: one timer, for the first article waiting, at the instant the
+ * limits' backlog will have shrunk enough. Articles are admitted in the order they asked.
+ */
+export class Admission {
+  readonly #clock: Clock;
+  readonly #budgetMs: () => number;
+  /** Each gate, with the calls one article makes through it. */
+  readonly #callsPerArticle: ReadonlyMap<CallGate, number>;
+  /** Calls that admitted articles will still make through each gate (not yet waiting at its limits). */
+  readonly #promised = new Map<CallGate, number>();
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+  #cancelTimer: (() => void) | undefined;
+  readonly #signal: AbortSignal | undefined;
+  readonly #onAbort = () => this.#releaseAll();
+
+  /**
+   * @param gates the gate of each task an article goes through, in order
+   * @param budgetMs how long an article may wait for the limits in all (its timeout less the time
+   *   its calls will take), asked afresh at each decision
+   */
+  constructor(gates: readonly CallGate[], clock: Clock, budgetMs: () => number, signal: AbortSignal | undefined) {
+    const callsPerArticle = new Map<CallGate, number>();
+    for (const gate of gates) callsPerArticle.set(gate, (callsPerArticle.get(gate) ?? 0) + 1);
+    this.#callsPerArticle = callsPerArticle;
+    for (const gate of callsPerArticle.keys()) this.#promised.set(gate, 0);
+    this.#clock = clock;
+    this.#budgetMs = budgetMs;
+    this.#signal = signal;
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Stops listening to the signal and drops the timer. */
+  dispose(): void {
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#releaseAll();
+  }
+
+  /**
+   * Resolves when a new article may start; `undefined` when it may start now (no promise to wait
+   * for). Articles asking while others wait line up behind them. When the signal aborts, every
+   * wait resolves at once without admitting: the caller sees the signal and starts nothing.
+   */
+  admit(): Promise<void> | undefined {
+    if (this.#signal?.aborted) return undefined;
+    if (this.#waiting.length === 0 && this.#fits()) {
+      this.#start();
+      return undefined;
+    }
+    return new Promise<void>((resolve) => {
+      this.#waiting.push(resolve);
+      if (this.#waiting.length === 1) this.#schedule();
+    });
+  }
+
+  /** The article is about to call `gate`: that call leaves the promised and joins the limits' own count. */
+  calling(gate: CallGate): void {
+    this.#promised.set(gate, this.#promised.get(gate)! - 1);
+  }
+
+  /** The article ended; `uncalled` are the gates of the tasks it never got to. */
+  finished(uncalled: readonly CallGate[]): void {
+    for (const gate of uncalled) this.#promised.set(gate, this.#promised.get(gate)! - 1);
+    this.#running--;
+    // Promised calls given back can let the next article in before the timer would.
+    if (this.#waiting.length > 0) this.#schedule();
+  }
+
+  #start(): void {
+    this.#running++;
+    for (const [gate, calls] of this.#callsPerArticle) this.#promised.set(gate, this.#promised.get(gate)! + calls);
+  }
+
+  /** Ms until a new article's calls would all fit in its budget (0: they fit now). */
+  #waitMs(): number {
+    // An article alone must be let in even if it cannot finish: the run would stop otherwise, and
+    // its failure says why.
+    if (this.#running === 0) return 0;
+    const budgetMs = this.#budgetMs();
+    let waitMs = 0;
+    for (const [gate, calls] of this.#callsPerArticle) {
+      const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
+      if (backlogMs > budgetMs) waitMs = Math.max(waitMs, backlogMs - budgetMs);
+    }
+    return waitMs;
+  }
+
+  #fits(): boolean {
+    return this.#waitMs() === 0;
+  }
+
+  /** Lets in every waiting article that fits now, then sets the timer for the next one. */
+  #schedule(): void {
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    while (this.#waiting.length > 0) {
+      const waitMs = this.#waitMs();
+      if (waitMs > 0) {
+        this.#cancelTimer = this.#clock.setTimer(waitMs, () => {
+          this.#cancelTimer = undefined;
+          this.#schedule();
+        });
+        return;
+      }
+      this.#start();
+      this.#waiting.shift()!();
+    }
+  }
+
+  #releaseAll(): void {
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    for (const resolve of this.#waiting.splice(0)) resolve();
+  }
+}
