@@ -69,26 +69,20 @@ export function formatSummary(summary: RunSummary): string[] {
     summary.providers.length > 1
       ? summary.providers.map((p) => `${p.name} ${formatRate(p.rate)}/s burst=${p.burst}`).join(', ')
       : `${formatRate(summary.providers[0]!.rate)}/s burst=${summary.providers[0]!.burst}`;
+  const { notStarted } = summary;
+  const articles =
+    notStarted !== null && notStarted > 0
+      ? `${summary.articles} of ${summary.articles + notStarted} articles`
+      : notStarted === null && (summary.interrupted || summary.stoppedBy !== undefined)
+        ? `${summary.articles} articles (the rest of the input not read)`
+        : `${summary.articles} articles`;
   const lines = [
-    `Rate limit=${limits} | ${summary.articles} articles | ` +
-      `Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
+    `Rate limit=${limits} | ${articles} | Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
     `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
-      `503s: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}`,
+      `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
+      (notStarted !== null && notStarted > 0 ? ` | Not started: ${notStarted}` : ''),
+    formatBound(summary),
   ];
-  const limited = summary.providers.filter((p) => p.rate !== Infinity);
-  if (limited.length === 0) {
-    lines.push('Rate floor: none (rate=inf) | Efficiency: n/a');
-  } else if (summary.efficiency === null) {
-    lines.push('Rate floor: none (every call fit in the burst) | Efficiency: n/a');
-  } else {
-    const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
-    const whose = summary.providers.length > 1 ? ` (${p.name}, the provider that bounds the run)` : '';
-    lines.push(
-      `Rate floor${whose}: ${formatMs(p.rateFloorMs)} = (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s, ` +
-        `+ last call ${formatMs(p.lastCallLatencyMs)} = ${formatMs(summary.leastElapsedMs)} | ` +
-        `Efficiency: ${(summary.efficiency * 100).toFixed(1)}%`,
-    );
-  }
   for (const p of summary.providers) {
     const notable = summary.providers.length > 1 || p.countsTokens || p.breakerOpens > 0 || p.rateCuts > 0 || p.circuitRejections > 0;
     if (!notable) continue;
@@ -109,6 +103,27 @@ export function formatSummary(summary: RunSummary): string[] {
   if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
   if (summary.interrupted) lines.push('Interrupted: intake stopped; the articles in flight were cancelled.');
   return lines;
+}
+
+/**
+ * The least the run could have taken, which bound held it there, and the efficiency — with what
+ * the efficiency does not show (429s, retries, dead letters) beside it.
+ */
+function formatBound(summary: RunSummary): string {
+  const costs = `${summary.rateLimited} 429s, ${summary.retries} retries, ${summary.deadLetters} dead letters, ${summary.wastedCalls} wasted calls`;
+  if (summary.boundBy === null || summary.efficiency === null) return `Least possible: none (no call made) | Efficiency: n/a | ${costs}`;
+  let why: string;
+  if (summary.boundBy === 'rate') {
+    const limited = summary.providers.filter((p) => p.rate !== Infinity);
+    const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
+    const whose = summary.providers.length > 1 ? ` of ${p.name}` : '';
+    why = `the rate${whose}: (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s = ${formatMs(p.rateFloorMs)}, + last call ${formatMs(p.lastCallLatencyMs)}`;
+  } else if (summary.boundBy === 'latency') {
+    why = "latency: the longest article's calls in series";
+  } else {
+    why = `the workers: all calls' time / ${summary.workers} workers`;
+  }
+  return `Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}% | ${costs}`;
 }
 
 function formatPercentiles(p: Percentiles): string {

@@ -57,11 +57,11 @@ describe.concurrent("news-processor - the Go tool's output", { timeout: 60_000 }
 
     const summaryAt = lines.indexOf(summaryMatch![0]);
     expect(lines[summaryAt + 1]).toMatch(
-      /^Calls: 10 \| Retries: 0 \| 429s received: 0 \| 503s: 0 \| Timeouts: 0 \| Dead letters: 0 \| Cancelled: 0$/,
+      /^Calls: 10 \| Retries: 0 \| 429s received: 0 \| 5xx: 0 \| Timeouts: 0 \| Dead letters: 0 \| Cancelled: 0$/,
     );
     expectInOrder(lines.slice(summaryAt + 1), [
       /^Calls: /,
-      /^Rate floor: 2\.333s = \(10 calls − burst 3\) \/ 3\/s, \+ last call \S+ = \S+ \| Efficiency: \d+\.\d%$/,
+      /^Least possible: \S+, bound by the rate: \(10 calls − burst 3\) \/ 3\/s = 2\.333s, \+ last call \S+ \| Efficiency: \d+\.\d% \| 0 429s, 0 retries, 0 dead letters, 0 wasted calls$/,
       /^Call latency: p50 \S+ {2}p95 \S+ {2}p99 \S+ {2}max \S+$/,
       /^Limiter wait: p50 \S+ {2}p95 \S+ {2}p99 \S+ {2}max \S+$/,
     ]);
@@ -74,7 +74,8 @@ describe.concurrent("news-processor - the Go tool's output", { timeout: 60_000 }
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 3 articles \| Succeeded:3 Failed:0 \| \S+$/m);
-    expect(result.stdout).toMatch(/^Rate floor: none \(rate=inf\) \| Efficiency: n\/a$/m);
+    // No rate limit: the bound is the calls themselves (one article's in series, or all over the workers).
+    expect(result.stdout).toMatch(/^Least possible: \S+, bound by (latency|the workers): .* \| Efficiency: \d+\.\d% \| /m);
     const calls = result.stdout.split('\n').filter((line) => line.startsWith('worker '));
     expect(calls).toHaveLength(6);
     for (const line of calls) expect(line).toMatch(/^worker [12] \| article [1-3] \| /);
@@ -87,7 +88,7 @@ describe.concurrent("news-processor - the Go tool's output", { timeout: 60_000 }
     expect(result.code).toBe(0);
     const lines = linesOf(result.stdout);
     expect(lines[0]).toMatch(/^Rate limit=inf\/s burst=3 \| 20 articles \| Succeeded:20 Failed:0 \| \S+$/);
-    expectInOrder(lines, [/^Rate limit=/, /^Calls: 40 \| /, /^Rate floor: /, /^Call latency: /, /^Limiter wait: /]);
+    expectInOrder(lines, [/^Rate limit=/, /^Calls: 40 \| /, /^Least possible: /, /^Call latency: /, /^Limiter wait: /]);
     expect(lines.at(-1)).toBe(`Results: 20 lines written to ${output}`);
     // Summary lines only: no per-call or per-article line, every line a "Name: figures" line.
     for (const line of lines.slice(1)) expect(line).toMatch(/^[A-Z][^:]*: \S/);
@@ -132,7 +133,7 @@ describe.concurrent('news-processor --json', { timeout: 60_000 }, () => {
     'workers',
   ] as const;
 
-  type Summary = Record<(typeof FIELDS)[number], unknown> & { interrupted: unknown; skippedLines: unknown };
+  type Summary = Record<(typeof FIELDS)[number], unknown> & { interrupted: unknown; skippedLines: unknown; boundBy: unknown };
 
   function parseSummary(stdout: string): Summary {
     const summary = JSON.parse(stdout) as Summary;
@@ -180,8 +181,9 @@ describe.concurrent('news-processor --json', { timeout: 60_000 }, () => {
     const result = await runCli([...FAST, '--articles=60', '--profile=production', '--timeout=300ms', '--json']);
     expect([0, 1]).toContain(result.code);
     const summary = parseSummary(result.stdout);
-    // rate=inf: no floor, no efficiency, and Infinity spelt as on the command line.
-    expect(summary).toMatchObject({ rate: 'inf', rateFloorMs: 0, efficiency: null });
+    // rate=inf: no rate floor, Infinity spelt as on the command line; the calls themselves bound the run.
+    expect(summary).toMatchObject({ rate: 'inf', rateFloorMs: 0, lowerBoundsMs: { rate: 0 } });
+    expect(['latency', 'workers']).toContain(summary.boundBy);
     const { articles, succeeded, failed, cancelled, calls, deadLetters } = summary as Record<string, number>;
     expect(articles).toBe(60);
     expect(succeeded! + failed! + cancelled!).toBe(articles);
@@ -220,9 +222,11 @@ describe.concurrent('news-processor --help', { timeout: 60_000 }, () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: news-processor /);
     for (const name of FLAGS) expect(result.stdout).toMatch(new RegExp(`^\\s+(-h, )?${name}\\b`, 'm'));
-    expect(result.stdout).toMatch(/^Examples:$/m);
+    expect(result.stdout).toMatch(
+      /^Examples \(from a clone, put `npm start --` where `news-processor` stands; installed, `npx news-processor`\):$/m,
+    );
     expect(result.stdout).toMatch(/\$ news-processor --articles=5 --workers=5 --rate=3/);
-    expect(result.stdout).toMatch(/Exit codes: 0 .* 1 .* 2 .* 130 /);
+    expect(result.stdout).toMatch(/Exit codes: 0 .* 1 .* 2 [\s\S]*130 .* 143 .* 129 /);
   });
 });
 
