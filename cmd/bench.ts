@@ -18,16 +18,15 @@ import {
   UsageError,
   addRunOptions,
   createLogger,
-  checkInput,
   createProvider,
   oneLineErrors,
   providerSetup,
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
-import { Terminal, handleInterrupts } from './terminal.ts';
+import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
+import { openInput } from './input.ts';
 
-const EXIT_INTERRUPTED = 130;
 const FORMATS = ['table', 'csv', 'json'] as const;
 type Format = (typeof FORMATS)[number];
 
@@ -41,10 +40,12 @@ interface BenchFlags extends RunFlags {
 }
 
 const EXAMPLES = `
-Each setting runs --repeat times with the same seed, one run at a time. Figures are medians over
-the repeats: calls (every attempt, retries included), elapsed (with min–max), the rate floor
-(calls − burst) / rate, efficiency ((floor + last call latency) / elapsed), 429s received,
-retries and failed articles. A progress line shows on a terminal (not with --quiet).
+Each setting runs --repeat times with the same seed, one run at a time. Elapsed is the median
+over the repeats (with min–max), as are the rate floor (calls − burst) / rate and the
+efficiency (the least the run could take / elapsed; the bound column says which lower bound
+that was: the rate, one article's calls in series, or all calls over the workers). Counts —
+calls (every attempt, retries included), 429s received, retries, failed articles — are the
+middle run's, so they stay whole. A progress line shows on a terminal (not with --quiet).
 
 Examples:
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --articles=5 --workers=5
@@ -56,7 +57,7 @@ Examples:
   $ news-processor bench --rate=inf,50 --burst=1 --format=csv > bench.csv
 
 Exit codes: 0 the sweep ran (failed articles are counted, not fatal), 2 bad usage or input,
-130 interrupted (Ctrl-C: the finished runs are still printed).`;
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): the finished runs are still printed.`;
 
 /**
  * The `bench` subcommand. Register it on a program with `enablePositionalOptions()` (it reuses the
@@ -125,16 +126,19 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   for (const setting of settings) setupsOf(setting);
   if (flags.chart !== undefined) await checkWritable(flags.chart);
 
-  const terminal = new Terminal();
+  // The table comes at the end; the only lines during the sweep are notices on stderr.
+  const terminal = new Terminal({ printsLines: false });
   const logger = createLogger(flags);
-  const input = await checkInput(flags, (text) => terminal.notice(text));
+  const input = await openInput(flags, (text) => terminal.notice(text));
+  if (!input.repeatable) throw new UsageError(`--input ${flags.input}: a sweep reads its input once per run: give a file, not a stream`);
+  const count = input.count!;
 
   const controller = new AbortController();
-  handleInterrupts(
+  const stopSignal = handleSignals(
     terminal,
     controller,
-    'interrupted: stopping the sweep; the finished runs are printed',
-    () => new CancelledError('interrupted (Ctrl-C)'),
+    'stopping the sweep; the finished runs are printed',
+    (signal) => new CancelledError(`interrupted (${signal})`),
   );
 
   const showProgress = !flags.quiet;
@@ -152,7 +156,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       settings,
       repeat: flags.repeat,
       createProviders: setupsOf,
-      createSource: input.open,
+      createSource: () => input.open(),
       timeline: flags.chart !== undefined,
       workers: flags.workers,
       timeoutMs: flags.timeout,
@@ -174,12 +178,12 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
     await terminal.close();
   }
 
-  if (format === 'json') process.stdout.write(`${formatJson(result, flags, input.count)}\n`);
+  if (format === 'json') process.stdout.write(`${formatJson(result, flags, count)}\n`);
   else if (format === 'csv') process.stdout.write(formatCsv(result));
-  else process.stdout.write(`${[describeRun(flags, input.count), ...formatTable(result)].join('\n')}\n`);
+  else process.stdout.write(`${[describeRun(flags, count), ...formatTable(result)].join('\n')}\n`);
 
   if (flags.chart !== undefined) {
-    const svg = await renderBenchChart(result, { subtitle: describeRun(flags, input.count) });
+    const svg = await renderBenchChart(result, { subtitle: describeRun(flags, count) });
     try {
       await writeFile(flags.chart, svg);
     } catch (error) {
@@ -187,7 +191,8 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
     }
     if (format === 'table') process.stdout.write(`Chart: ${flags.chart}\n`);
   }
-  return result.interrupted ? EXIT_INTERRUPTED : 0;
+  const signal = stopSignal();
+  return result.interrupted && signal !== undefined ? STOP_SIGNALS[signal] : 0;
 }
 
 function outputFormat(flags: BenchFlags, command: Command): Format {
@@ -235,19 +240,20 @@ function formatLatency(ms: number): string {
 }
 
 function formatTable(result: SweepResult): string[] {
-  const header = ['rate', 'burst', 'calls', 'elapsed (median, min–max)', 'rate floor', 'efficiency', '429s', 'retries', 'failed'];
+  const header = ['rate', 'burst', 'calls', 'elapsed (median, min–max)', 'rate floor', 'bound', 'efficiency', '429s', 'retries', 'failed'];
   const rows = result.settings.map((s) => [
     formatRate(s.setting.rate),
     String(s.setting.burst),
-    formatCount(s.calls),
+    String(s.calls),
     s.runs.length === 1
       ? formatMs(s.elapsedMs.median)
       : `${formatMs(s.elapsedMs.median)} (${formatMs(s.elapsedMs.min)}–${formatMs(s.elapsedMs.max)})`,
     s.setting.rate === Infinity ? 'none' : formatMs(s.rateFloorMs),
+    s.boundBy ?? 'n/a',
     s.efficiency === null ? 'n/a' : `${(s.efficiency * 100).toFixed(1)}%`,
-    formatCount(s.rateLimited),
-    formatCount(s.retries),
-    formatCount(s.failed),
+    String(s.rateLimited),
+    String(s.retries),
+    String(s.failed),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // Numbers line up on the right, the elapsed column (a range) on the left.
@@ -261,10 +267,6 @@ function formatTable(result: SweepResult): string[] {
   return lines;
 }
 
-function formatCount(value: number): string {
-  return Number.isInteger(value) ? String(value) : value.toFixed(1);
-}
-
 const CSV_COLUMNS = [
   'rate',
   'burst',
@@ -275,6 +277,7 @@ const CSV_COLUMNS = [
   'elapsed_max_ms',
   'rate_floor_ms',
   'least_elapsed_ms',
+  'bound_by',
   'efficiency',
   'rate_limited',
   'retries',
@@ -294,6 +297,7 @@ function formatCsv(result: SweepResult): string {
     ms(s.elapsedMs.max),
     ms(s.rateFloorMs),
     ms(s.leastElapsedMs),
+    s.boundBy ?? '',
     s.efficiency === null ? '' : s.efficiency.toFixed(4),
     String(s.rateLimited),
     String(s.retries),
@@ -317,6 +321,7 @@ function formatJson(result: SweepResult, flags: BenchFlags, articles: number): s
       elapsedMs: s.elapsedMs,
       rateFloorMs: s.rateFloorMs,
       leastElapsedMs: s.leastElapsedMs,
+      boundBy: s.boundBy,
       efficiency: s.efficiency,
       rateLimited: s.rateLimited,
       retries: s.retries,

@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.ts';
 import type { Article } from '../sources/article.ts';
-import type { RunSummary } from '../pipeline/metrics.ts';
+import type { BoundBy, RunSummary } from '../pipeline/metrics.ts';
 import { runPipeline, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
 
 /** One limiter setting to measure. */
@@ -66,9 +66,11 @@ export interface BenchRun {
   readonly calls: number;
   /** `(calls − burst) / rate`: no schedule grants the last token earlier (0 at rate=inf). */
   readonly rateFloorMs: number;
-  /** The rate floor plus the last call's latency: the least the run could take ({@link RunSummary.rateFloorMs}). */
+  /** The least the run could take: the largest of its lower bounds ({@link RunSummary.leastElapsedMs}). */
   readonly leastElapsedMs: number;
-  /** `leastElapsedMs / elapsedMs`, as {@link RunSummary.efficiency}; `null` at rate=inf. */
+  /** Which bound that is ({@link RunSummary.boundBy}). */
+  readonly boundBy: BoundBy | null;
+  /** `leastElapsedMs / elapsedMs`, as {@link RunSummary.efficiency}; `null` without calls. */
   readonly efficiency: number | null;
   readonly rateLimited: number;
   readonly retries: number;
@@ -77,16 +79,21 @@ export interface BenchRun {
   readonly summary: RunSummary;
 }
 
-/** A setting's runs and their medians. */
+/**
+ * A setting's runs and their medians. Durations and ratios are true medians (of an even number
+ * of runs, the mean of the middle two); counts are the middle run's, the lower of the two middle
+ * ones for an even number, so that they stay whole.
+ */
 export interface SettingResult {
   readonly setting: BenchSetting;
   readonly label: string;
   readonly runs: readonly BenchRun[];
-  /** Medians over the runs (a median of an even count is the mean of the middle two). */
   readonly calls: number;
   readonly elapsedMs: { readonly median: number; readonly min: number; readonly max: number };
   readonly rateFloorMs: number;
   readonly leastElapsedMs: number;
+  /** The bound most runs had. */
+  readonly boundBy: BoundBy | null;
   readonly efficiency: number | null;
   readonly rateLimited: number;
   readonly retries: number;
@@ -194,6 +201,7 @@ function runFigures(repeat: number, summary: RunSummary): BenchRun {
     calls: summary.calls,
     rateFloorMs: summary.providers[0]?.rateFloorMs ?? 0,
     leastElapsedMs: summary.leastElapsedMs,
+    boundBy: summary.boundBy,
     efficiency: summary.efficiency,
     rateLimited: summary.rateLimited,
     retries: summary.retries,
@@ -209,16 +217,29 @@ function settingFigures(setting: BenchSetting, runs: readonly BenchRun[], grants
     setting,
     label: settingLabel(setting),
     runs,
-    calls: median(runs.map((run) => run.calls)),
+    calls: middleCount(runs.map((run) => run.calls)),
     elapsedMs: { median: median(elapsed), min: Math.min(...elapsed), max: Math.max(...elapsed) },
     rateFloorMs: median(runs.map((run) => run.rateFloorMs)),
     leastElapsedMs: median(runs.map((run) => run.leastElapsedMs)),
+    boundBy: mostCommon(runs.map((run) => run.boundBy)),
     efficiency: efficiencies.includes(null) ? null : median(efficiencies as number[]),
-    rateLimited: median(runs.map((run) => run.rateLimited)),
-    retries: median(runs.map((run) => run.retries)),
-    failed: median(runs.map((run) => run.failed)),
+    rateLimited: middleCount(runs.map((run) => run.rateLimited)),
+    retries: middleCount(runs.map((run) => run.retries)),
+    failed: middleCount(runs.map((run) => run.failed)),
     grantsMs,
   };
+}
+
+/** The middle of a non-empty list of counts, the lower of the two middle ones for an even count: always a count a run had. */
+function middleCount(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+function mostCommon<T>(values: readonly T[]): T {
+  const counts = new Map<T, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
 }
 
 /** The middle value of a non-empty list (the mean of the middle two for an even count). */

@@ -3,6 +3,7 @@ import { pairSettings, runSweep, settingLabel, type SweepOptions } from '../../s
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { RateLimitError } from '../../src/provider/provider.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 
@@ -148,10 +149,36 @@ describe('runSweep()', () => {
     expect(run.efficiency).toBeLessThanOrEqual(1.05);
   });
 
-  it('reports efficiency null and no floor at rate=inf', async () => {
+  it("reports no floor at rate=inf, and the run as bound by its calls (each 2 ms, one article's two in series)", async () => {
     const clock = new ManualClock();
     const result = await drive(clock, manualSweep(clock, { settings: [{ rate: Infinity, burst: 1 }], repeat: 1 }));
-    expect(result.settings[0]).toMatchObject({ label: 'rate=inf burst=1', calls: 8, rateFloorMs: 0, efficiency: null });
+    expect(result.settings[0]).toMatchObject({
+      label: 'rate=inf burst=1',
+      calls: 8,
+      rateFloorMs: 0,
+      boundBy: 'latency',
+      leastElapsedMs: 4,
+    });
+    expect(result.settings[0]!.efficiency).toBeGreaterThan(0);
+  });
+
+  it("gives counts as the middle run's, whole, and durations as true medians", async () => {
+    const clock = new ManualClock();
+    let run = 0;
+    // The first run meets one 429 (and retries it 100 ms later), the second none.
+    const createProviders = ({ rate, burst }: { rate: number; burst: number }) => {
+      const script = run++ === 0 ? [{ error: new RateLimitError('429', { retryAfterMs: 100 }) }, { latencyMs: 2 }] : [{ latencyMs: 2 }];
+      return [{ provider: new ScriptedProvider('sim', clock, script), limits: requestLimit(rate, burst) }];
+    };
+    const result = await drive(clock, manualSweep(clock, { settings: [{ rate: Infinity, burst: 1 }], repeat: 2, createProviders }));
+    const setting = result.settings[0]!;
+    expect(setting.runs.map((r) => [r.rateLimited, r.calls])).toEqual([
+      [1, 9],
+      [0, 8],
+    ]);
+    // Lower of the two middle values: whole counts a run really had.
+    expect([setting.rateLimited, setting.retries, setting.calls]).toEqual([0, 0, 8]);
+    expect(setting.elapsedMs.median).toBe((setting.runs[0]!.elapsedMs + setting.runs[1]!.elapsedMs) / 2);
   });
 
   it('stops when the signal aborts: the run it cut short and the settings after it are left out', async () => {

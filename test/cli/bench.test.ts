@@ -7,7 +7,8 @@ import { linesOf, makeTempDir, runCli, startCli, type CliResult } from './run-cl
 const QUICK = ['bench', '--articles=3', '--repeat=1', '--min-latency=0ms', '--max-latency=1ms'] as const;
 const TWO_SETTINGS = [...QUICK, '--rate=inf,50', '--burst=1'] as const;
 
-const ROW = /^ *(inf|\d+) +(\d+) +(\d+) +(\S+)(?: \((\S+)–(\S+)\))? +(none|\S+) +(n\/a|\d+\.\d%) +(\d+) +(\d+) +(\d+)$/;
+const ROW =
+  /^ *(inf|\d+) +(\d+) +(\d+) +(\S+)(?: \((\S+)–(\S+)\))? +(none|\S+) +(rate|latency|workers|n\/a) +(n\/a|\d+\.\d%) +(\d+) +(\d+) +(\d+)$/;
 
 /** Milliseconds from the table's `412ms` / `3.216s` / `0.42ms`. */
 function ms(text: string): number {
@@ -34,18 +35,21 @@ describe.concurrent('news-processor bench - output', () => {
     expect(result.code).toBe(0);
     const lines = linesOf(result.stdout);
     expect(lines[0]).toBe('3 articles · 5 workers · latency 0ms–1ms · 1 run per setting, seed 1');
-    expect(lines[1]).toMatch(/^rate +burst +calls +elapsed \(median, min–max\) +rate floor +efficiency +429s +retries +failed$/);
+    expect(lines[1]).toMatch(/^rate +burst +calls +elapsed \(median, min–max\) +rate floor +bound +efficiency +429s +retries +failed$/);
     expect(lines).toHaveLength(4);
 
     const unlimited = ROW.exec(lines[2]!);
     expect(unlimited, lines[2]).not.toBeNull();
     expect(unlimited!.slice(1, 4)).toEqual(['inf', '1', '6']);
     expect(unlimited![7]).toBe('none');
-    expect(unlimited![8]).toBe('n/a');
+    // No rate limit: the calls themselves bound the run.
+    expect(['latency', 'workers']).toContain(unlimited![8]);
+    expect(unlimited![9]).toMatch(/^\d+\.\d%$/);
 
     const limited = ROW.exec(lines[3]!);
     expect(limited, lines[3]).not.toBeNull();
-    const [, rate, burst, calls, elapsed, , , floor, efficiency, rateLimited, retries, failed] = limited!;
+    const [, rate, burst, calls, elapsed, , , floor, bound, efficiency, rateLimited, retries, failed] = limited!;
+    expect(bound).toBe('rate');
     expect([rate, burst, calls]).toEqual(['50', '1', '6']);
     // (6 calls − burst 1) / 50/s
     expect(ms(floor!)).toBe(100);
@@ -73,11 +77,12 @@ describe.concurrent('news-processor bench - output', () => {
     expect(result.code).toBe(0);
     const [header, ...rows] = linesOf(result.stdout);
     expect(header).toBe(
-      'rate,burst,runs,calls,elapsed_median_ms,elapsed_min_ms,elapsed_max_ms,rate_floor_ms,least_elapsed_ms,efficiency,rate_limited,retries,failed',
+      'rate,burst,runs,calls,elapsed_median_ms,elapsed_min_ms,elapsed_max_ms,rate_floor_ms,least_elapsed_ms,bound_by,efficiency,rate_limited,retries,failed',
     );
     expect(rows).toHaveLength(2);
     const records = rows.map((row) => Object.fromEntries(row.split(',').map((value, i) => [header!.split(',')[i]!, value])));
-    expect(records[0]).toMatchObject({ rate: 'inf', burst: '1', runs: '1', calls: '6', rate_floor_ms: '0', efficiency: '' });
+    expect(records[0]).toMatchObject({ rate: 'inf', burst: '1', runs: '1', calls: '6', rate_floor_ms: '0' });
+    expect(Number(records[0]!.efficiency)).toBeGreaterThan(0);
     const limited = records[1]!;
     expect(limited).toMatchObject({ rate: '50', burst: '1', calls: '6', rate_limited: '0', retries: '0', failed: '0' });
     expect(Number(limited.rate_floor_ms)).toBe(((Number(limited.calls) - 1) / 50) * 1000);
@@ -107,7 +112,8 @@ describe.concurrent('news-processor bench - output', () => {
       };
       expect(json).toMatchObject({ articles: 3, workers: 5, repeat: 1, seed: 1, interrupted: false });
       expect(json.settings.map((s) => s.label)).toEqual(['rate=inf burst=1', 'rate=50 burst=1']);
-      expect(json.settings[0]).toMatchObject({ rate: 'inf', burst: 1, calls: 6, rateFloorMs: 0, efficiency: null });
+      expect(json.settings[0]).toMatchObject({ rate: 'inf', burst: 1, calls: 6, rateFloorMs: 0 });
+      expect(json.settings[0]!.efficiency).toBeGreaterThan(0);
       expect(json.settings[1]).toMatchObject({ rate: 50, burst: 1, calls: 6, rateFloorMs: 100 });
       expect(json.settings[1]!.efficiency).toBeGreaterThan(0);
       expect(json.settings[1]!.efficiency).toBeLessThanOrEqual(1.05);
