@@ -1,11 +1,9 @@
 #!/usr/bin/env node
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
 import { Command, CommanderError, Option } from 'commander';
-import { realpath } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import {
   CancelledError,
-  JsonlWriter,
+  formatDuration,
   isConfigError,
   isInputError,
   isOutputError,
@@ -14,61 +12,60 @@ import {
   type RunSummary,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
-import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
+import { formatAttempt, formatResult, formatSummary } from './format.ts';
+import { openInput } from './input.ts';
+import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import {
-  UsageError,
-  addRunOptions,
-  createLogger,
-  checkInput,
-  oneLineErrors,
-  providerSetups,
-  validateRunFlags,
-  type RunFlags,
-} from './run-options.ts';
-import { Terminal, handleInterrupts } from './terminal.ts';
+import { UsageError, addRunOptions, createLogger, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
+import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
+import { packageVersion } from './version.ts';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
-const EXIT_INTERRUPTED = 130;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
-interface MainFlags extends RunFlags {
+
+interface MainFlags extends RunFlags, OutputFlags {
   rate: number;
   burst: number;
-  output?: string;
 }
 
 const EXAMPLES = `
-Examples:
+Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; installed, \`npx news-processor\`):
   $ news-processor --articles=5 --workers=5 --rate=3           the Go tool's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
-  $ news-processor --input fixtures/articles.jsonl --output results.jsonl
+  $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
-  $ news-processor --articles=4 --rate=2 --burst=1 --json | jq .elapsedMs
+  $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
   $ news-processor --articles=50 --rate=8 --provider-rate=5    send faster than the provider allows: 429s
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
   $ news-processor --articles=60 --rate=10 --outage=1s..4s --max-attempts=10 --timeout=20s   ride out an outage
   $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
+  $ news-processor --articles=200 --rate=20 --output results.jsonl --resume    run again: only what did not succeed
+  $ cat fixtures/articles.jsonl | news-processor --input - --rate=10 --quiet     articles from a pipe
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input, 130 interrupted (Ctrl-C),
-141 stdout closed early (… | head).`;
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input,
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
     .description(
       'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool, ' +
-        'a token bucket in front of every call, retries with backoff for 429s and 503s. By default the ' +
+        'a token bucket in front of every call, retries with backoff for 429s and 5xx. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
+    .version(packageVersion(), '-V, --version', 'print the version')
     .enablePositionalOptions()
     .addCommand(buildBenchCommand(onExit));
   addRunOptions(program, [
-    new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3),
-    new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
-  ]).addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+    new Option('--rate <calls/s>', "calls per second to the provider (> 0), or 'inf'").argParser(rate).default(3),
+    new Option('--burst <calls>', 'calls that may go at once after a quiet spell (1 to 1e9)').argParser(integer(1, 1e9)).default(3),
+  ])
+    .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
+    .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
+    .addOption(new Option('--overwrite', 'replace an existing --output file').default(false));
   oneLineErrors(program.addHelpText('after', EXAMPLES));
   return program;
 }
@@ -105,52 +102,46 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
-  if (flags.output !== undefined && flags.input !== undefined && (await samePath(flags.output, flags.input))) {
-    throw new UsageError(`--output ${flags.output} is the --input file: it would be overwritten`);
-  }
+  const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
-  const terminal = new Terminal(() => controller.abort(new CancelledError('stdout closed')));
+  const early: string[] = [];
+  const input = await openInput(flags, (text) => early.push(text));
+  const output = await openOutput(flags, input, (text) => early.push(text));
+  const terminal = new Terminal({
+    out: output.human,
+    printsLines: printLines,
+    onClosed: () => controller.abort(new CancelledError('stdout closed')),
+  });
+  for (const text of early) terminal.notice(text);
   const logger = createLogger(flags);
-  const input = await checkInput(flags, (text) => terminal.notice(text));
-  const { count: total, skipped } = input;
-
   const { providers, routes } = await providerSetups(flags, flags.rate, flags.burst);
-  let writer: JsonlWriter | undefined;
-  if (flags.output !== undefined) {
-    try {
-      writer = await JsonlWriter.open(flags.output);
-    } catch (error) {
-      throw new UsageError(`--output ${(error as Error).message}`);
-    }
-  }
+  const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
+  const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
-  handleInterrupts(
+  const stopSignal = handleSignals(
     terminal,
     controller,
-    'interrupted: stopping intake, cancelling calls in flight',
-    () => new CancelledError('interrupted (Ctrl-C)'),
+    'stopping intake, cancelling calls in flight',
+    (signal) => new CancelledError(`interrupted (${signal})`),
   );
 
-  const printLines = !flags.json && !flags.quiet;
   let finished = 0;
   let failed = 0;
   let calls = 0;
   const startedMs = performance.now();
   const progressTimer = setInterval(() => {
-    const elapsedS = (performance.now() - startedMs) / 1000;
-    if (elapsedS < 1) return;
-    const etaS = finished > 0 ? ((total - finished) * elapsedS) / finished : Number.NaN;
-    terminal.status(
-      `${finished}/${total} articles · ${calls} calls · ${(calls / elapsedS).toFixed(1)} calls/s · ${failed} failed` +
-        (Number.isFinite(etaS) ? ` · eta ${formatMs(etaS * 1000)}` : ''),
-    );
+    const elapsedMs = performance.now() - startedMs;
+    if (elapsedMs < 1000) return;
+    terminal.status(progressLine(elapsedMs, finished, total, calls, failed));
   }, 250);
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
+  const { writer } = output;
   try {
     summary = await runPipeline({
-      source: input.open(),
+      source: skipping?.source ?? input.open(),
+      total,
       providers,
       routes,
       workers: flags.workers,
@@ -179,9 +170,8 @@ async function run(flags: MainFlags): Promise<number> {
     });
   } finally {
     clearInterval(progressTimer);
-    // The handler stays until the results are flushed: a slow disk or pipe is exactly when a
-    // second Ctrl-C must still quit at once.
-    // close() rejects only with the OutputError of a write that failed.
+    // The handlers stay until the results are flushed: a slow disk or pipe is exactly when a
+    // second Ctrl-C must still quit at once. close() rejects only with the OutputError of a write that failed.
     await writer?.close().catch((error: OutputError) => {
       outputError ??= error;
     });
@@ -190,31 +180,58 @@ async function run(flags: MainFlags): Promise<number> {
 
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
   if (terminal.closed) return EXIT_STDOUT_CLOSED;
+  const resumed = skipping?.resumed() ?? 0;
+  const human = output.human;
   if (flags.json) {
     // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
     const { rate, burst } = summary.providers[0]!;
-    const figures = { ...summary, rate, burst, skippedLines: skipped, maxRssBytes: process.resourceUsage().maxRSS * 1024 };
-    const json = JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2);
-    process.stdout.write(`${json}\n`);
+    const figures = {
+      ...summary,
+      rate,
+      burst,
+      resumed,
+      skippedLines: input.skipped(),
+      maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    };
+    human.write(`${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`);
   } else {
-    if (printLines) process.stdout.write('\n');
+    if (printLines) human.write('\n');
     const lines = formatSummary(summary);
-    if (skipped > 0) lines.push(`Skipped input lines: ${skipped}`);
+    const signal = stopSignal();
+    if (signal !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${signal}):`);
+    if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
+    if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
     if (writer !== undefined && outputError === undefined) lines.push(`Results: ${writer.lines} lines written to ${writer.path}`);
-    process.stdout.write(`${lines.join('\n')}\n`);
+    human.write(`${lines.join('\n')}\n`);
   }
   if (outputError !== undefined) {
     process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
     return EXIT_FAILED;
   }
-  if (summary.interrupted) return EXIT_INTERRUPTED;
+  if (summary.stoppedBy?.by === 'source') {
+    process.stderr.write(`error: ${summary.stoppedBy.message}; the run was stopped there\n`);
+    return EXIT_USAGE;
+  }
+  if (skipping !== undefined && !summary.interrupted && summary.stoppedBy === undefined && skipping.unseen() > 0) {
+    process.stderr.write(
+      `error: ${mismatch(flags.output!, input.name, `${skipping.unseen()} of its successes are not in the input`).message}\n`,
+    );
+    return EXIT_USAGE;
+  }
+  const signal = stopSignal();
+  if (summary.interrupted && signal !== undefined) return STOP_SIGNALS[signal];
   return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;
 }
 
-/** Whether two paths name the same file (another spelling, a link), as far as the file system says. */
-async function samePath(a: string, b: string): Promise<boolean> {
-  const real = async (path: string) => realpath(path).catch(() => resolve(path));
-  return (await real(a)) === (await real(b));
+/** `elapsed 1m02s · 120/400 articles 30% · 240 calls · 19.8 calls/s · 0 failed · eta 15m12s` */
+function progressLine(elapsedMs: number, finished: number, total: number | undefined, calls: number, failed: number): string {
+  const seconds = (ms: number) => formatDuration(Math.round(ms / 1000) * 1000);
+  const fields = [`elapsed ${seconds(elapsedMs)}`];
+  if (total === undefined || total === 0) fields.push(`${finished} articles`);
+  else fields.push(`${finished}/${total} articles ${Math.floor((finished * 100) / total)}%`);
+  fields.push(`${calls} calls`, `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
+  if (total !== undefined && finished > 0 && finished < total) fields.push(`eta ${seconds(((total - finished) * elapsedMs) / finished)}`);
+  return fields.join(' · ');
 }
 
 const code = await main(process.argv.slice(2));

@@ -12,13 +12,9 @@ import {
   requestLimit,
   PROFILE_NAMES,
   SimulatedProvider,
-  generateArticles,
   loadProvidersConfig,
   parseOutageWindow,
-  readArticlesJsonl,
-  type Article,
   type HeaderStyle,
-  type InputIssue,
   type LimitSpec,
   type ProfileName,
   type SimulatedConfig,
@@ -250,38 +246,4 @@ export async function providerSetups(
     }),
   );
   return { providers, routes: { ...config.routes } };
-}
-
-export interface CheckedInput {
-  /** Articles the run will see. */
-  readonly count: number;
-  /** Invalid lines skipped (with --skip-invalid). */
-  readonly skipped: number;
-  /** A fresh source over the articles; call once per run. */
-  readonly open: () => Iterable<Article> | AsyncIterable<Article>;
-}
-
-/**
- * Reads an --input file once up front, so a bad line fails the run before any call is spent, or
- * describes the generated articles. Bad lines become `InputError`s (exit 2) unless skipped.
- */
-export async function checkInput(flags: RunFlags, warn: (text: string) => void): Promise<CheckedInput> {
-  const { input, skipInvalid } = flags;
-  if (input === undefined) {
-    return { count: flags.articles, skipped: 0, open: () => generateArticles(flags.articles, { seed: flags.seed }) };
-  }
-  let count = 0;
-  let skipped = 0;
-  const onInvalid = ({ path, line, reason }: InputIssue) => {
-    skipped++;
-    if (skipped <= 10) warn(`warning: skipping ${path}:${line}: ${reason}`);
-  };
-  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid })) {
-    void article;
-    count++;
-  }
-  if (skipped > 10) warn(`warning: skipped ${skipped} invalid lines in all`);
-  // The file was checked in full, duplicates included: without --skip-invalid there are none, and
-  // the run need not keep every id. With it, the same duplicates must be skipped again.
-  return { count, skipped, open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid }) };
 }

@@ -5,18 +5,22 @@
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, CancelledError, RunStoppedError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
 export type { PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
-export type { RunSummary, RunStop, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
+export type { RunSummary, RunStop, BoundBy, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
 // Sources: where articles come from.
 export type { Article } from './sources/article.ts';
-export { generateArticles } from './sources/generated.ts';
+export { generateArticles, generatedArticle } from './sources/generated.ts';
 export type { GenerateArticlesOptions } from './sources/generated.ts';
 export { readArticlesJsonl, InputError, isInputError } from './sources/jsonl.ts';
+export { MAX_LINE_BYTES } from './sources/lines.ts';
 export type { InputIssue, ReadArticlesJsonlOptions } from './sources/jsonl.ts';
 
 // Sinks: where results go.
 export { JsonlWriter, OutputError, isOutputError } from './sinks/jsonl-writer.ts';
+export type { JsonlWriterOptions } from './sinks/jsonl-writer.ts';
+export { keepSucceeded, ResultsFileError } from './sinks/results-file.ts';
+export type { KeptResults } from './sinks/results-file.ts';
 
 // The gate in front of each provider: breaker, limits, call, retry; the limits behind their seam.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';

@@ -42,14 +42,27 @@ export interface GenerateArticlesOptions {
  */
 export function generateArticles(count: number, options: GenerateArticlesOptions = {}): Iterable<Article> {
   checkInteger('count', count, 0);
-  const seed = options.seed ?? 1;
-  checkInteger('seed', seed, Number.MIN_SAFE_INTEGER);
-  const seedHash = mix32(mix32(seed >>> 0) ^ Math.floor(seed / 0x1_0000_0000));
+  const seedHash = hashSeed(options.seed);
   return {
     *[Symbol.iterator]() {
       for (let index = 1; index <= count; index += 1) yield makeArticle(seedHash, index);
     },
   };
+}
+
+/**
+ * Article number `index` (1-based, id `String(index)`) of every `generateArticles(count, options)`
+ * with `count >= index`, made on its own: to check a results file against generated input without
+ * generating everything before it.
+ */
+export function generatedArticle(index: number, options: GenerateArticlesOptions = {}): Article {
+  checkInteger('index', index, 1);
+  return makeArticle(hashSeed(options.seed), index);
+}
+
+function hashSeed(seed = 1): number {
+  checkInteger('seed', seed, Number.MIN_SAFE_INTEGER);
+  return mix32(mix32(seed >>> 0) ^ Math.floor(seed / 0x1_0000_0000));
 }
 
 const capitalise = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);

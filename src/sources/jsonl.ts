@@ -2,10 +2,9 @@
  * Articles from a JSON Lines file: a stream, one article per line, checked as it is read.
  */
 import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
-import { checkBoolean, checkFunction, checkString, show } from '../validation/checks.ts';
+import { checkBoolean, checkFunction, checkString, expected, show } from '../validation/checks.ts';
 import type { Article } from './article.ts';
+import { LineError, MAX_LINE_BYTES, readLines } from './lines.ts';
 
 export interface InputIssue {
   readonly path: string;
@@ -48,83 +47,90 @@ export interface ReadArticlesJsonlOptions {
    * ~80 bytes each), so a second pass over a file already checked can turn it off.
    */
   readonly checkDuplicates?: boolean;
+  /** What to call a stream in messages (`stdin:3: invalid JSON`); a path names itself. Default `"input"`. */
+  readonly name?: string;
 }
 
 /**
- * Streams the articles of a JSON Lines file, one per non-blank line, in file order.
+ * Streams the articles of a JSON Lines file — a path, or a byte stream such as standard input or
+ * a pipe — one per non-blank line, in order.
  *
  * Each line is a JSON object: `id` (a non-empty string, or a safe integer, which becomes its
  * decimal string), `content` (a string with some non-whitespace text — the thing the LLM reads),
  * and optionally `title`, `url`, `source` (strings; absent or null means none, and a missing title
  * becomes ""). Other fields are ignored. Strings are kept verbatim. Blank and whitespace-only lines
  * are skipped, CRLF line endings and a leading byte-order mark are accepted, and an empty file is
- * valid input with no articles.
+ * valid input with no articles. A line must be valid UTF-8 and at most {@link MAX_LINE_BYTES} long.
  *
  * Reads line by line and never holds the file, but does remember every id seen (ids and line
  * numbers only, not articles) so that a duplicate id is caught: memory grows with the number of
  * ids. A duplicate keeps the first occurrence.
  *
- * The file is opened when iteration starts; if it cannot be read (missing, a directory, no
+ * A path is opened when iteration starts; if it cannot be read (missing, a directory, no
  * permission) the first `next()` rejects with an {@link InputError} whose `line` is undefined.
  * A bad line rejects with an `InputError` naming the line, unless `skipInvalid` is set. Breaking
  * out of the loop closes the file.
  *
- * Throws `TypeError` at once for a `path` that is not a non-empty string or a bad option.
+ * Throws `TypeError` at once for a `source` that is neither a non-empty path nor a byte stream, or a bad option.
  */
-export function readArticlesJsonl(path: string, options: ReadArticlesJsonlOptions = {}): AsyncIterable<Article> {
-  checkString('path', path);
-  const { skipInvalid = false, onInvalid, checkDuplicates = true } = options;
+export function readArticlesJsonl(
+  source: string | AsyncIterable<Uint8Array>,
+  options: ReadArticlesJsonlOptions = {},
+): AsyncIterable<Article> {
+  if (typeof source === 'string') checkString('source', source);
+  else if (source === null || typeof source !== 'object' || !(Symbol.asyncIterator in source))
+    throw expected('source', 'a path or a byte stream', source);
+  const { skipInvalid = false, onInvalid, checkDuplicates = true, name = 'input' } = options;
   checkBoolean('skipInvalid', skipInvalid);
   checkBoolean('checkDuplicates', checkDuplicates);
   if (onInvalid !== undefined) checkFunction('onInvalid', onInvalid);
-  return readLines(path, skipInvalid, onInvalid, checkDuplicates);
+  return readArticles(source, typeof source === 'string' ? source : name, skipInvalid, onInvalid, checkDuplicates);
 }
 
-async function* readLines(
+async function* readArticles(
+  source: string | AsyncIterable<Uint8Array>,
   path: string,
   skipInvalid: boolean,
   onInvalid: ((issue: InputIssue) => void) | undefined,
   checkDuplicates: boolean,
 ): AsyncGenerator<Article, void, undefined> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    throw unreadable(path, error);
+  let chunks: AsyncIterable<Uint8Array> & { destroy?: () => void };
+  if (typeof source === 'string') {
+    try {
+      // The stream owns the handle from here (autoClose) and closes it when destroyed.
+      chunks = (await open(source, 'r')).createReadStream();
+    } catch (error) {
+      throw unreadable(path, error);
+    }
+  } else {
+    chunks = source;
   }
-  // The stream owns the handle from here (autoClose) and closes it when destroyed.
-  const stream = handle.createReadStream({ encoding: 'utf8' });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
   const firstLineById = new Map<string, number>();
-  let lineNumber = 0;
   try {
-    for await (const text of lines) {
-      lineNumber += 1;
-      const line = lineNumber === 1 && text.startsWith('\uFEFF') ? text.slice(1) : text;
-      if (line.trim() === '') continue;
-
-      const parsed = parseArticleLine(line);
+    for await (const { text, number } of readLines(chunks, MAX_LINE_BYTES)) {
+      if (text.trim() === '') continue;
+      const parsed = parseArticleLine(text);
       let reason: string | undefined;
       if (typeof parsed === 'string') {
         reason = parsed;
       } else {
         const firstLine = checkDuplicates ? firstLineById.get(parsed.id) : undefined;
         if (firstLine === undefined) {
-          if (checkDuplicates) firstLineById.set(parsed.id, lineNumber);
+          if (checkDuplicates) firstLineById.set(parsed.id, number);
           yield parsed;
           continue;
         }
         reason = `duplicate id ${JSON.stringify(parsed.id)} (first seen on line ${firstLine})`;
       }
-      if (!skipInvalid) throw new InputError({ path, line: lineNumber, reason });
-      onInvalid?.({ path, line: lineNumber, reason });
+      if (!skipInvalid) throw new InputError({ path, line: number, reason });
+      onInvalid?.({ path, line: number, reason });
     }
   } catch (error) {
+    if (error instanceof LineError) throw new InputError({ path, line: error.line, reason: error.reason });
     // Anything not ours came from reading the file (e.g. EISDIR surfaces on the first read).
     throw isInputError(error) ? error : unreadable(path, error);
   } finally {
-    lines.close();
-    stream.destroy();
+    if (typeof source === 'string') chunks.destroy?.();
   }
 }
 

@@ -347,8 +347,10 @@ describe('readArticlesJsonl()', () => {
   });
 
   it('readArticlesJsonl() - throws TypeError at once for bad arguments', () => {
-    expect(() => readArticlesJsonl('')).toThrow(new TypeError('Expected path to be a non-empty string, got ""'));
-    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(new TypeError('Expected path to be a non-empty string, got 42'));
+    expect(() => readArticlesJsonl('')).toThrow(new TypeError('Expected source to be a non-empty string, got ""'));
+    expect(() => readArticlesJsonl(42 as unknown as string)).toThrow(
+      new TypeError('Expected source to be a path or a byte stream, got 42'),
+    );
     expect(() => readArticlesJsonl('x.jsonl', { skipInvalid: 'yes' as unknown as boolean })).toThrow(TypeError);
     expect(() => readArticlesJsonl('x.jsonl', { onInvalid: 1 as unknown as () => void })).toThrow(
       new TypeError('Expected onInvalid to be a function, got 1'),

@@ -1,0 +1,127 @@
+// Where the results of a run go (--output FILE or -), and how --resume takes an earlier run up.
+import { realpath, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { generatedArticle, JsonlWriter, keepSucceeded, type Article } from '../src/index.ts';
+import type { RunInput } from './input.ts';
+import { UsageError, type RunFlags } from './run-options.ts';
+
+export interface OutputFlags {
+  output?: string;
+  resume: boolean;
+  overwrite: boolean;
+}
+
+export interface RunOutput {
+  /** Writes one result per line; undefined without --output. */
+  readonly writer: JsonlWriter | undefined;
+  /** Where the human output goes: standard output, or standard error when the results go there. */
+  readonly human: NodeJS.WriteStream;
+  /** With --resume: the articles that succeeded before (id → title), which this run skips. */
+  readonly kept: ReadonlyMap<string, string> | undefined;
+}
+
+/**
+ * Opens the results destination. An existing, non-empty file is never truncated unasked: --resume
+ * keeps its successes (rewritten crash-safely) and appends, --overwrite replaces it, and without
+ * either the run is refused before it starts.
+ */
+export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput, warn: (text: string) => void): Promise<RunOutput> {
+  const { output, resume, overwrite } = flags;
+  if (resume && overwrite) throw new UsageError('--resume and --overwrite disagree: give one of them');
+  if (output === undefined) {
+    if (resume) throw new UsageError('--resume needs --output: the results file to take up');
+    if (overwrite) throw new UsageError('--overwrite needs --output');
+    return { writer: undefined, human: process.stdout, kept: undefined };
+  }
+  if (output.trim() === '') throw new UsageError("--output needs a file name, or '-' for standard output");
+  if (output === '-') {
+    if (resume) throw new UsageError('--resume needs a results file, not standard output');
+    return { writer: JsonlWriter.to(process.stdout, 'stdout'), human: process.stderr, kept: undefined };
+  }
+  if (flags.input !== undefined && flags.input !== '-' && (await samePath(output, flags.input))) {
+    throw new UsageError(`--output ${output} is the --input file: it would be overwritten`);
+  }
+  let kept: ReadonlyMap<string, string> | undefined;
+  if (resume) {
+    const results = await keepSucceeded(output);
+    if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
+    await checkResume(results.succeeded, input, flags);
+    kept = results.succeeded;
+  } else if (!overwrite && (await nonEmptyFile(output))) {
+    throw new UsageError(`--output ${output} exists and is not empty: --resume to complete that run, --overwrite to replace it`);
+  }
+  try {
+    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept };
+  } catch (error) {
+    throw new UsageError(`--output ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The input without the articles that succeeded before, checking as it goes that each skipped one
+ * is the same article (its title) and counting them. For a stream, which cannot be checked ahead,
+ * `unseen()` afterwards says how many earlier results the input never held.
+ */
+export function skipSucceeded(
+  source: Iterable<Article> | AsyncIterable<Article>,
+  kept: ReadonlyMap<string, string>,
+  inputName: string,
+  outputName: string,
+): { source: AsyncIterable<Article>; resumed: () => number; unseen: () => number } {
+  let resumed = 0;
+  return {
+    source: (async function* () {
+      for await (const article of source) {
+        const title = kept.get(article.id);
+        if (title === undefined) {
+          yield article;
+          continue;
+        }
+        if (title !== article.title) throw mismatch(outputName, inputName, `article ${JSON.stringify(article.id)} has another title there`);
+        resumed++;
+      }
+    })(),
+    resumed: () => resumed,
+    unseen: () => kept.size - resumed,
+  };
+}
+
+/** For input that can be read ahead: every earlier success is an article of this input, or the resume is refused. */
+async function checkResume(kept: ReadonlyMap<string, string>, input: RunInput, flags: RunFlags & OutputFlags): Promise<void> {
+  const output = flags.output!;
+  if (kept.size === 0 || !input.repeatable) return;
+  if (flags.input === undefined) {
+    for (const [id, title] of kept) {
+      const index = /^[1-9]\d*$/.test(id) ? Number(id) : Number.NaN;
+      if (!(index <= flags.articles))
+        throw mismatch(output, 'the generated articles', `article ${JSON.stringify(id)} is not among --articles=${flags.articles}`);
+      if (generatedArticle(index, { seed: flags.seed }).title !== title) {
+        throw mismatch(output, 'the generated articles', `article ${JSON.stringify(id)} has another title (another --seed?)`);
+      }
+    }
+    return;
+  }
+  let seen = 0;
+  for await (const article of input.open()) {
+    const title = kept.get(article.id);
+    if (title === undefined) continue;
+    if (title !== article.title) throw mismatch(output, input.name, `article ${JSON.stringify(article.id)} has another title there`);
+    seen++;
+  }
+  if (seen < kept.size) throw mismatch(output, input.name, `${kept.size - seen} of its successes are not in the input`);
+}
+
+export function mismatch(output: string, inputName: string, detail: string): UsageError {
+  return new UsageError(`--resume: ${output} is not a run of ${inputName}: ${detail}`);
+}
+
+async function nonEmptyFile(path: string): Promise<boolean> {
+  const stats = await stat(path).catch(() => undefined);
+  return stats?.isFile() === true && stats.size > 0;
+}
+
+/** Whether two paths name the same file (another spelling, a link), as far as the file system says. */
+async function samePath(a: string, b: string): Promise<boolean> {
+  const real = async (path: string) => realpath(path).catch(() => resolve(path));
+  return (await real(a)) === (await real(b));
+}

@@ -1,0 +1,97 @@
+import { createReadStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { LineError, readLines } from '../sources/lines.ts';
+import { OutputError } from './jsonl-writer.ts';
+
+/** A results file that cannot be taken up again: a line in the middle is not a result. */
+export class ResultsFileError extends Error {
+  override readonly name = 'ResultsFileError';
+
+  constructor(
+    readonly path: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`${path}:${line}: ${reason}`);
+  }
+}
+
+/** What a results file held of a run that is to be completed. */
+export interface KeptResults {
+  /** The articles that succeeded, id → their title (to tell a different input from the same one). */
+  readonly succeeded: ReadonlyMap<string, string>;
+  /** Results dropped to be run again: failed and cancelled ones. */
+  readonly dropped: number;
+  /** The last line was cut short (the run was killed mid-write) and was dropped. */
+  readonly truncatedLastLine: boolean;
+}
+
+/**
+ * Rewrites the results file at `path` to hold only the results of articles that succeeded, and
+ * says which those are: what a resumed run skips. The rewrite is crash-safe — the kept lines go
+ * to a temporary file in the same folder, which is flushed to disk and then renamed over the
+ * original — so a process killed at any instant leaves either the old file or the new one, each
+ * valid, and a further resume completes it. A last line cut short by a kill is dropped (said in
+ * `truncatedLastLine`); a bad line anywhere else is a {@link ResultsFileError}. A missing file is
+ * an empty one.
+ */
+export async function keepSucceeded(path: string): Promise<KeptResults> {
+  const succeeded = new Map<string, string>();
+  let dropped = 0;
+  let truncatedLastLine = false;
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(temporary, 'w');
+    let lines: AsyncIterable<{ text: string; number: number; complete: boolean }>;
+    try {
+      lines = readLines(createReadStream(path));
+    } catch (error) {
+      throw new OutputError(path, error as Error);
+    }
+    try {
+      for await (const { text, number, complete } of lines) {
+        if (text.trim() === '') continue;
+        const result = parseResult(text);
+        if (result === undefined) {
+          if (!complete) {
+            truncatedLastLine = true;
+            break;
+          }
+          throw new ResultsFileError(path, number, 'not a result line (expected a JSON object with "id" and "status")');
+        }
+        if (result.status === 'succeeded' && !succeeded.has(result.id)) {
+          succeeded.set(result.id, result.title);
+          await handle.write(`${text}\n`);
+        } else {
+          dropped++;
+        }
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { succeeded, dropped, truncatedLastLine };
+      if (error instanceof LineError) throw new ResultsFileError(path, error.line, error.reason);
+      throw error;
+    }
+    await handle.sync();
+    await handle.close();
+    handle = undefined;
+    await rename(temporary, path);
+    return { succeeded, dropped, truncatedLastLine };
+  } finally {
+    await handle?.close();
+    await rm(temporary, { force: true });
+  }
+}
+
+function parseResult(text: string): { id: string; status: string; title: string } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const { id, status, title } = (value ?? {}) as Record<string, unknown>;
+  if (typeof id !== 'string' || typeof status !== 'string') return undefined;
+  return { id, status, title: typeof title === 'string' ? title : '' };
+}
