@@ -4,6 +4,12 @@ import { stat } from 'node:fs/promises';
 import { generateArticles, readArticlesJsonl, type Article, type InputIssue } from '../src/index.ts';
 import { UsageError, type RunFlags } from './run-options.ts';
 
+/**
+ * Names of this process's own standard input. They are read through it rather than opened anew:
+ * a program that started us with a socket for stdin (as Node's spawn does) cannot be reopened by name.
+ */
+const STDIN_PATHS: readonly string[] = ['/dev/stdin', '/dev/fd/0', '/proc/self/fd/0'];
+
 /** How many skipped lines are named one by one before only the count is said. */
 const NAMED_SKIPS = 10;
 
@@ -47,12 +53,12 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
     if (skipped <= NAMED_SKIPS) warn(`warning: skipping ${path}:${line}: ${reason}`);
     else if (skipped === NAMED_SKIPS + 1) warn('warning: skipping more invalid lines; the summary counts them');
   };
-  if (input === '-') {
+  if (input === '-' || STDIN_PATHS.includes(input)) {
     return {
-      name: 'stdin',
+      name: input === '-' ? 'stdin' : input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(process.stdin, { name: 'stdin', skipInvalid, onInvalid }),
+      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid }),
       repeatable: false,
     };
   }

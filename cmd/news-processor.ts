@@ -7,6 +7,7 @@ import {
   isConfigError,
   isInputError,
   isOutputError,
+  ResultsFileError,
   runPipeline,
   type OutputError,
   type RunSummary,
@@ -87,7 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
     }
-    if (error instanceof UsageError || isInputError(error) || isConfigError(error)) {
+    if (error instanceof UsageError || error instanceof ResultsFileError || isInputError(error) || isConfigError(error)) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }

@@ -163,6 +163,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
 }
 
 export function validateRunFlags(flags: RunFlags): void {
+  if (flags.config?.trim() === '') throw new UsageError('--config needs a file name');
   if (flags.minLatency > flags.maxLatency) {
     throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
   }

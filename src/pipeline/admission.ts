@@ -1,6 +1,9 @@
 import type { Clock } from '../clock.ts';
 import type { CallGate } from '../gate/call-gate.ts';
 
+/** A wait this short is none: the difference is float arithmetic, not time. */
+const EPSILON_MS = 1e-6;
+
 /**
  * Backpressure from the limits to the source: a new article is admitted only when the limits
  * could grant all of its calls before its deadline, counting every call already waiting and every
@@ -89,7 +92,8 @@ export class Admission {
     let waitMs = 0;
     for (const [gate, calls] of this.#callsPerArticle) {
       const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
-      if (backlogMs > budgetMs) waitMs = Math.max(waitMs, backlogMs - budgetMs);
+      // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
+      if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
     }
     return waitMs;
   }

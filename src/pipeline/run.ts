@@ -159,7 +159,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       callLatencyMs = callLatencyMs === undefined ? event.latencyMs : callLatencyMs + LATENCY_SMOOTHING * (event.latencyMs - callLatencyMs);
     if (stopsRun(event.error) && !signal.aborted) {
       stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
+      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
     }
     onAttempt?.(event as PipelineAttemptEvent);
@@ -186,7 +186,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
         admit: () => admission.admit(),
         onSourceError: (error) => {
           stoppedBy ??= { by: 'source', type: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };
-          logger.error({ err: error }, 'run stopped: the source failed');
+          logger.warn({ err: error }, 'run stopped: the source failed');
         },
       },
     );

@@ -68,11 +68,14 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
       succeeded: number;
       failed: number;
       cancelled: number;
+      notStarted: number;
     };
     expect(summary.interrupted).toBe(true);
     expect(summary.cancelled).toBeGreaterThanOrEqual(0);
     expect(summary.succeeded).toBeGreaterThan(0);
     expect(summary.succeeded + summary.failed + summary.cancelled).toBe(summary.articles);
+    // Every requested article accounted for: started ones in the results, the rest never started.
+    expect(summary.articles + summary.notStarted).toBe(100_000);
 
     const text = await readFile(output, 'utf8');
     expect(text.endsWith('\n'), 'the last line is cut short').toBe(true);
@@ -85,6 +88,26 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
     const cancelled = results.filter((r) => r.status === 'cancelled');
     expect(cancelled).toHaveLength(summary.cancelled);
     for (const r of cancelled) expect(r.error?.type).toBe('CancelledError');
+  });
+
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const)('%s stops the run like the first Ctrl-C: drained, every result written, the summary, exit %d', async (signal, code) => {
+    const output = join(temp.dir, `stopped-by-${signal}.jsonl`);
+    const run = startCli(['--articles=5000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--quiet']);
+    await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
+    run.send(signal);
+    const result = await run.result;
+    expect(result.timedOut, 'the run did not stop').toBe(false);
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(code);
+    expect(result.stderr).toMatch(new RegExp(`^${signal}: stopping intake`, 'm'));
+    const lines = result.stdout.split('\n');
+    const written = await completeLines(output);
+    expect(lines[0]).toMatch(new RegExp(`^Rate limit=20/s burst=3 \\| ${written} of 5000 articles \\| `));
+    expect(result.stdout).toMatch(new RegExp(`^Interrupted \\(${signal}\\): `, 'm'));
+    expect(result.stdout).toMatch(new RegExp(`\\| Not started: ${5000 - written}$`, 'm'));
   });
 
   it('two SIGINTs in a row: exit 130 at once', async () => {
@@ -103,6 +126,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
     expectInterruptedExit(result);
     expect(performance.now() - signalledMs).toBeLessThan(1000);
     expect(result.stderr).not.toMatch(/^\s+at /m);
+    expect(result.stderr).toMatch(/^SIGINT again: quitting now/m);
   });
 
   it('a second SIGINT quits at once with exit 130, even while the first waits for the results to be written', async () => {

@@ -33,6 +33,8 @@ export interface CliRun {
   stderr(): string;
   /** Sends SIGINT (Ctrl-C) to the command. */
   interrupt(): void;
+  /** Sends `signal` to the command (once it has exited, nothing). */
+  send(signal: NodeJS.Signals): void;
   /** Resolves once stderr matches `pattern`; rejects after `timeoutMs` or if the process ends first. */
   waitForStderr(pattern: RegExp, timeoutMs: number): Promise<void>;
   /** Settles when the process has exited and its pipes are closed. */
@@ -42,6 +44,10 @@ export interface CliRun {
 export interface CliOptions {
   /** The process is killed (SIGKILL) after this many ms: it hung. Default 30 000 (a loaded machine is slow). */
   readonly killAfterMs?: number;
+  /** Written to the command's standard input, which is then closed (a pipe). Default: no standard input. */
+  readonly stdin?: string | Buffer;
+  /** Variables added to the environment. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -50,14 +56,19 @@ export interface CliOptions {
  * output. It runs in a process group of its own, and the kill timeout ends the whole group.
  */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
-  const { killAfterMs = 30_000 } = options;
+  const { killAfterMs = 30_000, stdin } = options;
   const startMs = performance.now();
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...options.env },
+    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     detached: true,
   });
+  if (stdin !== undefined) {
+    // The command may stop reading early (a bad line): a broken pipe then is expected, not a failure.
+    child.stdin!.on('error', () => {});
+    child.stdin!.end(stdin);
+  }
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-child.pid!, signal);
@@ -116,6 +127,9 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
     stderr: () => stderr,
     interrupt: () => {
       if (!exited) child.kill('SIGINT');
+    },
+    send: (signal) => {
+      if (!exited) child.kill(signal);
     },
     waitForStderr,
     result,

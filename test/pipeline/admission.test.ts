@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
+import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
+import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+
+/** 200 articles (400 calls) at 20/s, burst 1, latency 1–2 ms, a 5 s timeout: the run that used to fail 200 of 200. */
+async function crowdedRun(workers: number) {
+  const clock = new ManualClock();
+  const provider = new SimulatedProvider({ minLatencyMs: 1, maxLatencyMs: 2, clock });
+  return drive(
+    clock,
+    runPipeline({ source: generateArticles(200), providers: [{ provider, limits: requestLimit(20, 1) }], workers, timeoutMs: 5000, clock }),
+    5,
+  );
+}
+
+describe('runPipeline() - work that cannot finish does not start', () => {
+  it.each([200, 1000])('%d workers: every article succeeds, no call is wasted, and the run takes the rate floor', async (workers) => {
+    const summary = await crowdedRun(workers);
+    expect(summary).toMatchObject({ articles: 200, succeeded: 200, failed: 0, calls: 400, wastedCalls: 0, boundBy: 'rate' });
+    // (400 calls − burst 1) / 20/s = 19.95 s, plus the last call.
+    expect(summary.rateFloorMs).toBe(19_950);
+    expect(summary.elapsedMs).toBeGreaterThanOrEqual(summary.leastElapsedMs);
+    expect(summary.elapsedMs / summary.leastElapsedMs).toBeLessThanOrEqual(1.01);
+  });
+
+  it('more workers never mean less done: 5, 50 and 500 workers all finish everything', async () => {
+    for (const workers of [5, 50, 500]) expect((await crowdedRun(workers)).succeeded).toBe(200);
+  });
+
+  it('still starts an article that cannot finish when nothing else is under way, so the run ends and says why', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ latencyMs: 1 }]);
+    // Two calls at 0.1/s, burst 1: the second cannot come within the 5 s timeout.
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(2), providers: [{ provider, limits: requestLimit(0.1, 1) }], timeoutMs: 5000, clock }),
+      50,
+    );
+    expect(summary).toMatchObject({ articles: 2, failed: 2, failureReasons: { MaxWaitExceededError: 2 } });
+    // The second article's summarise call got no token either: one call in all was made and wasted.
+    expect(summary).toMatchObject({ calls: 1, wastedCalls: 1 });
+  });
+});
+
+describe('runPipeline() - the lower bounds and which one held the run', () => {
+  const run = async (articles: number, workers: number, rate: number, latencyMs: number) => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ latencyMs }]);
+    return drive(
+      clock,
+      runPipeline({ source: generateArticles(articles), providers: [{ provider, limits: requestLimit(rate, 1) }], workers, clock }),
+    );
+  };
+
+  it('is bound by the rate: (8 calls − burst 1) / 2/s + the last call', async () => {
+    const summary = await run(4, 5, 2, 2);
+    expect(summary).toMatchObject({ boundBy: 'rate', lowerBoundsMs: { rate: 3502, latency: 4, workers: 16 / 5 }, leastElapsedMs: 3502 });
+  });
+
+  it("is bound by latency: no rate limit, and each article's two 100 ms calls in series", async () => {
+    const summary = await run(2, 5, Infinity, 100);
+    expect(summary).toMatchObject({
+      boundBy: 'latency',
+      lowerBoundsMs: { rate: 0, latency: 200, workers: 80 },
+      leastElapsedMs: 200,
+      elapsedMs: 200,
+    });
+    expect(summary.efficiency).toBe(1);
+  });
+
+  it('is bound by the workers: 20 calls of 10 ms through one worker', async () => {
+    const summary = await run(10, 1, Infinity, 10);
+    expect(summary).toMatchObject({
+      boundBy: 'workers',
+      lowerBoundsMs: { latency: 20, workers: 200 },
+      leastElapsedMs: 200,
+      elapsedMs: 200,
+    });
+  });
+});
+
+describe('runPipeline() - every requested article accounted for', () => {
+  it('counts the articles never started when the run is stopped and the source size is known', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ latencyMs: 100 }]);
+    const controller = new AbortController();
+    clock.setTimer(250, () => controller.abort(new CancelledError('interrupted')));
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(40),
+        total: 40,
+        providers: [{ provider, limits: requestLimit(Infinity, 1) }],
+        workers: 3,
+        clock,
+        signal: controller.signal,
+      }),
+    );
+    // At 250 ms: three articles done (two calls of 100 ms each), three cancelled mid-call.
+    expect(summary).toMatchObject({ articles: 6, succeeded: 3, cancelled: 3, notStarted: 34, interrupted: true });
+    expect(summary.succeeded + summary.failed + summary.cancelled + summary.notStarted!).toBe(40);
+  });
+
+  it('says nothing of articles never started when the source size is unknown', async () => {
+    const clock = new ManualClock();
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(3),
+        providers: [{ provider: new ScriptedProvider('p', clock), limits: requestLimit(Infinity, 1) }],
+        clock,
+      }),
+    );
+    expect(summary.notStarted).toBeNull();
+  });
+});
