@@ -129,6 +129,7 @@ export type {
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
+export type { ApiConfig } from './config/providers-config.ts';
 export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
 
 // Measuring: sweep rate/burst settings through the pipeline, and chart them.
