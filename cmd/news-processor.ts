@@ -14,6 +14,7 @@ import {
   type RunSummary,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
+import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import {
@@ -34,7 +35,7 @@ const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
-interface MainFlags extends RunFlags {
+interface MainFlags extends RunFlags, ClientFlags {
   rate: number;
   burst: number;
   output?: string;
@@ -69,6 +70,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ]).addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+  addClientOptions(program);
   oneLineErrors(program.addHelpText('after', EXAMPLES));
   return program;
 }
@@ -105,6 +107,7 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
+  validateClientFlags(flags);
   if (flags.output !== undefined && flags.input !== undefined && (await samePath(flags.output, flags.input))) {
     throw new UsageError(`--output ${flags.output} is the --input file: it would be overwritten`);
   }
@@ -114,7 +117,7 @@ async function run(flags: MainFlags): Promise<number> {
   const input = await checkInput(flags, (text) => terminal.notice(text));
   const { count: total, skipped } = input;
 
-  const { providers, routes } = await providerSetups(flags, flags.rate, flags.burst);
+  const { providers, routes, keyVariables } = await providerSetups(flags, flags.rate, flags.burst);
   let writer: JsonlWriter | undefined;
   if (flags.output !== undefined) {
     try {
@@ -206,6 +209,10 @@ async function run(flags: MainFlags): Promise<number> {
   if (outputError !== undefined) {
     process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
     return EXIT_FAILED;
+  }
+  if (summary.stoppedBy !== undefined) {
+    process.stderr.write(`${formatStop(summary.stoppedBy, keyVariables.get(summary.stoppedBy.provider))}\n`);
+    return EXIT_USAGE;
   }
   if (summary.interrupted) return EXIT_INTERRUPTED;
   return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;

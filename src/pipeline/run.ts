@@ -137,7 +137,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     metrics.recordAttempt(event);
     if (stopsRun(event.error) && !signal.aborted) {
       stoppedBy = { provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
+      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
+      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
     }
     onAttempt?.(event as PipelineAttemptEvent);

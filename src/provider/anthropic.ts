@@ -50,26 +50,28 @@ const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_wind
  * checked against the schema again. Response headers (rate-limit status, retry-after) come back on
  * the response and on every error; 529 overloaded is a server error like a 503.
  *
- * The SDK is loaded on the first call: runs that never call Anthropic never load it.
+ * The SDK is loaded when the provider is made, not when the library is imported.
  */
 export class AnthropicProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
-  #sdk: Promise<{ client: Anthropic; errors: SdkErrorClasses }> | undefined;
+  readonly #sdk: Promise<{ client: Anthropic; errors: SdkErrorClasses }>;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, ANTHROPIC_DEFAULTS);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = this.#settings);
-  }
-
-  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    this.#sdk ??= import('@anthropic-ai/sdk').then((sdk) => ({
+    this.#sdk = import('@anthropic-ai/sdk').then((sdk) => ({
       // No webhook key: the SDK would otherwise look for one in the environment.
       client: new sdk.Anthropic({ ...sdkClientOptions(this.#settings), webhookKey: null }),
       errors: sdk,
     }));
+    // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
+    this.#sdk.catch(() => {});
+  }
+
+  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const { client, errors } = await this.#sdk;
     const task = TASK_DEFINITIONS[request.task];
     const body = {

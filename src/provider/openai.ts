@@ -46,22 +46,24 @@ export const OPENAI_DEFAULTS = Object.freeze({
  * content filter a `RefusalError`, and the JSON is checked against the schema again. Response
  * headers (rate-limit status, retry-after) come back on the response and on every error.
  *
- * The SDK is loaded on the first call: runs that never call OpenAI never load it.
+ * The SDK is loaded when the provider is made, not when the library is imported.
  */
 export class OpenAiProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
-  #sdk: Promise<{ client: OpenAI; errors: SdkErrorClasses }> | undefined;
+  readonly #sdk: Promise<{ client: OpenAI; errors: SdkErrorClasses }>;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, OPENAI_DEFAULTS);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = this.#settings);
+    this.#sdk = import('openai').then((sdk) => ({ client: new sdk.OpenAI(sdkClientOptions(this.#settings)), errors: sdk }));
+    // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
+    this.#sdk.catch(() => {});
   }
 
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    this.#sdk ??= import('openai').then((sdk) => ({ client: new sdk.OpenAI(sdkClientOptions(this.#settings)), errors: sdk }));
     const { client, errors } = await this.#sdk;
     const task = TASK_DEFINITIONS[request.task];
     const body = {

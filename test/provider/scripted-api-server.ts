@@ -40,6 +40,8 @@ export interface ScriptedApiServer {
   readonly openAiUrl: string;
   /** Every request that reached a route, in arrival order. */
   readonly requests: RecordedRequest[];
+  /** The most requests each route had in flight at once. */
+  readonly peakInFlight: Record<Vendor, number>;
   /** The cue for requests whose prompt names none (`cue:NAME` anywhere in the prompt). Default `ok`. */
   cue: Cue;
   close(): Promise<void>;
@@ -50,6 +52,8 @@ export interface ScriptedApiServerOptions {
   readonly apiKey: string;
   /** How long a `slow` answer takes, in ms. Default 5000. */
   readonly slowMs?: number;
+  /** How long an `ok` answer takes, in ms. Default 0. */
+  readonly okDelayMs?: number;
 }
 
 export const RATE_LIMIT_HEADERS: Readonly<Record<Vendor, Record<string, string>>> = {
@@ -71,7 +75,9 @@ const ANSWERS: Readonly<Record<string, unknown>> = {
  * each request as its cue says. Listens on a free loopback port.
  */
 export async function startScriptedApiServer(options: ScriptedApiServerOptions): Promise<ScriptedApiServer> {
-  const { apiKey, slowMs = 5000 } = options;
+  const { apiKey, slowMs = 5000, okDelayMs = 0 } = options;
+  const inFlight: Record<Vendor, number> = { openai: 0, anthropic: 0 };
+  const peakInFlight: Record<Vendor, number> = { openai: 0, anthropic: 0 };
   const seenPrompts = new Set<string>();
   const requests: RecordedRequest[] = [];
   const state = { cue: 'ok' as Cue };
@@ -101,7 +107,10 @@ export async function startScriptedApiServer(options: ScriptedApiServerOptions):
         if (seenPrompts.has(prompt)) cue = 'ok';
         seenPrompts.add(prompt);
       }
-      answer(vendor, cue, body, String(key), req, res, slowMs);
+      inFlight[vendor]++;
+      peakInFlight[vendor] = Math.max(peakInFlight[vendor], inFlight[vendor]);
+      res.on('close', () => inFlight[vendor]--);
+      answer(vendor, cue, body, String(key), req, res, cue === 'ok' ? okDelayMs : slowMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -110,6 +119,7 @@ export async function startScriptedApiServer(options: ScriptedApiServerOptions):
     url,
     openAiUrl: `${url}/v1`,
     requests,
+    peakInFlight,
     get cue() {
       return state.cue;
     },
@@ -160,7 +170,7 @@ function answer(
   key: string,
   req: IncomingMessage,
   res: ServerResponse,
-  slowMs: number,
+  delayMs: number,
 ): void {
   const fail = (status: number, type: string, message: string, headers: Record<string, string> = {}) =>
     send(
@@ -211,8 +221,9 @@ function answer(
     case 'reset':
       req.socket.resetAndDestroy();
       break;
-    case 'slow': {
-      const timer = setTimeout(() => succeed(vendor, task, ANSWERS[task], body, res), slowMs);
+    case 'slow':
+    case 'ok': {
+      const timer = setTimeout(() => succeed(vendor, task, ANSWERS[task], body, res), delayMs);
       res.on('close', () => clearTimeout(timer));
       break;
     }
@@ -223,9 +234,6 @@ function answer(
     case 'refusal':
     case 'content-filter':
       send(res, 200, vendor === 'openai' ? openAiEnding(cue) : anthropicEnding(cue, body), RATE_LIMIT_HEADERS[vendor]);
-      break;
-    case 'ok':
-      succeed(vendor, task, ANSWERS[task], body, res);
       break;
   }
 }
