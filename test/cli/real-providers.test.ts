@@ -100,7 +100,10 @@ describe.each<Vendor>(['openai', 'anthropic'])('news-processor --provider=%s aga
     ]);
     const output = outputPath();
     const before = server.requests.length;
-    const result = await runCli([...args, `--input=${input}`, '--workers=10', '--timeout=3s', `--output=${output}`], { env });
+    // Every log line too: the key must not be in any of them.
+    const result = await runCli([...args, `--input=${input}`, '--workers=10', '--timeout=3s', `--output=${output}`, '--log-level=trace'], {
+      env,
+    });
     expect(result.code, result.stderr).toBe(1);
     const byId: Record<string, any> = Object.fromEntries((await results(output)).map((r) => [r.id, r]));
     for (const id of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7']) expect(byId[id], id).toMatchObject({ status: 'succeeded', attempts: 4 });
@@ -112,6 +115,7 @@ describe.each<Vendor>(['openai', 'anthropic'])('news-processor --provider=%s aga
     const attempts = Object.values(byId).reduce((sum: number, r) => sum + r.attempts, 0);
     expect(requestsSince(before)).toHaveLength(attempts);
     expect(result.stdout).toMatch(/network error \(ECONNRESET\)/);
+    expect(result.stderr).toMatch(/"msg":"attempt failed"/);
     await expectNoKey(result, output);
   });
 

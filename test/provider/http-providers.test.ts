@@ -180,6 +180,13 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     expect(error.message).toMatch(/^network error \(ECONNREFUSED\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
   });
 
+  it('.call() - a host that does not resolve is a NetworkError with the resolver code', async () => {
+    // `.invalid` never resolves (RFC 2606); without a resolver at all the code is EAI_AGAIN.
+    const error = (await failureOf(create('http://news-processor.invalid/v1').call(summarize))) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error.code).toMatch(/^(ENOTFOUND|EAI_AGAIN)$/);
+  });
+
   it('.call() - a TLS failure is a NetworkError with the TLS code', async () => {
     // TLS spoken to a plain HTTP server: the handshake fails.
     const error = (await failureOf(create(server.url.replace('http:', 'https:')).call(summarize))) as NetworkError;
