@@ -52,9 +52,12 @@ Examples:
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
   $ news-processor --articles=60 --rate=10 --outage=1s..4s --max-attempts=10 --timeout=20s   ride out an outage
   $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
+  $ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)
+  $ news-processor --provider=openai --base-url http://localhost:11434/v1 --model llama3.2 --api-key-env OLLAMA_KEY
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input, 130 interrupted (Ctrl-C),
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input (or a provider refused the key
+or has no quota left: the run stops), 130 interrupted (Ctrl-C),
 141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
