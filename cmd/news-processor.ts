@@ -13,6 +13,7 @@ import {
   type RunSummary,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
+import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatResult, formatSummary } from './format.ts';
 import { openInput } from './input.ts';
 import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
@@ -27,7 +28,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags {
   rate: number;
   burst: number;
 }
@@ -45,10 +46,13 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
   $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
   $ news-processor --articles=200 --rate=20 --output results.jsonl --resume    run again: only what did not succeed
   $ cat fixtures/articles.jsonl | news-processor --input - --rate=10 --quiet     articles from a pipe
+  $ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)
+  $ news-processor --provider=openai --base-url http://localhost:11434/v1 --model llama3.2 --api-key-env OLLAMA_KEY
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input,
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head).`;
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input (or a provider refused
+the key or has no quota left: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP),
+141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
@@ -67,6 +71,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false));
+  addClientOptions(program);
   oneLineErrors(program.addHelpText('after', EXAMPLES));
   return program;
 }
@@ -103,7 +108,10 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
+  validateClientFlags(flags);
   const printLines = !flags.json && !flags.quiet;
+  // The providers first: a missing key must stop the run before any file is read or written.
+  const { providers, routes, keyVariables } = await providerSetups(flags, flags.rate, flags.burst);
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text));
@@ -115,7 +123,6 @@ async function run(flags: MainFlags): Promise<number> {
   });
   for (const text of early) terminal.notice(text);
   const logger = createLogger(flags);
-  const { providers, routes } = await providerSetups(flags, flags.rate, flags.burst);
   const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
@@ -213,7 +220,11 @@ async function run(flags: MainFlags): Promise<number> {
     process.stderr.write(`error: ${summary.stoppedBy.message}; the run was stopped there\n`);
     return EXIT_USAGE;
   }
-  if (skipping !== undefined && !summary.interrupted && summary.stoppedBy === undefined && skipping.unseen() > 0) {
+  if (summary.stoppedBy?.by === 'provider') {
+    process.stderr.write(`${formatStop(summary.stoppedBy, keyVariables.get(summary.stoppedBy.provider!))}\n`);
+    return EXIT_USAGE;
+  }
+  if (skipping !== undefined && !summary.interrupted && skipping.unseen() > 0) {
     process.stderr.write(
       `error: ${mismatch(flags.output!, input.name, `${skipping.unseen()} of its successes are not in the input`).message}\n`,
     );

@@ -20,9 +20,12 @@ import {
   type SimulatedConfig,
   type ProviderSetup,
   type TaskName,
+  type Provider,
 } from '../src/index.ts';
+import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import { formatMs } from './format.ts';
 import { duration, integer, oneOf, rate } from './parse-values.ts';
+import { UsageError } from './usage-error.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -59,8 +62,7 @@ export function createLogger(flags: RunFlags): Logger {
   return pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
 }
 
-/** A usage or input problem: printed as one line, exit 2. */
-export class UsageError extends Error {}
+export { UsageError };
 
 /**
  * How every command reports a usage error: one line (commander puts its "did you mean" on a line
@@ -162,7 +164,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
   return command;
 }
 
-export function validateRunFlags(flags: RunFlags): void {
+export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.config?.trim() === '') throw new UsageError('--config needs a file name');
   if (flags.minLatency > flags.maxLatency) {
     throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
@@ -178,7 +180,7 @@ export function validateRunFlags(flags: RunFlags): void {
       }
     }
   }
-  if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined) {
+  if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
     throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
   }
   if (flags.skipInvalid && flags.input === undefined) {
@@ -210,7 +212,7 @@ export function createProvider(flags: RunFlags, name: string = SIMULATED_DEFAULT
 }
 
 /** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */
-export function providerSetup(flags: RunFlags, provider: SimulatedProvider, rate: number, burst: number): ProviderSetup {
+export function providerSetup(flags: RunFlags, provider: Provider, rate: number, burst: number): ProviderSetup {
   const limits: LimitSpec[] = requestLimit(rate, burst);
   if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
   if (flags.adaptive && rate === Infinity)
@@ -225,26 +227,39 @@ export function providerSetup(flags: RunFlags, provider: SimulatedProvider, rate
   };
 }
 
-/** The providers and routes of a run: from `--config` when given, else one simulated provider from the flags. */
+/**
+ * The providers and routes of a run: from `--config` when given, else one provider from the flags
+ * (simulated unless --provider says otherwise). HTTP providers' keys are read from the environment
+ * here, before any call: `keyVariables` says where each provider's came from.
+ */
 export async function providerSetups(
-  flags: RunFlags,
+  flags: RunFlags & Partial<ClientFlags>,
   rate: number,
   burst: number,
-): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined }> {
+): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined; keyVariables: ReadonlyMap<string, string> }> {
+  const keyVariables = new Map<string, string>();
+  const known = (client: HttpClient | undefined): Provider | undefined => {
+    if (client !== undefined) keyVariables.set(client.provider.name, client.keyVariable);
+    return client?.provider;
+  };
   if (flags.config === undefined) {
-    return { providers: [providerSetup(flags, createProvider(flags), rate, burst)], routes: undefined };
+    const provider = known(httpClientFromFlags(flags, process.env)) ?? createProvider(flags);
+    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables };
   }
   const config = await loadProvidersConfig(flags.config);
+  const source = flags.config;
   const providers = config.providers.map(
     (p, index): ProviderSetup => ({
       // Each provider draws its own numbers: the same seed would give both the same fate per call.
-      provider: createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
+      provider:
+        known(httpClientFromConfig(p, source, process.env)) ?? createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
       limits: p.limits,
       adaptive: p.adaptive,
       syncHeaders: p.syncHeaders,
       maxOutputTokens: p.maxOutputTokens,
       breaker: p.breaker,
+      maxConcurrent: p.maxConcurrent,
     }),
   );
-  return { providers, routes: { ...config.routes } };
+  return { providers, routes: { ...config.routes }, keyVariables };
 }

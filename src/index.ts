@@ -76,6 +76,21 @@ export type {
 export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, PROFILE_NAMES, OUTAGE_PROFILE_WINDOW } from './provider/simulated.ts';
 export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './provider/simulated.ts';
 export { estimateInputTokens } from './provider/token-estimate.ts';
+export { DEFAULT_MAX_OUTPUT_TOKENS } from './provider/provider.ts';
+export type { RetriedFailureOptions } from './provider/provider.ts';
+// Providers over HTTP: OpenAI (and compatible servers) and Anthropic, through their official SDKs.
+export { OpenAiProvider, OPENAI_DEFAULTS } from './provider/openai.ts';
+export { AnthropicProvider, ANTHROPIC_DEFAULTS } from './provider/anthropic.ts';
+export {
+  createHttpProvider,
+  isHttpProviderType,
+  isEnvVariableName,
+  PROVIDER_TYPES,
+  PROVIDER_DEFAULTS,
+  HTTP_PROVIDER_DEFAULTS,
+} from './provider/provider-types.ts';
+export type { ProviderType, HttpProviderType } from './provider/provider-types.ts';
+export type { HttpProviderOptions, HttpProviderDefaults } from './provider/http-api.ts';
 
 // Generic mechanisms, usable on their own: time, the token bucket, the breaker, retries.
 export { systemClock, ManualClock, sleep } from './clock.ts';
@@ -118,6 +133,7 @@ export type {
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
+export type { ApiConfig } from './config/providers-config.ts';
 export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
 
 // Measuring: sweep rate/burst settings through the pipeline, and chart them.

@@ -5,6 +5,14 @@ import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import type { LimitKind, LimitSpec } from '../gate/provider-limits.ts';
 import { HEADER_STYLES, LIMIT_KINDS, type HeaderStyle } from '../http/rate-limit-headers.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
+import { isHttpUrl } from '../provider/http-api.ts';
+import {
+  HTTP_PROVIDER_DEFAULTS,
+  PROVIDER_DEFAULTS,
+  PROVIDER_TYPES,
+  isEnvVariableName,
+  type ProviderType,
+} from '../provider/provider-types.ts';
 import { PROFILE_NAMES, type ProfileName } from '../provider/simulated.ts';
 import { show } from '../validation/checks.ts';
 import { DURATION_SYNTAX, parseDuration } from '../validation/duration.ts';
@@ -45,6 +53,20 @@ export interface ProviderConfig {
   /** The circuit breaker; absent (`"breaker": false` in the file) for none. Default `BREAKER_DEFAULTS`. */
   readonly breaker: BreakerConfig | undefined;
   readonly simulated: SimulatedConfig;
+  /** What the provider is: the simulation or an HTTP API. Default `PROVIDER_DEFAULTS.type`. */
+  readonly type: ProviderType;
+  /** An HTTP provider's base URL, model and key variable, the vendor's defaults filled in; absent for the simulation. */
+  readonly api: ApiConfig | undefined;
+  /** Calls in flight at once to this provider. Absent: no cap beyond the workers. */
+  readonly maxConcurrent: number | undefined;
+}
+
+/** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
+export interface ApiConfig {
+  readonly baseUrl: string;
+  readonly model: string;
+  /** The environment variable the key is read from (by the command, never by the library). */
+  readonly apiKeyEnv: string;
 }
 
 export interface BreakerConfig {
@@ -121,7 +143,7 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
 
 function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   const o = at.object(json, path);
-  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated']);
+  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated', ...CLIENT_FIELDS]);
   const name = at.string(o.name, `${path}.name`);
   if (name.trim() === '') at.fail(`${path}.name`, 'a non-empty name', name);
   const limitsJson = at.array(o.limits, `${path}.limits`);
@@ -141,7 +163,36 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),
     simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
+    ...readClient(at, o, path),
   };
+}
+
+/** A provider's fields that say what it is and how it is called. */
+const CLIENT_FIELDS = ['type', 'baseUrl', 'model', 'apiKeyEnv', 'maxConcurrent'] as const;
+
+function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<ProviderConfig, 'type' | 'api' | 'maxConcurrent'> {
+  const type = o.type === undefined ? PROVIDER_DEFAULTS.type : at.choice(o.type, `${path}.type`, PROVIDER_TYPES);
+  const maxConcurrent = o.maxConcurrent === undefined ? undefined : at.integer(o.maxConcurrent, `${path}.maxConcurrent`, 1);
+  if (type === 'simulated') {
+    for (const field of ['baseUrl', 'model', 'apiKeyEnv'] as const) {
+      if (o[field] !== undefined)
+        at.fail(`${path}.${field}`, `nothing on a simulated provider (it is for "openai" and "anthropic")`, o[field]);
+    }
+    return { type, api: undefined, maxConcurrent };
+  }
+  if (o.simulated !== undefined) at.fail(`${path}.simulated`, `nothing on an "${type}" provider (it is for "simulated")`, o.simulated);
+  const defaults = HTTP_PROVIDER_DEFAULTS[type];
+  if (o.baseUrl !== undefined && !isHttpUrl(o.baseUrl)) at.fail(`${path}.baseUrl`, 'an http:// or https:// URL', o.baseUrl);
+  if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) at.fail(`${path}.model`, 'a model name', o.model);
+  if (o.apiKeyEnv !== undefined && !isEnvVariableName(o.apiKeyEnv)) {
+    at.fail(`${path}.apiKeyEnv`, 'an environment variable name (letters, digits, _)', o.apiKeyEnv);
+  }
+  const api = {
+    baseUrl: (o.baseUrl as string | undefined) ?? defaults.baseUrl,
+    model: (o.model as string | undefined) ?? defaults.model,
+    apiKeyEnv: (o.apiKeyEnv as string | undefined) ?? defaults.apiKeyEnv,
+  };
+  return { type, api, maxConcurrent };
 }
 
 function readLimit(at: Reader, json: unknown, path: string): LimitSpec {

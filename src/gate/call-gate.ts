@@ -9,6 +9,7 @@ import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } f
 import {
   AuthenticationError,
   BadRequestError,
+  DEFAULT_MAX_OUTPUT_TOKENS,
   MalformedOutputError,
   NetworkError,
   QuotaExhaustedError,
@@ -29,7 +30,7 @@ import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, t
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
   /** Output tokens reserved per call until its usage is known (with token limits). */
-  maxOutputTokens: 256,
+  maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
   /** Lower the limits to what the provider's rate-limit headers say remains. */
   syncHeaders: false,
 });
@@ -254,7 +255,8 @@ export class CallGate {
     const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
     attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
     attempt.sentAtMs = this.clock.now();
-    return this.provider.call(attempt.request, { signal, timeoutMs: deadlineMs - attempt.sentAtMs });
+    const timeoutMs = deadlineMs - attempt.sentAtMs;
+    return this.provider.call(attempt.request, { signal, timeoutMs, maxOutputTokens: this.#maxOutputTokens });
   }
 
   async #cost(request: LlmRequest): Promise<CallCost> {

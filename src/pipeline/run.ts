@@ -159,6 +159,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       callLatencyMs = callLatencyMs === undefined ? event.latencyMs : callLatencyMs + LATENCY_SMOOTHING * (event.latencyMs - callLatencyMs);
     if (stopsRun(event.error) && !signal.aborted) {
       stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
+      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
       logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
     }

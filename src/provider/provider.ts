@@ -62,7 +62,16 @@ export interface CallOptions {
    * makes it its request timeout; the signal aborts the call at the deadline all the same.
    */
   readonly timeoutMs?: number | undefined;
+  /**
+   * The most tokens the answer may take, which a provider over a network sends as the request's
+   * max tokens: the call gate passes what it reserved for the call. Default
+   * {@link DEFAULT_MAX_OUTPUT_TOKENS}.
+   */
+  readonly maxOutputTokens?: number | undefined;
 }
+
+/** Output tokens a call may take unless told otherwise: what the gate reserves and a provider asks for. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 256;
 
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
@@ -102,23 +111,31 @@ export abstract class ProviderError extends Error {
   }
 }
 
+/** What a provider may add about a failure that is retried unless the server says otherwise. */
+export interface RetriedFailureOptions extends ProviderErrorOptions {
+  /** False when the server said not to try again (`x-should-retry: false`). Default true. */
+  readonly retryable?: boolean | undefined;
+}
+
 /** HTTP 429: too many requests. Retried, after the provider's retry-after when it gave one. */
 export class RateLimitError extends ProviderError {
   override readonly name = 'RateLimitError';
-  readonly retryable = true;
+  readonly retryable: boolean;
 
-  constructor(message = 'rate limited (429)', options: ProviderErrorOptions = {}) {
+  constructor(message = 'rate limited (429)', options: RetriedFailureOptions = {}) {
     super(message, { ...options, status: options.status ?? 429 });
+    this.retryable = options.retryable ?? true;
   }
 }
 
 /** HTTP 5xx (and Anthropic's 529 overloaded): the provider failed. Retried. */
 export class ServerError extends ProviderError {
   override readonly name = 'ServerError';
-  readonly retryable = true;
+  readonly retryable: boolean;
 
-  constructor(message = 'service unavailable (503)', options: ProviderErrorOptions = {}) {
+  constructor(message = 'service unavailable (503)', options: RetriedFailureOptions = {}) {
     super(message, { ...options, status: options.status ?? 503 });
+    this.retryable = options.retryable ?? true;
   }
 }
 

@@ -46,8 +46,8 @@ export interface CliOptions {
   readonly killAfterMs?: number;
   /** Written to the command's standard input, which is then closed (a pipe). Default: no standard input. */
   readonly stdin?: string | Buffer;
-  /** Variables added to the environment. */
-  readonly env?: Readonly<Record<string, string>>;
+  /** Variables to set over this process's environment; `undefined` removes one. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**

@@ -1,0 +1,167 @@
+// The flags that choose what a run calls — the simulation, or an HTTP API — and where its key is
+// read from; the providers they build; and the line a run stopped by a provider ends with.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import {
+  HTTP_PROVIDER_DEFAULTS,
+  PROVIDER_DEFAULTS,
+  PROVIDER_TYPES,
+  createHttpProvider,
+  isEnvVariableName,
+  isHttpProviderType,
+  type HttpProviderDefaults,
+  type Provider,
+  type ProviderConfig,
+  type ProviderType,
+  type RunStop,
+} from '../src/index.ts';
+import { oneOf } from './parse-values.ts';
+import type { RunFlags } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+
+export interface ClientFlags {
+  provider: ProviderType;
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+}
+
+/** The environment the command reads keys from: `process.env`, or a test's. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** An HTTP provider, and the environment variable its key came from (for the line that says how to fix a refused key). */
+export interface HttpClient {
+  readonly provider: Provider;
+  readonly keyVariable: string;
+}
+
+/** Each vendor's default as help shows it: `openai: …, anthropic: …`. */
+function perVendor(pick: (defaults: HttpProviderDefaults) => string): string {
+  return Object.entries(HTTP_PROVIDER_DEFAULTS)
+    .map(([type, defaults]) => `${type}: ${pick(defaults)}`)
+    .join(', ');
+}
+
+/** Adds --provider, --model, --base-url and --api-key-env. */
+export function addClientOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--provider <type>', `what to call: ${PROVIDER_TYPES.join(', ')} (openai also means any OpenAI-compatible server)`)
+        .argParser(oneOf(PROVIDER_TYPES))
+        .default(PROVIDER_DEFAULTS.type),
+    )
+    .addOption(new Option('--model <name>', `model to ask (default ${perVendor((d) => d.model)})`).argParser(modelName))
+    .addOption(
+      new Option(
+        '--base-url <url>',
+        `API base URL; OpenAI-compatible ones end in /v1, Anthropic's is the host root (default ${perVendor((d) => d.baseUrl)})`,
+      ).argParser(httpUrl),
+    )
+    .addOption(
+      new Option('--api-key-env <NAME>', `environment variable holding the API key (default ${perVendor((d) => d.apiKeyEnv)})`).argParser(
+        envVariable,
+      ),
+    );
+}
+
+function modelName(text: string): string {
+  if (text.trim() === '') throw new InvalidArgumentError('Expected a model name.');
+  return text.trim();
+}
+
+function httpUrl(text: string): string {
+  try {
+    const { protocol } = new URL(text);
+    if (protocol === 'http:' || protocol === 'https:') return text;
+  } catch {
+    // Not a URL at all: said below.
+  }
+  throw new InvalidArgumentError('Expected an http:// or https:// URL, e.g. http://localhost:8000/v1.');
+}
+
+function envVariable(text: string): string {
+  if (!isEnvVariableName(text)) throw new InvalidArgumentError('Expected an environment variable name (letters, digits, _).');
+  return text;
+}
+
+/** The flags of the simulation that a real API has no use for, by their flag names. */
+const SIMULATION_ONLY = {
+  providerRate: '--provider-rate',
+  providerBurst: '--provider-burst',
+  headers: '--headers',
+  outage: '--outage',
+} as const;
+
+const API_FLAGS = { model: '--model', baseUrl: '--base-url', apiKeyEnv: '--api-key-env' } as const;
+
+function entries<K extends string, V>(record: Readonly<Record<K, V>>): [K, V][] {
+  return Object.entries(record) as [K, V][];
+}
+
+/** Whether the flags call an HTTP API (not the simulation). */
+export function callsHttpApi(flags: Partial<ClientFlags>): boolean {
+  return isHttpProviderType(flags.provider);
+}
+
+/** Checks that the client flags fit together and with the rest. */
+export function validateClientFlags(
+  flags: Partial<ClientFlags> & Pick<RunFlags, 'config' | 'providerRate' | 'providerBurst' | 'headers' | 'outage'>,
+): void {
+  if (flags.config !== undefined) {
+    if (flags.provider !== undefined && flags.provider !== PROVIDER_DEFAULTS.type) {
+      throw new UsageError("--provider describes a single provider; with --config set each provider's type in the file");
+    }
+    for (const [field, flag] of entries(API_FLAGS)) {
+      if (flags[field] !== undefined)
+        throw new UsageError(`${flag} describes a single provider; with --config set it per provider in the file`);
+    }
+    return;
+  }
+  if (callsHttpApi(flags)) {
+    for (const [field, flag] of entries(SIMULATION_ONLY)) {
+      if (flags[field] !== undefined) {
+        throw new UsageError(`${flag} describes the simulated provider; --provider=${flags.provider} calls a real API`);
+      }
+    }
+    return;
+  }
+  for (const [field, flag] of entries(API_FLAGS)) {
+    if (flags[field] !== undefined) throw new UsageError(`${flag} applies to --provider=openai or --provider=anthropic`);
+  }
+}
+
+/** The HTTP provider the flags ask for, its key read from `env`; undefined for the simulation. */
+export function httpClientFromFlags(flags: Partial<ClientFlags>, env: Environment): HttpClient | undefined {
+  const type = flags.provider;
+  if (!isHttpProviderType(type)) return undefined;
+  const keyVariable = flags.apiKeyEnv ?? HTTP_PROVIDER_DEFAULTS[type].apiKeyEnv;
+  const apiKey = keyFrom(env, keyVariable, `--provider=${type} reads its API key from it (--api-key-env names another variable)`);
+  return { provider: createHttpProvider(type, { apiKey, model: flags.model, baseUrl: flags.baseUrl }), keyVariable };
+}
+
+/** The HTTP provider a providers-file entry describes, its key read from `env`; undefined for a simulated one. */
+export function httpClientFromConfig(config: ProviderConfig, source: string, env: Environment): HttpClient | undefined {
+  if (config.api === undefined || !isHttpProviderType(config.type)) return undefined;
+  const { baseUrl, model, apiKeyEnv } = config.api;
+  const apiKey = keyFrom(env, apiKeyEnv, `provider "${config.name}" in ${source} reads its API key from it (its apiKeyEnv)`);
+  return { provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model }), keyVariable: apiKeyEnv };
+}
+
+function keyFrom(env: Environment, variable: string, why: string): string {
+  const key = env[variable];
+  if (key === undefined || key.trim() === '') throw new UsageError(`${variable} is not set: ${why}`);
+  return key.trim();
+}
+
+/**
+ * The one line a run stopped by a provider ends with: which provider, what it answered (the
+ * status is in the message), and what a person must do before running again.
+ */
+export function formatStop(stop: RunStop, keyVariable: string | undefined): string {
+  const fix =
+    stop.type === 'AuthenticationError'
+      ? `set ${keyVariable ?? 'the API key'} to a key this provider accepts`
+      : stop.type === 'QuotaExhaustedError'
+        ? "add credit or raise the account's quota"
+        : 'see the message';
+  return `error: provider "${stop.provider}" stopped the run: ${stop.message}; ${fix}, then run again (finished results are kept)`;
+}

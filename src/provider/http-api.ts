@@ -1,0 +1,230 @@
+/**
+ * What the OpenAI and Anthropic providers share: their options and the official SDKs' settings,
+ * and the mapping of what an SDK throws onto the provider error vocabulary — from the HTTP
+ * status, headers and body, never from message text.
+ */
+
+import { parseRateLimitHeaders } from '../http/rate-limit-headers.ts';
+import { checkObject, checkString, expected } from '../validation/checks.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  MalformedOutputError,
+  NetworkError,
+  QuotaExhaustedError,
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  type CallOptions,
+  type LlmOutput,
+  type ResponseHeaders,
+  type TokenUsage,
+} from './provider.ts';
+import { readAnswer } from './tasks/answer.ts';
+import type { Task } from './tasks/task.ts';
+
+/** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
+export interface HttpProviderOptions {
+  /**
+   * The API key. Sent only in the request's auth header: it never appears in an error message, a
+   * log line or a result (a provider that echoes it back has it blanked out).
+   */
+  readonly apiKey: string;
+  /** Names the provider in logs, metrics and routing. Default: the vendor's name. */
+  readonly name?: string | undefined;
+  /** The model to ask. Default: the vendor's. */
+  readonly model?: string | undefined;
+  /** The API's base URL, as the vendor's SDK takes it (`…/v1` for OpenAI, the host root for Anthropic). Default: the vendor's. */
+  readonly baseUrl?: string | undefined;
+}
+
+/** What an HTTP API is unless told otherwise. */
+export interface HttpProviderDefaults {
+  readonly name: string;
+  readonly baseUrl: string;
+  readonly model: string;
+  /** The environment variable the command line and the providers file read the key from (the library never reads it). */
+  readonly apiKeyEnv: string;
+}
+
+/** The options after validation, defaults applied. */
+export interface HttpProviderSettings {
+  readonly apiKey: string;
+  readonly name: string;
+  readonly model: string;
+  readonly baseUrl: string;
+}
+
+/** Checks the options and fills in the vendor's defaults; throws `TypeError` for a bad one (never showing the key). */
+export function httpProviderSettings(options: HttpProviderOptions, defaults: HttpProviderDefaults): HttpProviderSettings {
+  checkObject('options', options);
+  const { apiKey, name = defaults.name, model = defaults.model, baseUrl = defaults.baseUrl } = options;
+  // Never shown, whatever it is: only what kind of value it was.
+  if (typeof apiKey !== 'string' || apiKey === '') {
+    throw new TypeError(`Expected apiKey to be a non-empty string, got ${apiKey === '' ? 'an empty string' : typeof apiKey}`);
+  }
+  checkString('name', name);
+  checkString('model', model);
+  if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', baseUrl);
+  return { apiKey, name, model, baseUrl };
+}
+
+/** Whether `text` is an absolute http(s) URL. */
+export function isHttpUrl(text: unknown): text is string {
+  if (typeof text !== 'string') return false;
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Settings every official SDK client gets: the key and URL as given (so the SDK reads neither from
+ * the environment), its own retries off — the call gate retries, so every attempt takes its token
+ * and every 429 reaches the limiter — and its console logging off.
+ */
+export function sdkClientOptions(settings: HttpProviderSettings): {
+  apiKey: string;
+  baseURL: string;
+  maxRetries: 0;
+  logLevel: 'off';
+} {
+  return { apiKey: settings.apiKey, baseURL: settings.baseUrl, maxRetries: 0, logLevel: 'off' };
+}
+
+/** Node's timers take at most this many ms (about 24.8 days); the SDKs' request timeout is one. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** One request's SDK options: the attempt's signal, and what is left of the deadline as its timeout (whole ms, >= 1). */
+export function sdkRequestOptions(options: CallOptions): { signal?: AbortSignal | undefined; timeout: number; maxRetries: 0 } {
+  return { signal: options.signal, timeout: timeoutOf(options), maxRetries: 0 };
+}
+
+function timeoutOf(options: CallOptions): number {
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(options.timeoutMs ?? Infinity)));
+}
+
+/** An SDK error class, as both official SDKs (generated alike) define them. */
+type ErrorClass<T = Error> = abstract new (...args: never[]) => T;
+
+/** What an SDK's `APIError` carries: the HTTP status, the response headers and the parsed body. */
+export interface SdkApiError extends Error {
+  readonly status: number | undefined;
+  readonly headers: Headers | undefined;
+  readonly error: unknown;
+}
+
+/** The SDK's error classes the mapping tells apart. */
+export interface SdkErrorClasses {
+  readonly APIError: ErrorClass<SdkApiError>;
+  readonly APIConnectionError: ErrorClass;
+  readonly APIConnectionTimeoutError: ErrorClass;
+}
+
+/** Where an error body keeps its machine-readable codes and its message, as the vendor shapes it; anything may be missing. */
+export interface ErrorBody {
+  /** OpenAI's `error.code` and `error.type`; Anthropic's `error.type`. */
+  readonly codes: readonly unknown[];
+  readonly message: unknown;
+}
+
+export interface FailureContext {
+  readonly errors: SdkErrorClasses;
+  /** Reads the body of an `APIError` as the vendor shapes it. */
+  readonly readBody: (body: unknown) => ErrorBody;
+  /** The API key: blanked out of any message the provider sends back. */
+  readonly apiKey: string;
+  /** The call's options: an aborted signal rejects with its reason, the timeout is named in the message. */
+  readonly call: CallOptions;
+}
+
+/**
+ * What to reject a call with, given what the SDK threw: `signal.reason` when the caller aborted; a
+ * {@link TimeoutError} when the request outlived the deadline; a {@link NetworkError} with the
+ * system's code (`ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, a TLS code) when the connection failed;
+ * a {@link MalformedOutputError} when the body was not JSON; the status's error otherwise
+ * ({@link errorFromStatus}). Anything else is passed on as it is.
+ */
+export function failureOf(error: unknown, context: FailureContext): unknown {
+  const { errors, call } = context;
+  if (call.signal?.aborted) return call.signal.reason;
+  if (error instanceof errors.APIConnectionTimeoutError) {
+    const timeoutMs = timeoutOf(call);
+    return new TimeoutError(`no answer within ${timeoutMs} ms`, { timeoutMs });
+  }
+  // Connection failures are APIErrors too, without a status.
+  if (error instanceof errors.APIError && error.status !== undefined) {
+    return errorFromStatus(error.status, headersOf(error.headers), context.readBody(error.error), context.apiKey);
+  }
+  if (error instanceof SyntaxError) return new MalformedOutputError(`the response body is not JSON (${error.message})`);
+  const cause = systemCause(error);
+  if (cause !== undefined) return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause });
+  if (error instanceof errors.APIConnectionError) return new NetworkError(`network error: ${error.message}`, { cause: error });
+  return error;
+}
+
+/**
+ * The failure an HTTP error status means, with the body's codes deciding between a rate limit and
+ * an empty account (OpenAI's `insufficient_quota`), and `x-should-retry: false` obeyed.
+ */
+export function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
+  const codes = body.codes.filter((code): code is string => typeof code === 'string' && code !== '');
+  const said = typeof body.message === 'string' && body.message !== '' ? `: ${blankOut(body.message, apiKey)}` : '';
+  const options = { status, headers };
+  if (status === 401 || status === 403) {
+    // The provider's message may quote the key, even masked: only its code is kept.
+    const code = codes[0];
+    return new AuthenticationError(`${status} the API key was refused${code === undefined ? '' : ` (${code})`}`, options);
+  }
+  if (status === 402 || (status === 429 && codes.includes('insufficient_quota'))) {
+    return new QuotaExhaustedError(`${status} no credit or quota left on the account${said}`, options);
+  }
+  const retryable = headers['x-should-retry'] === 'false' ? false : undefined;
+  const { retryAfterMs } = parseRateLimitHeaders(headers);
+  if (status === 429) return new RateLimitError(`429 rate limited${said}`, { ...options, retryAfterMs, retryable });
+  if (status >= 500) return new ServerError(`${status} server error${said}`, { ...options, retryAfterMs, retryable });
+  return new BadRequestError(`${status} request rejected${said}`, options);
+}
+
+/** The tokens a response reports, when it reports both counts (a nearly compatible server may not). */
+export function usageOf(inputTokens: unknown, outputTokens: unknown): TokenUsage | undefined {
+  const count = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+  return count(inputTokens) && count(outputTokens)
+    ? { inputTokens: inputTokens as number, outputTokens: outputTokens as number }
+    : undefined;
+}
+
+/** Response headers as the gate reads them: a plain record, names lower-case. */
+export function headersOf(headers: Headers | undefined): ResponseHeaders {
+  return headers === undefined ? {} : Object.fromEntries(headers.entries());
+}
+
+/**
+ * The output an answer means (see `readAnswer`); a malformed one is rejected with the response's
+ * headers, so the limits still hear what the provider said about them.
+ */
+export async function outputOf(task: Task, answer: unknown, headers: ResponseHeaders): Promise<LlmOutput> {
+  try {
+    return await readAnswer(task, answer);
+  } catch (error) {
+    if (!(error instanceof MalformedOutputError)) throw error;
+    throw new MalformedOutputError(error.message, { headers });
+  }
+}
+
+/** The first error down the `cause` chain with a system code (`ECONNREFUSED`, `ERR_SSL_…`, `UND_ERR_SOCKET`). */
+function systemCause(error: unknown): (Error & { code: string }) | undefined {
+  const seen = new Set<unknown>();
+  for (let at = error; at instanceof Error && !seen.has(at); at = at.cause) {
+    seen.add(at);
+    const { code } = at as { code?: unknown };
+    if (typeof code === 'string' && code !== '') return at as Error & { code: string };
+  }
+  return undefined;
+}
+
+function blankOut(text: string, secret: string): string {
+  return text.split(secret).join('[key]');
+}

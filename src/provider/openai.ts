@@ -1,0 +1,107 @@
+import type { OpenAI } from 'openai';
+import {
+  failureOf,
+  headersOf,
+  httpProviderSettings,
+  outputOf,
+  sdkClientOptions,
+  sdkRequestOptions,
+  usageOf,
+  type ErrorBody,
+  type HttpProviderOptions,
+  type HttpProviderSettings,
+  type SdkErrorClasses,
+} from './http-api.ts';
+import {
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  MalformedOutputError,
+  RefusalError,
+  TruncatedOutputError,
+  type CallOptions,
+  type LlmRequest,
+  type LlmResponse,
+  type Provider,
+} from './provider.ts';
+import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
+
+/** What an OpenAI provider is unless told otherwise. */
+export const OPENAI_DEFAULTS = Object.freeze({
+  name: 'openai',
+  /** Where the API is; an OpenAI-compatible server's URL ends in `/v1` too (vLLM, Ollama, LiteLLM). */
+  baseUrl: 'https://api.openai.com/v1',
+  /** A small model that answers in strict structured output. */
+  model: 'gpt-4.1-mini',
+  /** The environment variable the command line and the providers file read the key from. */
+  apiKeyEnv: 'OPENAI_API_KEY',
+});
+
+/**
+ * A provider over the OpenAI chat completions API (`POST {baseUrl}/chat/completions`), or any
+ * server that speaks it, through the official `openai` SDK — its own retries off, so that the call
+ * gate's limiter, breaker and retries see every attempt.
+ *
+ * Each task is asked for in strict structured output (`response_format: json_schema`, the task's
+ * schema, `strict: true`) with the call's max tokens as `max_completion_tokens`. The answer is read
+ * only when it finished: cut off by the token limit is a `TruncatedOutputError`, a refusal or the
+ * content filter a `RefusalError`, and the JSON is checked against the schema again. Response
+ * headers (rate-limit status, retry-after) come back on the response and on every error.
+ *
+ * The SDK is loaded when the provider is made, not when the library is imported.
+ */
+export class OpenAiProvider implements Provider {
+  readonly name: string;
+  readonly model: string;
+  readonly baseUrl: string;
+  readonly #settings: HttpProviderSettings;
+  readonly #sdk: Promise<{ client: OpenAI; errors: SdkErrorClasses }>;
+
+  constructor(options: HttpProviderOptions) {
+    this.#settings = httpProviderSettings(options, OPENAI_DEFAULTS);
+    ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = this.#settings);
+    this.#sdk = import('openai').then((sdk) => ({ client: new sdk.OpenAI(sdkClientOptions(this.#settings)), errors: sdk }));
+    // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
+    this.#sdk.catch(() => {});
+  }
+
+  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
+    const { client, errors } = await this.#sdk;
+    const task = TASK_DEFINITIONS[request.task];
+    const body = {
+      model: this.model,
+      messages: [{ role: 'user' as const, content: promptOf(request) }],
+      response_format: {
+        type: 'json_schema' as const,
+        json_schema: { name: task.name, description: task.description, schema: task.schema, strict: true },
+      },
+      max_completion_tokens: options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    };
+    const { data, response } = await client.chat.completions
+      .create(body, sdkRequestOptions(options))
+      .withResponse()
+      .catch((error: unknown) => {
+        throw failureOf(error, { errors, readBody: openAiErrorBody, apiKey: this.#settings.apiKey, call: options });
+      });
+
+    const headers = headersOf(response.headers);
+    // No status on these: the request succeeded, its answer did not.
+    const meta = { headers };
+    // A server that is only nearly compatible may send any JSON: nothing below trusts the shape.
+    const completion = data as Partial<OpenAI.ChatCompletion> | null;
+    const choice = completion?.choices?.[0];
+    if (choice?.message === undefined) throw new MalformedOutputError('the response has no choice with a message', meta);
+    if (choice.finish_reason === 'length') throw new TruncatedOutputError('the answer was cut off by the token limit', meta);
+    if (choice.finish_reason === 'content_filter') throw new RefusalError('the content filter stopped the answer', meta);
+    if (typeof choice.message.refusal === 'string') throw new RefusalError(`the model refused: ${choice.message.refusal}`, meta);
+    return {
+      output: await outputOf(task, choice.message.content, headers),
+      usage: usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens),
+      headers,
+    };
+  }
+}
+
+/** OpenAI's error body: `{ error: { message, type, code } }` (the SDK hands over the inner object). */
+function openAiErrorBody(error: unknown): ErrorBody {
+  const { code, type, message } = (error ?? {}) as Record<string, unknown>;
+  return { codes: [code, type], message };
+}
