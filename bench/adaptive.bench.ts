@@ -1,18 +1,20 @@
 /**
- * Adaptive rate benchmark (issue 4, section 3): a client configured at 20 calls/s against a
- * provider whose own quota is 10/s, burst 1. Without adaptation the client keeps sending at 20/s
- * and half its calls come back 429; with an AdaptiveRate on its bucket it should settle just under
- * the quota. Target: achieved rate within 10 % of 10/s (≥ 9/s) and 429s under 2 % of calls.
+ * Adaptive rate benchmark: a client configured at twice a provider's quota (burst 1 on both sides),
+ * at quotas of 10/s, 40/s, 200/s and 1,000/s. Without adaptation the client keeps sending at twice
+ * the quota and half its calls come back 429; with the adaptive rate it should settle just under
+ * the quota at any of them — and when the provider states its limit in its headers, take it as
+ * said. Target for the searching runs: achieved rate within 10 % of the quota and 429s under 4 %
+ * of calls, at every quota.
  *
- *   npx tsx bench/adaptive.bench.ts [--calls=2000] [--real-calls=300] [--workers=10] [--seed=1]
+ *   npm run bench:adaptive -- [--scale=1] [--real-calls=300] [--seed=1]
  *
- * `--calls` runs on a ManualClock (exact; seconds of wall time for minutes of simulated time).
- * `--real-calls` repeats the non-adaptive and default adaptive runs on the real clock, next to a
- * ManualClock run of the same length (0 skips it; 2000 takes about eight minutes). Prints a table
- * and writes bench/results/adaptive.json.
+ * Every run goes through the call gate with the pipeline's own limits, adaptive rate and retries.
+ * The ManualClock runs are exact (seconds of wall time for minutes of simulated time); `--scale`
+ * multiplies their length. `--real-calls` repeats the 10/s and 40/s runs on the real clock (0
+ * skips them). Prints a table and writes bench/results/adaptive.json.
  *
  * Real timers fire late, and a burst-1 quota punishes it: the bucket accounts each grant at its due
- * instant, so a late send shortens the gap to the next one, and any gap under 100 ms is a 429 — at
+ * instant, so a late send shortens the gap to the next one, and any gap under 1/quota is a 429 — at
  * any average rate. The "jittered" rows replay a loaded event loop's lateness on the ManualClock, so
  * the real-clock figures can be told apart from the controller's.
  */
@@ -24,30 +26,70 @@ import { runScenario, type ScenarioOptions, type ScenarioResult } from './lib/ad
 
 const { values } = parseArgs({
   options: {
-    calls: { type: 'string', default: '2000' },
+    scale: { type: 'string', default: '1' },
     'real-calls': { type: 'string', default: '300' },
-    workers: { type: 'string', default: '10' },
     seed: { type: 'string', default: '1' },
   },
 });
-const calls = positiveInteger('calls', values.calls);
+const scale = Number(values.scale);
+if (!(scale > 0)) throw new TypeError(`Expected --scale to be a number > 0, got ${values.scale}`);
 const realCalls = Number(values['real-calls']);
 if (!Number.isInteger(realCalls) || realCalls < 0)
   throw new TypeError(`Expected --real-calls to be an integer >= 0, got ${values['real-calls']}`);
-const workers = positiveInteger('workers', values.workers);
 const seed = Number(values.seed);
 if (!Number.isInteger(seed)) throw new TypeError(`Expected --seed to be an integer, got ${values.seed}`);
 
-const TARGET = { quotaRate: 10, minAchievedRate: 9, maxRateLimitedShare: 0.02 };
-const setting = {
-  workers,
-  clientRate: 20,
-  clientBurst: 1,
-  quota: { rate: TARGET.quotaRate, burst: 1 },
-  minLatencyMs: 50,
-  maxLatencyMs: 150,
-  seed,
-} as const;
+const TARGET = { minShareOfQuota: 0.9, maxRateLimitedShare: 0.04 };
+
+/** One quota to find: the provider's, with the client configured at twice it. */
+interface Quota {
+  readonly rate: number;
+  readonly latencyMs: readonly [number, number];
+  readonly workers: number;
+  /** Calls of the ManualClock runs (times --scale): long enough for a dozen search cycles. */
+  readonly calls: number;
+  readonly stepMs: number;
+}
+
+const QUOTAS: readonly Quota[] = [
+  { rate: 10, latencyMs: [50, 150], workers: 10, calls: 2000, stepMs: 10 },
+  { rate: 40, latencyMs: [1, 2], workers: 16, calls: 2000, stepMs: 5 },
+  { rate: 200, latencyMs: [1, 2], workers: 32, calls: 6000, stepMs: 2 },
+  { rate: 1000, latencyMs: [0, 0], workers: 64, calls: 20_000, stepMs: 1 },
+];
+
+interface Variant {
+  readonly name: string;
+  readonly note: string;
+  readonly adaptive: ScenarioOptions['adaptive'];
+  readonly headers?: ScenarioOptions['headers'];
+  readonly jittered?: boolean;
+  /** The target applies to this run. */
+  readonly judged: boolean;
+}
+
+const NON_ADAPTIVE: Variant = { name: 'non-adaptive', note: 'the client stays at twice the quota', adaptive: undefined, judged: false };
+const ADAPTIVE: Variant = { name: 'adaptive', note: 'defaults; no rate-limit headers: it searches', adaptive: {}, judged: true };
+const STATED: Variant = {
+  name: 'adaptive, stated',
+  note: 'the provider states its limit (OpenAI headers): adopted at once',
+  adaptive: {},
+  headers: 'openai',
+  judged: false,
+};
+/** Only at 10/s, the quota the constants were first tuned at, for comparison. */
+const AT_TEN: readonly Variant[] = [
+  {
+    // AWS adaptive retry: beta 0.7, C = 0.4 calls/s³, no hold. At a 10/s peak its K is
+    // cbrt(10 · 0.3 / 0.4) ≈ 1.96 s: 19.6 calls' time, which is what recoveryCalls pins here.
+    name: 'adaptive, AWS pacing',
+    note: 'β 0.7, recovery 19.6 calls (C 0.4 at 10/s), no quiet period',
+    adaptive: { decreaseFactor: 0.7, recoveryCalls: 10 * Math.cbrt((10 * 0.3) / 0.4), quietPeriodCalls: 0 },
+    judged: false,
+  },
+  { ...NON_ADAPTIVE, name: 'non-adaptive, jittered', note: 'sends late like a loaded event loop', jittered: true },
+  { ...ADAPTIVE, name: 'adaptive, jittered', note: 'defaults; sends late like a loaded event loop', jittered: true, judged: false },
+];
 
 /**
  * Timer lateness of a loaded event loop, as measured on a busy 2-CPU machine (p50 ≈ 1 ms, p90 ≈ 3.5,
@@ -64,129 +106,118 @@ function loadedEventLoopLatenessMs(): () => number {
   };
 }
 
-interface Variant {
-  readonly name: string;
-  readonly note: string;
-  readonly adaptive: ScenarioOptions['adaptive'];
-  readonly reportSentAt?: boolean;
-  readonly jittered?: boolean;
-  /** The issue's target applies to this run. */
-  readonly judged: boolean;
-}
-
-const NON_ADAPTIVE: Variant = { name: 'non-adaptive', note: 'client stays at 20/s', adaptive: undefined, judged: false };
-const ADAPTIVE: Variant = { name: 'adaptive', note: 'defaults; 429s carry their send time', adaptive: {}, judged: true };
-const VARIANTS: readonly Variant[] = [
-  NON_ADAPTIVE,
-  ADAPTIVE,
-  {
-    name: 'adaptive, window',
-    note: 'defaults; clusters told by the 500 ms window only',
-    adaptive: {},
-    reportSentAt: false,
-    judged: true,
-  },
-  {
-    // AWS adaptive retry: beta 0.7, C = 0.4 calls/s³, no hold. At a 10/s peak its K is
-    // cbrt(10 · 0.3 / 0.4) ≈ 1.96 s, which is what recoveryMs pins here.
-    name: 'adaptive, AWS pacing',
-    note: 'β 0.7, recovery 1.96 s (C 0.4 at 10/s), no quiet period',
-    adaptive: { decreaseFactor: 0.7, recoveryMs: 1000 * Math.cbrt((10 * 0.3) / 0.4), quietPeriodMs: 0 },
-    judged: false,
-  },
-  { ...NON_ADAPTIVE, name: 'non-adaptive, jittered', note: 'sends late like a loaded event loop', jittered: true },
-  { ...ADAPTIVE, name: 'adaptive, jittered', note: 'defaults; sends late like a loaded event loop', jittered: true, judged: false },
-];
-
 interface Row {
   readonly clock: 'manual' | 'real';
+  readonly quota: Quota;
   readonly variant: Variant;
   readonly result: ScenarioResult;
 }
 
 const rows: Row[] = [];
-const run = async (clock: 'manual' | 'real', variant: Variant, count: number) => {
-  if (clock === 'real') console.error(`real clock: ${variant.name}, ${count} calls (about ${Math.round(count / 9.5)} s)…`);
+const run = async (clock: 'manual' | 'real', quota: Quota, variant: Variant, calls: number) => {
+  if (clock === 'real')
+    console.error(`real clock: ${variant.name} at ${quota.rate}/s, ${calls} calls (about ${Math.round(calls / quota.rate)} s)…`);
   const result = await runScenario({
-    ...setting,
-    calls: count,
-    clock,
+    calls,
+    workers: quota.workers,
+    clientRate: 2 * quota.rate,
+    clientBurst: 1,
+    quota: { rate: quota.rate, burst: 1 },
+    minLatencyMs: quota.latencyMs[0],
+    maxLatencyMs: quota.latencyMs[1],
     adaptive: variant.adaptive,
-    ...(variant.reportSentAt === undefined ? {} : { reportSentAt: variant.reportSentAt }),
-    ...(variant.jittered === true ? { sendLatenessMs: loadedEventLoopLatenessMs() } : {}),
+    headers: variant.headers,
+    clock,
+    stepMs: quota.stepMs,
+    sendLatenessMs: variant.jittered === true ? loadedEventLoopLatenessMs() : undefined,
+    seed,
   });
-  rows.push({ clock, variant, result });
+  rows.push({ clock, quota, variant, result });
 };
 
-for (const variant of VARIANTS) await run('manual', variant, calls);
+for (const quota of QUOTAS) {
+  const calls = Math.round(quota.calls * scale);
+  for (const variant of [NON_ADAPTIVE, ADAPTIVE, STATED, ...(quota.rate === 10 ? AT_TEN : [])]) await run('manual', quota, variant, calls);
+}
 if (realCalls > 0) {
-  for (const variant of [NON_ADAPTIVE, ADAPTIVE]) {
-    if (realCalls !== calls) await run('manual', variant, realCalls);
-    await run('real', variant, realCalls);
+  for (const quota of QUOTAS.filter((q) => q.rate <= 40)) {
+    const calls = quota.rate === 10 ? realCalls : realCalls * 4;
+    for (const variant of [NON_ADAPTIVE, ADAPTIVE]) {
+      await run('manual', quota, variant, calls);
+      await run('real', quota, variant, calls);
+    }
   }
 }
 
-const meets = (result: ScenarioResult) =>
-  result.achievedRate >= TARGET.minAchievedRate && result.rateLimitedShare < TARGET.maxRateLimitedShare;
+const meets = (row: Row) =>
+  row.result.achievedRate >= TARGET.minShareOfQuota * row.quota.rate && row.result.rateLimitedShare < TARGET.maxRateLimitedShare;
+const judged = (row: Row) => row.variant.judged && row.result.succeeded >= Math.round(row.quota.calls * scale);
 
 const header = [
+  'quota /s',
   'clock',
   'run',
   'calls',
   'attempts',
-  '429s',
   '429 %',
   'elapsed s',
   'achieved /s',
+  '% of quota',
   'cuts',
-  'raises',
   'final /s',
   'late p99 ms',
   'target',
 ];
-const body = rows.map(({ clock, variant, result }) => [
-  clock,
-  variant.name,
-  String(result.succeeded),
-  String(result.attempts),
-  String(result.rateLimited),
-  (100 * result.rateLimitedShare).toFixed(2),
-  (result.elapsedMs / 1000).toFixed(1),
-  result.achievedRate.toFixed(2),
-  String(result.decreases),
-  String(result.increases),
-  result.finalRate.toFixed(2),
-  result.timerLatenessMs === undefined ? '' : result.timerLatenessMs.p99.toFixed(1),
-  variant.judged && result.succeeded >= 2000 ? (meets(result) ? 'met' : 'MISSED') : '',
-]);
+const body = rows.map((row) => {
+  const { clock, quota, variant, result } = row;
+  return [
+    String(quota.rate),
+    clock,
+    variant.name,
+    String(result.succeeded),
+    String(result.attempts),
+    (100 * result.rateLimitedShare).toFixed(2),
+    (result.elapsedMs / 1000).toFixed(1),
+    result.achievedRate.toFixed(2),
+    ((100 * result.achievedRate) / quota.rate).toFixed(1),
+    String(result.decreases),
+    result.finalRate.toFixed(2),
+    result.timerLatenessMs === undefined ? '' : result.timerLatenessMs.p99.toFixed(1),
+    judged(row) ? (meets(row) ? 'met' : 'MISSED') : '',
+  ];
+});
 const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => cells[column]!.length)));
 const line = (cells: readonly string[]) =>
-  cells.map((cell, column) => (column < 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  cells.map((cell, column) => (column >= 1 && column <= 2 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
 
 console.log(
-  `client ${setting.clientRate}/s burst ${setting.clientBurst} → provider quota ${setting.quota.rate}/s burst ${setting.quota.burst}, ` +
-    `latency ${setting.minLatencyMs}–${setting.maxLatencyMs} ms, ${workers} workers, seed ${seed}`,
+  'client at twice the quota, burst 1, against a provider quota with burst 1; latency 50–150 ms at 10/s, 1–2 ms at 40 and 200/s, 0 at 1,000/s',
 );
-console.log(`target (2,000+ calls): achieved ≥ ${TARGET.minAchievedRate}/s and 429s < ${100 * TARGET.maxRateLimitedShare} % of calls\n`);
+console.log(
+  `target (searching runs): achieved ≥ ${100 * TARGET.minShareOfQuota} % of the quota and 429s < ${100 * TARGET.maxRateLimitedShare} % of calls, seed ${seed}\n`,
+);
 console.log(line(header));
 console.log(widths.map((width) => '-'.repeat(width)).join('  '));
 for (const cells of body) console.log(line(cells));
 console.log('\nattempts = calls that reached the provider (successes + 429s); each took a client token.');
 console.log('late p99 = send jitter: real clock measured by a 10 ms timer chain, jittered rows as drawn.');
-for (const variant of VARIANTS) console.log(`  ${variant.name}: ${variant.note}`);
+for (const variant of [NON_ADAPTIVE, ADAPTIVE, STATED, ...AT_TEN]) console.log(`  ${variant.name}: ${variant.note}`);
 
 const output = {
-  setting,
   target: TARGET,
-  runs: rows.map(({ clock, variant, result }) => {
+  scale,
+  seed,
+  runs: rows.map((row) => {
+    const { clock, quota, variant, result } = row;
     const { timeline, ...figures } = result;
     return {
+      quota: quota.rate,
       clock,
       run: variant.name,
       note: variant.note,
       ...figures,
-      ...(variant.judged && result.succeeded >= 2000 ? { targetMet: meets(result) } : {}),
-      ...(clock === 'manual' && variant === ADAPTIVE && result.succeeded === calls
+      ...(judged(row) ? { targetMet: meets(row) } : {}),
+      ...(clock === 'manual' && variant === ADAPTIVE
         ? { timeline: timeline.map(([atMs, rate]) => [Math.round(atMs), Number(rate.toFixed(3))]) }
         : {}),
     };
@@ -198,9 +229,3 @@ await mkdir(resultsDirectory, { recursive: true });
 const json = JSON.stringify(output, null, 2).replace(/\[\s+(-?[\d.e+-]+),\s+(-?[\d.e+-]+)\s+\]/g, '[$1, $2]');
 await writeFile(new URL('adaptive.json', resultsDirectory), `${json}\n`);
 console.log(`\nwrote bench/results/adaptive.json`);
-
-function positiveInteger(name: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`Expected --${name} to be an integer >= 1, got ${text}`);
-  return value;
-}

@@ -1,20 +1,22 @@
 /**
- * Drives a fixed number of calls through a client token bucket into a SimulatedProvider that has
- * its own, lower quota — with or without an {@link AdaptiveRate} on the client bucket — and
- * reports what the server saw. Shared by the adaptive benchmark; not part of the library.
+ * Drives a fixed number of calls through the call gate — its limits, and with or without an
+ * {@link AdaptiveRate} — into a SimulatedProvider that has its own, lower quota, and reports what
+ * the server saw. Shared by the adaptive benchmark; not part of the library.
  */
 
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
 import { AdaptiveRate, type AdaptiveTuning } from '../../src/gate/adaptive-rate.ts';
+import { CallGate } from '../../src/gate/call-gate.ts';
 import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
-import { isRateLimitError, type LlmRequest } from '../../src/provider/provider.ts';
+import type { HeaderStyle } from '../../src/http/rate-limit-headers.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
 
 export interface ScenarioOptions {
   /** Successful calls to make. */
   readonly calls: number;
-  /** Concurrent workers, each: acquire a token, call, on 429 wait the retry-after and go again. */
+  /** Concurrent workers, each: a call through the gate (which retries its 429s), then the next. */
   readonly workers: number;
   /** The client's configured rate, in calls per second. */
   readonly clientRate: number;
@@ -25,17 +27,17 @@ export interface ScenarioOptions {
   readonly maxLatencyMs: number;
   /** Controller tuning; `undefined` runs non-adaptive. */
   readonly adaptive: AdaptiveTuning | undefined;
+  /** The provider states its limit in headers of this style (the adaptive rate then adopts it). Default: no headers. */
+  readonly headers?: HeaderStyle | undefined;
   /** `'manual'`: a ManualClock advanced in `stepMs` steps (exact, fast); `'real'`: wall time. */
   readonly clock: 'manual' | 'real';
   /** ManualClock step, in ms. Default 10. */
   readonly stepMs?: number;
-  /** Tell the controller when each throttled call was sent (exact cluster detection). Default true. */
-  readonly reportSentAt?: boolean;
   /**
    * Extra delay between a token's grant and the call, in ms, drawn per attempt: a loaded event
    * loop's timer lateness, replayed on the ManualClock. Default none.
    */
-  readonly sendLatenessMs?: () => number;
+  readonly sendLatenessMs?: (() => number) | undefined;
   /** Provider seed. Default 1. */
   readonly seed?: number;
 }
@@ -47,10 +49,12 @@ export interface ScenarioResult {
   readonly rateLimited: number;
   /** 429s as a share of attempts, in [0, 1]. */
   readonly rateLimitedShare: number;
-  /** From the first acquire to the last success, in ms. */
+  /** From the first call to the last success, in ms. */
   readonly elapsedMs: number;
   /** Successful calls per second over `elapsedMs`. */
   readonly achievedRate: number;
+  /** Successful calls per second over the second half of the run: where the search has settled. */
+  readonly settledRate: number;
   readonly decreases: number;
   readonly increases: number;
   readonly finalRate: number;
@@ -65,55 +69,61 @@ export interface ScenarioResult {
   readonly timeline: readonly (readonly [atMs: number, rate: number])[];
 }
 
+/** Sends each call late by a drawn lateness, as a loaded event loop would. */
+class LateSender implements Provider {
+  readonly name: string;
+
+  constructor(
+    private readonly inner: Provider,
+    private readonly clock: Clock,
+    private readonly latenessMs: () => number,
+    private readonly samples: number[],
+  ) {
+    this.name = inner.name;
+  }
+
+  async call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse> {
+    const latenessMs = this.latenessMs();
+    this.samples.push(latenessMs);
+    if (latenessMs > 0) await sleep(this.clock, latenessMs);
+    return this.inner.call(request, options);
+  }
+}
+
 export async function runScenario(options: ScenarioOptions): Promise<ScenarioResult> {
   const wallStartMs = performance.now();
   const manual = options.clock === 'manual' ? new ManualClock() : undefined;
   const clock: Clock = manual ?? systemClock;
   const limits = new LocalLimits(requestLimit(options.clientRate, options.clientBurst), clock);
-  const bucket = limits.bucket('requests')!;
-  const provider = new SimulatedProvider({
+  const simulated = new SimulatedProvider({
     minLatencyMs: options.minLatencyMs,
     maxLatencyMs: options.maxLatencyMs,
     quota: options.quota,
     seed: options.seed ?? 1,
+    headerStyle: options.headers,
     clock,
   });
+  let latenessSamples: number[] | undefined;
+  let provider: Provider = simulated;
+  if (options.sendLatenessMs !== undefined) {
+    latenessSamples = [];
+    provider = new LateSender(simulated, clock, options.sendLatenessMs, latenessSamples);
+  }
   const controller = options.adaptive === undefined ? undefined : new AdaptiveRate({ ...options.adaptive, limits, clock });
+  // Every 429 is retried after its retry-after, for as long as it takes: the run measures the rate, not give-ups.
+  const gate = new CallGate({ provider, limits, adaptive: controller, clock, retry: { maxAttempts: 1_000_000 } });
 
-  const reportSentAt = options.reportSentAt ?? true;
   const startMs = clock.now();
   const timeline: [number, number][] = [[0, options.clientRate]];
   controller?.onChange(({ rate }) => timeline.push([clock.now() - startMs, rate]));
+  const successesAtMs: number[] = [];
   let next = 0;
-  let succeeded = 0;
-  let lastSuccessMs = startMs;
-  let latenessSamples: number[] | undefined;
 
   const worker = async (): Promise<void> => {
     while (next < options.calls) {
       const request: LlmRequest = { task: 'sentiment', articleId: String(next++), title: 'Markets', text: 'Shares rose.' };
-      for (;;) {
-        await bucket.acquire();
-        if (options.sendLatenessMs !== undefined) {
-          const latenessMs = options.sendLatenessMs();
-          latenessSamples ??= [];
-          latenessSamples.push(latenessMs);
-          if (latenessMs > 0) await sleep(clock, latenessMs);
-        }
-        const sentAtMs = clock.now();
-        try {
-          await provider.call(request);
-          controller?.onSuccess();
-          succeeded += 1;
-          lastSuccessMs = clock.now();
-          break;
-        } catch (error) {
-          if (!isRateLimitError(error)) throw error;
-          const retryAfterMs = error.retryAfterMs ?? 0;
-          controller?.onRateLimited(reportSentAt ? { retryAfterMs, sentAtMs } : { retryAfterMs });
-          await sleep(clock, retryAfterMs);
-        }
-      }
+      await gate.call(request);
+      successesAtMs.push(clock.now() - startMs);
     }
   };
 
@@ -140,17 +150,20 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
     }
   }
 
-  const elapsedMs = lastSuccessMs - startMs;
+  const elapsedMs = successesAtMs.at(-1) ?? 0;
+  const half = successesAtMs[Math.floor(successesAtMs.length / 2)] ?? 0;
+  const succeeded = successesAtMs.length;
   return {
     succeeded,
-    attempts: provider.calls,
-    rateLimited: provider.rateLimited,
-    rateLimitedShare: provider.rateLimited / provider.calls,
+    attempts: simulated.calls,
+    rateLimited: simulated.rateLimited,
+    rateLimitedShare: simulated.rateLimited / simulated.calls,
     elapsedMs,
     achievedRate: (succeeded * 1000) / elapsedMs,
+    settledRate: ((succeeded - Math.floor(succeeded / 2)) * 1000) / (elapsedMs - half),
     decreases: controller?.decreases ?? 0,
     increases: controller?.increases ?? 0,
-    finalRate: bucket.rate,
+    finalRate: limits.rate,
     wallMs: performance.now() - wallStartMs,
     timerLatenessMs: latenessSamples === undefined ? undefined : summarize(latenessSamples),
     timeline,

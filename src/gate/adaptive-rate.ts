@@ -5,9 +5,9 @@ import type { ProviderLimits } from './provider-limits.ts';
 /** How the adaptive rate behaves unless told otherwise; see {@link AdaptiveRateOptions} for why. */
 export const ADAPTIVE_DEFAULTS = Object.freeze({
   decreaseFactor: 0.8,
-  quietPeriodMs: 1000,
-  recoveryMs: 15_000,
-  clusterWindowMs: 500,
+  quietPeriodCalls: 10,
+  recoveryCalls: 150,
+  clusterWindowCalls: 5,
 });
 
 /** The tuning of an {@link AdaptiveRate}: everything but what it adapts. */
@@ -28,21 +28,23 @@ export interface AdaptiveTuning {
    */
   readonly decreaseFactor?: number;
   /**
-   * After the last 429 (and its retry-after), the rate holds this long before it climbs, in ms.
-   * Default 1000.
+   * After the last 429 (and its retry-after), the rate holds for the time this many calls take at
+   * the rate then, before it climbs. Default 10 (a second at 10 calls/s, 10 ms at 1,000/s). >= 0.
    */
-  readonly quietPeriodMs?: number;
+  readonly quietPeriodCalls?: number;
   /**
-   * Once climbing, the time the curve takes to get back from the cut rate to the rate that drew
-   * the 429 (CUBIC's K), in ms; after that it rises ever faster, up to `maxRate`. Default 15 000.
-   * Longer means fewer 429s (about one per recovery) but a slower climb when the quota grows.
+   * Once climbing, the curve gets back from the cut rate to the rate that drew the 429 (CUBIC's
+   * K) in the time this many calls take at that rate; after that it rises ever faster, up to
+   * `maxRate`. Default 150 (15 s at 10/s, 150 ms at 1,000/s). More means fewer 429s (about one
+   * per recovery) but a slower climb when the quota grows. > 0.
    */
-  readonly recoveryMs?: number;
+  readonly recoveryCalls?: number;
   /**
-   * 429s within this many ms of a cut belong to the cluster that caused it and cut nothing,
-   * unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). Default 500.
+   * 429s within the time of this many calls after a cut belong to the cluster that caused it and
+   * cut nothing, unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}).
+   * Default 5. >= 0.
    */
-  readonly clusterWindowMs?: number;
+  readonly clusterWindowCalls?: number;
 }
 
 export interface AdaptiveRateOptions extends AdaptiveTuning {
@@ -58,7 +60,7 @@ export interface RateLimitedInfo {
   readonly retryAfterMs?: number | undefined;
   /**
    * Clock reading when the rejected call was sent. When given, a 429 for a call sent at or before
-   * the last cut is recognised exactly as part of that cut's cluster, instead of by `clusterWindowMs`.
+   * the last cut is recognised exactly as part of that cut's cluster, instead of by `clusterWindowCalls`.
    */
   readonly sentAtMs?: number | undefined;
 }
@@ -81,31 +83,34 @@ const MIN_DEFAULT_MIN_RATE = 0.1;
 const MIN_PROBE_SHARE = 0.01;
 
 /**
- * Adapts a provider's request rate ({@link ProviderLimits.rate}) to a quota that is unknown or lower than configured:
- * cut multiplicatively on a 429, climb back along a CUBIC-like curve after a quiet period, never
- * above the configured `maxRate` nor below `minRate`.
+ * Adapts a provider's request rate ({@link ProviderLimits.rate}) to a quota that is unknown or
+ * lower than configured: cut multiplicatively on a 429, climb back along a CUBIC-like curve after a
+ * quiet period, never above the configured `maxRate` nor below `minRate` — and when the provider
+ * states its limit in its headers ({@link onStatedLimit}), take that instead of searching.
  *
  * The model, after the AWS SDKs' adaptive retry mode (itself TCP CUBIC applied to request rates):
  * a 429 at rate `peak` cuts the rate to `peak · β` (β = `decreaseFactor`, never below `minRate`).
- * Once `quietPeriodMs` have passed since the last 429 (and its retry-after), the rate follows
+ * Once the quiet period has passed since the last 429 (and its retry-after), the rate follows
  *
- *     rate(t) = peak · (1 − (1 − β) · (1 − t / recoveryMs)³),   t = ms since the climb began,
+ *     rate(t) = peak · (1 − (1 − β) · (1 − t / K)³),   t = ms since the climb began,
  *
  * concave up to `peak` — fast at first, then lingering just under the rate that failed — and convex
- * beyond it, probing for more. Unlike AWS, the curve's span is a time (`recoveryMs`) rather than a
- * constant in calls/s³, so it behaves the same at 2 calls/s and at 2,000; and the climb is driven by
- * successes ({@link onSuccess}), so an idle client neither probes nor needs a timer.
+ * beyond it, probing for more. The quiet period, K and the cluster window are counted in calls (the
+ * time so many calls take at the rate concerned), not in seconds: the search takes the same number
+ * of calls, and draws the same share of 429s, at 10 calls/s and at 1,000 — constants in seconds
+ * tuned at one quota leave a larger one's run over before the curve gets back up. The climb is
+ * driven by successes ({@link onSuccess}), so an idle client neither probes nor needs a timer.
  *
  * Why this curve and these defaults: against a steady quota every cycle ends in about one 429, so
  * the 429 share is set by the cycle length and the throughput by the curve's average. A linear
  * (AIMD) climb from `peak · β` averages `(1 + β) / 2` of the peak; the cubic one `1 − (1 − β) / 4`,
  * because it spends its time near the peak. AWS's β 0.7 with C 0.4 (K ≈ 2 s at 10/s) cycles every
- * ~2 s: in bench/adaptive.bench.ts, 5.6 % 429s and 8.7/s against a 10/s quota. β 0.8 with a 15 s
- * recovery gives 0.8 % and 9.3/s.
+ * ~2 s: in bench/adaptive.bench.ts, 5.7 % 429s and 8.7/s against a 10/s quota. β 0.8 with a
+ * 150-call recovery gives under 1 % and 93 % of the quota, at 10/s, 40/s, 200/s and 1,000/s alike.
  *
  * Several calls are in flight at once, so one overload comes back as a cluster of 429s; only the
  * first cuts. The others are known by their send time (`sentAtMs`, exact) or else by arriving
- * within `clusterWindowMs` of the cut. Every 429 restarts the quiet period.
+ * within `clusterWindowCalls` calls' time of the cut. Every 429 restarts the quiet period.
  *
  * Call {@link onRateLimited} for each 429 and {@link onSuccess} for each call that was not
  * throttled. Safe to share by every worker using the limits (one event loop, no locks needed).
@@ -116,13 +121,17 @@ export class AdaptiveRate {
   readonly #maxRate: number;
   readonly #minRate: number;
   readonly #decreaseFactor: number;
-  readonly #quietPeriodMs: number;
-  readonly #recoveryMs: number;
-  readonly #clusterWindowMs: number;
+  readonly #quietPeriodCalls: number;
+  readonly #recoveryCalls: number;
+  readonly #clusterWindowCalls: number;
+  /** The ceiling now: `maxRate`, or lower when the provider states a lower limit. */
+  #ceiling: number;
   #rate: number;
   /** The rate that drew the last cut's 429 (CUBIC's W_max). */
   #peakRate: number;
   #cutAtMs = -Infinity;
+  /** The rate at the last cut, which the cluster window is measured in. */
+  #cutRate = Infinity;
   /** No climbing before this instant: the end of the quiet period after the last 429. */
   #holdUntilMs = -Infinity;
   #decreases = 0;
@@ -140,15 +149,15 @@ export class AdaptiveRate {
     const {
       minRate = Math.min(maxRate, Math.max(maxRate / 100, MIN_DEFAULT_MIN_RATE)),
       decreaseFactor = ADAPTIVE_DEFAULTS.decreaseFactor,
-      quietPeriodMs = ADAPTIVE_DEFAULTS.quietPeriodMs,
-      recoveryMs = ADAPTIVE_DEFAULTS.recoveryMs,
-      clusterWindowMs = ADAPTIVE_DEFAULTS.clusterWindowMs,
+      quietPeriodCalls = ADAPTIVE_DEFAULTS.quietPeriodCalls,
+      recoveryCalls = ADAPTIVE_DEFAULTS.recoveryCalls,
+      clusterWindowCalls = ADAPTIVE_DEFAULTS.clusterWindowCalls,
     } = options;
     checkNumber('minRate', minRate, { min: 0, minExclusive: true, max: maxRate, unit: 'calls per second' });
     checkNumber('decreaseFactor', decreaseFactor, { min: 0, minExclusive: true, max: 1, maxExclusive: true });
-    checkDurationMs('quietPeriodMs', quietPeriodMs);
-    checkDurationMs('recoveryMs', recoveryMs, { positive: true });
-    checkDurationMs('clusterWindowMs', clusterWindowMs);
+    checkNumber('quietPeriodCalls', quietPeriodCalls, { min: 0 });
+    checkNumber('recoveryCalls', recoveryCalls, { min: 0, minExclusive: true });
+    checkNumber('clusterWindowCalls', clusterWindowCalls, { min: 0 });
     checkClock('clock', clock);
 
     this.#limits = limits;
@@ -156,9 +165,10 @@ export class AdaptiveRate {
     this.#maxRate = maxRate;
     this.#minRate = minRate;
     this.#decreaseFactor = decreaseFactor;
-    this.#quietPeriodMs = quietPeriodMs;
-    this.#recoveryMs = recoveryMs;
-    this.#clusterWindowMs = clusterWindowMs;
+    this.#quietPeriodCalls = quietPeriodCalls;
+    this.#recoveryCalls = recoveryCalls;
+    this.#clusterWindowCalls = clusterWindowCalls;
+    this.#ceiling = maxRate;
     this.#rate = maxRate;
     this.#peakRate = maxRate;
     if (limits.rate !== maxRate) limits.setRate(maxRate);
@@ -199,11 +209,13 @@ export class AdaptiveRate {
     if (retryAfterMs !== undefined) checkDurationMs('info.retryAfterMs', retryAfterMs);
     if (sentAtMs !== undefined) checkNumber('info.sentAtMs', sentAtMs);
     const nowMs = this.#clock.now();
-    this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#quietPeriodMs, nowMs + (retryAfterMs ?? 0));
-    const sameCluster = sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#clusterWindowMs : sentAtMs <= this.#cutAtMs;
+    this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#callsMs(this.#quietPeriodCalls, this.#rate), nowMs + (retryAfterMs ?? 0));
+    const sameCluster =
+      sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#callsMs(this.#clusterWindowCalls, this.#cutRate) : sentAtMs <= this.#cutAtMs;
     if (sameCluster) return;
 
     this.#cutAtMs = nowMs;
+    this.#cutRate = this.#rate;
     this.#peakRate = this.#rate;
     const cutRate = Math.max(this.#minRate, this.#rate * this.#decreaseFactor);
     if (cutRate === this.#rate) return;
@@ -213,13 +225,34 @@ export class AdaptiveRate {
 
   /** A call succeeded (was not throttled). After the quiet period, moves the rate up the curve. */
   onSuccess(): void {
-    if (this.#rate >= this.#maxRate) return;
+    if (this.#rate >= this.#ceiling) return;
     const nowMs = this.#clock.now();
     if (nowMs < this.#holdUntilMs) return;
-    const target = Math.min(this.#maxRate, this.#curve(nowMs - this.#holdUntilMs));
-    if (target < this.#maxRate && target - this.#rate < this.#rate * MIN_PROBE_SHARE) return;
+    const target = Math.min(this.#ceiling, this.#curve(nowMs - this.#holdUntilMs));
+    if (target < this.#ceiling && target - this.#rate < this.#rate * MIN_PROBE_SHARE) return;
     this.#increases += 1;
     this.#set(target, 'probe');
+  }
+
+  /**
+   * The provider said what its request limit is, in calls per second (its rate-limit headers'
+   * limit over their window): no need to search for it. The rate goes to it at once (never above
+   * `maxRate`) and stays there unless 429s say someone else is using the same quota; a limit
+   * stated again later (the provider changed it) moves it again.
+   */
+  onStatedLimit(ratePerSecond: number): void {
+    checkNumber('ratePerSecond', ratePerSecond, { min: 0, minExclusive: true, unit: 'calls per second' });
+    const ceiling = Math.max(this.#minRate, Math.min(this.#maxRate, ratePerSecond));
+    if (ceiling === this.#ceiling) return;
+    const wasAtCeiling = this.#rate >= this.#ceiling;
+    this.#ceiling = ceiling;
+    this.#peakRate = Math.min(this.#peakRate, ceiling);
+    if (this.#rate > ceiling || wasAtCeiling) this.#set(ceiling, ceiling < this.#rate ? 'throttled' : 'probe');
+  }
+
+  /** How long `calls` calls take at `rate`, in ms. */
+  #callsMs(calls: number, rate: number): number {
+    return (calls * 1000) / rate;
   }
 
   /**
@@ -238,12 +271,12 @@ export class AdaptiveRate {
   }
 
   /**
-   * The CUBIC curve `climbMs` into the climb: `peak · β` at 0, `peak` at `recoveryMs`. Its span is
-   * `peak · (1 − β)` even when the floor held the cut higher, so a client cut at the floor still
-   * climbs past it.
+   * The CUBIC curve `climbMs` into the climb: `peak · β` at 0, `peak` after `recoveryCalls` calls'
+   * time at the peak rate. Its span is `peak · (1 − β)` even when the floor held the cut higher,
+   * so a client cut at the floor still climbs past it.
    */
   #curve(climbMs: number): number {
-    const remaining = 1 - climbMs / this.#recoveryMs;
+    const remaining = 1 - climbMs / this.#callsMs(this.#recoveryCalls, this.#peakRate);
     return this.#peakRate * (1 - (1 - this.#decreaseFactor) * remaining ** 3);
   }
 

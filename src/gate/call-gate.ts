@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { BreakerPermit, CircuitBreaker } from '../breaker/circuit-breaker.ts';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { parseRateLimitHeaders } from '../http/rate-limit-headers.ts';
+import { parseRateLimitHeaders, type RateLimitInfo } from '../http/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
 import {
@@ -302,9 +302,19 @@ class Attempt implements AttemptEvent {
     this.waitStartMs = startMs;
   }
 
+  #rateLimitInfo: RateLimitInfo | undefined;
+
   /** The headers the provider answered with, on a response or on an error. */
   get headers(): ResponseHeaders | undefined {
     return this.response?.headers ?? (this.error as { headers?: ResponseHeaders } | undefined)?.headers;
+  }
+
+  /** What those headers say of the limits, read once for every observer that asks. */
+  get rateLimitInfo(): RateLimitInfo | undefined {
+    const headers = this.headers;
+    if (headers === undefined) return undefined;
+    this.#rateLimitInfo ??= parseRateLimitHeaders(headers);
+    return this.#rateLimitInfo;
   }
 
   end(atMs: number, signal: AbortSignal | undefined): void {
@@ -339,8 +349,14 @@ const tellBreaker: AttemptObserver = (attempt) => {
   else permit.release();
 };
 
+/**
+ * The adaptive rate hears of 429s and successes — and, when the provider states its request limit
+ * in its headers, adopts that instead of searching for it.
+ */
 function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
   return (attempt) => {
+    const stated = attempt.rateLimitInfo?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
+    if (stated !== undefined && stated.limit! > 0) adaptive.onStatedLimit((stated.limit! * 1000) / stated.windowMs!);
     if (attempt.outcome === 'ok') adaptive.onSuccess();
     else if (attempt.outcome === 'rate-limited') {
       adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
@@ -351,9 +367,7 @@ function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
 /** Lowers each limit to what the provider says remains of it; never raises one. */
 function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
   return (attempt) => {
-    const headers = attempt.headers;
-    if (headers === undefined) return;
-    for (const status of parseRateLimitHeaders(headers).limits) {
+    for (const status of attempt.rateLimitInfo?.limits ?? []) {
       if (status.remaining === undefined) continue;
       limits.lowerTo(status.kind, status.remaining);
       logger.trace({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');

@@ -34,6 +34,9 @@ export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
  */
 export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
 
+/** OpenAI's and Anthropic's limits are per minute. */
+const VENDOR_WINDOW_MS = 60_000;
+
 /** OpenAI's headers count requests and tokens only. */
 const OPENAI_KINDS: readonly LimitKind[] = ['requests', 'tokens'];
 
@@ -50,6 +53,12 @@ export interface LimitStatus {
   resetMs?: number;
   /** The IETF policy the figures belong to (`"default"` in `RateLimit: "default";r=50`); other styles have none. */
   policy?: string;
+  /**
+   * The window `limit` counts over, in ms: a minute for OpenAI's and Anthropic's limits (requests
+   * and tokens per minute), the policy's `w` for the IETF draft; absent when the headers do not say.
+   * `limit / windowMs` is the provider's stated rate.
+   */
+  windowMs?: number;
 }
 
 export interface RateLimitInfo {
@@ -78,15 +87,17 @@ export interface ParseRateLimitHeadersOptions {
   readonly maxRetryAfterMs?: number;
 }
 
-/** One limit to describe in headers; all fields required, counts whole. */
+/** One limit to describe in headers; counts whole. */
 export interface LimitSnapshot {
   readonly kind: LimitKind;
-  /** Whole number >= 0. */
+  /** Whole number >= 0: per minute for the OpenAI and Anthropic styles, per `windowMs` for the IETF one. */
   readonly limit: number;
   /** Whole number >= 0. */
   readonly remaining: number;
   /** Ms until the limit is full again, >= 0; written rounded up to the style's precision. */
   readonly resetMs: number;
+  /** The window `limit` counts over, in ms (the IETF policy's `w`, in whole seconds). Default: unsaid. */
+  readonly windowMs?: number | undefined;
 }
 
 export interface FormatRateLimitHeadersOptions {
@@ -157,7 +168,10 @@ export function formatRateLimitHeaders(
     }
   } else if (status.length > 0) {
     headers['ratelimit-policy'] = status
-      .map(({ kind, limit }) => `"${kind}";q=${limit}${kind === 'requests' ? '' : `;qu="${kind}"`}`)
+      .map(
+        ({ kind, limit, windowMs }) =>
+          `"${kind}";q=${limit}${kind === 'requests' ? '' : `;qu="${kind}"`}${windowMs === undefined ? '' : `;w=${Math.ceil(windowMs / 1000)}`}`,
+      )
       .join(', ');
     headers.ratelimit = status.map(({ kind, remaining, resetMs }) => `"${kind}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`).join(', ');
   }
@@ -233,6 +247,7 @@ function parseOpenAi(context: Context): LimitStatus[] {
       limit: parseCount(first(context, `x-ratelimit-limit-${kind}`)),
       remaining: parseCount(first(context, `x-ratelimit-remaining-${kind}`)),
       resetMs: resetMs === undefined ? undefined : context.capMs(resetMs),
+      windowMs: VENDOR_WINDOW_MS,
     });
   }
   return limits;
@@ -247,6 +262,7 @@ function parseAnthropic(context: Context): LimitStatus[] {
       limit: parseCount(first(context, `anthropic-ratelimit-${kind}-limit`)),
       remaining: parseCount(first(context, `anthropic-ratelimit-${kind}-remaining`)),
       resetMs: resetAtMs === undefined ? undefined : context.capMs(Math.max(0, resetAtMs - context.nowMs)),
+      windowMs: VENDOR_WINDOW_MS,
     });
   }
   return limits;
@@ -279,12 +295,14 @@ function parseIetf(context: Context): LimitStatus[] {
     const kind = unitKind(policy?.get('qu') ?? 'requests');
     // A unit we do not count in (content-bytes, concurrent-requests) must not pass for requests.
     if (kind === undefined) continue;
+    const windowSeconds = parseDecimal(policy?.get('w'));
     pushStatus(limits, {
       kind,
       limit: parseCount(policy?.get('q')),
       remaining: parseCount(status?.get('r')),
       resetMs: seconds(status?.get('t')),
       policy: name,
+      windowMs: windowSeconds === undefined || windowSeconds === 0 ? undefined : windowSeconds * 1000,
     });
   }
   return limits;
@@ -297,15 +315,24 @@ function unitKind(unit: string): LimitKind | undefined {
 /** Adds the status unless the headers told nothing readable about it; leaves out absent fields. */
 function pushStatus(
   limits: LimitStatus[],
-  fields: { kind: LimitKind; limit: number | undefined; remaining: number | undefined; resetMs: number | undefined; policy?: string },
+  fields: {
+    kind: LimitKind;
+    limit: number | undefined;
+    remaining: number | undefined;
+    resetMs: number | undefined;
+    policy?: string;
+    windowMs?: number | undefined;
+  },
 ): void {
-  const { kind, limit, remaining, resetMs, policy } = fields;
+  const { kind, limit, remaining, resetMs, policy, windowMs } = fields;
   if (limit === undefined && remaining === undefined && resetMs === undefined) return;
   const status: LimitStatus = { kind };
   if (limit !== undefined) status.limit = limit;
   if (remaining !== undefined) status.remaining = remaining;
   if (resetMs !== undefined) status.resetMs = resetMs;
   if (policy !== undefined) status.policy = policy;
+  // A window without a limit says nothing.
+  if (limit !== undefined && windowMs !== undefined) status.windowMs = windowMs;
   limits.push(status);
 }
 

@@ -92,7 +92,7 @@ export interface SimulatedProviderOptions {
   readonly hangMs?: number;
   /**
    * When set, every response and every 429 / 503 carries headers as a provider of this style sends
-   * them: the quota's status (limit = burst, remaining = whole tokens left, reset = time until full;
+   * them: the quota's status (limit = calls per minute, remaining = whole tokens left, reset = time until full;
    * none without a `quota`) and, on 429s and outage 503s, `retry-after` (whole seconds, rounded up)
    * and `retry-after-ms`. Default: no headers.
    */
@@ -305,7 +305,9 @@ export class SimulatedProvider implements Provider {
       const bucket = this.#quota;
       status.push({
         kind: 'requests',
-        limit: Math.floor(bucket.burst),
+        // Per minute, as OpenAI and Anthropic state their limits; `remaining` is the bucket's whole tokens.
+        limit: Math.round(bucket.rate * 60),
+        windowMs: 60_000,
         // Float refill can land a hair under a whole token that is, in truth, there.
         remaining: Math.max(0, Math.floor(bucket.tokens() + TOKEN_EPSILON)),
         resetMs: bucket.msUntil(bucket.burst),

@@ -8,8 +8,8 @@ import { SimulatedProvider } from '../../src/provider/simulated.ts';
 
 type Knobs = Omit<AdaptiveRateOptions, 'limits' | 'clock'> & { readonly maxRate: number };
 
-/** β 0.5, 1 s quiet, 10 s recovery: round numbers for exact expectations. */
-const ROUND: Knobs = { maxRate: 20, decreaseFactor: 0.5, quietPeriodMs: 1000, recoveryMs: 10_000, clusterWindowMs: 500 };
+/** β 0.5; at 20/s a 1 s quiet period, a 10 s recovery and a 500 ms cluster window: round numbers for exact expectations. */
+const ROUND: Knobs = { maxRate: 20, decreaseFactor: 0.5, quietPeriodCalls: 20, recoveryCalls: 200, clusterWindowCalls: 10 };
 
 function setup(knobs: Knobs = ROUND) {
   const clock = new ManualClock();
@@ -36,9 +36,9 @@ describe('new AdaptiveRate()', () => {
     [{ limits, maxRate: 20, minRate: 21 }, /Expected minRate .*, got 21/],
     [{ limits, maxRate: 20, decreaseFactor: 1 }, /Expected decreaseFactor to be a finite number in \(0, 1\), got 1/],
     [{ limits, maxRate: 20, decreaseFactor: 0 }, /Expected decreaseFactor .*, got 0/],
-    [{ limits, maxRate: 20, quietPeriodMs: -1 }, /Expected quietPeriodMs to be a finite number >= 0 \(ms\), got -1/],
-    [{ limits, maxRate: 20, recoveryMs: 0 }, /Expected recoveryMs to be a finite number > 0 \(ms\), got 0/],
-    [{ limits, maxRate: 20, clusterWindowMs: Infinity }, /Expected clusterWindowMs .*, got Infinity/],
+    [{ limits, maxRate: 20, quietPeriodCalls: -1 }, /Expected quietPeriodCalls to be a finite number >= 0, got -1/],
+    [{ limits, maxRate: 20, recoveryCalls: 0 }, /Expected recoveryCalls to be a finite number > 0, got 0/],
+    [{ limits, maxRate: 20, clusterWindowCalls: Infinity }, /Expected clusterWindowCalls .*, got Infinity/],
     [{ limits, maxRate: 20, clock: {} }, /Expected clock to be a Clock, got {}/],
   ])('throws a TypeError for %o', (options, message) => {
     const create = () => new AdaptiveRate(options as unknown as AdaptiveRateOptions);
@@ -153,7 +153,7 @@ describe('AdaptiveRate', () => {
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(10);
     expect(adaptive.increases).toBe(0);
-    // The climb starts at the end of the quiet period: halfway through recoveryMs the curve is at
+    // The climb starts at the end of the quiet period: halfway through the recovery the curve is at
     // peak · (1 − (1 − β) · 0.5³) = 20 · (1 − 0.5 / 8).
     await clock.advance(1 + 5000);
     adaptive.onSuccess();
@@ -172,8 +172,8 @@ describe('AdaptiveRate', () => {
     await clock.advance(400);
     adaptive.onRateLimited();
     expect(adaptive.decreases).toBe(1);
-    // Quiet until 400 + 1000; the climb starts there.
-    await clock.advance(999);
+    // Quiet for 20 calls at the rate now, 10/s: until 400 + 2000; the climb starts there.
+    await clock.advance(1999);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(10);
     await clock.advance(1 + 5000);
@@ -197,15 +197,16 @@ describe('AdaptiveRate', () => {
     adaptive.onRateLimited({ sentAtMs: -1 });
     adaptive.onRateLimited({ sentAtMs: 1 });
     expect(adaptive.rate).toBe(5);
-    // Peak 10: back at it after the quiet period plus recoveryMs; one recovery later at
-    // 10 · (1 + (1 − β) · 1³) = 15; one more would be 10 · (1 + 0.5 · 8) = 50, capped at 20.
-    await clock.advance(1000 + 10_000);
+    // Peak 10: back at it after the quiet period (20 calls at 10/s) plus the recovery (200 calls
+    // at 10/s); one recovery later at 10 · (1 + (1 − β) · 1³) = 15; one more would be
+    // 10 · (1 + 0.5 · 8) = 50, capped at 20.
+    await clock.advance(2000 + 20_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(10);
-    await clock.advance(10_000);
+    await clock.advance(20_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(15);
-    await clock.advance(10_000);
+    await clock.advance(20_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(20);
     await clock.advance(60_000);
@@ -221,7 +222,8 @@ describe('AdaptiveRate', () => {
     adaptive.onRateLimited({ sentAtMs: 2 });
     expect(adaptive.rate).toBe(8);
     expect(adaptive.decreases).toBe(2);
-    await clock.advance(1000 + 2 * 10_000);
+    // At the floor the peak is 8: 20 calls of quiet and two recoveries of 200 calls, at 8/s.
+    await clock.advance(2500 + 2 * 25_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(12);
   });
@@ -244,6 +246,24 @@ describe('AdaptiveRate', () => {
       expect(rate === 20 || rate >= previous * 1.01).toBe(true);
       previous = rate;
     }
+  });
+
+  it('.onStatedLimit() - adopts the limit the provider states at once, never above maxRate, and climbs back to it after a cut', async () => {
+    const { clock, adaptive, events } = setup();
+    adaptive.onStatedLimit(12);
+    expect(adaptive.rate).toBe(12);
+    adaptive.onStatedLimit(12);
+    adaptive.onStatedLimit(50);
+    expect(adaptive.rate).toBe(20);
+    adaptive.onStatedLimit(12);
+    // Someone else on the same quota: a 429 still cuts, and the climb stops at the stated limit.
+    adaptive.onRateLimited();
+    expect(adaptive.rate).toBe(6);
+    await clock.advance(60_000);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBe(12);
+    expect(events.map((event) => event.rate)).toEqual([12, 20, 12, 6, 12]);
+    expect(() => adaptive.onStatedLimit(0)).toThrow(/Expected ratePerSecond to be a finite number > 0 \(calls per second\), got 0/);
   });
 
   it('.onChange() - tells every change with its reason, until disposed', async () => {

@@ -66,7 +66,8 @@ const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', tex
 describe('ProviderLimits: another implementation stands in without touching the gate', () => {
   it('every attempt acquires its cost through the interface; grants are settled, 429s cut the rate, headers lower the limits', async () => {
     const clock = new ManualClock();
-    const headers = formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 10, remaining: 3, resetMs: 100 }]);
+    // 600 a minute: the 10/s the limits have, so the stated limit changes nothing here.
+    const headers = formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 600, remaining: 3, resetMs: 100 }]);
     const provider = new ScriptedProvider('remote', clock, [
       { error: new RateLimitError('429', { retryAfterMs: 20, headers }) },
       { latencyMs: 10 },

@@ -183,6 +183,27 @@ describe('CallGate - headers and adaptive rate', () => {
     expect(adaptive.decreases).toBe(1);
   });
 
+  it('adopts the request limit the provider states in its headers, instead of searching for it', async () => {
+    const clock = new ManualClock();
+    // 5 calls/s, said as 300 a minute in OpenAI's x-ratelimit-limit-requests.
+    const provider = new SimulatedProvider({
+      minLatencyMs: 1,
+      maxLatencyMs: 1,
+      quota: { rate: 5, burst: 2 },
+      headerStyle: 'openai',
+      clock,
+    });
+    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const adaptive = new AdaptiveRate({ limits, clock });
+    const gate = new CallGate({ provider, limits, adaptive, clock });
+    await drive(clock, gate.call(request));
+    expect(limits.rate).toBe(5);
+    expect(adaptive.decreases).toBe(0);
+    // 20 more calls at the stated rate draw no 429.
+    for (let i = 0; i < 20; i++) await drive(clock, gate.call(request));
+    expect(provider.rateLimited).toBe(0);
+  });
+
   it('tells the adaptive rate of 429s, which cuts the request rate', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}]);

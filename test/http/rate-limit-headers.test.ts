@@ -137,8 +137,8 @@ describe('parseRateLimitHeaders()', () => {
     expect(info).toEqual({
       retryAfterMs: 2000,
       limits: [
-        { kind: 'requests', limit: 60, remaining: 59 },
-        { kind: 'tokens', limit: 1000 },
+        { kind: 'requests', limit: 60, remaining: 59, windowMs: 60_000 },
+        { kind: 'tokens', limit: 1000, windowMs: 60_000 },
         { kind: 'requests', remaining: 5, policy: 'default' },
       ],
     });
@@ -199,8 +199,8 @@ describe('parseRateLimitHeaders() - OpenAI style', () => {
     });
     expect(info).toEqual({
       limits: [
-        { kind: 'requests', limit: 60, remaining: 59, resetMs: 1000 },
-        { kind: 'tokens', limit: 150_000, remaining: 149_984, resetMs: 6 },
+        { kind: 'requests', limit: 60, remaining: 59, resetMs: 1000, windowMs: 60_000 },
+        { kind: 'tokens', limit: 150_000, remaining: 149_984, resetMs: 6, windowMs: 60_000 },
       ],
     });
   });
@@ -230,7 +230,7 @@ describe('parseRateLimitHeaders() - OpenAI style', () => {
     'parseRateLimitHeaders() - ignores the malformed reset duration %j',
     (value) => {
       expect(parse({ 'x-ratelimit-reset-requests': value, 'x-ratelimit-limit-requests': '10' }).limits).toEqual([
-        { kind: 'requests', limit: 10 },
+        { kind: 'requests', limit: 10, windowMs: 60_000 },
       ]);
     },
   );
@@ -268,10 +268,10 @@ describe('parseRateLimitHeaders() - Anthropic style', () => {
     expect(parse(headers)).toEqual({
       retryAfterMs: 3000,
       limits: [
-        { kind: 'requests', limit: 1000, remaining: 0, resetMs: 1000 },
-        { kind: 'tokens', limit: 2000, remaining: 100, resetMs: 2000 },
-        { kind: 'input-tokens', limit: 3000, remaining: 200, resetMs: 3000 },
-        { kind: 'output-tokens', limit: 4000, remaining: 300, resetMs: 4000 },
+        { kind: 'requests', limit: 1000, remaining: 0, resetMs: 1000, windowMs: 60_000 },
+        { kind: 'tokens', limit: 2000, remaining: 100, resetMs: 2000, windowMs: 60_000 },
+        { kind: 'input-tokens', limit: 3000, remaining: 200, resetMs: 3000, windowMs: 60_000 },
+        { kind: 'output-tokens', limit: 4000, remaining: 300, resetMs: 4000, windowMs: 60_000 },
       ],
     });
   });
@@ -311,7 +311,7 @@ describe('parseRateLimitHeaders() - Anthropic style', () => {
 describe('parseRateLimitHeaders() - IETF style', () => {
   it('parseRateLimitHeaders() - joins RateLimit with RateLimit-Policy by policy name', () => {
     const info = parse({ ratelimit: '"default";r=50;t=30', 'ratelimit-policy': '"default";q=100;w=60' });
-    expect(info.limits).toEqual([{ kind: 'requests', limit: 100, remaining: 50, resetMs: 30_000, policy: 'default' }]);
+    expect(info.limits).toEqual([{ kind: 'requests', limit: 100, remaining: 50, resetMs: 30_000, policy: 'default', windowMs: 60_000 }]);
   });
 
   it('parseRateLimitHeaders() - reads several policies, in the policies order', () => {
@@ -320,8 +320,8 @@ describe('parseRateLimitHeaders() - IETF style', () => {
       'ratelimit-policy': '"burst";q=100;w=60, "daily";q=1000;w=86400, "tokens";q=40000;qu="tokens"',
     });
     expect(info.limits).toEqual([
-      { kind: 'requests', limit: 100, remaining: 5, resetMs: 1000, policy: 'burst' },
-      { kind: 'requests', limit: 1000, remaining: 900, resetMs: CAP_MS, policy: 'daily' },
+      { kind: 'requests', limit: 100, remaining: 5, resetMs: 1000, policy: 'burst', windowMs: 60_000 },
+      { kind: 'requests', limit: 1000, remaining: 900, resetMs: CAP_MS, policy: 'daily', windowMs: 86_400_000 },
       { kind: 'tokens', limit: 40_000, policy: 'tokens' },
     ]);
   });
@@ -562,7 +562,8 @@ describe('parseRateLimitHeaders(formatRateLimitHeaders()) - round trips', () => 
         fc.integer({ min: 0, max: 4e12 }),
         (status, retryAfterMs, nowMs) => {
           const info = roundTrip(style, status, retryAfterMs, nowMs);
-          expect(info.limits).toEqual(status);
+          // Their limits are per minute, said by the style rather than by a header.
+          expect(info.limits).toEqual(status.map((entry) => ({ ...entry, windowMs: 60_000 })));
           expect(info.retryAfterMs).toBe(retryAfterMs);
         },
       ),

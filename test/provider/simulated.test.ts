@@ -402,11 +402,11 @@ describe('SimulatedProvider - rate-limit headers', () => {
     expect((second as PromiseRejectedResult).reason.headers).toBeUndefined();
   });
 
-  it('.call() - sends OpenAI headers describing the quota: after 2 of 3, 1 remains, full in 400 ms', async () => {
+  it('.call() - sends OpenAI headers describing the quota: 300 a minute; after 2 of a burst of 3, 1 remains, full in 400 ms', async () => {
     const { clock, provider } = setup(quotaOptions('openai'));
     const [, second] = await callNow(clock, provider, 2);
     expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
-      'x-ratelimit-limit-requests': '3',
+      'x-ratelimit-limit-requests': '300',
       'x-ratelimit-remaining-requests': '1',
       'x-ratelimit-reset-requests': '400ms',
     });
@@ -417,7 +417,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     await clock.advance(1000);
     const [, second] = await callNow(clock, provider, 2);
     expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
-      'anthropic-ratelimit-requests-limit': '3',
+      'anthropic-ratelimit-requests-limit': '300',
       'anthropic-ratelimit-requests-remaining': '1',
       'anthropic-ratelimit-requests-reset': '2025-01-01T00:00:01.400Z',
     });
@@ -427,7 +427,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     const { clock, provider } = setup(quotaOptions('ietf'));
     const [, second] = await callNow(clock, provider, 2);
     expect((second as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({
-      'ratelimit-policy': '"requests";q=3',
+      'ratelimit-policy': '"requests";q=300;w=60',
       ratelimit: '"requests";r=1;t=1',
     });
   });
@@ -440,13 +440,13 @@ describe('SimulatedProvider - rate-limit headers', () => {
     const roundTo = (ms: number) => (style === 'ietf' ? Math.ceil(ms / 1000) * 1000 : ms);
 
     const [first, second] = await callNow(clock, provider, 2);
-    expect(parsed(first!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 2, resetMs: roundTo(200) }]);
-    expect(parsed(second!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 1, resetMs: roundTo(400) }]);
+    expect(parsed(first!).limits).toMatchObject([{ kind: 'requests', limit: 300, windowMs: 60_000, remaining: 2, resetMs: roundTo(200) }]);
+    expect(parsed(second!).limits).toMatchObject([{ kind: 'requests', limit: 300, windowMs: 60_000, remaining: 1, resetMs: roundTo(400) }]);
 
     // 100 ms later the bucket holds 1.5: this call leaves 0.5 — no whole call left, full in 500 ms.
     await clock.advance(100);
     const [third] = await callNow(clock, provider, 1);
-    expect(parsed(third!).limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 0, resetMs: roundTo(500) }]);
+    expect(parsed(third!).limits).toMatchObject([{ kind: 'requests', limit: 300, windowMs: 60_000, remaining: 0, resetMs: roundTo(500) }]);
   });
 
   it('.call() - computes the headers when it answers, after the latency', async () => {
@@ -466,7 +466,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     expect(error.headers).toMatchObject({ 'retry-after': '1', 'retry-after-ms': '200' });
     const info = parseRateLimitHeaders(error.headers, { nowMs: EPOCH_MS });
     expect(info.retryAfterMs).toBe(200);
-    expect(info.limits).toMatchObject([{ kind: 'requests', limit: 3, remaining: 0 }]);
+    expect(info.limits).toMatchObject([{ kind: 'requests', limit: 300, remaining: 0 }]);
     expect(Object.isFrozen(error.headers)).toBe(true);
   });
 
@@ -494,7 +494,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     expect(error).toBeInstanceOf(ServerError);
     expect(error.retryAfterMs).toBeUndefined();
     expect(error.headers).toEqual({
-      'x-ratelimit-limit-requests': '3',
+      'x-ratelimit-limit-requests': '300',
       'x-ratelimit-remaining-requests': '2',
       'x-ratelimit-reset-requests': '200ms',
     });
@@ -596,7 +596,7 @@ describe('SimulatedProvider - outage', () => {
       expect(error.headers).toEqual({
         'retry-after': '3',
         'retry-after-ms': '2500',
-        'ratelimit-policy': '"requests";q=1',
+        'ratelimit-policy': '"requests";q=60;w=60',
         ratelimit: '"requests";r=1;t=0',
       });
     }
