@@ -24,15 +24,20 @@ export interface ProcessorOptions {
   readonly workerId?: number | undefined;
   /** Told as each call starts and when the article ends, so new articles are admitted by what is still to come. */
   readonly admission?: Admission | undefined;
+  /** What a call is expected to take, in ms, for ranking the article's calls by urgency. Default: nothing. */
+  readonly expectedCallMs?: (() => number) | undefined;
 }
 
 /**
  * Runs an article's tasks in order — summarise, then sentiment — and always resolves with its
  * result: succeeded, failed with the reason (a dead letter), or cancelled. It never rejects.
- * `rank` orders its calls among those waiting for the limits (lower first): the pipeline gives
- * each article the order it started in, so work under way finishes before later work.
+ *
+ * Each call waits for the limits ranked by the latest instant it can be granted and still leave
+ * the article's remaining calls their expected time before its deadline: earliest deadline first.
+ * Under load that serves work under way before articles started after it; with time to spare,
+ * an article's first call goes before others' second ones, which keeps the limits busy.
  */
-export async function processArticle(article: Article, rank: number, options: ProcessorOptions): Promise<ArticleResult> {
+export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
   const { clock, timeoutMs, signal: runSignal } = options;
   const startMs = clock.now();
   const deadlineMs = startMs + timeoutMs;
@@ -42,7 +47,7 @@ export async function processArticle(article: Article, rank: number, options: Pr
   let task: TaskName = TASKS[0]!;
   let called = 0;
   const tally = { calls: 0, latencyMs: 0 };
-  const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt: options.onAttempt, workerId: options.workerId, tally };
+  const callOptions = { signal: deadlineSignal, deadlineMs, rank: 0, onAttempt: options.onAttempt, workerId: options.workerId, tally };
   const result: Mutable<ArticleResult> = {
     id: article.id,
     title: article.title,
@@ -55,6 +60,7 @@ export async function processArticle(article: Article, rank: number, options: Pr
     for (task of TASKS) {
       const request = { task, articleId: article.id, title: article.title, text: article.content };
       admission?.calling(gates[task]);
+      callOptions.rank = deadlineMs - (TASKS.length - called) * (options.expectedCallMs?.() ?? 0);
       called++;
       const { response } = await gates[task].call(request, callOptions);
       const output = response.output;

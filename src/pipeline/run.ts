@@ -12,6 +12,7 @@ import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, expected } from '../validation/checks.ts';
 import { Admission } from './admission.ts';
+import { LatencyEstimate } from './latency-estimate.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
@@ -25,10 +26,8 @@ export const PIPELINE_DEFAULTS = Object.freeze({
   timeoutMs: 5000,
 });
 
-/** How fast the estimate of a call's latency follows new calls (an exponential moving average's weight). */
-const LATENCY_SMOOTHING = 0.1;
-/** The share of an article's timeout admission keeps back for timers and calls that run late. */
-const ADMISSION_MARGIN = 0.01;
+/** The share of an article's timeout admission keeps back for timers and calls that run late (a loaded event loop stalls for tens of ms). */
+const ADMISSION_MARGIN = 0.1;
 
 /** A provider and the client-side mechanisms in front of it. */
 export interface ProviderSetup {
@@ -141,22 +140,22 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
   const deadlines = articleDeadlines(clock, timeoutMs, signal);
-  // What a call takes, as seen so far; an article's calls take that much of its timeout, and the
-  // limits may have the rest less a margin for timers that fire late. Before any call has
-  // answered, half the timeout is kept for the calls.
-  let callLatencyMs: number | undefined;
+  // An article's calls take what calls have been taking (allowing for the slow ones) — half its
+  // timeout until calls have answered — and the limits may have the rest, less a margin for timers
+  // that fire late.
+  const latency = new LatencyEstimate(timeoutMs / 2 / TASKS.length);
   const admission = new Admission(
     TASKS.map((task) => gates[task]),
     clock,
-    () => (callLatencyMs === undefined ? timeoutMs / 2 : timeoutMs * (1 - ADMISSION_MARGIN) - TASKS.length * callLatencyMs),
+    () => timeoutMs * (1 - ADMISSION_MARGIN) - TASKS.length * latency.highMs,
     signal,
   );
+  const expectedCallMs = () => latency.meanMs;
 
   let stoppedBy: RunStop | undefined;
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
-    if (event.called)
-      callLatencyMs = callLatencyMs === undefined ? event.latencyMs : callLatencyMs + LATENCY_SMOOTHING * (event.latencyMs - callLatencyMs);
+    if (event.called) latency.record(event.latencyMs);
     if (stopsRun(event.error) && !signal.aborted) {
       stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
       // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
@@ -169,14 +168,24 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // allocates little, and slots a run never fills cost nothing.
   const processorOptions: ProcessorOptions[] = [];
   const optionsFor = (workerId: number): ProcessorOptions =>
-    (processorOptions[workerId] ??= { gates, timeoutMs, clock, deadlines, signal, workerId, onAttempt: recordAttempt, admission });
+    (processorOptions[workerId] ??= {
+      gates,
+      timeoutMs,
+      clock,
+      deadlines,
+      signal,
+      workerId,
+      onAttempt: recordAttempt,
+      admission,
+      expectedCallMs,
+    });
 
   try {
     await runPool(
       options.source,
-      async (article, workerId, index) => {
+      async (article, workerId) => {
         metrics.recordStarted();
-        const result = await processArticle(article, index, optionsFor(workerId));
+        const result = await processArticle(article, optionsFor(workerId));
         metrics.recordResult(result);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
