@@ -14,6 +14,7 @@ import {
   type RunSummary,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
+import { buildServeCommand } from './serve.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import {
@@ -64,7 +65,8 @@ function buildProgram(onExit: (code: number) => void): Command {
         'provider is simulated in-process, so no server or key is needed.',
     )
     .enablePositionalOptions()
-    .addCommand(buildBenchCommand(onExit));
+    .addCommand(buildBenchCommand(onExit))
+    .addCommand(buildServeCommand(onExit));
   addRunOptions(program, [
     new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
