@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../http/rate-limit-headers.ts';
@@ -309,6 +310,7 @@ export class LlmServer {
     if (body === 'gone') return this.#finish(exchange, CLIENT_CLOSED);
 
     let request: ChatRequest;
+    let validate: ValidateFunction | undefined;
     let schemaValue: unknown;
     try {
       let json: unknown;
@@ -321,10 +323,10 @@ export class LlmServer {
       const { shape } = request;
       // A schema that does not compile, or admits nothing, is refused before any latency is spent.
       if (shape.kind === 'schema' || shape.kind === 'tool') {
-        schemas.validator(shape.schema);
+        validate = schemas.validator(shape.schema);
         if (taskOf(shape.name, shape.schema) === undefined) {
           const { title, text } = articleOf(request.lastUserText);
-          schemaValue = schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS));
+          schemaValue = schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate);
         }
       }
     } catch (error) {
@@ -344,7 +346,7 @@ export class LlmServer {
     });
     let answer: { text?: string; value?: unknown };
     try {
-      answer = await this.#answer(request, schemaValue, exchange.requestId, abort.signal);
+      answer = await this.#answer(request, validate, schemaValue, exchange.requestId, abort.signal);
     } catch (error) {
       if (abort.signal.aborted) return this.#finish(exchange, CLIENT_CLOSED);
       const failure = simulatedFailure(error);
@@ -373,7 +375,13 @@ export class LlmServer {
    * free text come from the provider's own analysis of the article; a schema's value was made
    * already, and the provider's call only decides when, and whether, it is sent.
    */
-  async #answer(request: ChatRequest, schemaValue: unknown, id: string, signal: AbortSignal): Promise<{ text?: string; value?: unknown }> {
+  async #answer(
+    request: ChatRequest,
+    validate: ValidateFunction | undefined,
+    schemaValue: unknown,
+    id: string,
+    signal: AbortSignal,
+  ): Promise<{ text?: string; value?: unknown }> {
     const { shape } = request;
     const article = articleOf(request.lastUserText);
     const call = (task: LlmRequest['task'], title: string, text: string) =>
@@ -389,8 +397,8 @@ export class LlmServer {
     }
     const value = answerOf((await call(task, article.title, article.text)).output);
     // A client's schema of the same shape may ask more (a maxItems, a pattern): then it gets a made value.
-    const { schemas } = this.#loaded!;
-    return { value: schemas.fits(shape.schema, value) ? value : schemas.valueFor(shape.schema, Object.values(value).flat().map(String)) };
+    if (validate!(value)) return { value };
+    return { value: this.#loaded!.schemas.valueFor(shape.schema, Object.values(value).flat().map(String), validate) };
   }
 
   #listModels(exchange: Exchange): void {

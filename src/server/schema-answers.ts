@@ -41,19 +41,16 @@ export class SchemaAnswers {
     return new SchemaAnswers({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
   }
 
-  /** A value that validates against `schema`, strings made of `words`. Throws {@link SchemaError}. */
-  valueFor(schema: JsonSchema, words: readonly string[]): unknown {
-    const validate = this.validator(schema);
+  /**
+   * A value that validates against `schema`, strings made of `words`. Throws {@link SchemaError}.
+   * `validate` saves a second cache lookup when the caller has the schema's validator already.
+   */
+  valueFor(schema: JsonSchema, words: readonly string[], validate: ValidateFunction = this.validator(schema)): unknown {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const value = valueForSchema(schema, { words, attempt });
       if (value !== undefined && validate(value)) return value;
     }
     throw new SchemaError(`no value was found that fits the schema (${ATTEMPTS} tried)`);
-  }
-
-  /** Whether `value` fits `schema`. Throws {@link SchemaError} when the schema does not compile. */
-  fits(schema: JsonSchema, value: unknown): boolean {
-    return this.validator(schema)(value);
   }
 
   /** The compiled validator, from the cache or compiled now. */

@@ -14,6 +14,7 @@
 
 import { createRandom } from '../provider/random.ts';
 import type { JsonSchema } from '../provider/tasks/task.ts';
+import { isRecord } from './chat-api.ts';
 import { sampleRegex, type Choose } from './regex-sample.ts';
 
 /** A schema as it may appear anywhere in a JSON Schema: an object, or `true` / `false`. */
@@ -185,7 +186,7 @@ class Maker {
   }
 
   #object(schema: Schema, depth: number, salt: number): Record<string, unknown> {
-    const properties = isObject(schema.properties) ? (schema.properties as Record<string, SchemaNode>) : {};
+    const properties = isRecord(schema.properties) ? (schema.properties as Record<string, SchemaNode>) : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((key) => typeof key === 'string') : []);
     const maxProperties = typeof schema.maxProperties === 'number' ? schema.maxProperties : Infinity;
     const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
@@ -219,7 +220,7 @@ class Maker {
 
   /** Names for properties the schema does not list: matching a patternProperties key, or any when additionalProperties allows. */
   #extraName(schema: Schema): ((n: number) => string) | undefined {
-    if (isObject(schema.patternProperties)) {
+    if (isRecord(schema.patternProperties)) {
       const pattern = Object.keys(schema.patternProperties)[0];
       if (pattern !== undefined) return (n) => sampleRegex(pattern, (count) => n % Math.max(count, 1)) ?? `extra${n}`;
     }
@@ -228,13 +229,13 @@ class Maker {
 
   /** The schema of a property not listed in `properties`: a matching patternProperties entry, or additionalProperties. */
   #extraSchema(schema: Schema, key: string): SchemaNode {
-    if (isObject(schema.patternProperties)) {
+    if (isRecord(schema.patternProperties)) {
       for (const [pattern, node] of Object.entries(schema.patternProperties as Record<string, SchemaNode>)) {
         if (safeTest(pattern, key)) return node;
       }
     }
     const extra = schema.additionalProperties;
-    return typeof extra === 'boolean' || isObject(extra) ? (extra as SchemaNode) : true;
+    return typeof extra === 'boolean' || isRecord(extra) ? (extra as SchemaNode) : true;
   }
 
   #array(schema: Schema, depth: number, salt: number): unknown[] {
@@ -305,7 +306,7 @@ function inferTypes(schema: Schema): TypeName[] {
 function dependentRequired(schema: Schema): Map<string, string[]> {
   const map = new Map<string, string[]>();
   for (const source of [schema.dependentRequired, schema.dependencies]) {
-    if (!isObject(source)) continue;
+    if (!isRecord(source)) continue;
     for (const [key, value] of Object.entries(source as Record<string, unknown>)) {
       if (Array.isArray(value))
         map.set(
@@ -316,8 +317,6 @@ function dependentRequired(schema: Schema): Map<string, string[]> {
   }
   return map;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 function withKeys(schema: Schema, extra: Record<string, unknown>): Schema {
   const out = { ...schema };
@@ -346,7 +345,7 @@ function merge(a: SchemaNode | undefined, b: SchemaNode): Schema | undefined {
       const types = intersectTypes(existing, value);
       if (types.length === 0) return undefined;
       left.type = types;
-    } else if (key === 'properties' && isObject(existing) && isObject(value)) {
+    } else if (key === 'properties' && isRecord(existing) && isRecord(value)) {
       const properties: Record<string, unknown> = { ...existing };
       for (const [name, node] of Object.entries(value)) {
         properties[name] = Object.hasOwn(existing, name) ? { allOf: [existing[name], node] } : node;
