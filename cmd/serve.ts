@@ -109,6 +109,11 @@ async function serve(flags: ServeFlags): Promise<number> {
     },
     logger: createLogger(flags),
   });
+  // Listening for signals before the server loads: a stop asked for while it starts is not lost.
+  const stop = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
   let url: string;
   try {
     url = await server.listen({ host: flags.host, port: flags.port });
@@ -117,10 +122,7 @@ async function serve(flags: ServeFlags): Promise<number> {
   }
   process.stdout.write(`listening on ${url}\n`);
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  const signal = await stop;
   const quit = () => quitNow();
   process.on('SIGINT', quit);
   process.on('SIGTERM', quit);

@@ -76,8 +76,11 @@ class Maker {
     return depth >= MINIMAL_DEPTH || this.#made >= VALUE_BUDGET;
   }
 
-  /** `salt` tells siblings apart: items of one array get different values. */
-  make(node: SchemaNode, depth: number, salt: number): unknown {
+  /**
+   * `salt` tells the items of an array apart (numbers, members, strings all differ); `shift` tells
+   * a value's strings from its siblings' in an object, so two text properties get different words.
+   */
+  make(node: SchemaNode, depth: number, salt: number, shift = 0): unknown {
     if (depth > MAX_DEPTH) return undefined;
     this.#made++;
     const schema = this.#resolve(node, depth);
@@ -89,11 +92,11 @@ class Maker {
     }
     switch (this.#typeOf(schema, depth)) {
       case 'object':
-        return this.#object(schema, depth, salt);
+        return this.#object(schema, depth, salt, shift);
       case 'array':
-        return this.#array(schema, depth, salt);
+        return this.#array(schema, depth, salt, shift);
       case 'string':
-        return this.#string(schema, salt);
+        return this.#string(schema, salt + shift);
       case 'integer':
         return numberFor(schema, true, salt, this.#random);
       case 'number':
@@ -185,7 +188,7 @@ class Maker {
       : informative[this.choose(informative.length)];
   }
 
-  #object(schema: Schema, depth: number, salt: number): Record<string, unknown> {
+  #object(schema: Schema, depth: number, salt: number, shift: number): Record<string, unknown> {
     const properties = isRecord(schema.properties) ? (schema.properties as Record<string, SchemaNode>) : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((key) => typeof key === 'string') : []);
     const maxProperties = typeof schema.maxProperties === 'number' ? schema.maxProperties : Infinity;
@@ -212,7 +215,7 @@ class Maker {
     ];
     ordered.forEach((key, index) => {
       const node = Object.hasOwn(properties, key) ? properties[key]! : this.#extraSchema(schema, key);
-      const made = this.make(node, depth + 1, salt + index);
+      const made = this.make(node, depth + 1, salt, shift + index);
       if (made !== undefined) value[key] = made;
     });
     return value;
@@ -238,7 +241,7 @@ class Maker {
     return typeof extra === 'boolean' || isRecord(extra) ? (extra as SchemaNode) : true;
   }
 
-  #array(schema: Schema, depth: number, salt: number): unknown[] {
+  #array(schema: Schema, depth: number, salt: number, shift: number): unknown[] {
     const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : [];
     const rest = (Array.isArray(schema.items) ? schema.additionalItems : Array.isArray(schema.prefixItems) ? schema.items : schema.items) as
       | SchemaNode
@@ -261,10 +264,10 @@ class Maker {
     for (let index = 0; index < count; index++) {
       const node: SchemaNode =
         index < tuple.length ? (tuple[index] as SchemaNode) : index < tuple.length + minContains ? contains! : (rest ?? true);
-      let item = this.make(node, depth + 1, salt + index);
+      let item = this.make(node, depth + 1, salt + index, shift);
       // Distinct items for uniqueItems: other salts give other values (other words, numbers, members).
       for (let retry = 1; unique && retry <= 8 && seen.has(JSON.stringify(item)); retry++) {
-        item = this.make(node, depth + 1, salt + index + retry * count);
+        item = this.make(node, depth + 1, salt + index + retry * count, shift);
       }
       if (item === undefined) break;
       seen.add(JSON.stringify(item));
