@@ -101,6 +101,11 @@ interface Exchange {
 }
 
 const ROUTES = new Set(['/v1/chat/completions', '/v1/messages', '/v1/models', '/healthz', '/metrics']);
+/** The API each chat route speaks; other routes answer in the API the request's headers name. */
+const CHAT_ROUTES = new Map<string, ChatApi>([
+  ['POST /v1/chat/completions', openAiApi],
+  ['POST /v1/messages', anthropicApi],
+]);
 /** Words a string in a schema answer is made of, at most: the prompt's keywords. */
 const ANSWER_WORDS = 8;
 /** nginx's status for a client that closed the connection before the answer. */
@@ -237,26 +242,19 @@ export class LlmServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?', 1)[0]!;
-    const known = ROUTES.has(path);
+    const route = `${req.method} ${path}`;
     const exchange: Exchange = {
       req,
       res,
-      api:
-        req.method !== 'POST'
-          ? apiOf(req.headers)
-          : path === '/v1/chat/completions'
-            ? openAiApi
-            : path === '/v1/messages'
-              ? anthropicApi
-              : apiOf(req.headers),
-      route: known ? path : 'unknown',
+      api: CHAT_ROUTES.get(route) ?? apiOf(req.headers),
+      route: ROUTES.has(path) ? path : 'unknown',
       requestId: randomUUID().replaceAll('-', ''),
       startedMs: performance.now(),
       key: undefined,
     };
     this.#inFlight++;
     try {
-      switch (`${req.method} ${path}`) {
+      switch (route) {
         case 'POST /v1/chat/completions':
         case 'POST /v1/messages':
           return await this.#chat(exchange);
@@ -333,10 +331,7 @@ export class LlmServer {
       if (error instanceof InvalidRequestError) {
         return this.#fail(exchange, { kind: 'invalid-request', message: error.message, param: error.param, code: error.code });
       }
-      if (error instanceof SchemaError) {
-        const param = api === openAiApi ? 'response_format.json_schema.schema' : 'tools';
-        return this.#fail(exchange, { kind: 'invalid-request', param, message: `Invalid schema: ${error.message}` });
-      }
+      if (error instanceof SchemaError) return this.#fail(exchange, invalidSchema(api, error));
       throw error;
     }
 
@@ -349,6 +344,8 @@ export class LlmServer {
       answer = await this.#answer(request, validate, schemaValue, exchange.requestId, abort.signal);
     } catch (error) {
       if (abort.signal.aborted) return this.#finish(exchange, CLIENT_CLOSED);
+      // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
+      if (error instanceof SchemaError) return this.#fail(exchange, invalidSchema(api, error));
       const failure = simulatedFailure(error);
       if (failure === undefined) throw error;
       const retryAfterMs = (error as { retryAfterMs?: number }).retryAfterMs;
@@ -489,6 +486,11 @@ function apiOf(headers: IncomingHttpHeaders): ChatApi {
 
 function snapshot(kind: 'requests' | 'tokens', decision: RateLimitDecision): LimitSnapshot {
   return { kind, limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs };
+}
+
+function invalidSchema(api: ChatApi, error: SchemaError): Failure {
+  const param = api === openAiApi ? 'response_format.json_schema.schema' : 'tools';
+  return { kind: 'invalid-request', param, message: `Invalid schema: ${error.message}` };
 }
 
 /** The simulated provider's failure as the server answers it; undefined for anything else. */

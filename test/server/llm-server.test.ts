@@ -173,6 +173,20 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
     expect(value.keywords.length).toBeLessThanOrEqual(2);
   });
 
+  it('a same-named schema that admits nothing is a 400, after the latency', async () => {
+    const { url } = await start();
+    const request = chatRequest('sentiment');
+    const schema = structuredClone(TASK_DEFINITIONS.sentiment.schema) as any;
+    schema.properties.score = { type: 'number', minimum: 2, maximum: 1 };
+    request.response_format.json_schema.schema = schema;
+    const response = await post(`${url}/v1/chat/completions`, request, openAiKey());
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({
+      param: 'response_format.json_schema.schema',
+      message: expect.stringContaining('Invalid schema: no value'),
+    });
+  });
+
   it('free text gets the lead sentences of the last user message', async () => {
     const { url } = await start();
     const openai = await post(
