@@ -126,9 +126,9 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
       ['--profile <name>', JSON.stringify(SIMULATED_DEFAULTS.profile)],
       ['--seed <n>', String(SIMULATED_DEFAULTS.seed)],
     ];
-    const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     // Its own "(default: …)": after the flag, before the next one.
     for (const [flag, value] of defaults)
-      expect(help).toMatch(new RegExp(`${escape(flag)} (?:(?! --[a-z]).)*\\(default: ${escape(value)}\\)`));
+      expect(help).toMatch(new RegExp(`${literal(flag)} (?:(?! --[a-z]).)*\\(default: ${literal(value)}\\)`));
   });
 });
