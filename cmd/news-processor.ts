@@ -17,6 +17,7 @@ import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } f
 import { formatAttempt, formatResult, formatSummary } from './format.ts';
 import { openInput } from './input.ts';
 import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { UsageError, addRunOptions, createLogger, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
@@ -63,7 +64,8 @@ function buildProgram(onExit: (code: number) => void): Command {
     )
     .version(packageVersion(), '-V, --version', 'print the version')
     .enablePositionalOptions()
-    .addCommand(buildBenchCommand(onExit));
+    .addCommand(buildBenchCommand(onExit))
+    .addCommand(buildServeCommand(onExit));
   addRunOptions(program, [
     new Option('--rate <calls/s>', "calls per second to the provider (> 0), or 'inf'").argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell (1 to 1e9)').argParser(integer(1, 1e9)).default(3),

@@ -58,7 +58,7 @@ export interface RunFlags {
 }
 
 /** The logger the flags ask for: pino at --log-level, written synchronously to stderr. */
-export function createLogger(flags: RunFlags): Logger {
+export function createLogger(flags: Pick<RunFlags, 'logLevel'>): Logger {
   return pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
 }
 
@@ -188,7 +188,7 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   }
 }
 
-function outageWindow(text: string): { startMs: number; endMs: number } {
+export function outageWindow(text: string): { startMs: number; endMs: number } {
   const window = parseOutageWindow(text);
   if (window === undefined) throw new InvalidArgumentError('Expected a window like 2s..8s (start before end).');
   return window;

@@ -136,6 +136,10 @@ export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } 
 export type { ApiConfig } from './config/providers-config.ts';
 export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
 
+// The server side: the simulated provider over HTTP, speaking the OpenAI and Anthropic APIs, a quota per API key.
+export { LlmServer, LLM_SERVER_DEFAULTS } from './server/llm-server.ts';
+export type { LlmServerOptions, LlmServerSimulation, ListenOptions } from './server/llm-server.ts';
+
 // Measuring: sweep rate/burst settings through the pipeline, and chart them.
 export { pairSettings, runSweep, settingLabel } from './bench/sweep.ts';
 export type { BenchSetting, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './bench/sweep.ts';
