@@ -199,27 +199,45 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     return UNAVAILABLE;
   };
 
-  const decide = async (req: Req): Promise<Verdict> => {
-    if (skip !== undefined) {
-      const skipped = skip(req);
-      if ((isPromise(skipped) ? await skipped : skipped) === true) {
-        counters.count('skipped');
-        return PASS_WITHOUT_HEADERS;
-      }
-    }
-    let clientKey = keyOf(req);
-    if (isPromise(clientKey)) clientKey = await clientKey;
+  // The steps below run synchronously while every callback and the store answer at once (the
+  // usual case, a local limiter), and continue on a promise from the first that does not: a
+  // request then costs no promise and no microtask turn.
+  const decide = (req: Req): MaybePromise<Verdict> => {
+    if (skip === undefined) return keyStep(req);
+    const skipped = skip(req);
+    if (isPromise(skipped)) return skipped.then((value) => (value === true ? skipStep() : keyStep(req)));
+    return skipped === true ? skipStep() : keyStep(req);
+  };
+
+  const skipStep = (): Verdict => {
+    counters.count('skipped');
+    return PASS_WITHOUT_HEADERS;
+  };
+
+  const keyStep = (req: Req): MaybePromise<Verdict> => {
+    const clientKey = keyOf(req);
+    return isPromise(clientKey) ? clientKey.then((value) => costStep(req, value)) : costStep(req, clientKey);
+  };
+
+  const costStep = (req: Req, clientKey: string): MaybePromise<Verdict> => {
     if (typeof clientKey !== 'string') throw expected('key(req)', 'a string', clientKey);
-    let tokens = typeof cost === 'number' ? cost : cost(req);
-    if (isPromise(tokens)) tokens = await tokens;
+    const tokens = typeof cost === 'number' ? cost : cost(req);
+    return isPromise(tokens) ? tokens.then((value) => takeStep(req, clientKey, value)) : takeStep(req, clientKey, tokens);
+  };
+
+  const takeStep = (req: Req, clientKey: string, tokens: number): MaybePromise<Verdict> => {
     if (tokens !== cost) checkNumber('cost(req)', tokens, { min: 0 });
-    let decision: RateLimitDecision;
+    let taken: MaybePromise<RateLimitDecision>;
     try {
-      const taken = store.take(clientKey, tokens);
-      decision = isPromise(taken) ? await taken : taken;
+      taken = store.take(clientKey, tokens);
     } catch (error) {
       return storeFailed(error);
     }
+    if (!isPromise(taken)) return decided(req, clientKey, tokens, taken);
+    return taken.then((decision) => decided(req, clientKey, tokens, decision), storeFailed);
+  };
+
+  const decided = (req: Req, clientKey: string, tokens: number, decision: RateLimitDecision): MaybePromise<Verdict> => {
     if (failures > 0) {
       log.info({ failures }, 'rate limit store recovered');
       failures = 0;
@@ -232,32 +250,49 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     const seconds = retryAfterSeconds(decision.retryAfterMs);
     if (seconds !== undefined) limitHeaders['Retry-After'] = String(seconds);
     const limited: LimitedRequest = { key: clientKey, cost: tokens, decision };
-    let body: RateLimitMessage | undefined;
-    if (handler === undefined) {
-      const written = typeof message === 'function' ? message(req, limited) : message;
-      body = isPromise(written) ? await written : written;
-    }
     counters.count('limited');
-    return { kind: 'limited', headers: limitHeaders, limited, body };
+    if (handler !== undefined) return { kind: 'limited', headers: limitHeaders, limited, body: undefined };
+    const body = typeof message === 'function' ? message(req, limited) : message;
+    if (!isPromise(body)) return { kind: 'limited', headers: limitHeaders, limited, body };
+    return body.then((value): Verdict => ({ kind: 'limited', headers: limitHeaders, limited, body: value }));
+  };
+
+  /** Runs the steps; a callback's error (thrown or rejected) goes to `fail`, never to `respond`. */
+  const run = (req: Req, respond: (verdict: Verdict) => void, fail: (error: unknown) => void): void => {
+    let verdict: MaybePromise<Verdict>;
+    try {
+      verdict = decide(req);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (isPromise(verdict)) verdict.then(respond, fail);
+    else respond(verdict);
   };
 
   const middleware = (req: Req, res: ServerResponse, next: (error?: unknown) => void): void => {
-    decide(req).then((verdict) => {
-      if (verdict.headers !== undefined) for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
-      if (verdict.kind === 'pass') next();
-      else if (verdict.kind === 'unavailable') sendRaw(res, 503, STORE_ERROR_MESSAGE);
-      else if (handler !== undefined) handler(req, res, verdict.limited);
-      else sendRaw(res, 429, verdict.body!);
-    }, next);
+    run(
+      req,
+      (verdict) => {
+        if (verdict.headers !== undefined) for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
+        if (verdict.kind === 'pass') next();
+        else if (verdict.kind === 'unavailable') sendRaw(res, 503, STORE_ERROR_MESSAGE);
+        else if (handler !== undefined) handler(req, res, verdict.limited);
+        else sendRaw(res, 429, verdict.body!);
+      },
+      next,
+    );
   };
 
   const onRequest = (request: FastifyLikeRequest, reply: FastifyLikeReply, done: (error?: Error) => void): void => {
-    decide(request.raw as Req).then(
+    const req = request.raw as Req;
+    run(
+      req,
       (verdict) => {
         if (verdict.kind === 'limited' && handler !== undefined) {
           reply.hijack();
           for (const name in verdict.headers) reply.raw.setHeader(name, verdict.headers[name]!);
-          handler(request.raw as Req, reply.raw, verdict.limited);
+          handler(req, reply.raw, verdict.limited);
           return;
         }
         if (verdict.headers !== undefined) for (const name in verdict.headers) reply.header(name, verdict.headers[name]!);
@@ -265,7 +300,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
         else if (verdict.kind === 'unavailable') send(reply, 503, STORE_ERROR_MESSAGE);
         else send(reply, 429, verdict.body!);
       },
-      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+      (error) => done(error instanceof Error ? error : new Error(String(error))),
     );
   };
 
