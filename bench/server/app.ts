@@ -10,7 +10,7 @@ import express from 'express';
 import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import { rateLimit } from '../../src/index.ts';
 
-export const SERVER_KINDS = ['bare', 'ours', 'express-ours', 'express-erl'] as const;
+export const SERVER_KINDS = ['bare', 'bare-headers', 'ours', 'ours-no-headers', 'express-ours', 'express-erl'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
 /** The same limits for both Express servers: 60,000 a minute, policy `q=60000;w=60` in both. */
@@ -22,8 +22,16 @@ function listen(kind: string): ReturnType<typeof createServer> {
   switch (kind) {
     case 'bare':
       return createServer((_req, res) => res.end('hello world'));
-    case 'ours': {
-      const limit = rateLimit({ rate: LIMITS.rate, burst: LIMITS.burst, key: keyOf });
+    case 'bare-headers':
+      // What Node charges for any two response headers, whoever sets them: the reference for the limiter's own share.
+      return createServer((_req, res) => {
+        res.setHeader('RateLimit-Policy', '"default";q=60000;w=60');
+        res.setHeader('RateLimit', '"default";r=59999;t=1');
+        res.end('hello world');
+      });
+    case 'ours':
+    case 'ours-no-headers': {
+      const limit = rateLimit({ rate: LIMITS.rate, burst: LIMITS.burst, key: keyOf, headers: kind === 'ours' ? 'draft-8' : false });
       return createServer((req, res) => limit(req, res, () => res.end('hello world')));
     }
     case 'express-ours':

@@ -64,7 +64,7 @@ const INITIAL_SLOTS = 1024;
  * nothing) and the same arithmetic, for servers with millions of clients.
  *
  * Memory. A key's state is two numbers in typed arrays indexed by a slot, found through a hash
- * index of typed arrays ({@link KeyIndex}): no object per key, about 50 bytes per live key beyond
+ * index of typed arrays ({@link KeyIndex}): no object per key, under 70 bytes per live key beyond
  * the key string. A bucket that has refilled to
  * full is indistinguishable from a new one, so it is dropped without changing any future answer
  * (on a clock that never goes backwards, as the system clock never does): every new key moves a
