@@ -18,6 +18,7 @@ import { runMoveUp, runRefund, type AbortOptions, type MoveUpFigures, type Refun
 import { measureBytesPerWaiter, runDrain, type DrainFigures, type DrainOptions } from './limiter/drain.ts';
 import { runFifo, type FifoFigures, type FifoOptions } from './limiter/fifo.ts';
 import { runRateAccuracy, type RateAccuracyOptions } from './limiter/rate-accuracy.ts';
+import { keyedChecksum, keyedRows, measureKeyed, type KeyedOptions } from './limiter/keyed.ts';
 import { IMPLEMENTATIONS, LABELS, type ImplementationId } from './limiter/subjects.ts';
 import {
   acquireTasks,
@@ -45,6 +46,7 @@ const DRAIN: DrainOptions & { repeats: number } = {
   repeats: 3,
 };
 const ABORT: AbortOptions & { repeats: number } = { rate: 20, abortAfterMs: 5, repeats: 3 };
+const KEYED: KeyedOptions = { ...THROUGHPUT, liveKeys: 200_000, floodKeys: 1_000_000, floodMaxKeys: 100_000 };
 
 type PerImplementation<T> = Record<ImplementationId, T>;
 type Verdict = 'PASS' | 'MISS' | '—';
@@ -327,6 +329,11 @@ async function main(): Promise<void> {
   };
   abortRows(`abort 1 of 2 waiters, ${ABORT.rate}/s burst 1`, moveUps, refunds);
 
+  progress('KeyedLimiter: take() on held and fresh keys, bytes per key, a flood past maxKeys …');
+  const keyedFigures = await measureKeyed(KEYED);
+  const keyed = keyedRows(keyedFigures, KEYED);
+  results.keyed = { settings: KEYED, ...keyedFigures };
+
   const elapsedS = (performance.now() - startedMs) / 1000;
   const loadAtEnd = formatLoad();
   const header = ['scenario', 'figure', 'ours', 'naive', 'limiter', 'ours vs baselines', 'target (ours)', 'ours'];
@@ -336,7 +343,8 @@ async function main(): Promise<void> {
   );
   const cpu = cpus();
   const machine = `${cpu[0]?.model ?? 'unknown CPU'} ×${cpu.length}, Node ${process.version}`;
-  const misses = rows.filter((row) => row.verdict === 'MISS').length;
+  const misses = rows.filter((row) => row.verdict === 'MISS').length + keyed.filter((row) => row.at(-1) === 'MISS').length;
+  const passes = rows.filter((row) => row.verdict === 'PASS').length + keyed.filter((row) => row.at(-1) === 'PASS').length;
   console.log(`Limiter benchmarks — ${machine}; load average ${loadAtStart} at start, ${loadAtEnd} at end`);
   console.log(
     Object.entries(LABELS)
@@ -347,7 +355,10 @@ async function main(): Promise<void> {
   console.log(table);
   console.log('');
   console.log(timerReferenceLine(timerReferences));
-  console.log(`${rows.filter((row) => row.verdict === 'PASS').length} PASS, ${misses} MISS · ${elapsedS.toFixed(1)} s`);
+  console.log('');
+  console.log('KeyedLimiter (src/limiter/keyed-limiter.ts), one token bucket per key:');
+  console.log(markdownTable(['scenario', 'figure', 'value', 'target', 'verdict'], keyed));
+  console.log(`${passes} PASS, ${misses} MISS · ${elapsedS.toFixed(1)} s`);
 
   const outputPath = fileURLToPath(new URL('./results/limiter.json', import.meta.url));
   mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
@@ -360,7 +371,7 @@ async function main(): Promise<void> {
     elapsedSeconds: elapsedS,
     table: rows,
     scenarios: results,
-    checksum: checksum(),
+    checksum: checksum() + keyedChecksum(),
   };
   writeFileSync(outputPath, `${JSON.stringify(report, null, 2)}\n`);
   progress(`wrote ${outputPath}`);

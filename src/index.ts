@@ -130,6 +130,26 @@ export type {
   FormatRateLimitHeadersOptions,
 } from './http/rate-limit-headers.ts';
 
+// Servers: per-client limits in front of node:http, Express and Fastify handlers, and the keyed
+// buckets under them (in this process, or any store that shares them).
+export { KeyedLimiter, KEYED_LIMITER_DEFAULTS } from './limiter/keyed-limiter.ts';
+export type { KeyedLimiterOptions, RateLimitDecision, RateLimitStore } from './limiter/keyed-limiter.ts';
+export { rateLimit, RATE_LIMIT_DEFAULTS, STORE_ERROR_ACTIONS } from './http/rate-limit.ts';
+export type {
+  RateLimitOptions,
+  RateLimitMiddleware,
+  LimitedRequest,
+  RateLimitMessage,
+  StoreErrorAction,
+  FastifyLikeRequest,
+  FastifyLikeReply,
+} from './http/rate-limit.ts';
+export type { RateLimitFigures, RateLimitOutcome } from './http/rate-limit-metrics.ts';
+export { clientAddressKey, CLIENT_ADDRESS_DEFAULTS, PROXY_HEADERS } from './http/client-address.ts';
+export type { ClientAddressOptions, TrustProxy, ProxyHeader } from './http/client-address.ts';
+export { RATE_LIMIT_HEADER_DRAFTS } from './http/limit-headers.ts';
+export type { RateLimitHeaderDraft } from './http/limit-headers.ts';
+
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';

@@ -1,0 +1,67 @@
+import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
+
+/**
+ * The IETF RateLimit header drafts a server can speak (draft-ietf-httpapi-ratelimit-headers):
+ *
+ * - `draft-8`: `RateLimit-Policy: "default";q=60;w=60` and `RateLimit: "default";r=59;t=1` — a
+ *   named policy with its quota `q` and window `w` (seconds), and what is left of it `r` and the
+ *   seconds until it is whole again `t`;
+ * - `draft-7`: `RateLimit-Policy: 60;w=60` and `RateLimit: limit=60, remaining=59, reset=1`.
+ */
+export type RateLimitHeaderDraft = 'draft-8' | 'draft-7';
+
+export const RATE_LIMIT_HEADER_DRAFTS: readonly RateLimitHeaderDraft[] = Object.freeze(['draft-8', 'draft-7'] as RateLimitHeaderDraft[]);
+
+export interface LimitHeaderOptions {
+  /** Which RateLimit draft to write, or `false` for none. */
+  readonly draft: RateLimitHeaderDraft | false;
+  /** Also `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix epoch seconds, as GitHub sends them). */
+  readonly legacy: boolean;
+  /** The draft-8 policy name. */
+  readonly policyName: string;
+  /** Tokens per second. */
+  readonly rate: number;
+  /** The quota: the bucket's capacity. */
+  readonly burst: number;
+}
+
+/**
+ * The RateLimit headers a server sends with every response, for one policy. A token bucket of
+ * rate r and burst b is written as a quota of b (whole tokens) over the window it takes to refill
+ * from empty, b / r seconds rounded up (left out when the bucket never refills or refills at
+ * once); `t` is the seconds until the bucket is full again, rounded up, so waiting as told always
+ * suffices. What never changes is computed once; the writer takes the decision and the time.
+ */
+export function limitHeaderWriter(
+  options: LimitHeaderOptions,
+): (decision: RateLimitDecision, nowEpochMs: number) => Record<string, string> {
+  const { draft, legacy, policyName, rate, burst } = options;
+  const quota = Math.floor(burst);
+  const windowSeconds = burst / rate;
+  const window = windowSeconds > 0 && Number.isFinite(windowSeconds) ? `;w=${Math.ceil(windowSeconds)}` : '';
+  const policy = draft === 'draft-8' ? `"${policyName}";q=${quota}${window}` : `${quota}${window}`;
+  const status = `"${policyName}";r=`;
+
+  return (decision, nowEpochMs) => {
+    const headers: Record<string, string> = {};
+    const resetSeconds = Math.ceil(decision.resetMs / 1000);
+    if (draft === 'draft-8') {
+      headers['RateLimit-Policy'] = policy;
+      headers.RateLimit = `${status}${decision.remaining};t=${resetSeconds}`;
+    } else if (draft === 'draft-7') {
+      headers['RateLimit-Policy'] = policy;
+      headers.RateLimit = `limit=${quota}, remaining=${decision.remaining}, reset=${resetSeconds}`;
+    }
+    if (legacy) {
+      headers['X-RateLimit-Limit'] = String(quota);
+      headers['X-RateLimit-Remaining'] = String(decision.remaining);
+      headers['X-RateLimit-Reset'] = String(Math.ceil((nowEpochMs + decision.resetMs) / 1000));
+    }
+    return headers;
+  };
+}
+
+/** `Retry-After` for a refusal: whole seconds, rounded up and at least 1; undefined when waiting cannot help. */
+export function retryAfterSeconds(retryAfterMs: number): number | undefined {
+  return Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : undefined;
+}

@@ -1,0 +1,377 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify from 'fastify';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import { RATE_LIMIT_DEFAULTS, type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../../src/http/rate-limit.ts';
+import { KeyedLimiter, type RateLimitStore } from '../../src/limiter/keyed-limiter.ts';
+
+interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+/** A server answering `ok` behind the limit, listening on a free loopback port. */
+interface Running {
+  readonly url: string;
+  request(headers?: Record<string, string>): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+type Framework = (limit: RateLimitMiddleware, host: string) => Promise<Running>;
+
+const listening = async (server: Server, host: string, close: () => Promise<void>): Promise<Running> => {
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/`;
+  return {
+    url,
+    request: async (headers = {}) => {
+      const response = await fetch(url, { headers });
+      return { status: response.status, headers: response.headers, body: await response.text() };
+    },
+    close,
+  };
+};
+
+const closeServer = (server: Server) => () => new Promise<void>((resolve) => server.close(() => resolve()));
+
+const FRAMEWORKS: Record<string, Framework> = {
+  'node:http': (limit, host) => {
+    const server = createServer((req, res) =>
+      limit(req, res, (error) => {
+        res.statusCode = error === undefined ? 200 : 500;
+        res.end(error === undefined ? 'ok' : String(error));
+      }),
+    );
+    server.listen(0, host);
+    return listening(server, host, closeServer(server));
+  },
+  'Express 5': (limit, host) => {
+    const app = express();
+    app.use(limit);
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    const server = app.listen(0, host);
+    return listening(server, host, closeServer(server));
+  },
+  Fastify: async (limit, host) => {
+    const app = Fastify();
+    app.addHook('onRequest', limit.onRequest);
+    app.get('/', async () => 'ok');
+    await app.listen({ port: 0, host });
+    const { port } = app.server.address() as AddressInfo;
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/`;
+    return {
+      url,
+      request: async (headers = {}) => {
+        const response = await fetch(url, { headers });
+        return { status: response.status, headers: response.headers, body: await response.text() };
+      },
+      close: () => app.close(),
+    };
+  },
+};
+
+let running: Running[] = [];
+afterEach(async () => {
+  await Promise.all(running.map((server) => server.close()));
+  running = [];
+});
+
+/** A limit of `burst` on a manual clock (so nothing refills unless the test says), behind `framework`. */
+async function start(framework: Framework, options: RateLimitOptions = {}, host = '127.0.0.1') {
+  const clock = new ManualClock();
+  const limit = rateLimit({ limiter: new KeyedLimiter({ rate: 0.5, burst: 2, clock }), ...options });
+  const server = await framework(limit, host);
+  running.push(server);
+  return { clock, limit, server };
+}
+
+/** Answers a refusal with the client's key, so a test can see which bucket a request counted against. */
+const keyEcho: RateLimitOptions = { message: (_req, limited) => ({ key: limited.key }) };
+
+describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) => {
+  it('lets the burst through, then answers 429 with Retry-After and draft-8 headers', async () => {
+    const { clock, server } = await start(framework);
+    const first = await server.request();
+    expect(first.status).toBe(200);
+    expect(first.body).toBe('ok');
+    expect(first.headers.get('ratelimit-policy')).toBe('"default";q=2;w=4');
+    expect(first.headers.get('ratelimit')).toBe('"default";r=1;t=2');
+    expect(first.headers.get('retry-after')).toBeNull();
+    expect((await server.request()).headers.get('ratelimit')).toBe('"default";r=0;t=4');
+    clock.set(500);
+    const refused = await server.request();
+    expect(refused.status).toBe(429);
+    expect(refused.body).toBe(RATE_LIMIT_DEFAULTS.message);
+    expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(refused.headers.get('retry-after')).toBe('2');
+    expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=4');
+    clock.set(2000);
+    expect((await server.request()).status).toBe(200);
+  });
+
+  it('writes draft-7 and the legacy X-RateLimit-* headers when asked', async () => {
+    const { server } = await start(framework, { headers: 'draft-7', legacyHeaders: true });
+    const before = Date.now();
+    const reply = await server.request();
+    expect(reply.headers.get('ratelimit')).toBe('limit=2, remaining=1, reset=2');
+    expect(reply.headers.get('ratelimit-policy')).toBe('2;w=4');
+    expect(reply.headers.get('x-ratelimit-limit')).toBe('2');
+    expect(reply.headers.get('x-ratelimit-remaining')).toBe('1');
+    const resetS = Number(reply.headers.get('x-ratelimit-reset'));
+    expect(resetS).toBeGreaterThanOrEqual(Math.ceil((before + 2000) / 1000));
+    expect(resetS).toBeLessThanOrEqual(Math.ceil((Date.now() + 2000) / 1000));
+  });
+
+  it('says Retry-After 1, never 0, when the wait is under a second', async () => {
+    const { clock, server } = await start(framework);
+    await server.request();
+    await server.request();
+    clock.set(1999);
+    const refused = await server.request();
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+  });
+
+  it('ignores a spoofed X-Forwarded-For with trustProxy off: every request shares the socket bucket', async () => {
+    const { server } = await start(framework, keyEcho);
+    expect((await server.request({ 'x-forwarded-for': '198.51.100.1' })).status).toBe(200);
+    expect((await server.request({ 'x-forwarded-for': '198.51.100.2' })).status).toBe(200);
+    const refused = await server.request({ 'x-forwarded-for': '198.51.100.3' });
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toEqual({ key: '127.0.0.1' });
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+
+  it('with trustProxy, keys the right-most untrusted address: a forged left-most entry gains nothing', async () => {
+    const { server } = await start(framework, { ...keyEcho, trustProxy: ['loopback'] });
+    for (const forged of ['1.1.1.1', '2.2.2.2']) {
+      expect((await server.request({ 'x-forwarded-for': `${forged}, 203.0.113.7:5678` })).status).toBe(200);
+    }
+    const refused = await server.request({ 'x-forwarded-for': '3.3.3.3, ::ffff:203.0.113.7' });
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toEqual({ key: '203.0.113.7' });
+    expect((await server.request({ 'x-forwarded-for': '203.0.113.8' })).status).toBe(200);
+  });
+
+  it('with trustProxy, keys IPv6 clients by their /56: rotating addresses within it shares one bucket', async () => {
+    const { server } = await start(framework, { ...keyEcho, trustProxy: 1 });
+    expect((await server.request({ 'x-forwarded-for': '2001:db8:abcd:1201::1' })).status).toBe(200);
+    expect((await server.request({ 'x-forwarded-for': '[2001:db8:abcd:12ff:ffff::9]:443' })).status).toBe(200);
+    const refused = await server.request({ 'x-forwarded-for': '2001:db8:abcd:1234::42' });
+    expect(JSON.parse(refused.body)).toEqual({ key: '2001:db8:abcd:1200::/56' });
+    expect((await server.request({ 'x-forwarded-for': '2001:db8:abcd:1300::1' })).status).toBe(200);
+  });
+
+  it('takes cost(req) tokens per request', async () => {
+    const { server } = await start(framework, { cost: (req: IncomingMessage) => Number(req.headers.cost ?? 1) });
+    expect((await server.request({ cost: '2' })).headers.get('ratelimit')).toBe('"default";r=0;t=4');
+    const refused = await server.request({ cost: '0.5' });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect((await server.request({ cost: '0' })).status).toBe(200);
+  });
+
+  it('lets skipped requests through without headers or tokens', async () => {
+    const { limit, server } = await start(framework, { skip: async (req: IncomingMessage) => req.headers.health === 'yes' });
+    for (let i = 0; i < 3; i++) {
+      const reply = await server.request({ health: 'yes' });
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('ratelimit')).toBeNull();
+    }
+    expect((await server.request()).headers.get('ratelimit')).toBe('"default";r=1;t=2');
+    expect(limit.figures).toMatchObject({ skipped: 3, allowed: 1, limited: 0 });
+  });
+
+  it('answers a refusal with handler(req, res, limited) instead, the headers already set', async () => {
+    const { server } = await start(framework, {
+      handler: (_req, res, limited) => {
+        res.statusCode = 418;
+        res.end(`${limited.key} wanted ${limited.cost}, retry in ${limited.decision.retryAfterMs} ms`);
+      },
+    });
+    await server.request();
+    await server.request();
+    const refused = await server.request();
+    expect(refused.status).toBe(418);
+    expect(refused.body).toBe('127.0.0.1 wanted 1, retry in 2000 ms');
+    expect(refused.headers.get('retry-after')).toBe('2');
+    expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=4');
+  });
+
+  it('passes an error of a callback on: a key that is not a string is a 500, not a limit', async () => {
+    const { limit, server } = await start(framework, { key: () => undefined as unknown as string });
+    const reply = await server.request();
+    expect(reply.status).toBe(500);
+    expect(limit.figures).toMatchObject({ allowed: 0, limited: 0 });
+  });
+
+  it.each([
+    [
+      'throws',
+      () => {
+        throw new Error('connection refused');
+      },
+    ],
+    ['rejects', () => Promise.reject(new Error('connection refused'))],
+  ])('with a store that %s: 503 by default, through with "allow"; logged once per outage and counted', async (_how, failing) => {
+    let down = true;
+    const store: RateLimitStore = {
+      localKeys: false,
+      rate: 1,
+      burst: 5,
+      take: () => (down ? failing() : { allowed: true, limit: 5, remaining: 4, resetMs: 1000, retryAfterMs: 0 }),
+    };
+    const lines: { msg: string; failures?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+
+    const denied = rateLimit({ limiter: store, logger });
+    const deny = await framework(denied, '127.0.0.1');
+    running.push(deny);
+    for (let i = 0; i < 2; i++) {
+      const reply = await deny.request();
+      expect(reply.status).toBe(503);
+      expect(reply.body).toBe('Rate limiting is unavailable, please try again later.');
+      expect(reply.headers.get('ratelimit')).toBeNull();
+    }
+    expect(denied.figures).toMatchObject({ storeErrors: 2, allowed: 0, limited: 0, keys: undefined });
+
+    const allowed = rateLimit({ limiter: store, onStoreError: 'allow' });
+    const allow = await framework(allowed, '127.0.0.1');
+    running.push(allow);
+    expect((await allow.request()).status).toBe(200);
+    expect(allowed.figures).toMatchObject({ storeErrors: 1, allowed: 0 });
+
+    down = false;
+    expect((await deny.request()).status).toBe(200);
+    expect(lines.map((line) => line.msg)).toEqual(['rate limit store failed', 'rate limit store recovered']);
+    expect(lines[1]!.failures).toBe(2);
+  });
+});
+
+describe('rateLimit() over IPv6 sockets', () => {
+  it('keys an IPv6 peer by its /56 and folds an IPv4-mapped peer to IPv4', async () => {
+    const v6 = await start(FRAMEWORKS['node:http']!, keyEcho, '::1');
+    await v6.server.request();
+    await v6.server.request();
+    expect(JSON.parse((await v6.server.request()).body)).toEqual({ key: '0:0:0:0::/56' });
+
+    // A dual-stack listener sees an IPv4 client as ::ffff:127.0.0.1.
+    const dual = await start(FRAMEWORKS['node:http']!, keyEcho, '::');
+    const url = dual.server.url.replace('[::]', '127.0.0.1');
+    await fetch(url);
+    await fetch(url);
+    expect(await (await fetch(url)).json()).toEqual({ key: '127.0.0.1' });
+  });
+});
+
+describe('rateLimit() metrics', () => {
+  it('counts allowed, limited and skipped, with live keys, into a prom-client registry shared by policies', async () => {
+    const registry = new Registry();
+    const clock = new ManualClock();
+    const api = rateLimit({ limiter: new KeyedLimiter({ rate: 1, burst: 1, clock }), registry, policyName: 'api' });
+    const login = rateLimit({ limiter: new KeyedLimiter({ rate: 1, burst: 1, clock }), registry, policyName: 'login', skip: () => true });
+    const server = await FRAMEWORKS['node:http']!(api, '127.0.0.1');
+    running.push(server);
+    await server.request();
+    await server.request();
+    await new Promise<void>((resolve) => login({} as IncomingMessage, {} as never, () => resolve()));
+    const text = await registry.metrics();
+    expect(text).toContain('http_rate_limit_requests_total{policy="api",outcome="allowed"} 1');
+    expect(text).toContain('http_rate_limit_requests_total{policy="api",outcome="limited"} 1');
+    expect(text).toContain('http_rate_limit_requests_total{policy="login",outcome="skipped"} 1');
+    expect(text).toContain('http_rate_limit_keys{policy="api"} 1');
+    expect(text).toContain('http_rate_limit_keys{policy="login"} 0');
+    expect(api.figures).toEqual({ allowed: 1, limited: 1, skipped: 0, storeErrors: 0, keys: 1 });
+    expect(() => rateLimit({ registry, policyName: 'api' })).toThrow(
+      new TypeError('Expected policyName to be unique among the rate limits sharing a registry, got "api"'),
+    );
+  });
+});
+
+describe('rateLimit() options', () => {
+  it('is exported from the package root with the pieces a server needs', async () => {
+    const api = await import('../../src/index.ts');
+    for (const name of [
+      'rateLimit',
+      'RATE_LIMIT_DEFAULTS',
+      'KeyedLimiter',
+      'KEYED_LIMITER_DEFAULTS',
+      'clientAddressKey',
+      'CLIENT_ADDRESS_DEFAULTS',
+    ]) {
+      expect(api, name).toHaveProperty(name);
+    }
+  });
+
+  it('defaults to 60 a minute per client address, draft-8 headers, 503 on a store error', () => {
+    expect(RATE_LIMIT_DEFAULTS).toEqual({
+      rate: 1,
+      burst: 60,
+      cost: 1,
+      headers: 'draft-8',
+      legacyHeaders: false,
+      policyName: 'default',
+      message: 'Too many requests, please try again later.',
+      onStoreError: 'deny',
+    });
+    expect(Object.isFrozen(RATE_LIMIT_DEFAULTS)).toBe(true);
+    const limit = rateLimit();
+    expect(limit.store).toBeInstanceOf(KeyedLimiter);
+    expect([limit.store.rate, limit.store.burst]).toEqual([1, 60]);
+  });
+
+  const store: RateLimitStore = {
+    localKeys: true,
+    rate: 1,
+    burst: 1,
+    take: () => ({ allowed: true, limit: 1, remaining: 0, resetMs: 0, retryAfterMs: 0 }),
+  };
+  it.each([
+    [null, 'Expected options to be an object, got null'],
+    [{ rate: 0 }, 'Expected rate to be a number > 0 (tokens per second), got 0'],
+    [{ rate: Number.NaN }, 'Expected rate to be a number > 0 (tokens per second), got NaN'],
+    [{ burst: 0 }, 'Expected burst to be an integer >= 1, got 0'],
+    [{ burst: 2.5 }, 'Expected burst to be an integer >= 1, got 2.5'],
+    [{ limiter: store, rate: 2 }, 'Expected rate and burst to be left out with a limiter (it has its own), got {"rate":2}'],
+    [{ limiter: 'redis' }, 'Expected limiter to be an object, got "redis"'],
+    [{ limiter: { ...store, take: undefined } }, 'Expected limiter.take to be a function, got undefined'],
+    [{ limiter: { ...store, rate: 0 } }, 'Expected limiter.rate to be a number > 0 (tokens per second), got 0'],
+    [{ limiter: { ...store, burst: 0.5 } }, 'Expected limiter.burst to be a finite number >= 1, got 0.5'],
+    [{ key: 'ip' }, 'Expected key to be a function, got "ip"'],
+    [{ cost: -1 }, 'Expected cost to be a finite number >= 0, got -1'],
+    [{ cost: '2' }, 'Expected cost to be a function, got "2"'],
+    [{ skip: true }, 'Expected skip to be a function, got true'],
+    [{ headers: 'draft-6' }, 'Expected headers to be one of "draft-8", "draft-7", got "draft-6"'],
+    [{ headers: true }, 'Expected headers to be one of "draft-8", "draft-7", got true'],
+    [{ legacyHeaders: 'yes' }, 'Expected legacyHeaders to be a boolean, got "yes"'],
+    [{ policyName: 'my policy' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "my policy"'],
+    [{ policyName: '"x"' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "\\"x\\""'],
+    [{ message: 42 }, 'Expected message to be a string, an object or a function, got 42'],
+    [{ message: null }, 'Expected message to be a string, an object or a function, got null'],
+    [{ handler: 'send' }, 'Expected handler to be a function, got "send"'],
+    [{ onStoreError: 'ignore' }, 'Expected onStoreError to be one of "deny", "allow", got "ignore"'],
+    [{ registry: 'default' }, 'Expected registry to be an object, got "default"'],
+    [{ trustProxy: true }, 'Expected trustProxy to be false, a number of hops or a list of addresses and CIDRs, got true'],
+    [{ key: () => 'k', ipv6Subnet: 128 }, 'Expected ipv6Subnet to be an integer in [32, 64], got 128'],
+  ])('throws a TypeError for %o', (options, message) => {
+    expect(() => rateLimit(options as unknown as RateLimitOptions)).toThrow(new TypeError(message));
+  });
+
+  it('refuses a cost(req) that is not a finite number >= 0, taking nothing', async () => {
+    const limiter = new KeyedLimiter({ rate: 1, burst: 2, clock: new ManualClock() });
+    const limit = rateLimit({ limiter, cost: () => -1 });
+    const error = await new Promise((resolve) =>
+      limit({ socket: { remoteAddress: '127.0.0.1' }, headers: {} } as IncomingMessage, {} as never, resolve),
+    );
+    expect(error).toEqual(new TypeError('Expected cost(req) to be a finite number >= 0, got -1'));
+    expect(limiter.size).toBe(0);
+  });
+});
