@@ -3,15 +3,16 @@
  * `1h30m`, `500us`. One grammar for the flags, the providers file and OpenAI's reset headers.
  */
 
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3, // U+00B5, as Go prints it
-  μs: 1e-3, // U+03BC
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
+/** Each unit as a whole multiplier of ms and a power of ten to divide by: exact for whole-ms values. */
+const UNIT_MS: Readonly<Record<string, readonly [multiplier: number, divisorExponent: number]>> = {
+  ns: [1, 6],
+  us: [1, 3],
+  µs: [1, 3], // U+00B5, as Go prints it
+  μs: [1, 3], // U+03BC
+  ms: [1, 0],
+  s: [1000, 0],
+  m: [60_000, 0],
+  h: [3_600_000, 0],
 };
 
 const PART = /(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
@@ -39,7 +40,11 @@ export function parseDuration(text: string): number | undefined {
   while (PART.lastIndex < rest.length) {
     const match = PART.exec(rest);
     if (match === null) return undefined;
-    totalMs += Number(match[1]) * UNIT_MS[match[2]!]!;
+    // The number's digits as an integer, scaled and divided once: `8.104s` is 8104 × 1000 / 10³,
+    // exactly 8104 ms, where 8.104 × 1000 would be 8103.999999999999.
+    const [whole = '', fraction = ''] = match[1]!.split('.');
+    const [multiplier, divisorExponent] = UNIT_MS[match[2]!]!;
+    totalMs += (Number(whole + fraction) * multiplier) / 10 ** (fraction.length + divisorExponent);
   }
   return Number.isFinite(totalMs) ? sign * totalMs : undefined;
 }

@@ -40,4 +40,9 @@ describe('formatDuration()', () => {
   it('round-trips', () => {
     for (const ms of [1, 999, 1000, 61_001, 7_200_000]) expect(parseDuration(formatDuration(ms))).toBe(ms);
   });
+
+  it('reads back every whole ms exactly, where a float product would not (8.104 × 1000 is 8103.999…)', () => {
+    expect(parseDuration('8.104s')).toBe(8104);
+    for (let ms = 0; ms <= 3_600_000; ms += 97) expect(parseDuration(formatDuration(ms))).toBe(ms);
+  });
 });
