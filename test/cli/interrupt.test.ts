@@ -111,22 +111,34 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
   });
 
   it('two SIGINTs in a row: exit 130 at once', async () => {
-    const output = join(temp.dir, 'interrupted-twice.jsonl');
-    const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {});
-    await sleep(1500);
-    await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
+    // The first Ctrl-C cancels the calls in flight and the run ends in a few ms; on a loaded
+    // machine it can end before the second signal arrives, and then there is no second one to
+    // test. Such a try proves nothing either way, so it is run again (at most three times).
+    for (let attempt = 1; ; attempt++) {
+      const output = join(temp.dir, `interrupted-twice-${attempt}.jsonl`);
+      const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {});
+      await sleep(1500);
+      await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
 
-    const signalledMs = performance.now();
-    run.interrupt();
-    // The second must reach the command as a signal of its own, after it has taken the first.
-    await run.waitForStderr(/^interrupted: /m, 5000);
-    run.interrupt();
-    const result = await run.result;
+      const signalledMs = performance.now();
+      run.interrupt();
+      // The second must reach the command as a signal of its own, after it has taken the first.
+      await run.waitForStderr(/^interrupted: /m, 5000);
+      run.interrupt();
+      const result = await run.result;
 
-    expectInterruptedExit(result);
-    expect(performance.now() - signalledMs).toBeLessThan(1000);
-    expect(result.stderr).not.toMatch(/^\s+at /m);
-    expect(result.stderr).toMatch(/^SIGINT again: quitting now/m);
+      expectInterruptedExit(result);
+      expect(performance.now() - signalledMs).toBeLessThan(1000);
+      expect(result.stderr).not.toMatch(/^\s+at /m);
+      // Ended in order by the first signal (exit 130, no "again"): the second came too late to be
+      // seen — or was ignored, which three tries in a row tell apart.
+      if (!/^SIGINT again: /m.test(result.stderr) && result.code === 130 && attempt < 3) {
+        console.log(`try ${attempt}: the run ended before the second SIGINT reached it; trying again`);
+        continue;
+      }
+      expect(result.stderr).toMatch(/^SIGINT again: quitting now/m);
+      return;
+    }
   });
 
   it('a second SIGINT quits at once with exit 130, even while the first waits for the results to be written', async () => {
