@@ -13,12 +13,13 @@ import {
   type SweepResult,
 } from '../src/index.ts';
 import { formatMs, formatRate } from './format.ts';
-import { integer, oneOf, rate } from './parse-values.ts';
+import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 import {
   UsageError,
   addRunOptions,
   createLogger,
   createProvider,
+  groupRunOptions,
   oneLineErrors,
   providerSetup,
   validateRunFlags,
@@ -78,23 +79,21 @@ export function buildBenchCommand(onExit: (code: number) => void): Command {
   addRunOptions(
     command,
     [
-      new Option('--rate <list>', "calls per second, comma-separated (e.g. 1000,3,2); 'inf' for no limit")
-        .argParser(list(rate))
-        .default([3], '3'),
+      new Option('--rate <list>', 'calls per second, comma-separated (e.g. 1000,3,2)').argParser(list(rate)).default([3], '3'),
       new Option('--burst <list>', 'bursts, comma-separated; one value goes with every rate')
         .argParser(list(integer(1, 1e9)))
         .default([3], '3'),
     ],
     { config: false },
   );
-  return oneLineErrors(command.addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
+  return oneLineErrors(groupRunOptions(command).addHelpText('after', EXAMPLES)).action(async (flags: BenchFlags, self: Command) => {
     onExit(await bench(flags, self));
   });
 }
 
 /** A comma-separated list of values, each read by `parse`; an error names the item at fault. */
-function list<T>(parse: (text: string) => T): (text: string) => T[] {
-  return (text) => {
+function list<T>(parse: ValueParser<T>): ValueParser<T[]> {
+  return accepting(`each ${parse.accepts}`, (text) => {
     const items = text.split(',');
     return items.map((item) => {
       try {
@@ -105,7 +104,7 @@ function list<T>(parse: (text: string) => T): (text: string) => T[] {
         throw new InvalidArgumentError(`${where}${error.message}`);
       }
     });
-  };
+  });
 }
 
 async function bench(flags: BenchFlags, command: Command): Promise<number> {

@@ -19,7 +19,16 @@ import { openInput } from './input.ts';
 import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { UsageError, addRunOptions, createLogger, oneLineErrors, providerSetups, validateRunFlags, type RunFlags } from './run-options.ts';
+import {
+  UsageError,
+  addRunOptions,
+  createLogger,
+  groupRunOptions,
+  oneLineErrors,
+  providerSetups,
+  validateRunFlags,
+  type RunFlags,
+} from './run-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
@@ -67,14 +76,14 @@ function buildProgram(onExit: (code: number) => void): Command {
     .addCommand(buildBenchCommand(onExit))
     .addCommand(buildServeCommand(onExit));
   addRunOptions(program, [
-    new Option('--rate <calls/s>', "calls per second to the provider (> 0), or 'inf'").argParser(rate).default(3),
-    new Option('--burst <calls>', 'calls that may go at once after a quiet spell (1 to 1e9)').argParser(integer(1, 1e9)).default(3),
+    new Option('--rate <calls/s>', 'calls per second to the provider').argParser(rate).default(3),
+    new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ])
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false));
   addClientOptions(program);
-  oneLineErrors(program.addHelpText('after', EXAMPLES));
+  oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
   return program;
 }
 

@@ -24,7 +24,7 @@ import {
 } from '../src/index.ts';
 import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import { formatMs } from './format.ts';
-import { duration, integer, oneOf, rate } from './parse-values.ts';
+import { accepting, duration, integer, oneOf, rate, showAcceptedValues, type ValueParser } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -69,13 +69,70 @@ export { UsageError };
  * of its own), thrown back to `main` for the exit code instead of exiting inside commander.
  */
 export function oneLineErrors(command: Command): Command {
-  return command
+  return showAcceptedValues(command)
     .showSuggestionAfterError(true)
     .allowExcessArguments(false)
     .exitOverride()
     .configureOutput({
       outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
     });
+}
+
+/** The headings --help puts a run's flags under, and the flags under each, in order. */
+export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
+  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--max-attempts', '--config'],
+  'Input and output:': [
+    '--input',
+    '--skip-invalid',
+    '--output',
+    '--resume',
+    '--overwrite',
+    '--json',
+    '--quiet',
+    '--log-level',
+    '--grid',
+    '--repeat',
+    '--format',
+    '--chart',
+  ],
+  'Limits, retries and the breaker:': [
+    '--tpm',
+    '--max-output-tokens',
+    '--adaptive',
+    '--sync-headers',
+    '--breaker-threshold',
+    '--breaker-cooldown',
+  ],
+  'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env'],
+  'The simulated provider:': [
+    '--min-latency',
+    '--max-latency',
+    '--profile',
+    '--seed',
+    '--provider-rate',
+    '--provider-burst',
+    '--headers',
+    '--outage',
+  ],
+};
+
+/**
+ * Puts each of `command`'s run flags under its heading in --help, the headings in the order above
+ * (--help and --version stay first, under "Options:"); call it once every flag is added.
+ */
+export function groupRunOptions(command: Command): Command {
+  const headings = Object.keys(RUN_OPTION_GROUPS);
+  const headingOf = (option: Option) => headings.find((heading) => RUN_OPTION_GROUPS[heading]!.includes(option.long ?? ''));
+  for (const option of command.options) {
+    const heading = headingOf(option);
+    if (heading !== undefined) option.helpGroup(heading);
+  }
+  const rank = (option: Option) => {
+    const heading = headingOf(option);
+    return heading === undefined ? -1 : headings.indexOf(heading);
+  };
+  (command.options as Option[]).sort((a, b) => rank(a) - rank(b));
+  return command;
 }
 
 /** Adds the run flags; `rateOptions` (the command's own --rate and --burst) go right after --workers. */
@@ -96,12 +153,12 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .default(RETRY_DEFAULTS.maxAttempts),
     )
     .addOption(
-      new Option('--min-latency <duration>', 'simulated provider: shortest answer time')
+      new Option('--min-latency <duration>', 'shortest answer time')
         .argParser(duration({ allowZero: true }))
         .default(SIMULATED_DEFAULTS.minLatencyMs, formatDuration(SIMULATED_DEFAULTS.minLatencyMs)),
     )
     .addOption(
-      new Option('--max-latency <duration>', 'simulated provider: longest answer time')
+      new Option('--max-latency <duration>', 'longest answer time')
         .argParser(duration({ allowZero: true }))
         .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
     )
@@ -115,18 +172,16 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .argParser(integer(0))
         .default(SIMULATED_DEFAULTS.seed),
     )
-    .addOption(new Option('--provider-rate <calls/s>', "simulated provider's own quota; faster clients get 429s").argParser(rate))
+    .addOption(new Option('--provider-rate <calls/s>', "the provider's own quota: a client sending faster gets 429s").argParser(rate))
     .addOption(
       new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
     )
     .addOption(new Option('--input <file.jsonl>', 'read articles from JSONL (id, title, content, url?, source?)').conflicts('articles'))
     .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
     .addOption(
-      new Option('--headers <style>', `simulated provider sends rate-limit headers: ${HEADER_STYLES.join(', ')}`).argParser(
-        oneOf(HEADER_STYLES),
-      ),
+      new Option('--headers <style>', `send rate-limit headers in this style: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)),
     )
-    .addOption(new Option('--outage <window>', 'simulated provider answers 503 in this window, e.g. 2s..8s').argParser(outageWindow))
+    .addOption(new Option('--outage <window>', 'answer 503 in this window of the run, e.g. 2s..8s').argParser(outageWindow))
     .addOption(
       new Option('--tpm <tokens/min>', 'also limit LLM tokens per minute (prompt tokens counted with a real tokenizer)').argParser(
         integer(1),
@@ -188,11 +243,11 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   }
 }
 
-export function outageWindow(text: string): { startMs: number; endMs: number } {
+export const outageWindow: ValueParser<{ startMs: number; endMs: number }> = accepting('start..end, start before end', (text) => {
   const window = parseOutageWindow(text);
   if (window === undefined) throw new InvalidArgumentError('Expected a window like 2s..8s (start before end).');
   return window;
-}
+});
 
 /**
  * A simulated provider: `sim` (a provider's settings from --config) over what the flags describe.

@@ -46,11 +46,7 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option('--port <n>', 'port to listen on; 0 picks a free one').argParser(integer(0, 65_535)).default(LLM_SERVER_DEFAULTS.port),
     )
-    .addOption(
-      new Option('--rate <requests/s>', "requests per second per API key, or 'inf' for no limit")
-        .argParser(rate)
-        .default(LLM_SERVER_DEFAULTS.rate),
-    )
+    .addOption(new Option('--rate <requests/s>', 'requests per second per API key').argParser(rate).default(LLM_SERVER_DEFAULTS.rate))
     .addOption(
       new Option('--burst <requests>', 'requests one key may make at once after a quiet spell')
         .argParser(integer(1, 1e9))

@@ -35,3 +35,42 @@ describe('the CLI and the library agree on every default', () => {
     for (const [flag, value] of Object.entries(LIBRARY_DEFAULTS)) expect(shown.get(flag), flag).toBe(value);
   });
 });
+
+/** Each flag in `--help`: its name, whether it takes a value, its description (unwrapped) and its heading. */
+function helpFlags(help: string): { flag: string; takesValue: boolean; text: string; heading: string }[] {
+  const flags: { flag: string; takesValue: boolean; text: string; heading: string }[] = [];
+  let heading = '';
+  for (const block of help.split(/\n(?=\S)/)) {
+    heading = block.split('\n')[0]!;
+    for (const [, flag, value, rest] of block.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)( <[^>]+>)?([\s\S]*?)(?=^ {2}-|(?![\s\S]))/gm)) {
+      flags.push({ flag: flag!, takesValue: value !== undefined, text: rest!.replace(/\s+/g, ' ').trim(), heading });
+    }
+  }
+  return flags;
+}
+
+/** Flags whose value is free text — a file, a URL, a name, an address — with nothing to range over. */
+const FREE_TEXT = new Set(['--input', '--output', '--config', '--chart', '--model', '--base-url', '--api-key-env', '--host']);
+/** What a range or a set of choices looks like in a description. */
+const ACCEPTS = /\((?:each )?(?:\d+ to \d+|[<>]=? \d+|a number > 0[^)]*|start\.\.end[^)]*)\)|: [\w-]+(?:, [\w-]+)+/;
+
+describe('--help says what every flag accepts', () => {
+  it.each([[[]], [['bench']], [['serve']]])('news-processor %j --help: a range or the choices for each value', async (command) => {
+    const result = await runCli([...command, '--help']);
+    expect(result.code).toBe(0);
+    const flags = helpFlags(result.stdout).filter(({ takesValue, flag }) => takesValue && !FREE_TEXT.has(flag));
+    expect(flags.length).toBeGreaterThanOrEqual(command[0] === 'serve' ? 9 : 20);
+    for (const { flag, text } of flags) expect(text, flag).toMatch(ACCEPTS);
+  });
+
+  it.each([[[]], [['bench']]])(
+    'news-processor %j --help: every run flag under a heading, --help and --version alone under Options',
+    async (command) => {
+      const result = await runCli([...command, '--help']);
+      for (const { flag, heading } of helpFlags(result.stdout)) {
+        if (flag === '--help' || flag === '--version') expect(heading, flag).toBe('Options:');
+        else expect(heading, flag).not.toBe('Options:');
+      }
+    },
+  );
+});
