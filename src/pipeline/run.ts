@@ -5,6 +5,7 @@ import { AdaptiveRate, type AdaptiveTuning } from '../gate/adaptive-rate.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
 import { LocalLimits } from '../gate/local-limits.ts';
 import type { LimitSpec, ProviderLimits } from '../gate/provider-limits.ts';
+import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
 import { TASKS, stopsRun } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
@@ -133,12 +134,20 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const deadlines = articleDeadlines(clock, timeoutMs, signal);
 
   let stoppedBy: RunStop | undefined;
+  // Limits that cannot be reached (a shared quota whose Redis is gone) stop intake only: the
+  // articles in flight keep what they were granted and fail at their next limiter call.
+  const intake = new AbortController();
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (stopsRun(event.error) && !signal.aborted) {
       stoppedBy = { provider: event.provider, type: event.error.name, message: event.error.message };
       logger.error({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
+    }
+    if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
+      stoppedBy ??= { provider: event.provider, type: event.error.name, message: event.error.message };
+      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
+      intake.abort(event.error);
     }
     onAttempt?.(event as PipelineAttemptEvent);
   };
@@ -158,7 +167,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },
-      { concurrency: workers, signal },
+      { concurrency: workers, signal: AbortSignal.any([signal, intake.signal]) },
     );
   } finally {
     deadlines.dispose();
