@@ -16,6 +16,7 @@ import {
 import { buildBenchCommand } from './bench.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary } from './format.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
+import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
 import {
   UsageError,
   addRunOptions,
@@ -34,7 +35,7 @@ const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
-interface MainFlags extends RunFlags {
+interface MainFlags extends RunFlags, RedisFlags {
   rate: number;
   burst: number;
   output?: string;
@@ -69,6 +70,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     new Option('--rate <calls/s>', "calls per second to the provider, or 'inf'").argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ]).addOption(new Option('--output <file.jsonl>', 'write one result per line as each article ends'));
+  addRedisOptions(program);
   oneLineErrors(program.addHelpText('after', EXAMPLES));
   return program;
 }
@@ -82,6 +84,7 @@ async function main(argv: readonly string[]): Promise<number> {
         throw new UsageError(`--${option} applies without --config; with --config set limits per provider in the file`);
       }
     }
+    validateRedisFlags(flags, program);
     exitCode = await run(flags);
   });
   try {
@@ -115,6 +118,7 @@ async function run(flags: MainFlags): Promise<number> {
   const { count: total, skipped } = input;
 
   const { providers, routes } = await providerSetups(flags, flags.rate, flags.burst);
+  const shared = await shareLimits(flags, providers, logger);
   let writer: JsonlWriter | undefined;
   if (flags.output !== undefined) {
     try {
@@ -186,6 +190,7 @@ async function run(flags: MainFlags): Promise<number> {
       outputError ??= error;
     });
     await terminal.close();
+    await shared?.close();
   }
 
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
@@ -203,6 +208,8 @@ async function run(flags: MainFlags): Promise<number> {
     if (writer !== undefined && outputError === undefined) lines.push(`Results: ${writer.lines} lines written to ${writer.path}`);
     process.stdout.write(`${lines.join('\n')}\n`);
   }
+  const stopLine = redisStopLine(summary);
+  if (stopLine !== undefined) process.stderr.write(`${stopLine}\n`);
   if (outputError !== undefined) {
     process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
     return EXIT_FAILED;

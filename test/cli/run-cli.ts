@@ -42,6 +42,8 @@ export interface CliRun {
 export interface CliOptions {
   /** The process is killed (SIGKILL) after this many ms: it hung. Default 30 000 (a loaded machine is slow). */
   readonly killAfterMs?: number;
+  /** Environment variables set for the command, over this process's. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -54,7 +56,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   const startMs = performance.now();
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
