@@ -18,7 +18,7 @@ import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import { CANCEL, LOWER, readNumber, RESERVE, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
+import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
 export interface RedisLimitsOptions {
   /** Where the quota lives ({@link connectRedis}); one connection serves every provider of a process. */
@@ -52,7 +52,7 @@ interface SharedLimit {
 /** A granted reservation, with what `cancel` and `settle` need to undo or square it. */
 interface Reservation {
   readonly cost: CallCost;
-  /** Per limit, in the order of the keys: when the reservation could act (Redis time, ms) and the rate then. */
+  /** Per limit, in the order of the keys: when the reservation could act (Redis time, µs, as the script wrote it) and the rate then. */
   readonly actAtMs: readonly string[];
   readonly rates: readonly string[];
 }
@@ -177,7 +177,7 @@ export class RedisLimits implements ProviderLimits {
       if (this.#fallback === undefined || !isLimiterUnavailableError(error)) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
-    const waitMs = readNumber(reply[1]);
+    const waitMs = readMicroseconds(reply[1]);
     if (reply[0] !== 1) throw new MaxWaitExceededError(waitMs, maxWaitMs);
     const reservation = this.#observe(reply, cost, sent);
     if (waitMs > 0) {
@@ -256,7 +256,7 @@ export class RedisLimits implements ProviderLimits {
   /** Reads a granted reservation's reply, keeping what it says of the shared rate and the request bucket. */
   #observe(reply: readonly unknown[], cost: CallCost, sent: number): Reservation {
     if (this.#requests !== undefined) {
-      this.#tokensAfterReply = readNumber(reply[2]);
+      this.#tokensAfterReply = Number(reply[2]);
       this.#replyAtMs = systemClock.now();
       if (sent > this.#rateChangeSent) {
         this.#rateText = reply[3] as string;

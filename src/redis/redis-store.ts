@@ -1,7 +1,7 @@
 import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import { readNumber, TAKE } from './scripts.ts';
+import { readMicroseconds, TAKE } from './scripts.ts';
 
 export interface RedisRateLimitStoreOptions {
   /** Where the buckets live ({@link connectRedis}). */
@@ -57,8 +57,8 @@ export class RedisRateLimitStore implements RateLimitStore {
       allowed: reply[0] === 1,
       limit: this.burst,
       remaining: reply[1] as number,
-      resetMs: readNumber(reply[2]),
-      retryAfterMs: readNumber(reply[3]),
+      resetMs: readMicroseconds(reply[2]),
+      retryAfterMs: readMicroseconds(reply[3]),
     };
   }
 }

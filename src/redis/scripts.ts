@@ -1,12 +1,14 @@
 /**
- * The Lua scripts that keep token buckets in Redis: a hash per bucket (`t` tokens, `at` the instant
- * they were counted at, `ev` the latest time to act of any reservation, `r` a shared rate set by
- * `setRate`), with the semantics of `TokenBucket` (x/time/rate's `Limiter`) on Redis `TIME` — the
- * one clock every process agrees on. A missing key is a full bucket: every write sets the key to
- * expire when the bucket will be full again, so an idle quota costs nothing.
+ * The Lua scripts that keep token buckets in Redis, with the semantics of `TokenBucket`
+ * (x/time/rate's `Limiter`) on Redis `TIME` — the one clock every process agrees on. A bucket is
+ * one string, `t at ev [r]`: its tokens, the instant they count at, the latest time to act of any
+ * reservation, and a shared rate when `setRate` has set one. A missing key is a full bucket: every
+ * write sets the key to expire when the bucket will be full again, so an idle quota costs nothing.
  *
- * Numbers travel as text both ways: Redis turns a Lua number into an integer reply, and `%.17g` and
- * JavaScript's `String()` both read back to the same double.
+ * Instants are whole microseconds of Redis time (times to act rounded up: never early), so they
+ * are written as integers; formatting a float (`%.17g`, exact both ways) costs a Lua script in
+ * Redis several times more, and a reservation would otherwise spend most of its time on it. Numbers
+ * travel as text both ways: Redis turns a Lua number in a reply into an integer.
  */
 
 /** A script and the command name it is defined under (ioredis `defineCommand`: EVALSHA, EVAL after a NOSCRIPT). */
@@ -16,54 +18,60 @@ export interface RedisScript {
 }
 
 const PRELUDE = `
-local function now_ms()
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local function num(x)
-  return string.format('%.17g', x)
+-- A wait in whole microseconds, rounded up; 'inf' when it never ends.
+local function us(x)
+  if x == math.huge then return 'inf' end
+  return string.format('%d', math.ceil(x))
 end
 
 -- A bucket at now: its tokens (refilled, capped at burst; a clock reading earlier than the last
--- adds nothing), the instant they count at, the latest time to act, the rate in force (and as
--- text), whether a shared rate is set, and whether the key exists.
+-- adds nothing), the instant they count at, the latest time to act, the rate in force (per second,
+-- and as text), the shared rate's text when one is set (else nil), and whether the key exists.
 local function load(key, rate_text, burst, now)
-  local s = redis.call('HMGET', key, 't', 'at', 'ev', 'r')
-  local text = s[4] or rate_text
-  local r = tonumber(text)
-  local t = tonumber(s[1])
-  if t == nil then
-    return burst, now, now, r, text, s[4] ~= false, false
+  local s = redis.call('GET', key)
+  if not s then
+    return burst, now, now, tonumber(rate_text), rate_text, nil, false
   end
-  local at = tonumber(s[2])
+  local ts, ats, evs, shared = string.match(s, '^(%S+) (%S+) (%S+) ?(%S*)$')
+  if shared == '' then shared = nil end
+  local text = shared or rate_text
+  local r = tonumber(text)
+  local t, at = tonumber(ts), tonumber(ats)
   if now > at then
-    t = math.min(burst, t + (now - at) * r / 1000)
+    t = math.min(burst, t + (now - at) * r / 1000000)
     at = now
   end
-  return t, at, tonumber(s[3]), r, text, s[4] ~= false, true
+  return t, at, tonumber(evs), r, text, shared, true
 end
 
 -- Stores a bucket to expire when it is full again (a full one is deleted), or to stay keep_ms at
 -- least while it holds a shared rate; at rate 0 it never refills, so it stays.
-local function save(key, t, at, ev, r, burst, now, keep_ms)
+local function save(key, t, at, ev, r, shared, burst, now, keep_ms)
   local full_in_ms = 0
   if t < burst then
     if r <= 0 then
       full_in_ms = -1
     else
-      full_in_ms = math.min((burst - t) * 1000 / r + (at - now), 1e15)
+      full_in_ms = math.min((burst - t) * 1000 / r + (at - now) / 1000, 1e15)
     end
   end
-  if full_in_ms == 0 and keep_ms == 0 then
+  local value = string.format('%.17g %d %d', t, at, ev)
+  if shared then
+    value = value .. ' ' .. shared
+    full_in_ms = math.max(full_in_ms, keep_ms)
+  elseif full_in_ms == 0 then
     redis.call('DEL', key)
     return
   end
-  redis.call('HSET', key, 't', t, 'at', at, 'ev', ev)
   if full_in_ms < 0 then
-    redis.call('PERSIST', key)
+    redis.call('SET', key, value)
   else
-    redis.call('PEXPIRE', key, math.ceil(math.max(full_in_ms, keep_ms)) + 1)
+    redis.call('SET', key, value, 'PX', string.format('%d', math.ceil(full_in_ms) + 1))
   end
 end
 `;
@@ -79,39 +87,39 @@ function script(name: string, body: string): RedisScript {
  *
  * KEYS: one bucket per limit, the request limit first when there is one.
  * ARGV: max wait in ms (-1: none), the shared rate's memory in ms; per limit: rate, burst, amount.
- * Reply: {1, wait ms, tokens left on the first limit, its rate; per limit: time to act, rate}, or {0, wait ms}.
+ * Reply: {1, wait µs, tokens left on the first limit, its rate; per limit: time to act (µs), rate},
+ * or {0, wait µs}.
  */
 export const RESERVE = script(
   'newsProcessorReserve',
   `
-local now = now_ms()
-local max_wait = tonumber(ARGV[1])
+local now = now_us()
+local max_wait_us = tonumber(ARGV[1]) * 1000
 local keep = tonumber(ARGV[2])
 local buckets = {}
 local wait = 0
 for i = 1, #KEYS do
   local burst = tonumber(ARGV[3 * i + 1])
-  local t, at, ev, r, text, has_rate = load(KEYS[i], ARGV[3 * i], burst, now)
+  local t, at, ev, r, text, shared = load(KEYS[i], ARGV[3 * i], burst, now)
   t = t - tonumber(ARGV[3 * i + 2])
   local w = 0
   if t < 0 then
-    if r > 0 then w = (at - now) - t * 1000 / r else w = math.huge end
+    if r > 0 then w = math.ceil((at - now) - t * 1000000 / r) else w = math.huge end
   end
   if w > wait then wait = w end
-  local kept = 0
-  if has_rate then kept = keep end
-  buckets[i] = { t = t, at = at, ev = ev, r = r, text = text, w = w, burst = burst, keep = kept }
+  buckets[i] = { t, at, ev, r, text, shared, burst, w }
 end
-if wait == math.huge or (max_wait >= 0 and wait > max_wait) then
-  return { 0, num(wait) }
+if wait == math.huge or (max_wait_us >= 0 and wait > max_wait_us) then
+  return { 0, us(wait) }
 end
-local reply = { 1, num(wait), num(buckets[1].t), buckets[1].text }
+local first = buckets[1]
+local reply = { 1, us(wait), string.format('%.17g', first[1]), first[5] }
 for i = 1, #KEYS do
   local b = buckets[i]
-  local act = now + b.w
-  save(KEYS[i], b.t, b.at, math.max(b.ev, act), b.r, b.burst, now, b.keep)
-  reply[#reply + 1] = num(act)
-  reply[#reply + 1] = b.text
+  local act = now + b[8]
+  save(KEYS[i], b[1], b[2], math.max(b[3], act), b[4], b[6], b[7], now, keep)
+  reply[#reply + 1] = us(act)
+  reply[#reply + 1] = b[5]
 end
 return reply
 `,
@@ -123,28 +131,26 @@ return reply
  * act back when this one was it. A bucket that expired (full) or was lost gets nothing.
  *
  * KEYS: the reservation's buckets.
- * ARGV: the shared rate's memory in ms; per limit: configured rate, burst, amount, time to act, rate at reservation.
+ * ARGV: the shared rate's memory in ms; per limit: configured rate, burst, amount, time to act (µs), rate at reservation.
  */
 export const CANCEL = script(
   'newsProcessorCancel',
   `
-local now = now_ms()
+local now = now_us()
 local keep = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local o = 5 * (i - 1) + 1
   local burst, amount = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
   local act, rate = tonumber(ARGV[o + 4]), tonumber(ARGV[o + 5])
   if amount > 0 and rate > 0 and act >= now then
-    local t, at, ev, r, text, has_rate, exists = load(KEYS[i], ARGV[o + 1], burst, now)
-    local restore = amount - (ev - act) * rate / 1000
+    local t, at, ev, r, text, shared, exists = load(KEYS[i], ARGV[o + 1], burst, now)
+    local restore = amount - (ev - act) * rate / 1000000
     if exists and restore > 0 then
       if act == ev then
-        local previous = act - amount * 1000 / rate
+        local previous = math.ceil(act - amount * 1000000 / rate)
         if previous >= now then ev = previous end
       end
-      local kept = 0
-      if has_rate then kept = keep end
-      save(KEYS[i], math.min(burst, t + restore), at, ev, r, burst, now, kept)
+      save(KEYS[i], math.min(burst, t + restore), at, ev, r, shared, burst, now, keep)
     end
   end
 end
@@ -161,16 +167,14 @@ return 1
 export const SETTLE = script(
   'newsProcessorSettle',
   `
-local now = now_ms()
+local now = now_us()
 local keep = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local o = 3 * (i - 1) + 1
   local burst, change = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-  local t, at, ev, r, text, has_rate, exists = load(KEYS[i], ARGV[o + 1], burst, now)
+  local t, at, ev, r, text, shared, exists = load(KEYS[i], ARGV[o + 1], burst, now)
   if exists or change < 0 then
-    local kept = 0
-    if has_rate then kept = keep end
-    save(KEYS[i], math.min(burst, t + change), at, ev, r, burst, now, kept)
+    save(KEYS[i], math.min(burst, t + change), at, ev, r, shared, burst, now, keep)
   end
 end
 return 1
@@ -186,13 +190,11 @@ return 1
 export const LOWER = script(
   'newsProcessorLower',
   `
-local now = now_ms()
+local now = now_us()
 local burst, remaining = tonumber(ARGV[3]), tonumber(ARGV[4])
-local t, at, ev, r, text, has_rate = load(KEYS[1], ARGV[2], burst, now)
+local t, at, ev, r, text, shared = load(KEYS[1], ARGV[2], burst, now)
 if t > remaining then
-  local kept = 0
-  if has_rate then kept = tonumber(ARGV[1]) end
-  save(KEYS[1], remaining, at, ev, r, burst, now, kept)
+  save(KEYS[1], remaining, at, ev, r, shared, burst, now, tonumber(ARGV[1]))
 end
 return 1
 `,
@@ -209,20 +211,15 @@ return 1
 export const SET_RATE = script(
   'newsProcessorSetRate',
   `
-local now = now_ms()
+local now = now_us()
 local configured, burst, seen, new = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local t, at, ev, r, text = load(KEYS[1], configured, burst, now)
 if text ~= seen then
   return { 0, text }
 end
-local keep = 0
-if new == configured then
-  redis.call('HDEL', KEYS[1], 'r')
-else
-  redis.call('HSET', KEYS[1], 'r', new)
-  keep = tonumber(ARGV[1])
-end
-save(KEYS[1], t, at, ev, tonumber(new), burst, now, keep)
+local shared = nil
+if new ~= configured then shared = new end
+save(KEYS[1], t, at, ev, tonumber(new), shared, burst, now, tonumber(ARGV[1]))
 return { 1, new }
 `,
 );
@@ -232,38 +229,38 @@ return { 1, new }
  * the same fields. A refusal writes nothing.
  *
  * KEYS[1]: the key's bucket. ARGV: rate, burst, n.
- * Reply: {allowed 1|0, whole tokens left, ms until full, ms until n are there}.
+ * Reply: {allowed 1|0, whole tokens left, µs until full, µs until n are there}.
  */
 export const TAKE = script(
   'newsProcessorTake',
   `
-local now = now_ms()
+local now = now_us()
 local rate, burst, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local t, at = load(KEYS[1], ARGV[1], burst, now)
 local allowed = n <= t
 if allowed then
   t = t - n
-  save(KEYS[1], t, at, at, rate, burst, now, 0)
+  save(KEYS[1], t, at, at, rate, nil, burst, now, 0)
 end
 local reset = 0
 if t < burst then
-  if rate == 0 then reset = math.huge else reset = (burst - t) * 1000 / rate end
+  if rate == 0 then reset = math.huge else reset = (burst - t) * 1000000 / rate end
 end
 local retry = 0
 if not allowed then
   if n > burst then retry = math.huge
   elseif t >= n then retry = 0
   elseif rate == 0 then retry = math.huge
-  else retry = (n - t) * 1000 / rate end
+  else retry = (n - t) * 1000000 / rate end
 end
 local verdict = 0
 if allowed then verdict = 1 end
-return { verdict, math.max(0, math.floor(t + 1e-9)), num(reset), num(retry) }
+return { verdict, math.max(0, math.floor(t + 1e-9)), us(reset), us(retry) }
 `,
 );
 
-/** A number as the scripts write it: `inf` for a wait that never ends. */
-export function readNumber(text: unknown): number {
+/** Microseconds as the scripts write them, in ms: `inf` for a wait that never ends. */
+export function readMicroseconds(text: unknown): number {
   if (text === 'inf') return Infinity;
-  return Number(text);
+  return Number(text) / 1000;
 }

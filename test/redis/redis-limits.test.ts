@@ -45,12 +45,23 @@ function limitsFor(specs: readonly LimitSpec[], options: { fallbackShare?: numbe
   });
 }
 
-/** A bucket's tokens now, as Redis keeps them: the stored count plus the refill since (`undefined`: no key, full). */
+/** A bucket as Redis keeps it (`t at ev [r]`, instants in µs), or undefined when there is no key (full). */
+async function bucketOf(
+  limits: RedisLimits,
+  index: number,
+): Promise<{ tokens: number; atUs: number; rate: string | undefined } | undefined> {
+  const value = await inspect.get(limits.keys[index]!);
+  if (value === null) return undefined;
+  const [tokens, atUs, , rate] = value.split(' ');
+  return { tokens: Number(tokens), atUs: Number(atUs), rate };
+}
+
+/** A bucket's tokens now: the stored count plus the refill since (`undefined`: no key, full). */
 async function tokensOf(limits: RedisLimits, index: number, rate: number, burst: number): Promise<number | undefined> {
-  const [[t, at], [seconds, micros]] = await Promise.all([inspect.hmget(limits.keys[index]!, 't', 'at'), inspect.time()]);
-  if (t === null) return undefined;
-  const nowMs = Number(seconds) * 1000 + Number(micros) / 1000;
-  return Math.min(burst, Number(t) + (Math.max(0, nowMs - Number(at)) * rate) / 1000);
+  const [bucket, [seconds, micros]] = await Promise.all([bucketOf(limits, index), inspect.time()]);
+  if (bucket === undefined) return undefined;
+  const nowUs = Number(seconds) * 1e6 + Number(micros);
+  return Math.min(burst, bucket.tokens + (Math.max(0, nowUs - bucket.atUs) * rate) / 1e6);
 }
 
 const ONE_CALL = { requests: 1, inputTokens: 0, outputTokens: 0 };
@@ -230,7 +241,7 @@ describe('RedisLimits.setRate, lowerTo and backlogMs', () => {
       b.setRate(6);
       await b.acquire(ONE_CALL);
       expect(b.rate).toBe(8);
-      expect(await inspect.hget(a.keys[0]!, 'r')).toBe('8');
+      expect((await bucketOf(a, 0))?.rate).toBe('8');
       // Now that it has seen 8, its change applies.
       b.setRate(6);
       await b.acquire(ONE_CALL);
@@ -240,7 +251,7 @@ describe('RedisLimits.setRate, lowerTo and backlogMs', () => {
       a.setRate(50);
       await a.acquire(ONE_CALL);
       expect(a.rate).toBe(10);
-      expect(await inspect.hget(a.keys[0]!, 'r')).toBeNull();
+      expect((await bucketOf(a, 0))?.rate).toBeUndefined();
     } finally {
       await other.close();
     }
@@ -267,7 +278,7 @@ describe('RedisLimits.setRate, lowerTo and backlogMs', () => {
     limits.setRate(500);
     await limits.acquire(ONE_CALL);
     await sleepMs(20);
-    expect(await inspect.hget(limits.keys[0]!, 'r')).toBe('500');
+    expect((await bucketOf(limits, 0))?.rate).toBe('500');
     expect(await inspect.pttl(limits.keys[0]!)).toBeGreaterThan(50_000);
   });
 
