@@ -1,4 +1,4 @@
-import { access, readFile } from 'node:fs/promises';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +40,7 @@ async function resultsOf(path: string): Promise<ArticleResult[]> {
 }
 
 describe('news-processor --redis', () => {
-  it('shares the quota: runs with the limits in Redis, under the provider name by default or --quota-key', async () => {
+  it('shares the quota: runs with the limits in Redis, under the provider name by default, --quota-key, or quotaKey in --config', async () => {
     const inspect = new Redis(redis.url);
     try {
       const keys: string[] = [];
@@ -52,10 +52,34 @@ describe('news-processor --redis', () => {
       const named = await runCli(['--articles=3', '--rate=50', ...QUICK, '--quiet', '--quota-key=team-key', '--redis-prefix=app:'], {
         env: { REDIS_URL: redis.url },
       });
+      const config = join(temp.dir, 'providers.json');
+      await writeFile(
+        config,
+        JSON.stringify({
+          providers: [
+            {
+              name: 'first',
+              limits: [{ kind: 'requests', rate: 50 }],
+              quotaKey: 'shared-key',
+              simulated: { minLatency: '1ms', maxLatency: '2ms' },
+            },
+            { name: 'second', limits: [{ kind: 'requests', rate: 50 }], simulated: { minLatency: '1ms', maxLatency: '2ms' } },
+          ],
+          routes: { summarize: 'first', sentiment: 'second' },
+        }),
+      );
+      const configured = await runCli(['--articles=3', '--quiet', '--config', config, '--redis', redis.url]);
       watcher.disconnect();
-      expect([result.code, named.code]).toEqual([0, 0]);
+      expect([result.code, named.code, configured.code]).toEqual([0, 0, 0]);
       expect(result.stdout).toMatch(/Succeeded:3 Failed:0/);
-      expect(new Set(keys)).toEqual(new Set(['news-processor:{simulated}:requests', 'app:{team-key}:requests']));
+      expect(new Set(keys)).toEqual(
+        new Set([
+          'news-processor:{simulated}:requests',
+          'app:{team-key}:requests',
+          'news-processor:{shared-key}:requests',
+          'news-processor:{second}:requests',
+        ]),
+      );
     } finally {
       inspect.disconnect();
     }

@@ -152,6 +152,32 @@ describe('RedisLimits.acquire', () => {
     await later;
   });
 
+  it('rejects at once with the abort reason when the signal aborts while Redis has not answered yet', async () => {
+    const own = await startRedis();
+    const conn = await connectRedis(own.url);
+    try {
+      const limits = limitsFor(requestLimit(10, 5), { on: conn });
+      await limits.acquire(ONE_CALL);
+      own.process.kill('SIGSTOP');
+      const controller = new AbortController();
+      const waiting = limits.acquire(ONE_CALL, { signal: controller.signal });
+      await sleepMs(50);
+      const reason = new Error('stop');
+      const abortedMs = performance.now();
+      controller.abort(reason);
+      await expect(waiting).rejects.toBe(reason);
+      expect(performance.now() - abortedMs).toBeLessThan(50);
+      own.process.kill('SIGCONT');
+      // The reply comes after all and is cancelled; the connection goes on.
+      await limits.acquire(ONE_CALL);
+      expect(conn.available).toBe(true);
+    } finally {
+      own.process.kill('SIGCONT');
+      await conn.close();
+      await own.stop();
+    }
+  });
+
   it('settles the token estimate against the usage: unused tokens back, an overrun debited, once', async () => {
     const limits = limitsFor([
       { kind: 'requests', rate: 0.001, burst: 10 },
@@ -208,6 +234,18 @@ describe('RedisLimits keys', () => {
       ]);
       expect(new Set(limits.keys.map(clusterSlot))).toEqual(new Set([clusterSlot(quotaKey)]));
     }
+  });
+
+  it("refuses limits that are not a provider's: no limit, a kind twice, a bad rate", () => {
+    expect(() => new RedisLimits({ connection, limits: [], quotaKey: 'a' })).toThrow(
+      'Expected specs to be a non-empty array of limits, got []',
+    );
+    expect(() => new RedisLimits({ connection, limits: [...requestLimit(1, 1), ...requestLimit(2, 2)], quotaKey: 'a' })).toThrow(
+      'Expected each limit kind to be given once, got "requests twice"',
+    );
+    expect(() => new RedisLimits({ connection, limits: [{ kind: 'requests', rate: -1, burst: 1 }], quotaKey: 'a' })).toThrow(
+      'Expected limits[0].rate to be a number >= 0 (per second), got -1',
+    );
   });
 
   it('refuses a quota key or prefix with braces, which would split a quota over slots', () => {
