@@ -48,7 +48,10 @@ async function measure(subject: Subject, processes: number, mode: ClientSettings
     const next = (child: (typeof children)[number]) =>
       new Promise<unknown>((resolve, reject) => {
         child.once('message', resolve);
-        child.once('exit', (code) => reject(new Error(`a ${subject} client exited (${code})`)));
+        // A client that ends well may be seen to exit before its last message is read.
+        child.once('exit', (code, signal) => {
+          if (code !== 0) reject(new Error(`a ${subject} client exited (${code ?? signal})`));
+        });
       });
     await Promise.all(children.map(next));
     const reports = children.map(next) as Promise<ClientReport>[];

@@ -70,6 +70,7 @@ if (settings.mode === 'latency') {
   await Promise.all(Array.from({ length: settings.inFlight }, loop));
 }
 const report: ClientReport = { calls, elapsedMs: performance.now() - startMs, latenciesMs };
-process.send!(report);
+// Disconnecting before a large message is written would drop it.
+await new Promise((resolve) => process.send!(report, resolve));
 await close();
 process.disconnect();

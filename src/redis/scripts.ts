@@ -50,7 +50,8 @@ local function load(key, rate_text, burst, now)
 end
 
 -- Stores a bucket to expire when it is full again (a full one is deleted), or to stay keep_ms at
--- least while it holds a shared rate; at rate 0 it never refills, so it stays.
+-- least while it holds a shared rate; at rate 0 it never refills, so it stays. Returns the tokens
+-- as written (a float is formatted once: it costs more than the rest of the write).
 local function save(key, t, at, ev, r, shared, burst, now, keep_ms)
   local full_in_ms = 0
   if t < burst then
@@ -60,19 +61,21 @@ local function save(key, t, at, ev, r, shared, burst, now, keep_ms)
       full_in_ms = math.min((burst - t) * 1000 / r + (at - now) / 1000, 1e15)
     end
   end
-  local value = string.format('%.17g %d %d', t, at, ev)
+  local tokens = string.format('%.17g', t)
+  local value = string.format('%s %d %d', tokens, at, ev)
   if shared then
     value = value .. ' ' .. shared
     full_in_ms = math.max(full_in_ms, keep_ms)
   elseif full_in_ms == 0 then
     redis.call('DEL', key)
-    return
+    return tokens
   end
   if full_in_ms < 0 then
     redis.call('SET', key, value)
   else
     redis.call('SET', key, value, 'PX', string.format('%d', math.ceil(full_in_ms) + 1))
   end
+  return tokens
 end
 `;
 
@@ -112,12 +115,12 @@ end
 if wait == math.huge or (max_wait_us >= 0 and wait > max_wait_us) then
   return { 0, us(wait) }
 end
-local first = buckets[1]
-local reply = { 1, us(wait), string.format('%.17g', first[1]), first[5] }
+local reply = { 1, us(wait), '', buckets[1][5] }
 for i = 1, #KEYS do
   local b = buckets[i]
   local act = now + b[8]
-  save(KEYS[i], b[1], b[2], math.max(b[3], act), b[4], b[6], b[7], now, keep)
+  local tokens = save(KEYS[i], b[1], b[2], math.max(b[3], act), b[4], b[6], b[7], now, keep)
+  if i == 1 then reply[3] = tokens end
   reply[#reply + 1] = us(act)
   reply[#reply + 1] = b[5]
 end

@@ -72,6 +72,7 @@ await run('/warm-up', `${settings.quotaKey}-warm-up`, settings.workers);
 process.send!({ type: 'ready' });
 await new Promise<void>((resolve) => process.once('message', () => resolve()));
 const summary = await run('/call', settings.quotaKey, settings.articles);
-process.send!({ type: 'summary', summary });
+// Disconnecting before the message is written would drop it.
+await new Promise((resolve) => process.send!({ type: 'summary', summary }, resolve));
 await connection.close();
 process.disconnect();

@@ -9,7 +9,7 @@ const CHILD = fileURLToPath(new URL('./quota-child.ts', import.meta.url));
 
 /** What the counting server saw, and what each process said. */
 export interface SharedQuotaRun {
-  /** When each call was sent, ms on the machine's shared clock, ascending. */
+  /** When each call was sent (refused ones too), ms on the machine's shared clock, ascending. */
   readonly sentAtMs: readonly number[];
   /** When each arrived at the server, ms on the same clock, ascending. */
   readonly arrivedAtMs: readonly number[];
@@ -60,13 +60,13 @@ export async function runSharedQuota(options: SharedQuotaOptions): Promise<Share
         clock.set(Math.max(clock.now(), sentMs));
         // Full at the first call, as a provider's quota is for a key it has not seen.
         quota ??= new TokenBucket({ rate: options.serverQuota.rate, burst: options.serverQuota.burst + 1, clock });
+        sentAtMs.push(sentMs);
+        arrivedAtMs.push(arrivedMs);
         if (!quota.tryAcquire()) {
           refused++;
           response.writeHead(429, { 'retry-after-ms': '50' }).end();
           return;
         }
-        sentAtMs.push(sentMs);
-        arrivedAtMs.push(arrivedMs);
       }
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
@@ -102,7 +102,10 @@ export async function runSharedQuota(options: SharedQuotaOptions): Promise<Share
             resolve(message.summary);
           };
           child.on('message', onMessage);
-          child.once('exit', (code) => reject(new Error(`${settings.name} exited (${code}) before '${type}'`)));
+          // A process that ends well may be seen to exit before its last message is read.
+          child.once('exit', (code, signal) => {
+            if (code !== 0) reject(new Error(`${settings.name} exited (${code ?? signal}) before '${type}'`));
+          });
         });
       ready.push(messages('ready'));
       summaries.push(messages('summary') as Promise<RunSummary>);
