@@ -9,8 +9,9 @@
  * process, every call timed: the time a call spends on the limiter when the quota has room) and
  * throughput (16 calls in flight per process). Then, `--rounds` times, three processes share a
  * quota of 100/s, burst 5, against a loopback server that counts the calls (see
- * test/redis/shared-quota.ts): the envelope is judged by when each call was sent, on the machine's
- * monotonic clock, allowing one call of jitter; what the server read of the arrivals is shown too.
+ * test/redis/shared-quota.ts): the envelope is judged by when each call was sent, on a clock every
+ * process of the machine shares, allowing one call of jitter; what the server read of the arrivals
+ * is shown too.
  * Prints a table and writes bench/results/redis.json.
  */
 
