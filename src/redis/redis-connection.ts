@@ -75,12 +75,17 @@ export async function connectRedis(url: string, options: RedisConnectOptions = {
   });
   let lastError: unknown;
   client.on('error', (error) => (lastError = error));
-  const timer = setTimeout(() => client.disconnect(), timeoutMs);
+  // connectTimeout bounds the TCP connection only: a server that accepts and never answers is
+  // bounded here.
+  const silence = new Error(`no answer within ${formatDuration(timeoutMs)}`);
+  let timer: NodeJS.Timeout | undefined;
+  const connected = client.connect();
   try {
-    await client.connect();
+    await Promise.race([connected, new Promise((_, reject) => (timer = setTimeout(() => reject(silence), timeoutMs)))]);
   } catch (error) {
+    connected.catch(() => {});
     client.disconnect();
-    throw new RedisConnectError(shown, lastError ?? error);
+    throw new RedisConnectError(shown, error === silence ? silence : (lastError ?? error));
   } finally {
     clearTimeout(timer);
   }

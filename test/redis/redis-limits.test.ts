@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -437,6 +439,24 @@ describe('connectRedis', () => {
     expect((error as Error).message).toBe(
       `cannot connect to Redis at redis://:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
     );
+  });
+
+  it('gives up on a server that accepts the connection and never answers, within the timeout', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as { port: number };
+    try {
+      const startMs = performance.now();
+      await expect(connectRedis(`redis://127.0.0.1:${port}`, { timeoutMs: 300 })).rejects.toThrow(
+        `cannot connect to Redis at redis://127.0.0.1:${port}: no answer within 300ms`,
+      );
+      expect(performance.now() - startMs).toBeLessThan(1500);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 
   it('refuses a URL that is not redis:// or rediss://', async () => {
