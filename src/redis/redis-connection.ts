@@ -177,7 +177,10 @@ export class RedisConnection {
     if (this.#closed) return;
     this.#closed = true;
     this.#stopProbe();
-    if (this.#client.status === 'ready') await this.#within(this.#client.quit(), performance.now() + this.timeoutMs).catch(() => {});
+    // QUIT lets the last refunds and settlements be applied first, unless Redis is not answering.
+    if (this.#client.status === 'ready' && this.#unavailable === undefined) {
+      await this.#within(this.#client.quit(), performance.now() + this.timeoutMs).catch(() => {});
+    }
     this.#client.disconnect();
   }
 
