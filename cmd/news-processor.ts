@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
 import { Command, CommanderError, Option } from 'commander';
+import type { Logger } from 'pino';
 import {
   CancelledError,
   formatDuration,
@@ -19,6 +20,7 @@ import { openInput } from './input.ts';
 import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
+import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
 import {
   UsageError,
   addRunOptions,
@@ -38,7 +40,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags {
   rate: number;
   burst: number;
 }
@@ -83,6 +85,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false));
   addClientOptions(program);
+  addRedisOptions(program);
   oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
   return program;
 }
@@ -96,6 +99,7 @@ async function main(argv: readonly string[]): Promise<number> {
         throw new UsageError(`--${option} applies without --config; with --config set limits per provider in the file`);
       }
     }
+    validateRedisFlags(flags, program);
     exitCode = await run(flags);
   });
   try {
@@ -120,9 +124,21 @@ async function main(argv: readonly string[]): Promise<number> {
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
   validateClientFlags(flags);
+  // The providers and their limits first: a missing key or an unreachable Redis must stop the run
+  // before any file is read or written.
+  const logger = createLogger(flags);
+  const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const shared = await shareLimits(flags, setups.providers, logger);
+  try {
+    return await runWith(flags, setups, logger);
+  } finally {
+    await shared?.close();
+  }
+}
+
+async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof providerSetups>>, logger: Logger): Promise<number> {
+  const { providers, routes, keyVariables } = setups;
   const printLines = !flags.json && !flags.quiet;
-  // The providers first: a missing key must stop the run before any file is read or written.
-  const { providers, routes, keyVariables } = await providerSetups(flags, flags.rate, flags.burst);
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text));
@@ -133,7 +149,6 @@ async function run(flags: MainFlags): Promise<number> {
     onClosed: () => controller.abort(new CancelledError('stdout closed')),
   });
   for (const text of early) terminal.notice(text);
-  const logger = createLogger(flags);
   const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
@@ -230,6 +245,10 @@ async function run(flags: MainFlags): Promise<number> {
   if (summary.stoppedBy?.by === 'source') {
     process.stderr.write(`error: ${summary.stoppedBy.message}; the run was stopped there\n`);
     return EXIT_USAGE;
+  }
+  if (summary.stoppedBy?.by === 'limits') {
+    process.stderr.write(`${redisStopLine(summary.stoppedBy)}\n`);
+    return EXIT_FAILED;
   }
   if (summary.stoppedBy?.by === 'provider') {
     process.stderr.write(`${formatStop(summary.stoppedBy, keyVariables.get(summary.stoppedBy.provider!))}\n`);

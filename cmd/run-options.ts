@@ -104,6 +104,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--breaker-cooldown',
   ],
   'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env'],
+  'Sharing a quota through Redis:': ['--redis', '--quota-key', '--redis-prefix', '--redis-timeout', '--redis-fallback', '--fallback-share'],
   'The simulated provider:': [
     '--min-latency',
     '--max-latency',

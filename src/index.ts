@@ -39,6 +39,16 @@ export { LocalLimits } from './gate/local-limits.ts';
 export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './gate/adaptive-rate.ts';
 export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './gate/adaptive-rate.ts';
 
+// Sharing the limits through Redis: a provider's quota across processes, and a store for the per-key limits of servers (below).
+export { connectRedis, RedisConnection, RedisConnectError, isRedisConnectError, REDIS_DEFAULTS } from './redis/redis-connection.ts';
+export type { RedisConnectOptions } from './redis/redis-connection.ts';
+export type { RedisScript } from './redis/scripts.ts';
+export { RedisLimits } from './redis/redis-limits.ts';
+export type { RedisLimitsOptions } from './redis/redis-limits.ts';
+export { RedisRateLimitStore } from './redis/redis-store.ts';
+export type { RedisRateLimitStoreOptions } from './redis/redis-store.ts';
+export { LimiterUnavailableError, isLimiterUnavailableError } from './limiter/limiter-unavailable-error.ts';
+
 // Providers: the interface, its failures, and the simulated one.
 export {
   TASKS,

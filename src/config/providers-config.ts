@@ -53,6 +53,8 @@ export interface ProviderConfig {
   /** The circuit breaker; absent (`"breaker": false` in the file) for none. Default `BREAKER_DEFAULTS`. */
   readonly breaker: BreakerConfig | undefined;
   readonly simulated: SimulatedConfig;
+  /** With `--redis`: the shared quota's name (`"quotaKey"` in the file). Default: the provider's name. */
+  readonly quotaKey: string | undefined;
   /** What the provider is: the simulation or an HTTP API. Default `PROVIDER_DEFAULTS.type`. */
   readonly type: ProviderType;
   /** An HTTP provider's base URL, model and key variable, the vendor's defaults filled in; absent for the simulation. */
@@ -143,7 +145,7 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
 
 function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   const o = at.object(json, path);
-  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated', ...CLIENT_FIELDS]);
+  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated', 'quotaKey', ...CLIENT_FIELDS]);
   const name = at.string(o.name, `${path}.name`);
   if (name.trim() === '') at.fail(`${path}.name`, 'a non-empty name', name);
   const limitsJson = at.array(o.limits, `${path}.limits`);
@@ -163,6 +165,7 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),
     simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
+    quotaKey: o.quotaKey === undefined ? undefined : readQuotaKey(at, o.quotaKey, `${path}.quotaKey`),
     ...readClient(at, o, path),
   };
 }
@@ -193,6 +196,13 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
     apiKeyEnv: (o.apiKeyEnv as string | undefined) ?? defaults.apiKeyEnv,
   };
   return { type, api, maxConcurrent };
+}
+
+/** A Redis key part: Redis Cluster hashes only what is between `{` and `}`, so neither may appear. */
+function readQuotaKey(at: Reader, json: unknown, path: string): string {
+  const name = at.string(json, path);
+  if (name === '' || /[{}]/.test(name)) at.fail(path, 'a non-empty name without { or }', name);
+  return name;
 }
 
 function readLimit(at: Reader, json: unknown, path: string): LimitSpec {

@@ -1,9 +1,8 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { LIMIT_KINDS } from '../http/rate-limit-headers.ts';
 import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
-import { expected } from '../validation/checks.ts';
 import {
   amountOf,
+  checkLimitSpecs,
   LimitTooSmallError,
   type CallCost,
   type LimitAcquireOptions,
@@ -42,13 +41,7 @@ export class LocalLimits implements ProviderLimits {
   readonly #requests: Limit | undefined;
 
   constructor(specs: readonly LimitSpec[], clock: Clock = systemClock) {
-    if (!Array.isArray(specs) || specs.length === 0) throw expected('specs', 'a non-empty array of limits', specs);
-    const kinds = new Set<LimitKind>();
-    for (const spec of specs) {
-      if (!LIMIT_KINDS.includes(spec.kind)) throw expected('a limit kind', `one of ${LIMIT_KINDS.join(', ')}`, spec.kind);
-      if (kinds.has(spec.kind)) throw expected('each limit kind', 'given once', `${spec.kind} twice`);
-      kinds.add(spec.kind);
-    }
+    checkLimitSpecs(specs);
     this.#clock = clock;
     this.specs = specs.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
     this.#limits = this.specs.map((spec) => ({ spec, bucket: new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }) }));

@@ -1,4 +1,5 @@
-import type { LimitKind } from '../http/rate-limit-headers.ts';
+import { LIMIT_KINDS, type LimitKind } from '../http/rate-limit-headers.ts';
+import { expected } from '../validation/checks.ts';
 
 /**
  * The seam between the call gate and whatever keeps a provider's quota: an in-process
@@ -110,4 +111,15 @@ export function amountOf(kind: LimitKind, cost: CallCost): number {
 /** A request limit alone: the shorthand for `rate` calls per second with `burst`. */
 export function requestLimit(rate: number, burst: number): LimitSpec[] {
   return [{ kind: 'requests', rate, burst }];
+}
+
+/** Throws a `TypeError` unless `specs` is a non-empty array of limits of known kinds, each kind once. */
+export function checkLimitSpecs(specs: readonly LimitSpec[]): void {
+  if (!Array.isArray(specs) || specs.length === 0) throw expected('specs', 'a non-empty array of limits', specs);
+  const kinds = new Set<LimitKind>();
+  for (const spec of specs) {
+    if (!LIMIT_KINDS.includes(spec.kind)) throw expected('a limit kind', `one of ${LIMIT_KINDS.join(', ')}`, spec.kind);
+    if (kinds.has(spec.kind)) throw expected('each limit kind', 'given once', `${spec.kind} twice`);
+    kinds.add(spec.kind);
+  }
 }

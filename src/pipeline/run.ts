@@ -5,6 +5,7 @@ import { AdaptiveRate, type AdaptiveTuning } from '../gate/adaptive-rate.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
 import { LocalLimits } from '../gate/local-limits.ts';
 import type { LimitSpec, ProviderLimits } from '../gate/provider-limits.ts';
+import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
 import { TASKS, stopsRun } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
@@ -153,6 +154,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const expectedCallMs = () => latency.meanMs;
 
   let stoppedBy: RunStop | undefined;
+  // Limits that cannot be reached (a shared quota whose Redis is gone) stop intake only: the
+  // articles in flight keep what they were granted and fail at their next limiter call.
+  const intake = new AbortController();
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
@@ -161,6 +165,11 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
       logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
       stop.abort(new RunStoppedError(event.provider, event.error));
+    }
+    if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
+      stoppedBy ??= { by: 'limits', provider: event.provider, type: event.error.name, message: event.error.message };
+      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
+      intake.abort(event.error);
     }
     onAttempt?.(event as PipelineAttemptEvent);
   };
@@ -192,7 +201,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       },
       {
         concurrency: workers,
-        signal,
+        signal: AbortSignal.any([signal, intake.signal]),
         admit: () => admission.admit(),
         onSourceError: (error) => {
           stoppedBy ??= { by: 'source', type: (error as Error).name ?? 'Error', message: (error as Error).message ?? String(error) };

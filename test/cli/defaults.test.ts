@@ -50,9 +50,22 @@ function helpFlags(help: string): { flag: string; takesValue: boolean; text: str
 }
 
 /** Flags whose value is free text — a file, a URL, a name, an address — with nothing to range over. */
-const FREE_TEXT = new Set(['--input', '--output', '--config', '--chart', '--model', '--base-url', '--api-key-env', '--host']);
+const FREE_TEXT = new Set([
+  '--input',
+  '--output',
+  '--config',
+  '--chart',
+  '--model',
+  '--base-url',
+  '--api-key-env',
+  '--host',
+  '--redis',
+  '--quota-key',
+  '--redis-prefix',
+]);
 /** What a range or a set of choices looks like in a description. */
-const ACCEPTS = /\((?:each )?(?:\d+ to \d+|[<>]=? \d+|a number > 0[^)]*|start\.\.end[^)]*)\)|: [\w-]+(?:, [\w-]+)+/;
+const ACCEPTS =
+  /\((?:each )?(?:\d+ to \d+|[<>]=? \d+[^)]*|a number > 0[^)]*|start\.\.end[^)]*|[\w-]+(?:, [\w-]+)+)\)|: [\w-]+(?:, [\w-]+)+/;
 
 describe('--help says what every flag accepts', () => {
   it.each([[[]], [['bench']], [['serve']]])('news-processor %j --help: a range or the choices for each value', async (command) => {

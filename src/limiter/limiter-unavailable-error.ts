@@ -1,0 +1,12 @@
+/**
+ * A limiter whose state lives elsewhere (Redis) gave no answer in time, or none it could use. Not a
+ * rate limit — nothing says the quota is spent — and not the provider's failure: a circuit breaker
+ * must not count it. Whether to stop or to go on with a local limit is the caller's policy.
+ */
+export class LimiterUnavailableError extends Error {
+  override readonly name = 'LimiterUnavailableError';
+  /** Not worth retrying at once: the store is down, and every caller would wait out its timeout again. */
+  readonly retryable = false;
+}
+
+export const isLimiterUnavailableError = (error: unknown): error is LimiterUnavailableError => error instanceof LimiterUnavailableError;

@@ -1,0 +1,359 @@
+import type { Logger } from 'pino';
+import { sleep, systemClock } from '../clock.ts';
+import { LocalLimits } from '../gate/local-limits.ts';
+import {
+  amountOf,
+  checkLimitSpecs,
+  LimitTooSmallError,
+  type CallCost,
+  type LimitAcquireOptions,
+  type LimitGrant,
+  type LimitKind,
+  type LimitSpec,
+  type ProviderLimits,
+  type TokensUsed,
+} from '../gate/provider-limits.ts';
+import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
+import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
+import { silentLogger } from '../silent-logger.ts';
+import { checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
+
+export interface RedisLimitsOptions {
+  /** Where the quota lives ({@link connectRedis}); one connection serves every provider of a process. */
+  readonly connection: RedisConnection;
+  /** Every limit the provider sets, as for `LocalLimits`. A limit at rate `Infinity` limits nothing and is not kept. */
+  readonly limits: readonly LimitSpec[];
+  /**
+   * The quota's name: every process using the same Redis, prefix and quota key shares one quota
+   * (the provider's name, usually; two names for one API key would each get the full quota).
+   */
+  readonly quotaKey: string;
+  /** Begins every key. Default {@link REDIS_DEFAULTS}. */
+  readonly prefix?: string | undefined;
+  /**
+   * While Redis is unavailable, go on with a bucket in this process at this share of every limit,
+   * in (0, 1]: 1/3 when three processes share the quota. Default: none — calls fail with
+   * `LimiterUnavailableError`, so the caller can stop.
+   */
+  readonly fallbackShare?: number | undefined;
+  /** Told when calls move to the local bucket and back (at error level: the quota is no longer shared). */
+  readonly logger?: Logger | undefined;
+}
+
+/** One limit kept in Redis: its spec, its key, and its configured rate as the scripts compare it. */
+interface SharedLimit {
+  readonly spec: LimitSpec;
+  readonly key: string;
+  readonly rateText: string;
+}
+
+/** A granted reservation, with what `cancel` and `settle` need to undo or square it. */
+interface Reservation {
+  readonly cost: CallCost;
+  /** Per limit, in the order of the keys: when the reservation could act (Redis time, µs, as the script wrote it) and the rate then. */
+  readonly actAtMs: readonly string[];
+  readonly rates: readonly string[];
+}
+
+const SETTLED: LimitGrant = { settle: () => {} };
+
+/**
+ * A provider's limits kept in Redis, shared exactly by every process that uses the same quota key:
+ * requests and tokens per minute, with the burst, across processes and machines.
+ *
+ * Each call is one round trip: a script reserves its whole cost on every limit at once against
+ * Redis `TIME` — nothing is spent when any limit would keep it past `maxWaitMs` — and answers when
+ * the call may go; the caller sleeps here until then (abortable). That is x/time/rate's reservation
+ * model across processes: grants are ordered by arrival at Redis, the rate holds without polling,
+ * nothing spins. An abort while waiting cancels the reservation by `Reservation.Cancel`'s rule
+ * (tokens that later reservations already count on stay spent); `settle()` refunds or debits the
+ * token estimate as `LocalLimits` does. Waiting calls are served by arrival, not by `rank`.
+ *
+ * The request rate is shared too. `rate` is the rate in force as Redis last said it; `setRate` is a
+ * compare-and-set against that rate, so processes that cut on the same cluster of 429s make one
+ * cut — the first to arrive wins, the others adopt its rate (see the README for what an adaptive
+ * rate must do to cooperate). `lowerTo` (header sync) never raises, so every process reporting the
+ * same header lowers once. `backlogMs` answers from the last reply.
+ *
+ * When Redis gives no answer within the connection's timeout, calls fail with
+ * `LimiterUnavailableError` — or, with `fallbackShare`, go on with a local bucket at that share
+ * until Redis answers again. A Redis that lost its state starts the quota full: at most one extra
+ * burst.
+ */
+export class RedisLimits implements ProviderLimits {
+  readonly specs: readonly LimitSpec[];
+  readonly countsTokens: boolean;
+  readonly #connection: RedisConnection;
+  readonly #logger: Logger;
+  /** The limits kept in Redis (finite rates), the request limit first. */
+  readonly #shared: readonly SharedLimit[];
+  readonly #keys: readonly string[];
+  readonly #requests: SharedLimit | undefined;
+  readonly #fallback: LocalLimits | undefined;
+  readonly #fallbackShare: number;
+  #onFallback = false;
+  /** The request rate in force, and as Redis wrote it (what a compare-and-set compares). */
+  #rate: number;
+  #rateText: string;
+  /** Calls sent, numbered; a reply to a call sent before the last rate change does not speak for the rate. */
+  #sent = 0;
+  #rateChangeSent = 0;
+  /** The request bucket's tokens after the last reservation, and when its reply came (local clock). */
+  #tokensAfterReply: number | undefined;
+  #replyAtMs = 0;
+
+  constructor(options: RedisLimitsOptions) {
+    checkObject('options', options);
+    const { connection, limits, quotaKey, prefix = REDIS_DEFAULTS.prefix, fallbackShare } = options;
+    if (connection === null || typeof connection !== 'object' || typeof connection.run !== 'function') {
+      throw expected('connection', 'a RedisConnection', connection);
+    }
+    checkLimitSpecs(limits);
+    limits.forEach((spec, index) => {
+      checkNumber(`limits[${index}].rate`, spec.rate, { min: 0, finite: false, unit: 'per second' });
+      checkNumber(`limits[${index}].burst`, spec.burst, { min: 0 });
+    });
+    checkKeyPart('quotaKey', quotaKey, false);
+    checkKeyPart('prefix', prefix, true);
+    if (fallbackShare !== undefined) checkNumber('fallbackShare', fallbackShare, { min: 0, minExclusive: true, max: 1 });
+    this.#connection = connection;
+    this.#logger = (options.logger ?? silentLogger).child({ component: 'redis-limits', quota: quotaKey });
+    this.specs = limits.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
+    this.countsTokens = this.specs.some((spec) => spec.kind !== 'requests');
+    this.#shared = this.specs
+      .filter((spec) => spec.rate !== Infinity)
+      .sort((a, b) => Number(b.kind === 'requests') - Number(a.kind === 'requests'))
+      .map((spec) => ({ spec, key: `${prefix}{${quotaKey}}:${spec.kind}`, rateText: String(spec.rate) }));
+    this.#keys = this.#shared.map((limit) => limit.key);
+    this.#requests = this.#shared[0]?.spec.kind === 'requests' ? this.#shared[0] : undefined;
+    this.#rate = this.#requests?.spec.rate ?? Infinity;
+    this.#rateText = this.#requests?.rateText ?? '';
+    this.#fallbackShare = fallbackShare ?? 0;
+    this.#fallback =
+      fallbackShare === undefined
+        ? undefined
+        : new LocalLimits(
+            this.specs.map((spec) => ({
+              kind: spec.kind,
+              rate: spec.rate * fallbackShare,
+              // A request needs a whole token: a share of a burst of 3 is still one call at a time.
+              burst: Math.max(1, Math.floor(spec.burst * fallbackShare)),
+            })),
+          );
+  }
+
+  /** Every key this quota is kept under (one per limit, hash-tagged by the quota key: one Redis Cluster slot). */
+  get keys(): readonly string[] {
+    return this.#keys;
+  }
+
+  get rate(): number {
+    return this.#rate;
+  }
+
+  async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
+    const { signal } = options;
+    const maxWaitMs = options.maxWaitMs ?? Infinity;
+    signal?.throwIfAborted();
+    const args: (string | number)[] = [maxWaitMs === Infinity ? -1 : maxWaitMs, REDIS_DEFAULTS.rateMemoryMs];
+    for (const { spec, rateText } of this.#shared) {
+      const needed = amountOf(spec.kind, cost);
+      if (needed > spec.burst) throw new LimitTooSmallError(spec.kind, needed, spec.burst);
+      args.push(rateText, spec.burst, needed);
+    }
+    if (this.#shared.length === 0) return SETTLED;
+    if (this.#fallback !== undefined && !this.#connection.available) return this.#acquireLocally(cost, options, maxWaitMs);
+    if (this.#onFallback) this.#backOnRedis();
+
+    const startMs = systemClock.now();
+    const sent = ++this.#sent;
+    const pending = this.#connection.run(RESERVE, this.#keys, args);
+    let reply: readonly unknown[];
+    try {
+      reply = (await abandonOnAbort(pending, signal, (late) => this.#cancelLate(late, cost))) as readonly unknown[];
+    } catch (error) {
+      if (this.#fallback === undefined || !isLimiterUnavailableError(error)) throw error;
+      return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
+    }
+    const waitMs = readMicroseconds(reply[1]);
+    if (reply[0] !== 1) throw new MaxWaitExceededError(waitMs, maxWaitMs);
+    const reservation = this.#observe(reply, cost, sent);
+    if (waitMs > 0) {
+      try {
+        await sleep(systemClock, waitMs, signal);
+      } catch (error) {
+        this.#cancel(reservation);
+        throw error;
+      }
+    }
+    return this.countsTokens ? new RedisGrant((actual) => this.#settle(cost, actual)) : SETTLED;
+  }
+
+  setRate(rate: number): void {
+    checkNumber('rate', rate, { min: 0, finite: false, unit: 'calls per second' });
+    const requests = this.#requests;
+    if (requests === undefined) return;
+    const target = Math.min(rate, requests.spec.rate);
+    this.#fallback?.setRate(target * this.#fallbackShare);
+    if (target === this.#rate) return;
+    const seen = this.#rateText;
+    this.#rate = target;
+    this.#rateText = String(target);
+    const sent = ++this.#sent;
+    this.#rateChangeSent = sent;
+    const args = [REDIS_DEFAULTS.rateMemoryMs, requests.rateText, requests.spec.burst, seen, this.#rateText];
+    this.#connection.run(SET_RATE, [requests.key], args).then(
+      (reply) => {
+        // A later change is on its way, and its reply will say.
+        if (sent !== this.#rateChangeSent) return;
+        const [changed, text] = reply as readonly [number, string];
+        if (changed !== 1) this.#logger.debug({ rate: text, wanted: target }, 'the shared rate was changed by another process: adopted');
+        this.#rateText = text;
+        this.#rate = Number(text);
+      },
+      (error: unknown) => this.#logger.debug({ err: error }, 'the shared rate could not be set'),
+    );
+  }
+
+  lowerTo(kind: LimitKind, remaining: number): void {
+    if (this.#fallback !== undefined && !this.#connection.available) {
+      this.#fallback.lowerTo(kind, remaining * this.#fallbackShare);
+      return;
+    }
+    const limit = this.#shared.find((candidate) => candidate.spec.kind === kind);
+    if (limit === undefined) return;
+    this.#fire(LOWER, [limit.key], [REDIS_DEFAULTS.rateMemoryMs, limit.rateText, limit.spec.burst, remaining]);
+  }
+
+  backlogMs(requests: number): number {
+    if (this.#onFallback) return this.#fallback!.backlogMs(requests);
+    const limit = this.#requests;
+    if (limit === undefined || this.#tokensAfterReply === undefined) return 0;
+    const rate = this.#rate;
+    const elapsedMs = systemClock.now() - this.#replyAtMs;
+    const tokens = Math.min(limit.spec.burst, this.#tokensAfterReply + (elapsedMs * rate) / 1000);
+    if (tokens >= requests) return 0;
+    return rate === 0 ? Infinity : ((requests - tokens) * 1000) / rate;
+  }
+
+  /** Gives back what a grant's estimate did not use, or takes what it overran. */
+  #settle(estimate: CallCost, actual: TokensUsed): void {
+    if (this.#fallback !== undefined && !this.#connection.available) return;
+    const real: CallCost = { requests: estimate.requests, ...actual };
+    const keys: string[] = [];
+    const args: (string | number)[] = [REDIS_DEFAULTS.rateMemoryMs];
+    for (const { spec, key, rateText } of this.#shared) {
+      const change = amountOf(spec.kind, estimate) - amountOf(spec.kind, real);
+      if (change === 0 || !Number.isFinite(change)) continue;
+      keys.push(key);
+      args.push(rateText, spec.burst, change);
+    }
+    if (keys.length > 0) this.#fire(SETTLE, keys, args);
+  }
+
+  /** Reads a granted reservation's reply, keeping what it says of the shared rate and the request bucket. */
+  #observe(reply: readonly unknown[], cost: CallCost, sent: number): Reservation {
+    if (this.#requests !== undefined) {
+      this.#tokensAfterReply = Number(reply[2]);
+      this.#replyAtMs = systemClock.now();
+      if (sent > this.#rateChangeSent) {
+        this.#rateText = reply[3] as string;
+        this.#rate = Number(this.#rateText);
+      }
+    }
+    const actAtMs: string[] = [];
+    const rates: string[] = [];
+    for (let i = 4; i < reply.length; i += 2) {
+      actAtMs.push(reply[i] as string);
+      rates.push(reply[i + 1] as string);
+    }
+    return { cost, actAtMs, rates };
+  }
+
+  #cancel(reservation: Reservation): void {
+    const args: (string | number)[] = [REDIS_DEFAULTS.rateMemoryMs];
+    this.#shared.forEach(({ spec, rateText }, index) => {
+      args.push(rateText, spec.burst, amountOf(spec.kind, reservation.cost), reservation.actAtMs[index]!, reservation.rates[index]!);
+    });
+    this.#fire(CANCEL, this.#keys, args);
+  }
+
+  /** A reservation whose caller gave up before the reply came: cancelled once it does. */
+  #cancelLate(late: Promise<unknown>, cost: CallCost): void {
+    late.then(
+      (reply) => {
+        const granted = reply as readonly unknown[];
+        if (granted[0] === 1) this.#cancel(this.#observe(granted, cost, 0));
+      },
+      () => {},
+    );
+  }
+
+  #fire(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): void {
+    this.#connection
+      .run(script, keys, args)
+      .catch((error: unknown) => this.#logger.debug({ err: error, script: script.name }, 'not applied'));
+  }
+
+  #acquireLocally(cost: CallCost, options: LimitAcquireOptions, maxWaitMs: number): Promise<LimitGrant> {
+    if (!this.#onFallback) {
+      this.#onFallback = true;
+      this.#logger.error(
+        { url: this.#connection.url, share: this.#fallbackShare },
+        `Redis unavailable: the quota is no longer shared; going on with a local bucket at ${formatShare(this.#fallbackShare)} of it`,
+      );
+    }
+    return this.#fallback!.acquire(cost, { ...options, maxWaitMs });
+  }
+
+  #backOnRedis(): void {
+    this.#onFallback = false;
+    this.#logger.error({ url: this.#connection.url }, 'Redis answers again: back on the shared quota');
+  }
+}
+
+/** A grant whose token estimate is squared in Redis, once. */
+class RedisGrant implements LimitGrant {
+  #settle: ((actual: TokensUsed) => void) | undefined;
+
+  constructor(settle: (actual: TokensUsed) => void) {
+    this.#settle = settle;
+  }
+
+  settle(actual: TokensUsed): void {
+    const settle = this.#settle;
+    this.#settle = undefined;
+    settle?.(actual);
+  }
+}
+
+/**
+ * The promise, or `signal.reason` as soon as the signal aborts; an abandoned promise is handed to
+ * `abandoned`, which deals with its outcome when it comes.
+ */
+function abandonOnAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined, abandoned: (late: Promise<T>) => void): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      abandoned(promise);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function formatShare(share: number): string {
+  return `${Number((share * 100).toPrecision(3))}%`;
+}

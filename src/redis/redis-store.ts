@@ -1,0 +1,64 @@
+import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
+import { checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { readMicroseconds, TAKE } from './scripts.ts';
+
+export interface RedisRateLimitStoreOptions {
+  /** Where the buckets live ({@link connectRedis}). */
+  readonly connection: RedisConnection;
+  /** Tokens added per second to each key's bucket. `Infinity` allows everything (and never asks Redis); `0` only the burst. */
+  readonly rate: number;
+  /** Each key's capacity; a new key starts full. */
+  readonly burst: number;
+  /**
+   * Begins every key (`<prefix><key>`). Give each limit its own: two limits on one prefix would
+   * count the same key's takes together. Default {@link REDIS_DEFAULTS}`.prefix` + `rl:`.
+   */
+  readonly prefix?: string | undefined;
+}
+
+/**
+ * Per-key token buckets kept in Redis, for servers behind a load balancer: every process using the
+ * same Redis and prefix enforces one limit per client. One round trip per `take` (a script on Redis
+ * `TIME`), with `KeyedLimiter`'s semantics and decision fields; each key expires when its bucket
+ * would be full again, so Redis holds only the clients that are not full. A take that gets no
+ * answer within the connection's timeout rejects with `LimiterUnavailableError` (the middleware's
+ * `onStoreError` decides what the request gets).
+ */
+export class RedisRateLimitStore implements RateLimitStore {
+  readonly localKeys = false;
+  readonly rate: number;
+  readonly burst: number;
+  readonly #connection: RedisConnection;
+  readonly #prefix: string;
+  readonly #rateText: string;
+
+  constructor(options: RedisRateLimitStoreOptions) {
+    checkObject('options', options);
+    const { connection, rate, burst, prefix = `${REDIS_DEFAULTS.prefix}rl:` } = options;
+    if (connection === null || typeof connection !== 'object' || typeof connection.run !== 'function') {
+      throw expected('connection', 'a RedisConnection', connection);
+    }
+    checkNumber('rate', rate, { min: 0, finite: false, unit: 'tokens per second' });
+    checkNumber('burst', burst, { min: 0 });
+    checkKeyPart('prefix', prefix, true);
+    this.rate = rate;
+    this.burst = burst;
+    this.#connection = connection;
+    this.#prefix = prefix;
+    this.#rateText = String(rate);
+  }
+
+  async take(key: string, n = 1): Promise<RateLimitDecision> {
+    if (!(n >= 0 && n < Infinity)) checkNumber('n', n, { min: 0 });
+    if (this.rate === Infinity) return { allowed: true, limit: this.burst, remaining: Math.floor(this.burst), resetMs: 0, retryAfterMs: 0 };
+    const reply = (await this.#connection.run(TAKE, [this.#prefix + key], [this.#rateText, this.burst, n])) as readonly unknown[];
+    return {
+      allowed: reply[0] === 1,
+      limit: this.burst,
+      remaining: reply[1] as number,
+      resetMs: readMicroseconds(reply[2]),
+      retryAfterMs: readMicroseconds(reply[3]),
+    };
+  }
+}

@@ -1,0 +1,221 @@
+import { access, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatDuration, REDIS_DEFAULTS, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
+import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
+
+let redis: TestRedis;
+let temp: { dir: string; remove: () => Promise<void> };
+
+beforeAll(async () => {
+  redis = await startRedis();
+  temp = await makeTempDir();
+});
+
+afterAll(async () => {
+  await redis?.stop();
+  await temp?.remove();
+});
+
+const QUICK = ['--min-latency=1ms', '--max-latency=2ms'];
+
+/** Exit 2, nothing on stdout, one `error: …` line on stderr. */
+function expectUsageError(result: CliResult, mentions: readonly RegExp[]): void {
+  expect(result.timedOut, 'the run hung').toBe(false);
+  expect(result.stdout).toBe('');
+  expect(result.stderr.split('\n'), `stderr: ${result.stderr}`).toHaveLength(2);
+  expect(result.stderr).toMatch(/^error: \S.*\n$/);
+  for (const mention of mentions) expect(result.stderr).toMatch(mention);
+  expect(result.code).toBe(2);
+}
+
+async function resultsOf(path: string): Promise<ArticleResult[]> {
+  const text = await readFile(path, 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as ArticleResult);
+}
+
+describe('news-processor --redis', () => {
+  it('shares the quota: runs with the limits in Redis, under the provider name by default, --quota-key, or quotaKey in --config', async () => {
+    const inspect = new Redis(redis.url);
+    try {
+      const keys: string[] = [];
+      await inspect.config('SET', 'notify-keyspace-events', 'KEA');
+      const watcher = new Redis(redis.url);
+      await watcher.psubscribe('__keyspace@0__:*');
+      watcher.on('pmessage', (_pattern, channel) => keys.push(channel.replace('__keyspace@0__:', '')));
+      const result = await runCli(['--articles=3', '--rate=50', ...QUICK, '--quiet', '--redis', redis.url]);
+      const named = await runCli(['--articles=3', '--rate=50', ...QUICK, '--quiet', '--quota-key=team-key', '--redis-prefix=app:'], {
+        env: { REDIS_URL: redis.url },
+      });
+      const config = join(temp.dir, 'providers.json');
+      await writeFile(
+        config,
+        JSON.stringify({
+          providers: [
+            {
+              name: 'first',
+              limits: [{ kind: 'requests', rate: 50 }],
+              quotaKey: 'shared-key',
+              simulated: { minLatency: '1ms', maxLatency: '2ms' },
+            },
+            { name: 'second', limits: [{ kind: 'requests', rate: 50 }], simulated: { minLatency: '1ms', maxLatency: '2ms' } },
+          ],
+          routes: { summarize: 'first', sentiment: 'second' },
+        }),
+      );
+      const configured = await runCli(['--articles=3', '--quiet', '--config', config, '--redis', redis.url]);
+      watcher.disconnect();
+      expect([result.code, named.code, configured.code]).toEqual([0, 0, 0]);
+      expect(result.stdout).toMatch(/Succeeded:3 Failed:0/);
+      expect(new Set(keys)).toEqual(
+        new Set([
+          'news-processor:{simulated}:requests',
+          'app:{team-key}:requests',
+          'news-processor:{shared-key}:requests',
+          'news-processor:{second}:requests',
+        ]),
+      );
+    } finally {
+      inspect.disconnect();
+    }
+  });
+
+  it('says which URL and why in one line, exit 2, no call made, when Redis cannot be reached at start', async () => {
+    const port = await freePort();
+    const output = join(temp.dir, 'unreachable.jsonl');
+    const result = await runCli(['--articles=3', ...QUICK, '--output', output, '--redis', `redis://:secret@127.0.0.1:${port}`]);
+    expectUsageError(result, [
+      new RegExp(`^error: --redis: cannot connect to Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED`),
+    ]);
+    expect(result.stderr).not.toMatch(/secret/);
+    await expect(access(output)).rejects.toThrow(/ENOENT/);
+  });
+
+  it.each([
+    ['a URL that is not redis://', ['--redis', 'http://127.0.0.1:6379'], [/^error: --redis: expected a redis:\/\/ or rediss:\/\/ URL/]],
+    ['REDIS_URL that is not redis://', [], [/^error: REDIS_URL: expected a redis:\/\/ or rediss:\/\/ URL/]],
+    ['--quota-key without --redis', ['--quota-key=a'], [/--quota-key needs --redis/]],
+    ['--redis-timeout without --redis', ['--redis-timeout=1s'], [/--redis-timeout needs --redis/]],
+    ['--quota-key with braces', ['--redis', 'redis://127.0.0.1:1', '--quota-key=a{b}'], [/--quota-key/, /'a\{b\}'/, /without \{ or \}/]],
+    ['--redis-prefix with braces', ['--redis', 'redis://127.0.0.1:1', '--redis-prefix={x}'], [/--redis-prefix/, /without \{ or \}/]],
+    ['--redis-timeout=0s', ['--redis', 'redis://127.0.0.1:1', '--redis-timeout=0s'], [/--redis-timeout/, /'0s'/]],
+    ['unknown --redis-fallback', ['--redis', 'redis://127.0.0.1:1', '--redis-fallback=maybe'], [/--redis-fallback/, /stop, local/]],
+    ['--redis-fallback=local without a share', ['--redis', 'redis://127.0.0.1:1', '--redis-fallback=local'], [/--fallback-share/]],
+    [
+      '--fallback-share without local',
+      ['--redis', 'redis://127.0.0.1:1', '--fallback-share=0.5'],
+      [/--fallback-share applies with --redis-fallback=local/],
+    ],
+    [
+      '--fallback-share above 1',
+      ['--redis', 'redis://127.0.0.1:1', '--redis-fallback=local', '--fallback-share=1.5'],
+      [/'1\.5'/, /\(0, 1\]/],
+    ],
+    [
+      '--fallback-share of 0',
+      ['--redis', 'redis://127.0.0.1:1', '--redis-fallback=local', '--fallback-share=0'],
+      [/--fallback-share/, /'0'/],
+    ],
+    [
+      '--quota-key with --config',
+      ['--redis', 'redis://127.0.0.1:1', '--config', 'fixtures/providers/two-providers.json', '--quota-key=a'],
+      [/--quota-key/, /"quotaKey" per provider/],
+    ],
+  ] as const)('refuses %s: one line, exit 2', async (label, args, mentions) => {
+    const env: Record<string, string> = label.startsWith('REDIS_URL') ? { REDIS_URL: 'http://x' } : {};
+    expectUsageError(await runCli(['--articles=1', ...QUICK, ...args], { env }), mentions);
+  });
+
+  it('shows the library defaults in --help', async () => {
+    const help = (await runCli(['--help'])).stdout.replace(/\s+/g, ' ');
+    expect(help).toContain(`--redis-prefix <prefix> begins every Redis key (default: ${JSON.stringify(REDIS_DEFAULTS.prefix)})`);
+    expect(help).toContain(`(default: ${formatDuration(REDIS_DEFAULTS.timeoutMs)})`);
+    expect(help).toContain('(env: REDIS_URL)');
+  });
+
+  it('stops intake when Redis is killed mid-run: every started article in the results, those in flight failed, exit 1', async () => {
+    const own = await startRedis();
+    try {
+      const output = join(temp.dir, 'killed.jsonl');
+      const run = startCli([
+        '--articles=200',
+        '--rate=20',
+        '--burst=2',
+        '--workers=4',
+        ...QUICK,
+        '--json',
+        '--output',
+        output,
+        '--redis',
+        own.url,
+        '--redis-timeout=300ms',
+      ]);
+      await until(async () => (await resultsOf(output).catch(() => [])).length >= 3, 20_000);
+      await own.kill();
+      const result = await run.result;
+      expect(result.code).toBe(1);
+      const summary = JSON.parse(result.stdout) as RunSummary;
+      expect(summary.articles).toBeLessThan(200);
+      expect(summary.succeeded + summary.failed).toBe(summary.articles);
+      expect(summary.failureReasons).toEqual({ LimiterUnavailableError: summary.failed });
+      expect(summary.stoppedBy?.type).toBe('LimiterUnavailableError');
+      const results = await resultsOf(output);
+      expect(results).toHaveLength(summary.articles);
+      expect(new Set(results.map((r) => r.id)).size).toBe(results.length);
+      for (const failed of results.filter((r) => r.status === 'failed')) expect(failed.error?.type).toBe('LimiterUnavailableError');
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started$`,
+          'm',
+        ),
+      );
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('goes on at the fallback share when Redis is killed mid-run with --redis-fallback=local, and says so', async () => {
+    const own = await startRedis();
+    try {
+      const output = join(temp.dir, 'fallback.jsonl');
+      const run = startCli([
+        '--articles=12',
+        '--rate=20',
+        '--burst=2',
+        '--workers=4',
+        ...QUICK,
+        '--quiet',
+        '--output',
+        output,
+        '--redis',
+        own.url,
+        '--redis-timeout=300ms',
+        '--redis-fallback=local',
+        '--fallback-share=0.5',
+      ]);
+      await until(async () => (await resultsOf(output).catch(() => [])).length >= 3, 20_000);
+      await own.kill();
+      const result = await run.result;
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/Succeeded:12 Failed:0/);
+      expect(result.stderr).toMatch(
+        /"level":50,.*"msg":"Redis unavailable: the quota is no longer shared; going on with a local bucket at 50% of it"/,
+      );
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const endMs = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > endMs) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

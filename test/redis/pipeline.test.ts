@@ -1,0 +1,120 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  connectRedis,
+  generateArticles,
+  RedisLimits,
+  requestLimit,
+  runPipeline,
+  type ArticleResult,
+  type LlmRequest,
+  type LlmResponse,
+  type Provider,
+} from '../../src/index.ts';
+import { startRedis, type TestRedis } from './redis-server.ts';
+
+/** Answers at once, and before answering call `onCall` (numbered from 1) awaits what it is given. */
+class HookedProvider implements Provider {
+  readonly name = 'hooked';
+  readonly callsAtMs: number[] = [];
+
+  constructor(private readonly onCall: (call: number) => Promise<void> | undefined = () => undefined) {}
+
+  async call(request: LlmRequest): Promise<LlmResponse> {
+    this.callsAtMs.push(performance.now());
+    await this.onCall(this.callsAtMs.length);
+    return request.task === 'summarize'
+      ? { output: { task: 'summarize', summary: 's', keywords: ['k'] } }
+      : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+  }
+}
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await redis?.stop();
+});
+
+describe('a pipeline on a quota shared through Redis', () => {
+  it('goes on when the scripts are flushed mid-run: they are sent again on NOSCRIPT', async () => {
+    const inspect = new Redis(redis.url);
+    const connection = await connectRedis(redis.url);
+    try {
+      const evals = async () => Number(/cmdstat_eval:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0);
+      const provider = new HookedProvider((call) => (call === 10 ? inspect.script('FLUSH').then(() => {}) : undefined));
+      const before = await evals();
+      const summary = await runPipeline({
+        source: generateArticles(15),
+        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(200, 5), quotaKey: 'flush' }) }],
+        workers: 3,
+      });
+      expect([summary.succeeded, summary.failed]).toEqual([15, 0]);
+      // Loaded once by source on the connection, and once more after the flush.
+      expect((await evals()) - before).toBe(2);
+    } finally {
+      await connection.close();
+      inspect.disconnect();
+    }
+  });
+
+  it('goes on when Redis restarts mid-run, the lost state starting the quota full: one extra burst', async () => {
+    const own = await startRedis();
+    const connection = await connectRedis(own.url);
+    try {
+      // One worker, so that no limiter call is in flight while the provider restarts Redis.
+      const provider = new HookedProvider((call) => (call === 6 ? own.restart() : undefined));
+      const summary = await runPipeline({
+        source: generateArticles(6),
+        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(20, 3), quotaKey: 'restart' }) }],
+        workers: 1,
+      });
+      expect([summary.succeeded, summary.failed]).toEqual([6, 0]);
+      const atMs = provider.callsAtMs;
+      // Before the restart: the burst of 3, then 20/s (the floor of the six calls is 150 ms; a
+      // few ms less for the lateness of the first call, which the others do not share).
+      expect(atMs[5]! - atMs[0]!).toBeGreaterThanOrEqual(140);
+      // After it, the lost state starts the quota full: calls 7 to 9 go at once...
+      expect(atMs[8]! - atMs[6]!).toBeLessThan(25);
+      // ...and then the rate holds again.
+      expect(atMs[11]! - atMs[6]!).toBeGreaterThanOrEqual(140);
+    } finally {
+      await connection.close();
+      await own.stop();
+    }
+  });
+
+  it('stops intake when Redis is lost mid-run: every started article ends once, those in flight failed with the reason', async () => {
+    const own = await startRedis();
+    const connection = await connectRedis(own.url, { timeoutMs: 300 });
+    try {
+      const provider = new HookedProvider((call) => (call === 8 ? own.kill() : undefined));
+      const results: ArticleResult[] = [];
+      const summary = await runPipeline({
+        source: generateArticles(100),
+        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(50, 2), quotaKey: 'lost' }) }],
+        workers: 4,
+        onResult: (result) => void results.push(result),
+      });
+      expect(summary.articles).toBeLessThan(100);
+      expect(results).toHaveLength(summary.articles);
+      expect(new Set(results.map((result) => result.id)).size).toBe(summary.articles);
+      expect(summary.succeeded + summary.failed).toBe(summary.articles);
+      expect(summary.failed).toBeGreaterThanOrEqual(1);
+      expect(summary.failureReasons).toEqual({ LimiterUnavailableError: summary.failed });
+      expect(summary.stoppedBy).toEqual({
+        by: 'limits',
+        provider: 'hooked',
+        type: 'LimiterUnavailableError',
+        message: expect.stringMatching(/^Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer within 300ms/),
+      });
+      expect(summary.interrupted).toBe(false);
+    } finally {
+      await connection.close();
+      await own.stop();
+    }
+  });
+});
