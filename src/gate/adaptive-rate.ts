@@ -13,8 +13,9 @@ export const ADAPTIVE_DEFAULTS = Object.freeze({
 /** The tuning of an {@link AdaptiveRate}: everything but what it adapts. */
 export interface AdaptiveTuning {
   /**
-   * The ceiling and starting rate, in calls per second; finite, > 0. Default: the request rate the
-   * limits have when the controller is made (the configured one).
+   * The ceiling, in calls per second; finite, > 0. Default: the request limit the limits were
+   * configured with (their `requests` spec), else the rate they have when the controller is made.
+   * The rate starts there, or at the limits' rate when that is lower (see {@link AdaptiveRate}).
    */
   readonly maxRate?: number;
   /**
@@ -48,7 +49,10 @@ export interface AdaptiveTuning {
 }
 
 export interface AdaptiveRateOptions extends AdaptiveTuning {
-  /** The limits whose request rate is adapted. The controller owns that rate: it sets it to `maxRate` at once. */
+  /**
+   * The limits whose request rate is adapted. Limits of this process alone are the controller's to
+   * set; limits shared with other processes (their rate cut by another) are followed — see the class comment.
+   */
   readonly limits: ProviderLimits;
   /** Time source; pass the limits'. Default {@link systemClock}. */
   readonly clock?: Clock;
@@ -114,6 +118,15 @@ const MIN_PROBE_SHARE = 0.01;
  *
  * Call {@link onRateLimited} for each 429 and {@link onSuccess} for each call that was not
  * throttled. Safe to share by every worker using the limits (one event loop, no locks needed).
+ *
+ * **Shared limits.** When the limits are shared by several processes (a quota kept in Redis), each
+ * has its own controller and all set one rate. Each event first reads the limits' rate: lower than
+ * this controller's means another process cut — taken as a cut made now from this rate, so the 429s
+ * of that same overload are absorbed here too and the climb starts after a quiet period; higher
+ * means another process climbed — taken, the curve kept. Only a cut below the rate read, or a raise
+ * above it, is written back, so one process's climb is never pulled down by another's slower one.
+ * A controller made while the shared rate is cut starts there, as if it had just made that cut,
+ * instead of resetting the quota's rate to `maxRate`.
  */
 export class AdaptiveRate {
   readonly #limits: ProviderLimits;
@@ -144,7 +157,7 @@ export class AdaptiveRate {
     if (limits === null || typeof limits !== 'object' || typeof limits.setRate !== 'function') {
       throw expected('limits', 'ProviderLimits', limits);
     }
-    const maxRate = options.maxRate ?? limits.rate;
+    const maxRate = options.maxRate ?? limits.specs?.find((spec) => spec.kind === 'requests')?.rate ?? limits.rate;
     checkNumber('maxRate', maxRate, { min: 0, minExclusive: true, unit: 'calls per second' });
     const {
       minRate = Math.min(maxRate, Math.max(maxRate / 100, MIN_DEFAULT_MIN_RATE)),
@@ -171,7 +184,13 @@ export class AdaptiveRate {
     this.#ceiling = maxRate;
     this.#rate = maxRate;
     this.#peakRate = maxRate;
-    if (limits.rate !== maxRate) limits.setRate(maxRate);
+    if (limits.rate > maxRate) limits.setRate(maxRate);
+    else if (limits.rate < maxRate) {
+      // Cut already (by another process sharing the limits): start there, as if just cut from the
+      // rate that cut came from, rather than reset the shared rate to the ceiling.
+      this.#rate = Math.min(maxRate, limits.rate / this.#decreaseFactor);
+      this.#follow(clock.now());
+    }
   }
 
   /** The rate now, in calls per second (the limits'). */
@@ -209,6 +228,7 @@ export class AdaptiveRate {
     if (retryAfterMs !== undefined) checkDurationMs('info.retryAfterMs', retryAfterMs);
     if (sentAtMs !== undefined) checkNumber('info.sentAtMs', sentAtMs);
     const nowMs = this.#clock.now();
+    this.#follow(nowMs);
     this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#callsMs(this.#quietPeriodCalls, this.#rate), nowMs + (retryAfterMs ?? 0));
     const sameCluster =
       sentAtMs === undefined ? nowMs - this.#cutAtMs < this.#callsMs(this.#clusterWindowCalls, this.#cutRate) : sentAtMs <= this.#cutAtMs;
@@ -225,6 +245,7 @@ export class AdaptiveRate {
 
   /** A call succeeded (was not throttled). After the quiet period, moves the rate up the curve. */
   onSuccess(): void {
+    if (this.#limits.rate !== this.#rate) this.#follow(this.#clock.now());
     if (this.#rate >= this.#ceiling) return;
     const nowMs = this.#clock.now();
     if (nowMs < this.#holdUntilMs) return;
@@ -248,6 +269,23 @@ export class AdaptiveRate {
     this.#ceiling = ceiling;
     this.#peakRate = Math.min(this.#peakRate, ceiling);
     if (this.#rate > ceiling || wasAtCeiling) this.#set(ceiling, ceiling < this.#rate ? 'throttled' : 'probe');
+  }
+
+  /**
+   * Takes the limits' rate when another process sharing them changed it: a lower one as a cut made
+   * now from this controller's rate (its 429s are that cut's cluster, the climb waits a quiet
+   * period); a higher one as it is, the curve kept. Neither is written back or counted here.
+   */
+  #follow(nowMs: number): void {
+    const shared = this.#limits.rate;
+    if (shared === this.#rate) return;
+    if (shared < this.#rate) {
+      this.#cutAtMs = nowMs;
+      this.#cutRate = this.#rate;
+      this.#peakRate = this.#rate;
+      this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#callsMs(this.#quietPeriodCalls, shared));
+    }
+    this.#rate = shared;
   }
 
   /** How long `calls` calls take at `rate`, in ms. */

@@ -309,6 +309,83 @@ describe('AdaptiveRate', () => {
   });
 });
 
+describe('AdaptiveRate on limits shared by several processes', () => {
+  // One set of limits, two controllers: what two processes see of a quota kept in Redis, where
+  // each reads the rate the other set.
+  function shared(knobs: Knobs = ROUND) {
+    const clock = new ManualClock();
+    const limits = new LocalLimits(requestLimit(knobs.maxRate, 1), clock);
+    const a = new AdaptiveRate({ ...knobs, limits, clock });
+    const b = new AdaptiveRate({ ...knobs, limits, clock });
+    return { clock, limits, a, b };
+  }
+
+  it('takes the ceiling from the configured request limit, not from a rate another process cut', () => {
+    const clock = new ManualClock();
+    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    limits.setRate(8);
+    const adaptive = new AdaptiveRate({ limits, clock });
+    expect(adaptive.maxRate).toBe(20);
+  });
+
+  it('a controller made while the shared rate is cut starts there, without resetting it to maxRate', async () => {
+    const { clock, limits, a } = shared();
+    a.onRateLimited();
+    expect(limits.rate).toBe(10);
+    const late = new AdaptiveRate({ ...ROUND, limits, clock });
+    expect(late.rate).toBe(10);
+    expect(limits.rate).toBe(10);
+    // It waits out a quiet period (20 calls at 10/s) before it climbs.
+    await clock.advance(1999);
+    late.onSuccess();
+    expect(limits.rate).toBe(10);
+    await clock.advance(101);
+    late.onSuccess();
+    expect(limits.rate).toBeGreaterThan(10);
+  });
+
+  it("one overload makes one cut: another process's 429s of the same cluster are absorbed", async () => {
+    const { clock, limits, a, b } = shared();
+    a.onRateLimited();
+    await clock.advance(50);
+    b.onRateLimited();
+    b.onRateLimited();
+    expect(limits.rate).toBe(10);
+    expect(a.decreases + b.decreases).toBe(1);
+    expect(b.rate).toBe(10);
+  });
+
+  it("a cut by another process holds this one's climb for a quiet period", async () => {
+    const { clock, limits, a, b } = shared();
+    a.onRateLimited();
+    await clock.advance(3000);
+    // a's quiet period (1 s at 20 calls / 20/s) is long over, but b has only now heard of the cut.
+    b.onSuccess();
+    expect(b.rate).toBe(10);
+    expect(limits.rate).toBe(10);
+    await clock.advance(1999); // not yet 20 calls at 10/s
+    b.onSuccess();
+    expect(b.rate).toBe(10);
+    await clock.advance(501); // half a second up the curve
+    b.onSuccess();
+    expect(b.rate).toBeGreaterThan(11);
+  });
+
+  it("a climb by another process is taken, never pulled back by this one's slower curve", async () => {
+    const { clock, limits, a, b } = shared();
+    a.onRateLimited();
+    b.onSuccess();
+    await clock.advance(1000 + 9000);
+    a.onSuccess(); // 9 s into a 10 s recovery: close to 20
+    const climbed = limits.rate;
+    expect(climbed).toBeGreaterThan(19);
+    // b is behind on the curve: its own target is lower, and it must not write that back.
+    b.onSuccess();
+    expect(b.rate).toBe(climbed);
+    expect(limits.rate).toBe(climbed);
+  });
+});
+
 describe('AdaptiveRate against a provider quota', () => {
   /** Client at 20/s, burst 1, against a SimulatedProvider quota of 10/s, burst 1; `calls` successes. */
   async function converge(calls: number, reportSentAt: boolean) {
