@@ -1,0 +1,135 @@
+// The README's runnable blocks: where they are, what they run, and how a block is rewritten with
+// fresh output. Pure text in, text out; scripts/readme.ts does the running.
+
+/** How a sample's output is cut to fit the README. */
+export interface SampleOptions {
+  /** Keep this many lines from the start of each command's output (with `tail`, an elision between). */
+  readonly head?: number | undefined;
+  /** Keep this many lines from the end. */
+  readonly tail?: number | undefined;
+  /** The exit code the commands are expected to end with. Default 0. */
+  readonly exit: number;
+}
+
+/** A fenced block after `<!-- sample … -->`: `$ command` lines, each followed by its output. */
+export interface SampleBlock {
+  readonly kind: 'sample';
+  /** The README's lines [start, end) that hold the block's body, between the fences. */
+  readonly start: number;
+  readonly end: number;
+  readonly commands: readonly string[];
+  readonly options: SampleOptions;
+}
+
+/** A fenced block after `<!-- examples -->`: each command line is run and must end as expected. */
+export interface ExamplesBlock {
+  readonly kind: 'examples';
+  readonly start: number;
+  readonly end: number;
+  /** Each command and the exit code it should end with (`# exit 1` at the end of its line; default 0). */
+  readonly commands: readonly { readonly command: string; readonly exit: number }[];
+}
+
+export type RunnableBlock = SampleBlock | ExamplesBlock;
+
+const MARKER = /^<!--\s*(sample|examples)\b(.*?)-->\s*$/;
+const ELISION = '…';
+
+/** Finds the marked blocks; throws on a marker with no fenced block right after it, or a bad option. */
+export function findBlocks(lines: readonly string[]): RunnableBlock[] {
+  const blocks: RunnableBlock[] = [];
+  lines.forEach((line, index) => {
+    const marker = MARKER.exec(line);
+    if (marker === null) return;
+    const fence = index + 1;
+    if (!lines[fence]?.startsWith('```'))
+      throw new Error(`README line ${index + 1}: a ${marker[1]} marker must be followed by a fenced block`);
+    const close = lines.findIndex((candidate, at) => at > fence && candidate.startsWith('```'));
+    if (close === -1) throw new Error(`README line ${fence + 1}: the block is not closed`);
+    const body = lines.slice(fence + 1, close);
+    if (marker[1] === 'sample') {
+      const commands = body.filter((text) => text.startsWith('$ ')).map((text) => text.slice(2));
+      if (commands.length === 0) throw new Error(`README line ${fence + 1}: a sample block needs a "$ command" line`);
+      blocks.push({ kind: 'sample', start: fence + 1, end: close, commands, options: sampleOptions(marker[2]!, index + 1) });
+    } else {
+      const commands = body
+        .map((text) => text.trim())
+        .filter((text) => text !== '' && !text.startsWith('#'))
+        .map((text) => {
+          const exit = /\s#\s*exit (\d+)\s*$/.exec(text);
+          return { command: exit === null ? text : text.slice(0, exit.index).trimEnd(), exit: exit === null ? 0 : Number(exit[1]) };
+        });
+      blocks.push({ kind: 'examples', start: fence + 1, end: close, commands });
+    }
+  });
+  return blocks;
+}
+
+function sampleOptions(text: string, line: number): SampleOptions {
+  const options: { head?: number; tail?: number; exit: number } = { exit: 0 };
+  for (const pair of text
+    .trim()
+    .split(/\s+/)
+    .filter((part) => part !== '')) {
+    const match = /^(head|tail|exit)=(\d+)$/.exec(pair);
+    if (match === null) throw new Error(`README line ${line}: unknown sample option "${pair}" (head=N, tail=N, exit=N)`);
+    options[match[1] as 'head' | 'tail' | 'exit'] = Number(match[2]);
+  }
+  return options;
+}
+
+/** A command's output cut as the options say: the first `head` and last `tail` lines, `…` between. */
+export function cutOutput(output: string, options: SampleOptions): string[] {
+  const lines = output.replace(/\n$/, '').split('\n');
+  const { head, tail } = options;
+  if (head === undefined && tail === undefined) return lines;
+  const keep = (head ?? 0) + (tail ?? 0);
+  if (lines.length <= keep + 1) return lines;
+  return [...lines.slice(0, head ?? 0), ELISION, ...(tail === undefined || tail === 0 ? [] : lines.slice(-tail))];
+}
+
+/** The block's new body: each `$ command` followed by its output. */
+export function sampleBody(block: SampleBlock, outputs: readonly string[]): string[] {
+  return block.commands.flatMap((command, index) => [`$ ${command}`, ...cutOutput(outputs[index]!, block.options)]);
+}
+
+/**
+ * The README with each sample's block body replaced by the one made for its commands. Blocks are
+ * found afresh in `lines` and matched by their commands, so the README may have been edited while
+ * the samples ran. Returns the new lines and the samples whose block is no longer there.
+ */
+export function applySamples(
+  lines: readonly string[],
+  samples: readonly { readonly commands: readonly string[]; readonly body: readonly string[] }[],
+): { lines: string[]; missing: string[][] } {
+  const result = [...lines];
+  const blocks = findBlocks(lines).filter((block): block is SampleBlock => block.kind === 'sample');
+  const used = new Set<SampleBlock>();
+  const found: { block: SampleBlock; body: readonly string[] }[] = [];
+  const missing: string[][] = [];
+  for (const sample of samples) {
+    const block = blocks.find((candidate) => !used.has(candidate) && sameCommands(candidate.commands, sample.commands));
+    if (block === undefined) missing.push([...sample.commands]);
+    else {
+      used.add(block);
+      found.push({ block, body: sample.body });
+    }
+  }
+  // From the last block up, so the earlier blocks' line numbers still hold.
+  for (const { block, body } of found.sort((a, b) => b.block.start - a.block.start)) {
+    result.splice(block.start, block.end - block.start, ...body);
+  }
+  return { lines: result, missing };
+}
+
+function sameCommands(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((command, index) => command === b[index]);
+}
+
+/**
+ * The shell command that runs a README command here: `npm start --` and `npx news-processor` become
+ * the compiled command (npm's own banner lines are not the tool's output), everything else is kept.
+ */
+export function localCommand(command: string, bin: string): string {
+  return command.replace(/\bnpm start (--silent )?--(?= |$)/g, `node ${bin}`).replace(/\bnpx news-processor\b/g, `node ${bin}`);
+}

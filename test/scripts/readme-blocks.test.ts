@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { applySamples, cutOutput, findBlocks, localCommand, sampleBody, type SampleBlock } from '../../scripts/readme-blocks.ts';
+
+const README = [
+  '# title',
+  '<!-- sample head=1 tail=1 -->',
+  '```',
+  '$ npm start -- --articles=5',
+  'old line 1',
+  'old line 2',
+  '```',
+  'text',
+  '<!-- examples -->',
+  '```sh',
+  '# a comment',
+  'npm start -- --articles=1',
+  'npm start -- --articles=2 --provider-rate=1   # exit 1',
+  '```',
+  '```',
+  '$ not marked: left alone',
+  '```',
+];
+
+describe('the README blocks', () => {
+  it('finds the marked blocks, their commands, options and expected exits', () => {
+    const blocks = findBlocks(README);
+    expect(blocks).toEqual([
+      { kind: 'sample', start: 3, end: 6, commands: ['npm start -- --articles=5'], options: { exit: 0, head: 1, tail: 1 } },
+      {
+        kind: 'examples',
+        start: 10,
+        end: 13,
+        commands: [
+          { command: 'npm start -- --articles=1', exit: 0 },
+          { command: 'npm start -- --articles=2 --provider-rate=1', exit: 1 },
+        ],
+      },
+    ]);
+  });
+
+  it('rewrites a sample with fresh output, cut as marked, and leaves the rest of the README as it was', () => {
+    const [sample, examples] = findBlocks(README) as [SampleBlock, never];
+    const body = sampleBody(sample, ['a\nb\nc\nd\n']);
+    expect(body).toEqual(['$ npm start -- --articles=5', 'a', '…', 'd']);
+    const { lines, missing } = applySamples(README, [{ commands: sample.commands, body }]);
+    expect(missing).toEqual([]);
+    expect(lines).toEqual([...README.slice(0, 3), ...body, ...README.slice(6)]);
+    expect(findBlocks(lines)[1]).toEqual({ ...(examples as object), start: 11, end: 14 });
+  });
+
+  it('finds the block again by its commands in a README edited meanwhile, and says which it could not find', () => {
+    const [sample] = findBlocks(README) as [SampleBlock];
+    const edited = ['new paragraph', 'another', ...README];
+    const { lines, missing } = applySamples(edited, [
+      { commands: sample.commands, body: ['$ npm start -- --articles=5', 'fresh'] },
+      { commands: ['npm start -- gone'], body: ['$ npm start -- gone', 'x'] },
+    ]);
+    expect(lines).toEqual([...edited.slice(0, 5), '$ npm start -- --articles=5', 'fresh', ...edited.slice(8)]);
+    expect(missing).toEqual([['npm start -- gone']]);
+  });
+
+  it('keeps output that fits, and cuts only what the options say', () => {
+    expect(cutOutput('a\nb\nc\n', { exit: 0, head: 1, tail: 1 })).toEqual(['a', 'b', 'c']);
+    expect(cutOutput('a\nb\nc\nd', { exit: 0, head: 2 })).toEqual(['a', 'b', '…']);
+    expect(cutOutput('a\nb\nc\nd', { exit: 0 })).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('refuses a marker without a block, and an unknown option', () => {
+    expect(() => findBlocks(['<!-- sample -->', 'text'])).toThrow(/line 1: a sample marker must be followed by a fenced block/);
+    expect(() => findBlocks(['<!-- sample lines=3 -->', '```', '$ x', '```'])).toThrow(/unknown sample option "lines=3"/);
+    expect(() => findBlocks(['<!-- sample -->', '```', 'no command', '```'])).toThrow(/needs a "\$ command" line/);
+  });
+
+  it('runs npm start -- and npx news-processor as the compiled command, pipes kept', () => {
+    expect(localCommand('npm start -- --json | jq .efficiency', '/p/bin.js')).toBe('node /p/bin.js --json | jq .efficiency');
+    expect(localCommand('npm start --silent -- bench', '/p/bin.js')).toBe('node /p/bin.js bench');
+    expect(localCommand('cat a | npx news-processor --input -', '/p/bin.js')).toBe('cat a | node /p/bin.js --input -');
+  });
+});
