@@ -1,6 +1,6 @@
 import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
 
-/** `412ms` under a second, `3.216s` above — the Go tool's style. */
+/** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (see the README). */
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return '∞';
   if (ms < 1) return `${ms.toFixed(2)}ms`;
@@ -41,7 +41,7 @@ function outcomeText(event: PipelineAttemptEvent): string {
   return text;
 }
 
-/** One line per attempt, as the Go tool printed per call, plus the wait and what happens next. */
+/** One line per attempt, in the form of the ported Go pipeline's per-call lines, plus the wait and what happens next. */
 export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number): string {
   const head = `worker ${event.workerId + 1} | article ${event.articleId} | ${event.task.padEnd(9)} |`;
   const timing = event.called
@@ -63,7 +63,7 @@ export function formatResult(result: ArticleResult): string {
   return `${mark} article ${result.id} ${result.status}${where}: ${result.error?.type}: ${result.error?.message}`;
 }
 
-/** The Go tool's summary line, verbatim in form, then what it never showed. */
+/** The ported Go pipeline's summary line, in form, then the figures it never showed. */
 export function formatSummary(summary: RunSummary): string[] {
   const limits =
     summary.providers.length > 1
@@ -93,12 +93,15 @@ export function formatSummary(summary: RunSummary): string[] {
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];
     if (p.rateCuts > 0 || p.finalRate !== p.rate)
-      parts.push(`rate ${formatRate(p.rate)}/s → ${p.finalRate.toFixed(2)}/s (${p.rateCuts} cuts)`);
+      parts.push(`rate ${formatRate(p.rate)}/s → ${p.finalRate.toFixed(2)}/s (${p.rateCuts} ${p.rateCuts === 1 ? 'cut' : 'cuts'})`);
     if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
-  lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);
-  lines.push(`Limiter wait: ${formatPercentiles(summary.limiterWaitMs)}`);
+  // With no call made there is nothing to take percentiles of (a resumed run with nothing left).
+  if (summary.calls > 0) {
+    lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);
+    lines.push(`Limiter wait: ${formatPercentiles(summary.limiterWaitMs)}`);
+  }
   const reasons = Object.entries(summary.failureReasons);
   if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
   if (summary.interrupted) lines.push('Interrupted: intake stopped; the articles in flight were cancelled.');

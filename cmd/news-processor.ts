@@ -47,24 +47,27 @@ interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags {
 
 const EXAMPLES = `
 Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; installed, \`npx news-processor\`):
-  $ news-processor --articles=5 --workers=5 --rate=3           the Go tool's run
+  $ news-processor --articles=5 --workers=5 --rate=3           the Go original's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
-  $ news-processor --articles=50 --rate=8 --provider-rate=5    send faster than the provider allows: 429s
+  $ news-processor --articles=50 --rate=8 --provider-rate=5 --max-attempts=5   faster than the provider allows: 429s, retried
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
   $ news-processor --articles=60 --rate=10 --outage=1s..4s --max-attempts=10 --timeout=20s   ride out an outage
-  $ news-processor --config fixtures/providers/two-providers.json --articles=40   several providers
-  $ news-processor --articles=200 --rate=20 --output results.jsonl --resume    run again: only what did not succeed
+  $ news-processor --config fixtures/providers/two-providers.json --articles=40 --max-attempts=6 --timeout=10s   two providers
+  $ news-processor --articles=200 --rate=20 --output run.jsonl --resume     again after Ctrl-C: only what did not succeed
   $ cat fixtures/articles.jsonl | news-processor --input - --rate=10 --quiet     articles from a pipe
   $ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)
   $ news-processor --provider=openai --base-url http://localhost:11434/v1 --model llama3.2 --api-key-env OLLAMA_KEY
   $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed), 2 bad usage or input (or a provider refused
-the key or has no quota left: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP),
-141 stdout closed early (… | head).`;
+Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
+
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed, or the shared quota's Redis
+went away), 2 bad usage or input (or a provider refused the key or has no quota left: the run stops),
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early
+(… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
@@ -235,7 +238,10 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     if (signal !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${signal}):`);
     if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
     if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
-    if (writer !== undefined && outputError === undefined) lines.push(`Results: ${writer.lines} lines written to ${writer.path}`);
+    if (writer !== undefined && outputError === undefined) {
+      const kept = output.kept?.size ?? 0;
+      lines.push(`Results: ${writer.lines} lines written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`);
+    }
     human.write(`${lines.join('\n')}\n`);
   }
   if (outputError !== undefined) {

@@ -370,7 +370,7 @@ function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
     for (const status of attempt.rateLimitInfo?.limits ?? []) {
       if (status.remaining === undefined) continue;
       limits.lowerTo(status.kind, status.remaining);
-      logger.trace({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
+      logger.debug({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
     }
   };
 }
