@@ -1,6 +1,6 @@
 /**
- * `npm run bench:limiter`: our TokenBucket next to a literal port of the Go seed's polling bucket
- * and the `limiter` package's TokenBucket, in one process, on the scenarios and targets of issue 3.
+ * `npm run bench:limiter`: our TokenBucket next to a literal port of the original Go pipeline's polling bucket
+ * and the `limiter` package's TokenBucket, in one process, each scenario with its target.
  * Prints a Markdown table on stdout (progress on stderr) and writes bench/results/limiter.json.
  *
  * Run under `node --expose-gc` (the npm script does) so the bytes-per-waiter figure can be taken.

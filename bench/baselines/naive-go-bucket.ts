@@ -13,7 +13,7 @@ const plainTime: Clock = {
 };
 
 /**
- * The Go seed's token bucket, ported line for line as the baseline to beat: float tokens, refill
+ * The original Go pipeline's token bucket (see the README), ported line for line as the baseline to beat: float tokens, refill
  * from elapsed time capped at the maximum, and an `Acquire` that polls — refill, take one token if
  * there is one, else sleep `(1 − tokens) / rate` and go round again. No queue: every waiter has
  * its own timer and whoever wakes first after a refill wins. Aborting a sleep is Go's

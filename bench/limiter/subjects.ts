@@ -7,7 +7,7 @@ export type ImplementationId = (typeof IMPLEMENTATIONS)[number];
 
 export const LABELS: Record<ImplementationId, string> = {
   ours: 'ours (src/limiter/token-bucket.ts)',
-  naive: 'naive (literal port of the Go seed)',
+  naive: 'naive (literal port of the original Go bucket)',
   limiter: 'limiter@4.1.0 TokenBucket',
 };
 
