@@ -116,7 +116,10 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
     // test. Such a try proves nothing either way, so it is run again (at most three times).
     for (let attempt = 1; ; attempt++) {
       const output = join(temp.dir, `interrupted-twice-${attempt}.jsonl`);
-      const run = startCli(['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'], {});
+      const run = startCli(
+        ['--articles=100000', '--rate=20', '--min-latency=10ms', '--max-latency=50ms', '--output', output, '--json'],
+        {},
+      );
       await sleep(1500);
       await waitUntil('some results are written', async () => (await completeLines(output)) >= 2, 15_000);
 
