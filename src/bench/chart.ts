@@ -1,5 +1,6 @@
 import type { TopLevelSpec } from 'vega-lite';
-import type { SweepResult } from './sweep.ts';
+import { settingColors } from './setting-colors.ts';
+import type { SettingResult, SweepResult } from './sweep.ts';
 
 export interface BenchChartOptions {
   /** Default `news-processor bench`. */
@@ -21,6 +22,7 @@ const PANEL_WIDTH = 640;
  * run started (a step line, the first run) against the most any limiter may grant, `burst + rate·t`
  * (dashed, same colour; none at rate=inf). Bottom: median elapsed per setting (bar, with the
  * min–max over repeats) against the rate floor and the floor plus the last call's latency.
+ * Every setting has a colour of its own (see {@link settingColors}), named in one legend.
  */
 export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): TopLevelSpec {
   const maxPoints = options.maxPointsPerSeries ?? 1000;
@@ -62,7 +64,8 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
   // Both panels span the same time range, so a bar ends under the end of its step line.
   const longestS = Math.max(0.001, ...result.settings.map((s) => s.elapsedMs.max / 1000));
   const time = { domain: [0, longestS], nice: true };
-  const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels } } as const;
+  const colors = settingColors(result.settings.map((s) => s.setting));
+  const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels, range: colors } } as const;
   const settingAxis = { field: 'setting', type: 'nominal', title: null, sort: labels } as const;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -72,7 +75,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
       subtitle: options.subtitle,
     },
     config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
-    // Each panel keeps its own scales (the colours still match: same domain, same scheme), so the
+    // Each panel keeps its own scales (the colours still match: same domain, same range), so the
     // settings legend is drawn once, beside the panel that needs it.
     resolve: {
       scale: { color: 'independent', x: 'independent' },
@@ -88,7 +91,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
         encoding: {
           x: { field: 't', type: 'quantitative', title: 'time since run start (s)', scale: time },
           y: { field: 'calls', type: 'quantitative', title: 'calls granted (cumulative)' },
-          color,
+          color: { ...color, legend: settingsLegend(result.settings) },
           strokeDash: {
             field: 'kind',
             type: 'nominal',
@@ -161,6 +164,19 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
       },
     ],
   };
+}
+
+/**
+ * The settings legend: one column up to 12 settings; beyond that a full grid's bursts side by
+ * side, a row per rate, or as many columns as keep each under 12 entries.
+ */
+function settingsLegend(settings: readonly SettingResult[]): Record<string, unknown> {
+  if (settings.length <= 12) return {};
+  const rates = new Set(settings.map((s) => s.setting.rate)).size;
+  const bursts = new Set(settings.map((s) => s.setting.burst)).size;
+  const columns = rates * bursts === settings.length && bursts <= 4 ? bursts : Math.ceil(settings.length / 12);
+  // Horizontal fills the columns row by row, so a row is one rate.
+  return { columns, direction: 'horizontal' };
 }
 
 /** The sweep's chart as an SVG document (see {@link benchChartSpec}). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { benchChartSpec, renderBenchChart } from '../../src/bench/chart.ts';
-import { settingLabel, type BenchSetting, type SettingResult, type SweepResult } from '../../src/bench/sweep.ts';
+import { pairSettings, settingLabel, type BenchSetting, type SettingResult, type SweepResult } from '../../src/bench/sweep.ts';
 import { Metrics } from '../../src/pipeline/metrics.ts';
 
 /** A setting's result as a sweep would report it, with grants on the ideal schedule of `calls` calls. */
@@ -142,5 +142,20 @@ describe('benchChartSpec()', () => {
     expect(rows.length).toBeLessThanOrEqual(503);
     expect(rows.at(-2)).toMatchObject({ calls: 100_000 });
     expect(rows.map((row) => row.calls)).toEqual([...rows.map((row) => row.calls)].sort((a, b) => a - b));
+  });
+});
+
+describe('benchChartSpec() - colours', () => {
+  it('gives each of 24 settings a colour of its own', () => {
+    const grid: SweepResult = {
+      interrupted: false,
+      settings: pairSettings([1, 2, 3, 4, 5, 6, 8, 10], [1, 2, 3], { grid: true }).map((setting) => settingResult(setting, 40)),
+    };
+    const spec = benchChartSpec(grid) as unknown as {
+      vconcat: { encoding: { color: { scale: { domain: string[]; range: string[] } } } }[];
+    };
+    const { domain, range } = spec.vconcat[0]!.encoding.color.scale;
+    expect(domain).toEqual(grid.settings.map((s) => s.label));
+    expect(new Set(range).size).toBe(24);
   });
 });
