@@ -210,6 +210,7 @@ describe.concurrent('news-processor bench --chart', () => {
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
     expect([...svg.matchAll(/class="mark-line role-mark grants_marks"/g)]).toHaveLength(3);
     for (const label of ['rate=inf burst=1', 'rate=50 burst=1', 'rate=3 burst=1']) expect(svg).toContain(`>${label}</text>`);
+    for (const panel of ['failed articles', '429s received', 'retries']) expect(svg).toContain(`>${panel}</text>`);
   });
 
   it('replaces an existing file', async () => {
