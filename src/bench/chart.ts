@@ -1,4 +1,5 @@
 import type { TopLevelSpec } from 'vega-lite';
+import type { ProviderQuota } from '../provider/simulated.ts';
 import { settingColors } from './setting-colors.ts';
 import type { SettingResult, SweepResult } from './sweep.ts';
 import { textWidthPx } from './text-width.ts';
@@ -10,6 +11,12 @@ export interface BenchChartOptions {
   readonly subtitle?: string;
   /** Points drawn per grant timeline at most; longer ones are thinned evenly. Default 1000. */
   readonly maxPointsPerSeries?: number;
+  /**
+   * The quota the provider kept for itself in every run (the simulated provider's `quota`), drawn
+   * over the grants as the most it accepts, `burst + rate·t`: a setting whose grants climb above
+   * it got 429s. Default none: nothing drawn, as for a quota rate of `Infinity`.
+   */
+  readonly providerQuota?: ProviderQuota | undefined;
 }
 
 const GRANTED = 'calls granted';
@@ -40,14 +47,23 @@ const COUNTS = [
   { field: 'rateLimited', title: '429s received', unit: 'calls', color: '#ef6c00' },
   { field: 'retries', title: 'retries', unit: 'calls', color: '#757575' },
 ] as const satisfies readonly { field: keyof SettingResult; title: string; unit: string; color: string }[];
+/** The provider quota's line and name: black, apart from every setting's colour. */
+const QUOTA_INK = '#111';
+/** Calls granted: solid; a setting's ideal envelope: dashed; the provider quota: dotted. */
+const LINE_DASHES = [
+  [1, 0],
+  [6, 4],
+  [2, 3],
+];
 
 /**
  * The vega-lite spec of a sweep's chart. Top: for each setting, calls granted over time since the
  * run started (a step line, the first run) against the most any limiter may grant, `burst + rate·t`
- * (dashed, same colour; none at rate=inf). Bottom, a row per setting: median elapsed (bar, with
- * the min–max over repeats) against the rate floor and the floor plus the last call's latency;
- * beside it the failed articles (dead letters), 429s received and retries of the middle run, each
- * on its own scale so that one lost article shows as plainly as a hundred 429s.
+ * (dashed, same colour; none at rate=inf), and the provider's quota when one is given (dotted,
+ * black, named at its end). Bottom, a row per setting: median elapsed (bar, with the min–max over
+ * repeats) against the rate floor and the floor plus the last call's latency; beside it the failed
+ * articles (dead letters), 429s received and retries of the middle run, each on its own scale so
+ * that one lost article shows as plainly as a hundred 429s.
  *
  * Every setting has a colour of its own (see {@link settingColors}), named in one legend. Text goes
  * where nothing else can be: one line per row, spaced by the row height, the panels beside the
@@ -96,10 +112,46 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
   const longestS = Math.max(0.001, ...elapsed.map((e) => e.noteAt));
   // Rounded here rather than by vega (`nice`), so that where text lands is known exactly.
   const timeEndS = roundUp(longestS);
+  const mostCalls = Math.max(1, ...result.settings.map((s) => s.grantsMs.length));
   const time = { domain: [0, timeEndS], nice: false };
   const colors = settingColors(result.settings.map((s) => s.setting));
   const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels, range: colors } } as const;
   const row = { field: 'setting', type: 'nominal', title: null, sort: labels, scale: ROW_PADDING } as const;
+
+  const quota = quotaLine(options.providerQuota, timeEndS, mostCalls);
+  const lineKinds = quota === undefined ? [GRANTED, ENVELOPE] : [GRANTED, ENVELOPE, quota.kind];
+  const dash = {
+    field: 'kind',
+    type: 'nominal',
+    title: 'line',
+    scale: { domain: lineKinds, range: LINE_DASHES.slice(0, lineKinds.length) },
+    legend: { symbolStrokeColor: '#333' },
+  } as const;
+  const grantLayers: Record<string, unknown>[] = [
+    {
+      name: 'grants',
+      transform: [{ filter: { field: 'kind', equal: GRANTED } }],
+      mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 },
+      encoding: { strokeDash: dash },
+    },
+    {
+      name: 'envelope',
+      transform: [{ filter: { field: 'kind', equal: ENVELOPE } }],
+      mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 },
+      encoding: { strokeDash: dash },
+    },
+  ];
+  if (quota !== undefined) {
+    const ink = { color: { value: QUOTA_INK } };
+    const label = { data: { values: [quota.points[1]] }, encoding: { ...ink, text: { value: quota.text } } };
+    const font = { type: 'text', ...quota.labelPlacement, fontSize: NOTE_FONT_PX, fontWeight: 'bold' };
+    grantLayers.push(
+      { name: 'quota', data: { values: quota.points }, mark: { type: 'line', strokeWidth: 2.5 }, encoding: { ...ink, strokeDash: dash } },
+      // Its name at its end, over a white halo so that the lines under it do not hide it.
+      { ...label, mark: { ...font, stroke: 'white', strokeWidth: 4, strokeJoin: 'round' } },
+      { ...label, name: 'quota_label', mark: font },
+    );
+  }
 
   const counts = COUNTS.map(({ field, title, unit, color: ink }) => ({
     title,
@@ -152,33 +204,15 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
         data: { values: timeline },
         encoding: {
           x: { field: 't', type: 'quantitative', title: 'time since run start (s)', scale: time },
-          y: { field: 'calls', type: 'quantitative', title: 'calls granted (cumulative)' },
+          y: {
+            field: 'calls',
+            type: 'quantitative',
+            title: 'calls granted (cumulative)',
+            scale: { domain: [0, Math.max(mostCalls, quota?.topCalls ?? 0)], nice: true },
+          },
           color: { ...color, legend: settingsLegend(result.settings) },
-          strokeDash: {
-            field: 'kind',
-            type: 'nominal',
-            title: 'line',
-            scale: {
-              domain: [GRANTED, ENVELOPE],
-              range: [
-                [1, 0],
-                [6, 4],
-              ],
-            },
-          },
         },
-        layer: [
-          {
-            name: 'grants',
-            transform: [{ filter: { field: 'kind', equal: GRANTED } }],
-            mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 },
-          },
-          {
-            name: 'envelope',
-            transform: [{ filter: { field: 'kind', equal: ENVELOPE } }],
-            mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 },
-          },
-        ],
+        layer: grantLayers,
       },
       {
         resolve: { scale: { color: 'independent', x: 'independent', y: 'independent' } },
@@ -266,6 +300,42 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
 }
 
 /**
+ * The provider quota's line, `burst + rate·t`, from t = 0 until it reaches the most calls any
+ * setting made or the time axis ends, with its name placed inside the panel: right of the end
+ * unless it would stick out there, and below the end unless the end is low in the panel.
+ */
+function quotaLine(quota: ProviderQuota | undefined, timeEndS: number, mostCalls: number) {
+  if (quota === undefined || quota.rate === Infinity) return undefined;
+  const rate = formatNumber(quota.rate);
+  const kind = `provider quota: ${quota.burst} + ${rate}·t`;
+  const text = `provider quota ${rate}/s, burst ${quota.burst}`;
+  const reachesS = Math.max(0, (mostCalls - quota.burst) / quota.rate);
+  const end =
+    reachesS <= timeEndS
+      ? { t: reachesS, calls: Math.max(mostCalls, quota.burst) }
+      : { t: timeEndS, calls: quota.burst + quota.rate * timeEndS };
+  // The calls axis reaches at least the line's end, so the end's height in it is at least this.
+  const high = end.calls >= mostCalls / 2;
+  const dxPx = 8;
+  const fitsRight = (end.t / timeEndS) * PANEL_WIDTH + dxPx + textWidthPx(text, NOTE_FONT_PX) <= PANEL_WIDTH;
+  return {
+    kind,
+    text,
+    topCalls: end.calls,
+    points: [
+      { kind, t: 0, calls: quota.burst },
+      { kind, ...end },
+    ],
+    labelPlacement: {
+      align: fitsRight ? 'left' : 'right',
+      baseline: high ? 'top' : 'bottom',
+      dx: fitsRight ? dxPx : -dxPx,
+      dy: high ? 4 : -4,
+    },
+  } as const;
+}
+
+/**
  * The settings legend: one column up to 12 settings; beyond that a full grid's bursts side by
  * side, a row per rate, or as many columns as keep each under 12 entries.
  */
@@ -302,4 +372,8 @@ function roundUp(value: number): number {
 
 function formatSeconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(3)} s`;
+}
+
+function formatNumber(value: number): string {
+  return String(Number(value.toPrecision(4)));
 }

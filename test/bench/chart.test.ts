@@ -134,9 +134,9 @@ describe('renderBenchChart()', () => {
   });
 });
 
-describe('renderBenchChart() - failures', () => {
+describe('renderBenchChart() - failures and the provider quota', () => {
   it('draws failed articles, 429s received and retries for every setting, each in a panel of its own', async () => {
-    const svg = await renderBenchChart(LARGE_GRID);
+    const svg = await renderBenchChart(LARGE_GRID, { providerQuota: QUOTA });
     for (const [mark, unit, field] of [
       ['failed', 'articles', 'failed'],
       ['rateLimited', 'calls', 'rateLimited'],
@@ -153,6 +153,22 @@ describe('renderBenchChart() - failures', () => {
     }
     for (const text of ['failed articles', '429s received', 'retries', 'articles (middle run)', 'calls (middle run)']) {
       expect(svg).toContain(`>${text}</text>`);
+    }
+  });
+
+  it('draws the provider quota, named, when one is given', async () => {
+    const svg = await renderBenchChart(GO_SWEEP, { providerQuota: QUOTA });
+    expect(count(svg, /class="mark-line role-mark quota_marks"/g)).toBe(1);
+    // Beside the line, and in the legend of lines.
+    expect(svg).toContain('>provider quota 5/s, burst 2</text>');
+    expect(svg).toContain('>provider quota: 2 + 5·t</text>');
+  });
+
+  it('draws no quota without one, or for a quota of rate=inf', async () => {
+    for (const options of [{}, { providerQuota: undefined }, { providerQuota: { rate: Infinity, burst: 1 } }]) {
+      const svg = await renderBenchChart(GO_SWEEP, options);
+      expect(svg).not.toContain('quota_marks');
+      expect(svg).not.toContain('provider quota');
     }
   });
 });
@@ -190,6 +206,26 @@ describe('benchChartSpec()', () => {
     expect(rateLimited).toEqual(LARGE_GRID.settings.map((s) => ({ setting: s.label, count: s.rateLimited })));
     expect(retries).toEqual(LARGE_GRID.settings.map((s) => ({ setting: s.label, count: s.retries })));
     expect(failed!.find((row) => row.setting === 'rate=10 burst=3')).toEqual({ setting: 'rate=10 burst=3', count: 15 });
+  });
+
+  type Layer = { name?: string; data?: { values: { t: number; calls: number }[] } };
+  const quotaPoints = (spec: ReturnType<typeof benchChartSpec>) => {
+    const top = (spec as unknown as { vconcat: { layer: Layer[] }[] }).vconcat[0]!;
+    return top.layer.find((layer) => layer.name === 'quota')?.data?.values.map(({ t, calls }) => ({ t, calls }));
+  };
+
+  it('draws the quota as burst + rate·t up to the most calls of any setting', () => {
+    // 10 calls at most: 2 + 5·t reaches them at 1.6 s.
+    expect(quotaPoints(benchChartSpec(GO_SWEEP, { providerQuota: QUOTA }))).toEqual([
+      { t: 0, calls: 2 },
+      { t: 1.6, calls: 10 },
+    ]);
+    // 1 + 0.5·t would reach them at 18 s: it stops where the time axis does, at 5 s (the longest run, 4.6 s, rounded up).
+    expect(quotaPoints(benchChartSpec(GO_SWEEP, { providerQuota: { rate: 0.5, burst: 1 } }))).toEqual([
+      { t: 0, calls: 1 },
+      { t: 5, calls: 3.5 },
+    ]);
+    expect(quotaPoints(benchChartSpec(GO_SWEEP))).toBeUndefined();
   });
 
   it('thins a long timeline evenly, keeping the last grant', () => {
@@ -297,9 +333,11 @@ function overlaps(boxes: readonly Box[]): string[] {
 describe('benchChartSpec() - text placement', () => {
   it.each([
     ['the Go sweep', GO_SWEEP, {}],
-    ['8 rates × 3 bursts with failures and 429s', LARGE_GRID, {}],
+    ['8 rates × 3 bursts with a provider quota, failures and 429s', LARGE_GRID, { providerQuota: QUOTA }],
     ['8 rates × 3 bursts, nothing lost', { interrupted: false, settings: LARGE_GRID.settings.map((s) => ({ ...s, ...NONE })) }, {}],
-    ['a sweep interrupted before any setting finished', { interrupted: true, settings: [] }, {}],
+    ['a quota slower than every setting (its line runs out low at the right)', GO_SWEEP, { providerQuota: { rate: 0.5, burst: 1 } }],
+    ['a quota whose line runs out high at the right', GO_SWEEP, { providerQuota: { rate: 1.5, burst: 2 } }],
+    ['a sweep interrupted before any setting finished', { interrupted: true, settings: [] }, { providerQuota: QUOTA }],
   ] as const)('%s: no text overlaps another or leaves the picture', async (_name, sweep, options) => {
     const { boxes, width, height } = await textBoxes(sweep, options);
     // Every setting's note, counts and name are among them: the check sees the labels it is about.
