@@ -21,6 +21,7 @@ import {
   createProvider,
   groupRunOptions,
   oneLineErrors,
+  providerQuota,
   providerSetup,
   validateRunFlags,
   type RunFlags,
@@ -75,7 +76,7 @@ export function buildBenchCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option('--format <format>', `output: ${FORMATS.join(', ')} (--json is --format=json)`).argParser(oneOf(FORMATS)).default('table'),
     )
-    .addOption(new Option('--chart <file.svg>', 'also draw the grants over time and elapsed vs floor per setting as SVG'));
+    .addOption(new Option('--chart <file.svg>', 'also draw as SVG: grants over time, elapsed vs floor, failures and 429s per setting'));
   addRunOptions(
     command,
     [
@@ -182,7 +183,10 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   else process.stdout.write(`${[describeRun(flags, count), ...formatTable(result)].join('\n')}\n`);
 
   if (flags.chart !== undefined) {
-    const svg = await renderBenchChart(result, { subtitle: describeRun(flags, count) });
+    const svg = await renderBenchChart(result, {
+      subtitle: describeRun(flags, count),
+      providerQuota: providerQuota(flags),
+    });
     try {
       await writeFile(flags.chart, svg);
     } catch (error) {

@@ -17,6 +17,7 @@ import {
   type HeaderStyle,
   type LimitSpec,
   type ProfileName,
+  type ProviderQuota,
   type SimulatedConfig,
   type ProviderSetup,
   type TaskName,
@@ -261,10 +262,15 @@ export function createProvider(flags: RunFlags, name: string = SIMULATED_DEFAULT
     maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
     profile: sim.profile ?? flags.profile,
     seed: sim.seed ?? flags.seed,
-    quota: sim.quota ?? (flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 }),
+    quota: sim.quota ?? providerQuota(flags),
     headerStyle: sim.headers ?? flags.headers,
     outage: sim.outage ?? flags.outage,
   });
+}
+
+/** The simulated provider's own quota the flags set (--provider-rate, --provider-burst), if any. */
+export function providerQuota(flags: Pick<RunFlags, 'providerRate' | 'providerBurst'>): ProviderQuota | undefined {
+  return flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 };
 }
 
 /** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */

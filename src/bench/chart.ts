@@ -1,5 +1,8 @@
 import type { TopLevelSpec } from 'vega-lite';
-import type { SweepResult } from './sweep.ts';
+import type { ProviderQuota } from '../provider/simulated.ts';
+import { settingColors } from './setting-colors.ts';
+import type { SettingResult, SweepResult } from './sweep.ts';
+import { textWidthPx } from './text-width.ts';
 
 export interface BenchChartOptions {
   /** Default `news-processor bench`. */
@@ -8,6 +11,12 @@ export interface BenchChartOptions {
   readonly subtitle?: string;
   /** Points drawn per grant timeline at most; longer ones are thinned evenly. Default 1000. */
   readonly maxPointsPerSeries?: number;
+  /**
+   * The quota the provider kept for itself in every run (the simulated provider's `quota`), drawn
+   * over the grants as the most it accepts, `burst + rate·t`: a setting whose grants climb above
+   * it got 429s. Default none: nothing drawn, as for a quota rate of `Infinity`.
+   */
+  readonly providerQuota?: ProviderQuota | undefined;
 }
 
 const GRANTED = 'calls granted';
@@ -15,12 +24,50 @@ const ENVELOPE = 'ideal: burst + rate·t';
 const FLOOR = 'rate floor (calls − burst) / rate';
 const LEAST = 'rate floor + last call latency';
 const PANEL_WIDTH = 640;
+const COUNT_WIDTH = 120;
+/** Font sizes, px: the text beside the bars (vega's default), axis titles and panel titles (vega-lite's). */
+const NOTE_FONT_PX = 11;
+const AXIS_TITLE_FONT_PX = 11;
+const TITLE_FONT_PX = 13;
+const ELAPSED_TITLE = 'Elapsed per setting (bar: median of the repeats; whisker: min–max)';
+/** Offset of that text from its bar's end, px; beside the elapsed bars, clear of a marker's half width too. */
+const NOTE_DX_PX = 4;
+const ELAPSED_NOTE_DX_PX = 8;
+/**
+ * Height of a setting's row in the bottom panels, px: one line of text with air above and below.
+ * Every bottom panel uses it and {@link ROW_PADDING}, so that their rows line up.
+ */
+const ROW_STEP_PX = 24;
+const ROW_PADDING = { paddingInner: 0.2, paddingOuter: 0.1 } as const;
+/** Space between panels side by side, beyond what text sticking out of the left one needs, px. */
+const PANEL_GAP_PX = 20;
+/** What a setting may have cost, each beside the elapsed bars on a scale of its own. */
+const COUNTS = [
+  { field: 'failed', title: 'failed articles', unit: 'articles', color: '#c62828' },
+  { field: 'rateLimited', title: '429s received', unit: 'calls', color: '#ef6c00' },
+  { field: 'retries', title: 'retries', unit: 'calls', color: '#757575' },
+] as const satisfies readonly { field: keyof SettingResult; title: string; unit: string; color: string }[];
+/** The provider quota's line and name: black, apart from every setting's colour. */
+const QUOTA_INK = '#111';
+/** Calls granted: solid; a setting's ideal envelope: dashed; the provider quota: dotted. */
+const LINE_DASHES = [
+  [1, 0],
+  [6, 4],
+  [2, 3],
+];
 
 /**
  * The vega-lite spec of a sweep's chart. Top: for each setting, calls granted over time since the
  * run started (a step line, the first run) against the most any limiter may grant, `burst + rate·t`
- * (dashed, same colour; none at rate=inf). Bottom: median elapsed per setting (bar, with the
- * min–max over repeats) against the rate floor and the floor plus the last call's latency.
+ * (dashed, same colour; none at rate=inf), and the provider's quota when one is given (dotted,
+ * black, named at its end). Bottom, a row per setting: median elapsed (bar, with the min–max over
+ * repeats) against the rate floor and the floor plus the last call's latency; beside it the failed
+ * articles (dead letters), 429s received and retries of the middle run, each on its own scale so
+ * that one lost article shows as plainly as a hundred 429s.
+ *
+ * Every setting has a colour of its own (see {@link settingColors}), named in one legend. Text goes
+ * where nothing else can be: one line per row, spaced by the row height, the panels beside the
+ * elapsed bars moved right by the widest text that sticks out of them (see {@link textWidthPx}).
  */
 export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): TopLevelSpec {
   const maxPoints = options.maxPointsPerSeries ?? 1000;
@@ -56,14 +103,84 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
     median: s.elapsedMs.median / 1000,
     min: s.elapsedMs.min / 1000,
     max: s.elapsedMs.max / 1000,
+    // Right of the whisker and of the markers, which may end past it (least ≈ elapsed).
+    noteAt: Math.max(s.elapsedMs.max, s.rateFloorMs, s.leastElapsedMs) / 1000,
     note: `${formatSeconds(s.elapsedMs.median)}${s.efficiency === null ? '' : ` · ${(s.efficiency * 100).toFixed(1)}% efficient`}`,
   }));
 
   // Both panels span the same time range, so a bar ends under the end of its step line.
-  const longestS = Math.max(0.001, ...result.settings.map((s) => s.elapsedMs.max / 1000));
-  const time = { domain: [0, longestS], nice: true };
-  const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels } } as const;
-  const settingAxis = { field: 'setting', type: 'nominal', title: null, sort: labels } as const;
+  const longestS = Math.max(0.001, ...elapsed.map((e) => e.noteAt));
+  // Rounded here rather than by vega (`nice`), so that where text lands is known exactly.
+  const timeEndS = roundUp(longestS);
+  const mostCalls = Math.max(1, ...result.settings.map((s) => s.grantsMs.length));
+  const time = { domain: [0, timeEndS], nice: false };
+  const colors = settingColors(result.settings.map((s) => s.setting));
+  const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels, range: colors } } as const;
+  const row = { field: 'setting', type: 'nominal', title: null, sort: labels, scale: ROW_PADDING } as const;
+
+  const quota = quotaLine(options.providerQuota, timeEndS, mostCalls);
+  const lineKinds = quota === undefined ? [GRANTED, ENVELOPE] : [GRANTED, ENVELOPE, quota.kind];
+  const dash = {
+    field: 'kind',
+    type: 'nominal',
+    title: 'line',
+    scale: { domain: lineKinds, range: LINE_DASHES.slice(0, lineKinds.length) },
+    legend: { symbolStrokeColor: '#333' },
+  } as const;
+  const grantLayers: Record<string, unknown>[] = [
+    {
+      name: 'grants',
+      transform: [{ filter: { field: 'kind', equal: GRANTED } }],
+      mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 },
+      encoding: { strokeDash: dash },
+    },
+    {
+      name: 'envelope',
+      transform: [{ filter: { field: 'kind', equal: ENVELOPE } }],
+      mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 },
+      encoding: { strokeDash: dash },
+    },
+  ];
+  if (quota !== undefined) {
+    const ink = { color: { value: QUOTA_INK } };
+    const label = { data: { values: [quota.points[1]] }, encoding: { ...ink, text: { value: quota.text } } };
+    const font = { type: 'text', ...quota.labelPlacement, fontSize: NOTE_FONT_PX, fontWeight: 'bold' };
+    grantLayers.push(
+      { name: 'quota', data: { values: quota.points }, mark: { type: 'line', strokeWidth: 2.5 }, encoding: { ...ink, strokeDash: dash } },
+      // Its name at its end, over a white halo so that the lines under it do not hide it.
+      { ...label, mark: { ...font, stroke: 'white', strokeWidth: 4, strokeJoin: 'round' } },
+      { ...label, name: 'quota_label', mark: font },
+    );
+  }
+
+  const counts = COUNTS.map(({ field, title, unit, color: ink }) => ({
+    title,
+    axisTitle: `${unit} (middle run)`,
+    ink,
+    field,
+    values: result.settings.map((s) => ({ setting: s.label, count: s[field] })),
+  }));
+  // Panels side by side are placed by their plots, not by the bounds vega estimates for their text
+  // (0.8 em a character, a third too wide): each gap is the widest text that sticks out of the
+  // plots on either side (by textWidthPx, which never understates), plus PANEL_GAP_PX.
+  const axisTitleOverflowPx = Math.max(0, ...counts.map((c) => (textWidthPx(c.axisTitle, AXIS_TITLE_FONT_PX) - COUNT_WIDTH) / 2));
+  const elapsedGapPx =
+    Math.max(
+      0,
+      textWidthPx(ELAPSED_TITLE, TITLE_FONT_PX) - PANEL_WIDTH,
+      ...elapsed.map((e) => (e.noteAt / timeEndS) * PANEL_WIDTH + ELAPSED_NOTE_DX_PX + textWidthPx(e.note, NOTE_FONT_PX) - PANEL_WIDTH),
+    ) +
+    axisTitleOverflowPx +
+    PANEL_GAP_PX;
+  const countsGapPx =
+    Math.max(
+      0,
+      ...counts.map((c) => textWidthPx(c.title, TITLE_FONT_PX) - COUNT_WIDTH),
+      // A count's text ends at most this far right: its bar ends inside the plot.
+      ...counts.flatMap((c) => c.values.map((v) => NOTE_DX_PX + textWidthPx(String(v.count), NOTE_FONT_PX))),
+      2 * axisTitleOverflowPx,
+    ) + PANEL_GAP_PX;
+
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
@@ -72,7 +189,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
       subtitle: options.subtitle,
     },
     config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
-    // Each panel keeps its own scales (the colours still match: same domain, same scheme), so the
+    // Each panel keeps its own scales (the colours still match: same domain, same range), so the
     // settings legend is drawn once, beside the panel that needs it.
     resolve: {
       scale: { color: 'independent', x: 'independent' },
@@ -87,80 +204,148 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
         data: { values: timeline },
         encoding: {
           x: { field: 't', type: 'quantitative', title: 'time since run start (s)', scale: time },
-          y: { field: 'calls', type: 'quantitative', title: 'calls granted (cumulative)' },
-          color,
-          strokeDash: {
-            field: 'kind',
-            type: 'nominal',
-            title: 'line',
-            scale: {
-              domain: [GRANTED, ENVELOPE],
-              range: [
-                [1, 0],
-                [6, 4],
-              ],
-            },
+          y: {
+            field: 'calls',
+            type: 'quantitative',
+            title: 'calls granted (cumulative)',
+            scale: { domain: [0, Math.max(mostCalls, quota?.topCalls ?? 0)], nice: true },
           },
+          color: { ...color, legend: settingsLegend(result.settings) },
         },
-        layer: [
-          {
-            name: 'grants',
-            transform: [{ filter: { field: 'kind', equal: GRANTED } }],
-            mark: { type: 'line', interpolate: 'step-after', strokeWidth: 2 },
-          },
-          {
-            name: 'envelope',
-            transform: [{ filter: { field: 'kind', equal: ENVELOPE } }],
-            mark: { type: 'line', strokeWidth: 1.5, opacity: 0.8 },
-          },
-        ],
+        layer: grantLayers,
       },
       {
-        title: { text: 'Elapsed vs rate floor per setting (bar: median of the repeats; whisker: min–max)', anchor: 'start' },
-        width: PANEL_WIDTH,
-        height: { step: 28 },
-        layer: [
+        resolve: { scale: { color: 'independent', x: 'independent', y: 'independent' } },
+        bounds: 'flush',
+        spacing: Math.ceil(elapsedGapPx),
+        hconcat: [
           {
-            data: { values: elapsed },
+            title: { text: ELAPSED_TITLE, anchor: 'start' },
+            width: PANEL_WIDTH,
+            height: { step: ROW_STEP_PX },
             layer: [
               {
-                name: 'elapsed',
-                mark: { type: 'bar', opacity: 0.75 },
+                data: { values: elapsed },
+                layer: [
+                  {
+                    name: 'elapsed',
+                    mark: { type: 'bar', opacity: 0.75 },
+                    encoding: {
+                      y: row,
+                      x: { field: 'median', type: 'quantitative', title: 'elapsed (s)', scale: time },
+                      color: { ...color, legend: null },
+                    },
+                  },
+                  {
+                    mark: { type: 'rule', color: '#333' },
+                    encoding: { y: row, x: { field: 'min', type: 'quantitative' }, x2: { field: 'max' } },
+                  },
+                  {
+                    name: 'elapsed_note',
+                    mark: { type: 'text', align: 'left', dx: ELAPSED_NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
+                    encoding: { y: row, x: { field: 'noteAt', type: 'quantitative' }, text: { field: 'note' } },
+                  },
+                ],
+              },
+              {
+                data: { values: totals },
+                mark: { type: 'point', filled: true, size: 70, color: 'black' },
                 encoding: {
-                  y: settingAxis,
-                  x: { field: 'median', type: 'quantitative', title: 'elapsed (s)', scale: time },
-                  color: { ...color, legend: null },
+                  y: row,
+                  x: { field: 'seconds', type: 'quantitative' },
+                  shape: {
+                    field: 'measure',
+                    type: 'nominal',
+                    title: 'marker',
+                    scale: { domain: [FLOOR, LEAST], range: ['triangle-right', 'diamond'] },
+                    legend: { orient: 'bottom', direction: 'vertical', symbolSize: 80 },
+                  },
                 },
-              },
-              {
-                mark: { type: 'rule', color: '#333' },
-                encoding: { y: settingAxis, x: { field: 'min', type: 'quantitative' }, x2: { field: 'max' } },
-              },
-              {
-                mark: { type: 'text', align: 'left', dx: 6, color: '#333' },
-                encoding: { y: settingAxis, x: { field: 'max', type: 'quantitative' }, text: { field: 'note' } },
               },
             ],
           },
           {
-            data: { values: totals },
-            mark: { type: 'point', filled: true, size: 70, color: 'black' },
-            encoding: {
-              y: settingAxis,
-              x: { field: 'seconds', type: 'quantitative' },
-              shape: {
-                field: 'measure',
-                type: 'nominal',
-                title: 'marker',
-                scale: { domain: [FLOOR, LEAST], range: ['triangle-right', 'diamond'] },
-                legend: { orient: 'bottom', direction: 'vertical', symbolSize: 80 },
-              },
-            },
+            bounds: 'flush',
+            spacing: Math.ceil(countsGapPx),
+            hconcat: counts.map(({ field, title, axisTitle, ink, values }) => {
+              // At least 0–1, so that a sweep that lost nothing still has an axis to put its zeros on.
+              const x = {
+                field: 'count',
+                type: 'quantitative',
+                title: axisTitle,
+                scale: { domain: [0, Math.max(1, ...values.map((v) => v.count))], nice: true },
+              };
+              return {
+                title: { text: title, anchor: 'start', frame: 'group' },
+                width: COUNT_WIDTH,
+                height: { step: ROW_STEP_PX },
+                data: { values },
+                encoding: { y: { ...row, axis: null } },
+                layer: [
+                  { name: field, mark: { type: 'bar', color: ink }, encoding: { x: { ...x, axis: { format: 'd', tickMinStep: 1 } } } },
+                  {
+                    name: `${field}_value`,
+                    mark: { type: 'text', align: 'left', dx: NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
+                    encoding: { x, text: { field: 'count' } },
+                  },
+                ],
+              };
+            }),
           },
         ],
       },
     ],
-  };
+    // Panels built in loops are plain objects to TypeScript; vega-lite checks the spec as it compiles it.
+  } as TopLevelSpec;
+}
+
+/**
+ * The provider quota's line, `burst + rate·t`, from t = 0 until it reaches the most calls any
+ * setting made or the time axis ends, with its name placed inside the panel: right of the end
+ * unless it would stick out there, and below the end unless the end is low in the panel.
+ */
+function quotaLine(quota: ProviderQuota | undefined, timeEndS: number, mostCalls: number) {
+  if (quota === undefined || quota.rate === Infinity) return undefined;
+  const rate = formatNumber(quota.rate);
+  const kind = `provider quota: ${quota.burst} + ${rate}·t`;
+  const text = `provider quota ${rate}/s, burst ${quota.burst}`;
+  const reachesS = Math.max(0, (mostCalls - quota.burst) / quota.rate);
+  const end =
+    reachesS <= timeEndS
+      ? { t: reachesS, calls: Math.max(mostCalls, quota.burst) }
+      : { t: timeEndS, calls: quota.burst + quota.rate * timeEndS };
+  // The calls axis reaches at least the line's end, so the end's height in it is at least this.
+  const high = end.calls >= mostCalls / 2;
+  const dxPx = 8;
+  const fitsRight = (end.t / timeEndS) * PANEL_WIDTH + dxPx + textWidthPx(text, NOTE_FONT_PX) <= PANEL_WIDTH;
+  return {
+    kind,
+    text,
+    topCalls: end.calls,
+    points: [
+      { kind, t: 0, calls: quota.burst },
+      { kind, ...end },
+    ],
+    labelPlacement: {
+      align: fitsRight ? 'left' : 'right',
+      baseline: high ? 'top' : 'bottom',
+      dx: fitsRight ? dxPx : -dxPx,
+      dy: high ? 4 : -4,
+    },
+  } as const;
+}
+
+/**
+ * The settings legend: one column up to 12 settings; beyond that a full grid's bursts side by
+ * side, a row per rate, or as many columns as keep each under 12 entries.
+ */
+function settingsLegend(settings: readonly SettingResult[]): Record<string, unknown> {
+  if (settings.length <= 12) return {};
+  const rates = new Set(settings.map((s) => s.setting.rate)).size;
+  const bursts = new Set(settings.map((s) => s.setting.burst)).size;
+  const columns = rates * bursts === settings.length && bursts <= 4 ? bursts : Math.ceil(settings.length / 12);
+  // Horizontal fills the columns row by row, so a row is one rate.
+  return { columns, direction: 'horizontal' };
 }
 
 /** The sweep's chart as an SVG document (see {@link benchChartSpec}). */
@@ -177,6 +362,18 @@ export async function renderBenchChart(result: SweepResult, options: BenchChartO
   }
 }
 
+/** `value` rounded up to a multiple of 1, 2 or 5 × 10ⁿ, the smallest that leaves at most 12 of them: 5.095 → 5.5, 39.35 → 40. */
+function roundUp(value: number): number {
+  const power = 10 ** Math.floor(Math.log10(value / 12));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((candidate) => value / candidate <= 12)!;
+  // Against 0.1 × 3 = 0.30000000000000004.
+  return Number((Math.ceil(value / step - 1e-9) * step).toPrecision(12));
+}
+
 function formatSeconds(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(3)} s`;
+}
+
+function formatNumber(value: number): string {
+  return String(Number(value.toPrecision(4)));
 }

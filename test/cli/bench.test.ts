@@ -210,6 +210,21 @@ describe.concurrent('news-processor bench --chart', () => {
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
     expect([...svg.matchAll(/class="mark-line role-mark grants_marks"/g)]).toHaveLength(3);
     for (const label of ['rate=inf burst=1', 'rate=50 burst=1', 'rate=3 burst=1']) expect(svg).toContain(`>${label}</text>`);
+    for (const panel of ['failed articles', '429s received', 'retries']) expect(svg).toContain(`>${panel}</text>`);
+    expect(svg).not.toContain('provider quota');
+  });
+
+  it('with --provider-rate, draws the quota over the grants and the 429s it caused', async () => {
+    const path = join(temp.dir, 'quota.svg');
+    const result = await runCli([...QUICK, '--rate=inf,5', '--burst=1', '--provider-rate=5', '--provider-burst=3', '--chart', path]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const svg = await readFile(path, 'utf8');
+    expect([...svg.matchAll(/class="mark-line role-mark quota_marks"/g)]).toHaveLength(1);
+    expect(svg).toContain('>provider quota 5/s, burst 3</text>');
+    expect(svg).toContain('>provider quota: 3 + 5·t</text>');
+    // The unlimited client sent 6 calls at once into a quota of 3 at once.
+    expect(svg).toMatch(/aria-label="calls \(middle run\): [1-9]\d*; setting: rate=inf burst=1"/);
   });
 
   it('replaces an existing file', async () => {
