@@ -137,6 +137,28 @@ export function groupRunOptions(command: Command): Command {
   return command;
 }
 
+/** The simulated provider's answer times and failure profile: the same flags for a run and for `serve`. */
+export function simulationOptions(): Option[] {
+  return [
+    new Option('--min-latency <duration>', 'shortest answer time')
+      .argParser(duration({ allowZero: true }))
+      .default(SIMULATED_DEFAULTS.minLatencyMs, formatDuration(SIMULATED_DEFAULTS.minLatencyMs)),
+    new Option('--max-latency <duration>', 'longest answer time')
+      .argParser(duration({ allowZero: true }))
+      .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
+    new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang)`)
+      .argParser(oneOf(PROFILE_NAMES))
+      .default(SIMULATED_DEFAULTS.profile),
+  ];
+}
+
+/** Throws a UsageError unless --min-latency is at most --max-latency. */
+export function checkLatencyRange(flags: { readonly minLatency: number; readonly maxLatency: number }): void {
+  if (flags.minLatency > flags.maxLatency) {
+    throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
+  }
+}
+
 /** Adds the run flags; `rateOptions` (the command's own --rate and --burst) go right after --workers. */
 export function addRunOptions(command: Command, rateOptions: readonly Option[], options: { config?: boolean } = {}): Command {
   command
@@ -153,22 +175,9 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       new Option('--max-attempts <n>', 'attempts per call, the first included')
         .argParser(integer(1, 100))
         .default(RETRY_DEFAULTS.maxAttempts),
-    )
-    .addOption(
-      new Option('--min-latency <duration>', 'shortest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(SIMULATED_DEFAULTS.minLatencyMs, formatDuration(SIMULATED_DEFAULTS.minLatencyMs)),
-    )
-    .addOption(
-      new Option('--max-latency <duration>', 'longest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
-    )
-    .addOption(
-      new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang)`)
-        .argParser(oneOf(PROFILE_NAMES))
-        .default(SIMULATED_DEFAULTS.profile),
-    )
+    );
+  for (const option of simulationOptions()) command.addOption(option);
+  command
     .addOption(
       new Option('--seed <n>', 'seed for the simulated provider and generated articles')
         .argParser(integer(0))
@@ -223,9 +232,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
 
 export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.config?.trim() === '') throw new UsageError('--config needs a file name');
-  if (flags.minLatency > flags.maxLatency) {
-    throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
-  }
+  checkLatencyRange(flags);
   if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
     throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
   }

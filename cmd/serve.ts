@@ -1,9 +1,8 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
 import { Command, Option } from 'commander';
-import { LLM_SERVER_DEFAULTS, LlmServer, PROFILE_NAMES, SIMULATED_DEFAULTS, formatDuration, type ProfileName } from '../src/index.ts';
-import { formatMs } from './format.ts';
-import { duration, integer, oneOf, rate } from './parse-values.ts';
-import { LOG_LEVELS, UsageError, createLogger, oneLineErrors, outageWindow } from './run-options.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
+import { integer, oneOf, rate } from './parse-values.ts';
+import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
 import { quitNow } from './terminal.ts';
 
 interface ServeFlags {
@@ -52,22 +51,9 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         .argParser(integer(1, 1e9))
         .default(LLM_SERVER_DEFAULTS.burst),
     )
-    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens (prompt plus answer) per minute per API key').argParser(integer(1)))
-    .addOption(
-      new Option('--min-latency <duration>', 'shortest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(SIMULATED_DEFAULTS.minLatencyMs, formatDuration(SIMULATED_DEFAULTS.minLatencyMs)),
-    )
-    .addOption(
-      new Option('--max-latency <duration>', 'longest answer time')
-        .argParser(duration({ allowZero: true }))
-        .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
-    )
-    .addOption(
-      new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang)`)
-        .argParser(oneOf(PROFILE_NAMES))
-        .default(SIMULATED_DEFAULTS.profile),
-    )
+    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens (prompt plus answer) per minute per API key').argParser(integer(1)));
+  for (const option of simulationOptions()) command.addOption(option);
+  command
     .addOption(
       new Option('--seed <n>', "seed of the answers' latency and fate, in arrival order")
         .argParser(integer(0))
@@ -89,9 +75,7 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
 }
 
 async function serve(flags: ServeFlags): Promise<number> {
-  if (flags.minLatency > flags.maxLatency) {
-    throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
-  }
+  checkLatencyRange(flags);
   const server = new LlmServer({
     rate: flags.rate,
     burst: flags.burst,

@@ -3,20 +3,20 @@
  * tools and `tool_choice`, answers and errors in Anthropic's shapes.
  */
 
-import { type AnswerShape, type ChatApi, InvalidRequestError, bearerToken, isRecord, jsonType, readTokenLimit } from './chat-api.ts';
+import {
+  type AnswerShape,
+  type ChatApi,
+  FAILURE_STATUS,
+  InvalidRequestError,
+  bearerToken,
+  isRecord,
+  jsonType,
+  readTokenLimit,
+} from './chat-api.ts';
 import type { JsonSchema } from '../provider/tasks/task.ts';
 
-const STATUS = {
-  'invalid-request': 400,
-  authentication: 401,
-  'not-found': 404,
-  'too-large': 413,
-  'rate-limited': 429,
-  'server-error': 500,
-  timeout: 504,
-  // Anthropic's "overloaded": what a busy or failing API answers there.
-  overloaded: 529,
-} as const;
+// Anthropic's "overloaded" is 529: what a busy or failing API answers there.
+const STATUS = { ...FAILURE_STATUS, overloaded: 529 };
 
 const ERROR_TYPES = {
   'invalid-request': 'invalid_request_error',

@@ -44,6 +44,18 @@ export type FailureKind =
   | 'timeout'
   | 'server-error';
 
+/** The HTTP status of each failure, as both APIs answer it (Anthropic says "overloaded" with 529). */
+export const FAILURE_STATUS: Readonly<Record<FailureKind, number>> = Object.freeze({
+  'invalid-request': 400,
+  authentication: 401,
+  'not-found': 404,
+  'too-large': 413,
+  'rate-limited': 429,
+  'server-error': 500,
+  overloaded: 503,
+  timeout: 504,
+});
+
 export interface Failure {
   readonly kind: FailureKind;
   readonly message: string;

@@ -4,21 +4,21 @@
  * errors in OpenAI's shapes.
  */
 
-import { type AnswerShape, type ChatApi, InvalidRequestError, bearerToken, isRecord, jsonType, readTokenLimit } from './chat-api.ts';
+import {
+  type AnswerShape,
+  type ChatApi,
+  FAILURE_STATUS,
+  InvalidRequestError,
+  bearerToken,
+  isRecord,
+  jsonType,
+  readTokenLimit,
+} from './chat-api.ts';
 import type { JsonSchema } from '../provider/tasks/task.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 
-const STATUS = {
-  'invalid-request': 400,
-  authentication: 401,
-  'not-found': 404,
-  'too-large': 413,
-  'rate-limited': 429,
-  'server-error': 500,
-  overloaded: 503,
-  timeout: 504,
-} as const;
+const STATUS = FAILURE_STATUS;
 
 export const openAiApi: ChatApi = {
   name: 'openai',
