@@ -133,6 +133,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       return [task, gate];
     }),
   ) as Record<TaskName, CallGate>;
+  // Loaded before the first token is taken: a call must leave when its token is granted.
+  await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
 
   const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()], total: options.total });
   const { onResult, onAttempt } = options;

@@ -1,12 +1,16 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import {
+  cannedFetch,
   failureOf,
   headersOf,
   httpProviderSettings,
+  loadFetch,
   outputOf,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
+  WARM_UP_ANSWERS,
+  WARM_UP_REQUESTS,
   type ErrorBody,
   type HttpProviderOptions,
   type HttpProviderSettings,
@@ -23,6 +27,8 @@ import {
   type Provider,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
+
+type Sdk = { readonly client: Anthropic; readonly errors: SdkErrorClasses };
 
 /** What an Anthropic provider is unless told otherwise. */
 export const ANTHROPIC_DEFAULTS = Object.freeze({
@@ -50,14 +56,16 @@ const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_wind
  * checked against the schema again. Response headers (rate-limit status, retry-after) come back on
  * the response and on every error; 529 overloaded is a server error like a 503.
  *
- * The SDK is loaded when the provider is made, not when the library is imported.
+ * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
+ * runs a call of each task through it to a canned answer, sending nothing.
  */
 export class AnthropicProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
-  readonly #sdk: Promise<{ client: Anthropic; errors: SdkErrorClasses }>;
+  readonly #sdk: Promise<Sdk>;
+  #ready: Promise<void> | undefined;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, ANTHROPIC_DEFAULTS);
@@ -71,8 +79,33 @@ export class AnthropicProvider implements Provider {
     this.#sdk.catch(() => {});
   }
 
+  /**
+   * Resolves once a call goes without loading or compiling anything first (see
+   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
+   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
+   * answers' validators compiled. Nothing is sent. Never rejects.
+   */
+  ready(): Promise<void> {
+    this.#ready ??= this.#warmUp();
+    return this.#ready;
+  }
+
+  async #warmUp(): Promise<void> {
+    try {
+      const { client, errors } = await this.#sdk;
+      const warm = (request: LlmRequest) =>
+        this.#send({ client: client.withOptions({ fetch: cannedFetch(cannedMessage(request)) }), errors }, request, {});
+      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
+    } catch {
+      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
+    }
+  }
+
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    const { client, errors } = await this.#sdk;
+    return this.#send(await this.#sdk, request, options);
+  }
+
+  async #send({ client, errors }: Sdk, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
       model: this.model,
@@ -112,6 +145,20 @@ export class AnthropicProvider implements Provider {
 }
 
 /** Anthropic's error body: `{ type: "error", error: { type, message } }` (the SDK hands over all of it). */
+/** A message answering `request` as the warm-up does, the task's tool used: the fields the SDK and `call` read. */
+function cannedMessage(request: LlmRequest): Record<string, unknown> {
+  return {
+    id: 'warm-up',
+    type: 'message',
+    role: 'assistant',
+    model: 'warm-up',
+    content: [{ type: 'tool_use', id: 'warm-up', name: request.task, input: WARM_UP_ANSWERS[request.task] }],
+    stop_reason: 'tool_use',
+    stop_sequence: null,
+    usage: { input_tokens: 0, output_tokens: 0 },
+  };
+}
+
 function anthropicErrorBody(body: unknown): ErrorBody {
   const { type, message } = ((body as { error?: unknown } | null)?.error ?? {}) as Record<string, unknown>;
   return { codes: [type], message };

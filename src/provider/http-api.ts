@@ -16,8 +16,10 @@ import {
   ServerError,
   TimeoutError,
   type CallOptions,
+  type LlmRequest,
   type LlmOutput,
   type ResponseHeaders,
+  type TaskName,
   type TokenUsage,
 } from './provider.ts';
 import { readAnswer } from './tasks/answer.ts';
@@ -227,4 +229,34 @@ function systemCause(error: unknown): (Error & { code: string }) | undefined {
 
 function blankOut(text: string, secret: string): string {
   return text.split(secret).join('[key]');
+}
+
+/**
+ * What a provider warms up on: one call of each task through the SDK to a canned answer (see
+ * {@link cannedFetch}), nothing of it sent.
+ */
+export const WARM_UP_REQUESTS: readonly LlmRequest[] = Object.freeze(
+  (['summarize', 'sentiment'] as const).map((task) =>
+    Object.freeze({ task, articleId: 'warm-up', title: 'Warm-up', text: 'A call made to a canned answer; nothing is sent.' }),
+  ),
+);
+
+/** What each task's warm-up call answers: an answer that fits the task's schema. */
+export const WARM_UP_ANSWERS: Readonly<Record<TaskName, Readonly<Record<string, unknown>>>> = Object.freeze({
+  summarize: Object.freeze({ summary: 'Warm-up.', keywords: Object.freeze(['warm-up']) }),
+  sentiment: Object.freeze({ sentiment: 'neutral', score: 0 }),
+});
+
+/**
+ * A `fetch` that answers every request with `body` as JSON and sends nothing: an SDK client made
+ * with it runs its whole request and response code without a network.
+ */
+export function cannedFetch(body: unknown): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
+  const text = JSON.stringify(body);
+  return async () => new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
+}
+
+/** Loads Node's own `fetch`, which Node loads on its first use: a `data:` URL needs no network. */
+export async function loadFetch(): Promise<void> {
+  await (await fetch('data:,')).arrayBuffer();
 }

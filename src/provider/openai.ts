@@ -1,12 +1,16 @@
 import type { OpenAI } from 'openai';
 import {
+  cannedFetch,
   failureOf,
   headersOf,
   httpProviderSettings,
+  loadFetch,
   outputOf,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
+  WARM_UP_ANSWERS,
+  WARM_UP_REQUESTS,
   type ErrorBody,
   type HttpProviderOptions,
   type HttpProviderSettings,
@@ -23,6 +27,8 @@ import {
   type Provider,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
+
+type Sdk = { readonly client: OpenAI; readonly errors: SdkErrorClasses };
 
 /** What an OpenAI provider is unless told otherwise. */
 export const OPENAI_DEFAULTS = Object.freeze({
@@ -46,14 +52,16 @@ export const OPENAI_DEFAULTS = Object.freeze({
  * content filter a `RefusalError`, and the JSON is checked against the schema again. Response
  * headers (rate-limit status, retry-after) come back on the response and on every error.
  *
- * The SDK is loaded when the provider is made, not when the library is imported.
+ * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
+ * runs a call of each task through it to a canned answer, sending nothing.
  */
 export class OpenAiProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
-  readonly #sdk: Promise<{ client: OpenAI; errors: SdkErrorClasses }>;
+  readonly #sdk: Promise<Sdk>;
+  #ready: Promise<void> | undefined;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, OPENAI_DEFAULTS);
@@ -63,8 +71,33 @@ export class OpenAiProvider implements Provider {
     this.#sdk.catch(() => {});
   }
 
+  /**
+   * Resolves once a call goes without loading or compiling anything first (see
+   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
+   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
+   * answers' validators compiled. Nothing is sent. Never rejects.
+   */
+  ready(): Promise<void> {
+    this.#ready ??= this.#warmUp();
+    return this.#ready;
+  }
+
+  async #warmUp(): Promise<void> {
+    try {
+      const { client, errors } = await this.#sdk;
+      const warm = (request: LlmRequest) =>
+        this.#send({ client: client.withOptions({ fetch: cannedFetch(cannedCompletion(request)) }), errors }, request, {});
+      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
+    } catch {
+      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
+    }
+  }
+
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    const { client, errors } = await this.#sdk;
+    return this.#send(await this.#sdk, request, options);
+  }
+
+  async #send({ client, errors }: Sdk, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
       model: this.model,
@@ -98,6 +131,25 @@ export class OpenAiProvider implements Provider {
       headers,
     };
   }
+}
+
+/** A completion answering `request` as the warm-up does. */
+function cannedCompletion(request: LlmRequest): OpenAI.ChatCompletion {
+  return {
+    id: 'warm-up',
+    object: 'chat.completion',
+    created: 0,
+    model: 'warm-up',
+    choices: [
+      {
+        index: 0,
+        finish_reason: 'stop',
+        logprobs: null,
+        message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWERS[request.task]), refusal: null },
+      },
+    ],
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  };
 }
 
 /** OpenAI's error body: `{ error: { message, type, code } }` (the SDK hands over the inner object). */

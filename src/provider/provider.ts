@@ -77,6 +77,14 @@ export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
+  /**
+   * Resolves once a call can go without loading anything first (an SDK, the answers' validators);
+   * never rejects: a failure to load is the first call's to report. `runPipeline` waits for it
+   * before its first limiter call, since a call granted its token while the SDK loads leaves when
+   * the load ends, together with every call granted meanwhile: over the burst, as the provider
+   * sees it. A provider that loads nothing has none.
+   */
+  ready?(): Promise<void>;
 }
 
 /** What a provider knows about a failure besides its message. */

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 /** The project root: the command runs from here, so `fixtures/…` paths work as in the README. */
@@ -44,8 +45,11 @@ export interface CliRun {
 export interface CliOptions {
   /** The process is killed (SIGKILL) after this many ms: it hung. Default 30 000 (a loaded machine is slow). */
   readonly killAfterMs?: number;
-  /** Written to the command's standard input, which is then closed (a pipe). Default: no standard input. */
-  readonly stdin?: string | Buffer;
+  /**
+   * Written to the command's standard input, which is then closed (a pipe); a stream is piped in as
+   * it is written, so the test decides when the command gets its input. Default: no standard input.
+   */
+  readonly stdin?: string | Buffer | Readable;
   /** Variables to set over this process's environment; `undefined` removes one. */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -67,7 +71,8 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   if (stdin !== undefined) {
     // The command may stop reading early (a bad line): a broken pipe then is expected, not a failure.
     child.stdin!.on('error', () => {});
-    child.stdin!.end(stdin);
+    if (typeof stdin === 'string' || Buffer.isBuffer(stdin)) child.stdin!.end(stdin);
+    else stdin.pipe(child.stdin!);
   }
   const signalGroup = (signal: NodeJS.Signals) => {
     try {

@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
@@ -31,6 +32,39 @@ describe('runPipeline()', () => {
     expect(summary.calls).toBe(8);
     expect(elapsedMs).toBeGreaterThanOrEqual(3500);
     expect(elapsedMs).toBeLessThan(5000);
+  });
+
+  it('takes no token before every provider is ready(): a call granted while an SDK loads would leave with the ones granted after it', async () => {
+    const clock = new ManualClock();
+    let loaded!: () => void;
+    const loading = new Promise<void>((resolve) => (loaded = resolve));
+    const provider = Object.assign(new ScriptedProvider('loading', clock, [{ latencyMs: 1 }]), { ready: () => loading });
+    const other = new ScriptedProvider('ready', clock, [{ latencyMs: 1 }]);
+    const limits = new LocalLimits(requestLimit(1, 1), clock);
+    const acquiredAtMs: number[] = [];
+    const acquire = limits.acquire.bind(limits);
+    limits.acquire = (cost, options) => {
+      acquiredAtMs.push(clock.now());
+      return acquire(cost, options);
+    };
+    const run = runPipeline({
+      source: generateArticles(2),
+      providers: [
+        { provider, limits },
+        { provider: other, limits: requestLimit(1, 1) },
+      ],
+      routes: { summarize: 'loading', sentiment: 'ready' },
+      clock,
+    });
+    await clock.advance(3000);
+    expect(acquiredAtMs).toEqual([]);
+    expect([provider.calls, other.calls]).toEqual([[], []]);
+    loaded();
+    const summary = await drive(clock, run);
+    expect(acquiredAtMs).toEqual([3000, 3000]);
+    expect(provider.calls.map((c) => c.atMs)).toEqual([3000, 4000]);
+    // The run is timed from when its providers were ready: loading is not the limits' doing.
+    expect(summary).toMatchObject({ succeeded: 2, elapsedMs: 1002 });
   });
 
   it('stops the whole run when a provider refuses the key: no further call, the articles in flight cancelled', async () => {

@@ -102,6 +102,20 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     expect((await provider.call(sentiment)).output).toEqual({ task: 'sentiment', sentiment: 'positive', score: 0.5 });
   });
 
+  it('.ready() - loads the SDK and runs each task through it to a canned answer, sending nothing; once', async () => {
+    const ready = provider.ready!();
+    expect(provider.ready!()).toBe(ready);
+    await expect(ready).resolves.toBeUndefined();
+    await expect(create(await refusedUrl()).ready!()).resolves.toBeUndefined();
+    expect(server.requests).toHaveLength(0);
+    expect((await provider.call(summarize)).output).toEqual({
+      task: 'summarize',
+      summary: 'A scripted summary.',
+      keywords: ['scripted', 'server'],
+    });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('.call() - sends one request per call, the SDK retrying nothing, with the key, the schema, the max tokens and the timeout', async () => {
     server.cue = '500';
     await failureOf(provider.call(summarize, { maxOutputTokens: 123, timeoutMs: 4321.5 }));
