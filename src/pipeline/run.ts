@@ -133,6 +133,11 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     }),
   ) as Record<TaskName, CallGate>;
 
+  // Providers that load what their calls need (an SDK) have done so before the first grant, or the
+  // calls granted meanwhile would go out together once it is loaded, faster than the limits allow.
+  const loading = options.providers.flatMap(({ provider }) => (provider.ready === undefined ? [] : [provider.ready()]));
+  if (loading.length > 0) await Promise.all(loading);
+
   const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()], total: options.total });
   const { onResult, onAttempt } = options;
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.

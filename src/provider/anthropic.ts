@@ -3,6 +3,7 @@ import {
   failureOf,
   headersOf,
   httpProviderSettings,
+  loaded,
   outputOf,
   sdkClientOptions,
   sdkRequestOptions,
@@ -50,7 +51,8 @@ const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_wind
  * checked against the schema again. Response headers (rate-limit status, retry-after) come back on
  * the response and on every error; 529 overloaded is a server error like a 503.
  *
- * The SDK is loaded when the provider is made, not when the library is imported.
+ * The SDK and the answers' validators are loaded when the provider is made, not when the library
+ * is imported; `ready()` says when they are (the pipeline waits for it before its first call).
  */
 export class AnthropicProvider implements Provider {
   readonly name: string;
@@ -58,6 +60,7 @@ export class AnthropicProvider implements Provider {
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
   readonly #sdk: Promise<{ client: Anthropic; errors: SdkErrorClasses }>;
+  readonly #ready: Promise<void>;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, ANTHROPIC_DEFAULTS);
@@ -69,6 +72,12 @@ export class AnthropicProvider implements Provider {
     }));
     // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
     this.#sdk.catch(() => {});
+    this.#ready = loaded(this.#sdk);
+  }
+
+  /** Resolves once the SDK and the answers' validators are loaded (never rejects). */
+  ready(): Promise<void> {
+    return this.#ready;
   }
 
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {

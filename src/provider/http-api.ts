@@ -20,7 +20,7 @@ import {
   type ResponseHeaders,
   type TokenUsage,
 } from './provider.ts';
-import { readAnswer } from './tasks/answer.ts';
+import { loadValidators, readAnswer } from './tasks/answer.ts';
 import type { Task } from './tasks/task.ts';
 
 /** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
@@ -92,6 +92,17 @@ export function sdkClientOptions(settings: HttpProviderSettings): {
   logLevel: 'off';
 } {
   return { apiKey: settings.apiKey, baseURL: settings.baseUrl, maxRetries: 0, logLevel: 'off' };
+}
+
+/**
+ * Settles once the SDK and the answers' validators are loaded: what a provider's `ready()` returns.
+ * Never rejects — a failure to load is the first call's to report.
+ */
+export function loaded(sdk: Promise<unknown>): Promise<void> {
+  return Promise.all([sdk, loadValidators()]).then(
+    () => {},
+    () => {},
+  );
 }
 
 /** Node's timers take at most this many ms (about 24.8 days); the SDKs' request timeout is one. */

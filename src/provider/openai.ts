@@ -3,6 +3,7 @@ import {
   failureOf,
   headersOf,
   httpProviderSettings,
+  loaded,
   outputOf,
   sdkClientOptions,
   sdkRequestOptions,
@@ -46,7 +47,8 @@ export const OPENAI_DEFAULTS = Object.freeze({
  * content filter a `RefusalError`, and the JSON is checked against the schema again. Response
  * headers (rate-limit status, retry-after) come back on the response and on every error.
  *
- * The SDK is loaded when the provider is made, not when the library is imported.
+ * The SDK and the answers' validators are loaded when the provider is made, not when the library
+ * is imported; `ready()` says when they are (the pipeline waits for it before its first call).
  */
 export class OpenAiProvider implements Provider {
   readonly name: string;
@@ -54,6 +56,7 @@ export class OpenAiProvider implements Provider {
   readonly baseUrl: string;
   readonly #settings: HttpProviderSettings;
   readonly #sdk: Promise<{ client: OpenAI; errors: SdkErrorClasses }>;
+  readonly #ready: Promise<void>;
 
   constructor(options: HttpProviderOptions) {
     this.#settings = httpProviderSettings(options, OPENAI_DEFAULTS);
@@ -61,6 +64,12 @@ export class OpenAiProvider implements Provider {
     this.#sdk = import('openai').then((sdk) => ({ client: new sdk.OpenAI(sdkClientOptions(this.#settings)), errors: sdk }));
     // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
     this.#sdk.catch(() => {});
+    this.#ready = loaded(this.#sdk);
+  }
+
+  /** Resolves once the SDK and the answers' validators are loaded (never rejects). */
+  ready(): Promise<void> {
+    return this.#ready;
   }
 
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {

@@ -77,6 +77,13 @@ export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
+  /**
+   * Resolves once the provider has loaded what its calls need (an SDK, the answers' validators).
+   * The pipeline awaits it before its first call: a call granted by the limits while that is still
+   * loading would wait for it and then go out together with the calls granted after it, faster
+   * than the limits allow. Never rejects: a failure to load is the first call's to report.
+   */
+  ready?(): Promise<void>;
 }
 
 /** What a provider knows about a failure besides its message. */

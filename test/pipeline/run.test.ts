@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AuthenticationError, ServerError, type Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
@@ -31,6 +32,31 @@ describe('runPipeline()', () => {
     expect(summary.calls).toBe(8);
     expect(elapsedMs).toBeGreaterThanOrEqual(3500);
     expect(elapsedMs).toBeLessThan(5000);
+  });
+
+  it("waits for each provider's ready() before the first call, and starts its clock then", async () => {
+    let loaded!: () => void;
+    const calledAtMs: number[] = [];
+    const provider: Provider = {
+      name: 'loading',
+      ready: () => new Promise<void>((resolve) => (loaded = resolve)),
+      call: async (request) => {
+        calledAtMs.push(performance.now());
+        return request.task === 'summarize'
+          ? { output: { task: 'summarize', summary: 'S.', keywords: [] } }
+          : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+      },
+    };
+    const run = runPipeline({ source: generateArticles(2), providers: [{ provider, limits: requestLimit(Infinity, 1) }], workers: 2 });
+    await sleep(100);
+    expect(calledAtMs).toHaveLength(0);
+    const loadedAtMs = performance.now();
+    loaded();
+    const summary = await run;
+    expect(summary).toMatchObject({ succeeded: 2, calls: 4 });
+    expect(calledAtMs.every((atMs) => atMs >= loadedAtMs)).toBe(true);
+    // The loading is not the run's: its elapsed time began when the provider was ready.
+    expect(summary.elapsedMs).toBeLessThan(performance.now() - loadedAtMs + 1);
   });
 
   it('stops the whole run when a provider refuses the key: no further call, the articles in flight cancelled', async () => {

@@ -37,6 +37,11 @@ function validatorFor(task: Task): Promise<ValidateFunction> {
   return validators.then((forTask) => forTask(task));
 }
 
+/** Loads ajv and compiles every task's validator, so that reading the first answers waits for neither. */
+export async function loadValidators(): Promise<void> {
+  await Promise.all(Object.values(TASK_DEFINITIONS).map(validatorFor));
+}
+
 /**
  * The output an answer means: `answer` is the model's JSON text (OpenAI's message content) or the
  * value already parsed (Anthropic's tool input). Rejects with {@link MalformedOutputError} when it
