@@ -94,6 +94,11 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     provider = create(vendor === 'openai' ? server.openAiUrl : server.url);
   });
 
+  it('.ready() - resolves once the SDK and the validators are loaded, with no request sent', async () => {
+    await expect(provider.ready!()).resolves.toBeUndefined();
+    expect(server.requests).toHaveLength(0);
+  });
+
   it('.call() - answers each task from its structured output, with the usage and the headers', async () => {
     const summary = await provider.call(summarize);
     expect(summary.output).toEqual({ task: 'summarize', summary: 'A scripted summary.', keywords: ['scripted', 'server'] });

@@ -1,0 +1,236 @@
+/**
+ * The HTTP client path: what a call costs through `runPipeline` with the OpenAI and the Anthropic
+ * provider (the official SDKs over loopback HTTP) against `news-processor serve`, next to the
+ * in-process simulated provider doing the same text analysis without HTTP. Targets: ≥ 3,000
+ * calls/s through the HTTP path with serve beside it on this 2-core machine, and an added latency
+ * per call under 1 ms at the median.
+ *
+ *   npm run bench:client            (BENCH_QUICK=1 for a shorter run)
+ *
+ * serve runs in a child process (the compiled command: zero latency, `--rate=inf`, logs at warn),
+ * so that it has a core of its own; the client runs here, with no limit of its own
+ * (`requestLimit(Infinity)`). Two figures, each in interleaved rounds (the order rotating, so that
+ * drift in the machine's load falls on all alike), medians over the rounds:
+ *
+ * - throughput: 64 workers, calls per second over a whole run;
+ * - latency: 1 worker, so that no call waits behind another: each call's latency as the pipeline
+ *   measures it (the summary's `callLatencyMs`, from provider call to answer), and the HTTP
+ *   path's minus the in-process one's: what HTTP adds to a call.
+ *
+ * Prints a table and writes bench/results/client.json and client.txt.
+ */
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AnthropicProvider,
+  generateArticles,
+  OpenAiProvider,
+  type Provider,
+  type RunSummary,
+  runPipeline,
+  SimulatedProvider,
+} from '../src/index.ts';
+import { requestLimit } from '../src/gate/provider-limits.ts';
+import { formatRatio } from './lib/format.ts';
+import { median } from './lib/stats.ts';
+import { markdownTable } from './lib/table.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const quick = process.env.BENCH_QUICK === '1';
+const ROUNDS = quick ? 2 : 5;
+const WORKERS = 64;
+/** Articles per throughput run (two calls each): a few seconds through HTTP. */
+const THROUGHPUT_ARTICLES = quick ? 2000 : 5000;
+/** Articles per latency run, one worker. */
+const LATENCY_ARTICLES = quick ? 300 : 1000;
+const TARGET_CALLS_PER_SECOND = 3000;
+const TARGET_ADDED_P50_MS = 1;
+const KEY = 'sk-bench-client';
+
+const output: string[] = [];
+/** Progress on stderr, and into the .txt with the table. */
+function progress(line: string): void {
+  console.error(line);
+  output.push(line);
+}
+
+/** serve in a child process; resolves once it says where it listens. */
+function startServe(): Promise<{ child: ChildProcess; url: string }> {
+  const args = [
+    'dist/cmd/news-processor.js',
+    'serve',
+    '--port=0',
+    '--rate=inf',
+    '--min-latency=0ms',
+    '--max-latency=0ms',
+    '--log-level=warn',
+  ];
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (text: string) => {
+      out += text;
+      const match = /^listening on (\S+)\n/.exec(out);
+      if (match !== null) resolve({ child, url: match[1]! });
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening`)));
+  });
+}
+
+const serve = await startServe();
+const CLIENTS = {
+  'in-process simulated provider': () => new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }),
+  'OpenAI client → serve': () => new OpenAiProvider({ apiKey: KEY, baseUrl: `${serve.url}/v1` }),
+  'Anthropic client → serve': () => new AnthropicProvider({ apiKey: KEY, baseUrl: serve.url }),
+} as const;
+type Client = keyof typeof CLIENTS;
+const NAMES = Object.keys(CLIENTS) as Client[];
+// One provider per client for the whole run, as a run of the command has: its SDK and connections stay warm.
+const providers = Object.fromEntries(NAMES.map((name) => [name, CLIENTS[name]()])) as unknown as Record<Client, Provider>;
+
+/** A run's summary, and the CPU time this process spent on it per call. */
+async function run(name: Client, articles: number, workers: number): Promise<RunSummary & { cpuPerCallUs: number }> {
+  const cpu = process.cpuUsage();
+  const summary = await runPipeline({
+    source: generateArticles(articles),
+    providers: [{ provider: providers[name], limits: requestLimit(Infinity, 1) }],
+    workers,
+    timeoutMs: 60_000,
+  });
+  const { user, system } = process.cpuUsage(cpu);
+  if (summary.succeeded !== articles)
+    throw new Error(`${name}: ${summary.succeeded} of ${articles} succeeded (${JSON.stringify(summary.failureReasons)})`);
+  return { ...summary, cpuPerCallUs: (user + system) / summary.calls };
+}
+
+interface Round {
+  callsPerSecond: number;
+  /** CPU time of this process (the client; serve runs apart) per call, at 64 workers. */
+  cpuPerCallUs: number;
+  /** Per-call latency at 64 workers: mostly waiting behind the other calls. */
+  loadedP50Ms: number;
+  loadedP99Ms: number;
+  /** Per-call latency with one worker: the path's own cost. */
+  p50Ms: number;
+  p99Ms: number;
+}
+const rounds: Record<Client, Round[]> = Object.fromEntries(NAMES.map((name) => [name, []])) as unknown as Record<Client, Round[]>;
+
+const started = performance.now();
+try {
+  progress('warming up (one short run of each) …');
+  for (const name of NAMES) {
+    await run(name, 500, WORKERS);
+    await run(name, 100, 1);
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate the order, so that no client always runs first or last.
+    const order = NAMES.map((_, index) => NAMES[(index + round) % NAMES.length]!);
+    for (const name of order) {
+      const loaded = await run(name, THROUGHPUT_ARTICLES, WORKERS);
+      const single = await run(name, LATENCY_ARTICLES, 1);
+      const figures: Round = {
+        callsPerSecond: (loaded.calls * 1000) / loaded.elapsedMs,
+        cpuPerCallUs: loaded.cpuPerCallUs,
+        loadedP50Ms: loaded.callLatencyMs.p50,
+        loadedP99Ms: loaded.callLatencyMs.p99,
+        p50Ms: single.callLatencyMs.p50,
+        p99Ms: single.callLatencyMs.p99,
+      };
+      rounds[name].push(figures);
+      progress(
+        `  round ${round + 1}, ${name}: ${figures.callsPerSecond.toFixed(0)} calls/s, ${figures.cpuPerCallUs.toFixed(0)} µs of client CPU per call; one worker: p50 ${figures.p50Ms.toFixed(3)} ms, p99 ${figures.p99Ms.toFixed(3)} ms`,
+      );
+    }
+  }
+} finally {
+  serve.child.kill('SIGTERM');
+}
+
+const med = (name: Client, field: keyof Round) => median(rounds[name].map((round) => round[field]));
+const baseline: Client = 'in-process simulated provider';
+const rows: string[][] = [];
+const summary: Record<string, unknown> = {};
+let allPass = true;
+for (const name of NAMES) {
+  const callsPerSecond = med(name, 'callsPerSecond');
+  const ratio = callsPerSecond / med(baseline, 'callsPerSecond');
+  const addedP50Ms = med(name, 'p50Ms') - med(baseline, 'p50Ms');
+  const addedP99Ms = med(name, 'p99Ms') - med(baseline, 'p99Ms');
+  const http = name !== baseline;
+  let target = '';
+  if (http) {
+    const throughputOk = callsPerSecond >= TARGET_CALLS_PER_SECOND;
+    const latencyOk = addedP50Ms < TARGET_ADDED_P50_MS;
+    allPass &&= throughputOk && latencyOk;
+    target = `≥ ${TARGET_CALLS_PER_SECOND.toLocaleString('en')}/s: ${throughputOk ? 'PASS' : 'MISS'}; added p50 < ${TARGET_ADDED_P50_MS} ms: ${latencyOk ? 'PASS' : 'MISS'}`;
+  }
+  rows.push([
+    name,
+    callsPerSecond.toFixed(0),
+    http ? formatRatio(ratio) : '1.00×',
+    `${med(name, 'cpuPerCallUs').toFixed(0)} µs`,
+    `${med(name, 'loadedP50Ms').toFixed(2)} / ${med(name, 'loadedP99Ms').toFixed(2)} ms`,
+    `${med(name, 'p50Ms').toFixed(3)} / ${med(name, 'p99Ms').toFixed(3)} ms`,
+    http ? `${addedP50Ms.toFixed(3)} / ${addedP99Ms.toFixed(3)} ms` : '',
+    target,
+  ]);
+  summary[name] = {
+    callsPerSecond,
+    ratioToInProcess: ratio,
+    clientCpuPerCallUs: med(name, 'cpuPerCallUs'),
+    latencyMs: { p50: med(name, 'p50Ms'), p99: med(name, 'p99Ms') },
+    loadedLatencyMs: { p50: med(name, 'loadedP50Ms'), p99: med(name, 'loadedP99Ms') },
+    addedLatencyMs: http ? { p50: addedP50Ms, p99: addedP99Ms } : undefined,
+    rounds: rounds[name],
+  };
+}
+
+const heading =
+  `runPipeline, zero latency, no client limit; serve (--rate=inf) in a child process; medians of ${ROUNDS} interleaved rounds: ` +
+  `${THROUGHPUT_ARTICLES.toLocaleString('en')} articles at ${WORKERS} workers, then ${LATENCY_ARTICLES.toLocaleString('en')} at 1 worker`;
+const table = markdownTable(
+  [
+    'client',
+    `calls/s, ${WORKERS} workers`,
+    'vs in-process',
+    'client CPU per call',
+    `call p50 / p99, ${WORKERS} workers`,
+    'call p50 / p99, 1 worker',
+    'added p50 / p99',
+    'target',
+  ],
+  rows,
+);
+console.log(heading);
+console.log(table);
+output.push(
+  '',
+  heading,
+  table,
+  '',
+  `${allPass ? 'all targets met' : 'a target was missed'}; ${((performance.now() - started) / 1000).toFixed(0)} s`,
+);
+mkdirSync(join(root, 'bench/results'), { recursive: true });
+writeFileSync(
+  join(root, 'bench/results/client.json'),
+  `${JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      node: process.version,
+      quick,
+      rounds: ROUNDS,
+      workers: WORKERS,
+      throughputArticles: THROUGHPUT_ARTICLES,
+      latencyArticles: LATENCY_ARTICLES,
+      targets: { callsPerSecond: TARGET_CALLS_PER_SECOND, addedP50Ms: TARGET_ADDED_P50_MS },
+      results: summary,
+    },
+    null,
+    2,
+  )}\n`,
+);
+writeFileSync(join(root, 'bench/results/client.txt'), `${output.join('\n')}\n`);

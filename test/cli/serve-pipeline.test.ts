@@ -1,0 +1,185 @@
+// The pipeline end to end against `news-processor serve`: the compiled command on both sides, the
+// official SDKs in between, over loopback HTTP — what a user gets pointing the CLI at a server.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliResult, type CliRun, linesOf, makeTempDir, ROOT, runCli, startCli } from './run-cli.ts';
+
+const KEY = 'sk-e2e-7f3a9c2d41b8-never-shown';
+const KEY_VARIABLE = 'NP_E2E_API_KEY';
+/** The key in a variable of its own: the vendors' default variables are unset, so only --api-key-env can supply it. */
+const ENV = { [KEY_VARIABLE]: KEY, OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined };
+const ARTICLES = 20;
+
+type Vendor = 'openai' | 'anthropic';
+
+interface Serve {
+  readonly run: CliRun;
+  readonly url: string;
+}
+
+/** Starts `news-processor serve --port=0 …` and resolves once its first stdout line says where it listens. */
+async function startServe(args: readonly string[]): Promise<Serve> {
+  const run = startCli(['serve', '--port=0', ...args], { killAfterMs: 120_000 });
+  const deadline = performance.now() + 20_000;
+  for (;;) {
+    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(run.stdout());
+    if (match !== null) return { run, url: match[1]! };
+    if (run.child.exitCode !== null || performance.now() > deadline) {
+      run.send('SIGKILL');
+      throw new Error(`serve did not say where it listens; stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+    }
+    await sleep(20);
+  }
+}
+
+/** The flags that point a run at `serve` as `vendor`: OpenAI's base URL ends in /v1, Anthropic's is the host root. */
+const against = (serve: Serve, vendor: Vendor) => [
+  `--provider=${vendor}`,
+  `--base-url=${vendor === 'openai' ? `${serve.url}/v1` : serve.url}`,
+  `--api-key-env=${KEY_VARIABLE}`,
+];
+
+async function resultsIn(path: string): Promise<any[]> {
+  return linesOf(await readFile(path, 'utf8')).map((line) => JSON.parse(line));
+}
+
+/** What an article's result says about its text, without the timings. */
+const answerOf = (result: any) => ({
+  id: result.id,
+  title: result.title,
+  status: result.status,
+  summary: result.summary,
+  keywords: result.keywords,
+  sentiment: result.sentiment,
+  sentimentScore: result.sentimentScore,
+});
+
+async function expectNoKey(result: CliResult, output: string): Promise<void> {
+  expect(result.stdout).not.toContain(KEY);
+  expect(result.stderr).not.toContain(KEY);
+  expect(await readFile(output, 'utf8')).not.toContain(KEY);
+}
+
+let temp: Awaited<ReturnType<typeof makeTempDir>>;
+let input: string;
+/** The articles as the in-process simulated provider answers them: what serve must answer too. */
+let reference: Map<string, any>;
+let articles: Map<string, { title: string; content: string }>;
+/** No quota: the answers are the point. */
+let open: Serve;
+/** A quota well under what the client sends. */
+let throttled: Serve;
+
+beforeAll(async () => {
+  temp = await makeTempDir();
+  input = join(temp.dir, 'articles.jsonl');
+  const lines = linesOf(await readFile(join(ROOT, 'fixtures/articles.jsonl'), 'utf8')).slice(0, ARTICLES);
+  await writeFile(input, `${lines.join('\n')}\n`);
+  articles = new Map(lines.map((line) => JSON.parse(line)).map((a) => [String(a.id), { title: a.title, content: a.content }]));
+
+  const referenceOutput = join(temp.dir, 'in-process.jsonl');
+  const zeroLatency = ['--min-latency=0ms', '--max-latency=0ms'];
+  let inProcess: CliResult;
+  [open, throttled, inProcess] = await Promise.all([
+    startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=20ms']),
+    startServe(['--rate=5', '--burst=1', ...zeroLatency]),
+    runCli([`--input=${input}`, '--rate=inf', ...zeroLatency, `--output=${referenceOutput}`, '--quiet']),
+  ]);
+  expect(inProcess.code, inProcess.stderr).toBe(0);
+  reference = new Map((await resultsIn(referenceOutput)).map((result) => [result.id, answerOf(result)]));
+  expect(reference.size).toBe(ARTICLES);
+}, 60_000);
+
+afterAll(async () => {
+  try {
+    // SIGTERM: each stops taking connections and exits 0 once its requests are answered.
+    for (const serve of [open, throttled]) serve?.run.send('SIGTERM');
+    for (const serve of [open, throttled]) {
+      if (serve === undefined) continue;
+      const stopped = await serve.run.result;
+      expect(stopped.timedOut).toBe(false);
+      expect(stopped.code, stopped.stderr).toBe(0);
+      expect(linesOf(stopped.stdout)).toEqual([`listening on ${serve.url}`]);
+      // Requests are logged by the key's fingerprint, never the key.
+      const logged = linesOf(stopped.stderr)
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line));
+      expect(logged.length).toBeGreaterThan(0);
+      for (const line of logged) expect(line).toMatchObject({ msg: 'request', key: expect.stringMatching(/^sha256:[0-9a-f]+$/) });
+      expect(stopped.stderr).not.toContain(KEY);
+    }
+  } finally {
+    for (const serve of [open, throttled]) serve?.run.send('SIGKILL');
+    await temp?.remove();
+  }
+});
+
+describe.concurrent('news-processor against news-processor serve', { timeout: 60_000 }, () => {
+  it.each<Vendor>(['openai', 'anthropic'])(
+    '--provider=%s: every article summarised and classified as the in-process simulation does, the key nowhere',
+    async (vendor) => {
+      const output = join(temp.dir, `${vendor}.jsonl`);
+      const result = await runCli(
+        [...against(open, vendor), `--input=${input}`, '--rate=inf', '--workers=8', `--output=${output}`, '--json'],
+        { env: ENV },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const summary = JSON.parse(result.stdout);
+      expect(summary).toMatchObject({ articles: ARTICLES, succeeded: ARTICLES, failed: 0, cancelled: 0, calls: 2 * ARTICLES, retries: 0 });
+      expect(summary.providers).toMatchObject([{ name: vendor, calls: 2 * ARTICLES }]);
+      // Counted by serve's tokenizer and read back from each response's usage.
+      expect(summary.providers[0].tokensUsed).toBeGreaterThan(0);
+
+      const written = await resultsIn(output);
+      expect(written).toHaveLength(ARTICLES);
+      for (const result of written) {
+        expect(answerOf(result), result.id).toEqual(reference.get(result.id));
+        // The answers come from the article's text, not from a template.
+        const { content } = articles.get(result.id)!;
+        expect(result.summary.length).toBeGreaterThan(0);
+        expect(content).toContain(result.summary.split(' ').slice(0, 4).join(' '));
+        expect(result.keywords.length).toBeGreaterThan(0);
+        for (const keyword of result.keywords) expect(`${result.title} ${content}`.toLowerCase()).toContain(keyword);
+        expect(['positive', 'negative', 'neutral']).toContain(result.sentiment);
+      }
+      // Articles this different do not all read alike.
+      expect(new Set(written.map((r) => r.summary)).size).toBe(ARTICLES);
+      expect(new Set(written.map((r) => r.sentiment)).size).toBeGreaterThan(1);
+      await expectNoKey(result, output);
+    },
+  );
+
+  it("--provider=openai faster than serve's quota: the 429s are counted and retried until every article succeeds", async () => {
+    const output = join(temp.dir, 'throttled.jsonl');
+    const articles = 10;
+    const result = await runCli(
+      [
+        ...against(throttled, 'openai'),
+        `--articles=${articles}`,
+        // Ten times serve's 5 requests/s.
+        '--rate=50',
+        '--workers=5',
+        '--max-attempts=50',
+        '--timeout=40s',
+        `--output=${output}`,
+        '--json',
+      ],
+      { env: ENV },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ articles, succeeded: articles, failed: 0, cancelled: 0 });
+    expect(summary.rateLimited).toBeGreaterThan(0);
+    // Every 429 was retried, and every call that was not a 429 succeeded.
+    expect(summary.retries).toBe(summary.rateLimited);
+    expect(summary.calls).toBe(2 * articles + summary.rateLimited);
+    // serve admitted its 20 requests at 5/s, burst 1: the last came at least 19 / 5 s after the first.
+    expect(summary.elapsedMs).toBeGreaterThanOrEqual(((2 * articles - 1) / 5) * 1000 - 5);
+    const written = await resultsIn(output);
+    expect(written.map((r) => r.status)).toEqual(Array(articles).fill('succeeded'));
+    expect(written.reduce((sum, r) => sum + r.attempts, 0)).toBe(summary.calls);
+    await expectNoKey(result, output);
+  });
+});
