@@ -91,6 +91,9 @@ const SIMULATION_ONLY = {
   outage: '--outage',
 } as const;
 
+/** Simulation flags with a default: given on the command line with a real API, they would be silently ignored. */
+const SIMULATION_DEFAULTED = { minLatency: '--min-latency', maxLatency: '--max-latency', profile: '--profile' } as const;
+
 const API_FLAGS = { model: '--model', baseUrl: '--base-url', apiKeyEnv: '--api-key-env' } as const;
 
 function entries<K extends string, V>(record: Readonly<Record<K, V>>): [K, V][] {
@@ -105,6 +108,7 @@ export function callsHttpApi(flags: Partial<ClientFlags>): boolean {
 /** Checks that the client flags fit together and with the rest. */
 export function validateClientFlags(
   flags: Partial<ClientFlags> & Pick<RunFlags, 'config' | 'providerRate' | 'providerBurst' | 'headers' | 'outage'>,
+  given: (field: string) => boolean = () => false,
 ): void {
   if (flags.config !== undefined) {
     if (flags.provider !== undefined && flags.provider !== PROVIDER_DEFAULTS.type) {
@@ -121,6 +125,9 @@ export function validateClientFlags(
       if (flags[field] !== undefined) {
         throw new UsageError(`${flag} describes the simulated provider; --provider=${flags.provider} calls a real API`);
       }
+    }
+    for (const [field, flag] of entries(SIMULATION_DEFAULTED)) {
+      if (given(field)) throw new UsageError(`${flag} describes the simulated provider; --provider=${flags.provider} calls a real API`);
     }
     return;
   }

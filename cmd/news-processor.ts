@@ -103,6 +103,7 @@ async function main(argv: readonly string[]): Promise<number> {
       }
     }
     validateRedisFlags(flags, program);
+    validateClientFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
     exitCode = await run(flags);
   });
   try {
@@ -126,7 +127,6 @@ async function main(argv: readonly string[]): Promise<number> {
 
 async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
-  validateClientFlags(flags);
   // The providers and their limits first: a missing key or an unreachable Redis must stop the run
   // before any file is read or written.
   const logger = createLogger(flags);

@@ -294,6 +294,9 @@ describe('news-processor: the client flags', () => {
       /^error: --headers describes the simulated provider; --provider=anthropic calls a real API$/,
     ],
     [['--provider=openai', '--provider-rate=5'], /^error: --provider-rate describes the simulated provider/],
+    // Flags with a default are refused only when given: they would have been silently ignored.
+    [['--provider=openai', '--min-latency=0ms'], /^error: --min-latency describes the simulated provider; --provider=openai calls/],
+    [['--provider=anthropic', '-profile=stress'], /^error: --profile describes the simulated provider; --provider=anthropic calls/],
     [
       ['--config=fixtures/providers/two-providers.json', '--model=x'],
       /^error: --model describes a single provider; with --config set it per provider/,
