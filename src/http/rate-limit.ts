@@ -242,7 +242,8 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       log.info({ failures }, 'rate limit store recovered');
       failures = 0;
     }
-    const limitHeaders = writeHeaders(decision, Date.now());
+    // The wall clock only for the legacy reset header (epoch seconds): a request need not read it otherwise.
+    const limitHeaders = writeHeaders(decision, legacyHeaders ? Date.now() : 0);
     if (decision.allowed) {
       counters.count('allowed');
       return { kind: 'pass', headers: limitHeaders };
@@ -270,18 +271,25 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     else respond(verdict);
   };
 
+  const respondHttp = (req: Req, res: ServerResponse, next: (error?: unknown) => void, verdict: Verdict): void => {
+    if (verdict.headers !== undefined) for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
+    if (verdict.kind === 'pass') next();
+    else if (verdict.kind === 'unavailable') sendRaw(res, 503, STORE_ERROR_MESSAGE);
+    else if (handler !== undefined) handler(req, res, verdict.limited);
+    else sendRaw(res, 429, verdict.body!);
+  };
+
+  // No closure per request on the usual, synchronous path: one only when a step answers later.
   const middleware = (req: Req, res: ServerResponse, next: (error?: unknown) => void): void => {
-    run(
-      req,
-      (verdict) => {
-        if (verdict.headers !== undefined) for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
-        if (verdict.kind === 'pass') next();
-        else if (verdict.kind === 'unavailable') sendRaw(res, 503, STORE_ERROR_MESSAGE);
-        else if (handler !== undefined) handler(req, res, verdict.limited);
-        else sendRaw(res, 429, verdict.body!);
-      },
-      next,
-    );
+    let verdict: MaybePromise<Verdict>;
+    try {
+      verdict = decide(req);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    if (isPromise(verdict)) verdict.then((value) => respondHttp(req, res, next, value), next);
+    else respondHttp(req, res, next, verdict);
   };
 
   const onRequest = (request: FastifyLikeRequest, reply: FastifyLikeReply, done: (error?: Error) => void): void => {
