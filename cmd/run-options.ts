@@ -199,7 +199,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       ),
     )
     .addOption(
-      new Option('--max-output-tokens <n>', 'output tokens reserved per call under --tpm until the usage is known')
+      new Option('--max-output-tokens <n>', "a real provider's max_tokens per call; reserved under --tpm until the usage is known")
         .argParser(integer(1))
         .default(GATE_DEFAULTS.maxOutputTokens),
     )

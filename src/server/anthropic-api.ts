@@ -50,7 +50,7 @@ export const anthropicApi: ChatApi = {
     if (typeof model !== 'string' || model === '') throw new InvalidRequestError('model: Input should be a valid string', 'model');
     if (!Array.isArray(messages)) throw new InvalidRequestError('messages: Input should be a valid list', 'messages');
     if (messages.length === 0) throw new InvalidRequestError('messages: at least one message is required', 'messages');
-    readTokenLimit(body, 'max_tokens');
+    const maxOutputTokens = readTokenLimit(body, 'max_tokens');
     if (body.stream === true) throw new InvalidRequestError('stream: serve does not stream, set it to false', 'stream');
 
     const texts = system === undefined ? [] : [blocksText(system, 'system')];
@@ -67,13 +67,14 @@ export const anthropicApi: ChatApi = {
       if (message.role === 'user') lastUserText = text;
       afterToolResult = Array.isArray(message.content) && message.content.some((block) => isRecord(block) && block.type === 'tool_result');
     });
-    return { model, promptText: texts.join('\n'), lastUserText, shape: answerShape(body, afterToolResult) };
+    return { model, promptText: texts.join('\n'), lastUserText, shape: answerShape(body, afterToolResult), maxOutputTokens };
   },
 
   respond(request, answer, id) {
     const content =
       request.shape.kind === 'tool'
-        ? [{ type: 'tool_use', id: `toolu_${id.slice(0, 24)}`, name: request.shape.name, input: answer.value }]
+        ? // A tool call cut off is incomplete: its input never finished, so it comes empty.
+          [{ type: 'tool_use', id: `toolu_${id.slice(0, 24)}`, name: request.shape.name, input: answer.truncated ? {} : answer.value }]
         : [{ type: 'text', text: answer.content }];
     return {
       id: `msg_${id.slice(0, 24)}`,
@@ -81,7 +82,7 @@ export const anthropicApi: ChatApi = {
       role: 'assistant',
       model: request.model,
       content,
-      stop_reason: request.shape.kind === 'tool' ? 'tool_use' : 'end_turn',
+      stop_reason: answer.truncated ? 'max_tokens' : request.shape.kind === 'tool' ? 'tool_use' : 'end_turn',
       stop_sequence: null,
       usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
     };

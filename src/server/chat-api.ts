@@ -22,6 +22,8 @@ export interface ChatRequest {
   /** The last user message's text: what the answer is about. */
   readonly lastUserText: string;
   readonly shape: AnswerShape;
+  /** The most output tokens the request allows (`max_tokens`, OpenAI's `max_completion_tokens`); a longer answer is cut off there. */
+  readonly maxOutputTokens?: number | undefined;
 }
 
 /** The answer: text, or a value (a JSON-schema answer, a tool's input); `content` is what the output tokens are counted on. */
@@ -31,6 +33,8 @@ export interface ChatAnswer {
   readonly content: string;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Cut off at the request's output token limit: `content` is its first tokens; a value (a tool's input) never finished. */
+  readonly truncated?: boolean;
 }
 
 /** The failures a request can meet, each of which an API words its own way. */

@@ -86,6 +86,8 @@ interface Loaded {
   readonly schemas: SchemaAnswers;
   readonly metrics: ServerMetrics;
   readonly countTokens: (text: string) => number;
+  /** The text of the first `n` tokens of `text`. */
+  readonly firstTokens: (text: string, n: number) => string;
 }
 
 /** One request on its way through the server. */
@@ -237,7 +239,12 @@ export class LlmServer {
       })),
       import('gpt-tokenizer'),
     ]);
-    return { schemas, metrics, countTokens: (text) => tokenizer.countTokens(text) };
+    return {
+      schemas,
+      metrics,
+      countTokens: (text) => tokenizer.countTokens(text),
+      firstTokens: (text, n) => tokenizer.decode(tokenizer.encode(text).slice(0, n)),
+    };
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -279,7 +286,7 @@ export class LlmServer {
 
   async #chat(exchange: Exchange): Promise<void> {
     const { req, res, api } = exchange;
-    const { schemas, countTokens } = this.#loaded!;
+    const { schemas, countTokens, firstTokens } = this.#loaded!;
     const key = api.keyOf(req.headers);
     if (key === undefined) {
       const message =
@@ -352,8 +359,15 @@ export class LlmServer {
       return this.#fail(exchange, failure, { retryAfterMs });
     }
 
-    const content = answer.text ?? JSON.stringify(answer.value);
-    const usage = { inputTokens: countTokens(request.promptText), outputTokens: countTokens(content) };
+    let content = answer.text ?? JSON.stringify(answer.value);
+    let outputTokens = countTokens(content);
+    // An answer longer than the request allows stops there, as a model's does: the vendor's "cut off" reason, its first tokens.
+    const truncated = request.maxOutputTokens !== undefined && outputTokens > request.maxOutputTokens;
+    if (truncated) {
+      outputTokens = request.maxOutputTokens!;
+      content = firstTokens(content, outputTokens);
+    }
+    const usage = { inputTokens: countTokens(request.promptText), outputTokens };
     const tokens = this.#tokens?.take(key, usage.inputTokens + usage.outputTokens);
     if (tokens !== undefined && !tokens.allowed) {
       const needed = usage.inputTokens + usage.outputTokens;
@@ -363,7 +377,7 @@ export class LlmServer {
           : `Rate limit reached for tokens: limit ${tokens.limit}, remaining ${tokens.remaining}, requested ${needed}. Please try again in ${Math.ceil(tokens.retryAfterMs)}ms.`;
       return this.#fail(exchange, { kind: 'rate-limited', limit: 'tokens', message }, { tokens, retryAfterMs: tokens.retryAfterMs });
     }
-    const full: ChatAnswer = { ...answer, content, ...usage };
+    const full: ChatAnswer = { ...answer, content, ...usage, truncated };
     this.#send(exchange, 200, api.respond(request, full, exchange.requestId), this.#limitHeaders(exchange, { tokens }));
   }
 

@@ -64,10 +64,11 @@ export const openAiApi: ChatApi = {
     });
     if (body.stream === true) throw new InvalidRequestError('serve does not stream: set stream to false.', 'stream');
     if (body.n !== undefined && body.n !== null && body.n !== 1) throw new InvalidRequestError('serve makes one choice: set n to 1.', 'n');
-    readTokenLimit(body, 'max_tokens');
-    readTokenLimit(body, 'max_completion_tokens');
+    const maxTokens = readTokenLimit(body, 'max_tokens');
+    // The newer field wins when a request gives both.
+    const maxOutputTokens = readTokenLimit(body, 'max_completion_tokens') ?? maxTokens;
     const last = messages.at(-1) as Record<string, unknown>;
-    return { model, promptText: texts.join('\n'), lastUserText, shape: answerShape(body, last.role === 'tool') };
+    return { model, promptText: texts.join('\n'), lastUserText, shape: answerShape(body, last.role === 'tool'), maxOutputTokens };
   },
 
   respond(request, answer, id) {
@@ -87,7 +88,7 @@ export const openAiApi: ChatApi = {
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: request.model,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: tool ? 'tool_calls' : 'stop' }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: answer.truncated ? 'length' : tool ? 'tool_calls' : 'stop' }],
       usage: {
         prompt_tokens: answer.inputTokens,
         completion_tokens: answer.outputTokens,

@@ -151,6 +151,37 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
     },
   );
 
+  it.each<Vendor>(['openai', 'anthropic'])(
+    '--provider=%s with --max-output-tokens too small for the answer: cut off, retried as new requests, then a dead letter saying so',
+    async (vendor) => {
+      const output = join(temp.dir, `cut-off-${vendor}.jsonl`);
+      const articles = 3;
+      const result = await runCli(
+        [
+          ...against(open, vendor),
+          `--articles=${articles}`,
+          '--rate=inf',
+          '--max-output-tokens=3',
+          '--max-attempts=2',
+          `--output=${output}`,
+          '--json',
+        ],
+        { env: ENV },
+      );
+      expect(result.code, result.stderr).toBe(1);
+      const summary = JSON.parse(result.stdout);
+      // Each article's first call (summarize) is cut off twice; sentiment is never asked.
+      expect(summary).toMatchObject({ articles, succeeded: 0, failed: articles, calls: 2 * articles, retries: articles, rateLimited: 0 });
+      const written = await resultsIn(output);
+      expect(written).toHaveLength(articles);
+      for (const r of written) {
+        expect(r).toMatchObject({ status: 'failed', attempts: 2, error: { type: 'TruncatedOutputError', task: 'summarize' } });
+        expect(r.error.message).toMatch(/cut off/);
+      }
+      await expectNoKey(result, output);
+    },
+  );
+
   it("--provider=openai faster than serve's quota: the 429s are counted and retried until every article succeeds", async () => {
     const output = join(temp.dir, 'throttled.jsonl');
     const articles = 10;

@@ -203,6 +203,36 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
     expect(anthropic.body).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: summarize('', ARTICLE.text) }] });
     expect(anthropic.body.usage.input_tokens).toBe(countTokens(`Be brief.\n${ARTICLE.text}`));
   });
+
+  it('an answer longer than the request allows is cut off there, with each API’s reason', async () => {
+    const { url } = await start();
+    const full = summarize('', ARTICLE.text);
+    expect(countTokens(full)).toBeGreaterThan(5);
+    const text = { model: 'm', messages: [{ role: 'user', content: ARTICLE.text }] };
+
+    // OpenAI: max_completion_tokens wins over max_tokens; the text is the answer's first tokens.
+    const cut = await post(`${url}/v1/chat/completions`, { ...text, max_tokens: 500, max_completion_tokens: 5 }, openAiKey());
+    expect(cut.body.choices[0].finish_reason).toBe('length');
+    const content: string = cut.body.choices[0].message.content;
+    expect(full.startsWith(content)).toBe(true);
+    expect(content.length).toBeLessThan(full.length);
+    expect(cut.body.usage.completion_tokens).toBe(5);
+    const roomy = await post(`${url}/v1/chat/completions`, { ...text, max_tokens: 500 }, openAiKey());
+    expect(roomy.body.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: full } });
+
+    // A structured answer cut off is JSON that does not parse.
+    const task = await post(`${url}/v1/chat/completions`, { ...chatRequest('summarize'), max_completion_tokens: 4 }, openAiKey());
+    expect(task.body.choices[0].finish_reason).toBe('length');
+    expect(() => JSON.parse(task.body.choices[0].message.content)).toThrow();
+
+    // Anthropic: stop_reason max_tokens; a forced tool's input never finished.
+    const tool = await post(`${url}/v1/messages`, { ...messagesRequest('sentiment'), max_tokens: 3 }, anthropicKey());
+    expect(tool.body).toMatchObject({ stop_reason: 'max_tokens', content: [{ type: 'tool_use', name: 'sentiment', input: {} }] });
+    expect(tool.body.usage.output_tokens).toBe(3);
+    const words = await post(`${url}/v1/messages`, { ...text, max_tokens: 5 }, anthropicKey());
+    expect(words.body.stop_reason).toBe('max_tokens');
+    expect(full.startsWith(words.body.content[0].text)).toBe(true);
+  });
 });
 
 describe('LlmServer answers any schema with a value that validates', () => {
