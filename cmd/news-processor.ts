@@ -64,8 +64,8 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed, or the shared quota's Redis
-went away), 2 bad usage or input (or a provider refused the key or has no quota left: the run stops),
+Exit codes: 0 all succeeded, 1 some article failed (or --output failed, the shared quota's Redis went
+away, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or a provider refused the key or has no quota left: the run stops),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early
 (… | head).`;
 
@@ -254,6 +254,14 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
   }
   if (summary.stoppedBy?.by === 'limits') {
     process.stderr.write(`${redisStopLine(summary.stoppedBy)}\n`);
+    return EXIT_FAILED;
+  }
+  if (summary.stoppedBy?.by === 'provider-down') {
+    const { provider, message } = summary.stoppedBy;
+    const again = flags.output === undefined || flags.output === '-' ? 'run again' : `run again with --resume to finish the rest`;
+    process.stderr.write(
+      `error: provider "${provider}" is ${message}; the run was stopped: ${again} once it is back (see --breaker-give-up)\n`,
+    );
     return EXIT_FAILED;
   }
   if (summary.stoppedBy?.by === 'provider') {

@@ -63,8 +63,10 @@ export const rate: ValueParser<number> = accepting("a number > 0, or 'inf' for n
 });
 
 /** A Go duration (`500ms`, `1.5s`, `2m3.5s`, `1h30m`, `500us`; `0` alone), returned in ms. */
-export function duration(options: { allowZero: boolean }): ValueParser<number> {
-  return accepting(options.allowZero ? '>= 0' : '> 0', (text) => {
+export function duration(options: { allowZero: boolean; allowInf?: boolean }): ValueParser<number> {
+  const range = `${options.allowZero ? '>= 0' : '> 0'}${options.allowInf === true ? ", or 'inf' for never" : ''}`;
+  return accepting(range, (text) => {
+    if (options.allowInf === true && text.trim() === 'inf') return Infinity;
     const ms = parseDuration(text);
     if (ms === undefined) throw new InvalidArgumentError(`Expected ${DURATION_SYNTAX}.`);
     if (ms < 0 || (ms === 0 && !options.allowZero))

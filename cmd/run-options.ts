@@ -55,6 +55,7 @@ export interface RunFlags {
   syncHeaders: boolean;
   breakerThreshold: number;
   breakerCooldown: number;
+  breakerGiveUp: number;
   config?: string;
 }
 
@@ -103,6 +104,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--sync-headers',
     '--breaker-threshold',
     '--breaker-cooldown',
+    '--breaker-give-up',
   ],
   'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env'],
   'Sharing a quota through Redis:': ['--redis', '--quota-key', '--redis-prefix', '--redis-timeout', '--redis-fallback', '--fallback-share'],
@@ -215,6 +217,14 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .argParser(duration({ allowZero: true }))
         .default(BREAKER_DEFAULTS.cooldownMs, formatDuration(BREAKER_DEFAULTS.cooldownMs)),
     )
+    .addOption(
+      new Option(
+        '--breaker-give-up <duration>',
+        'how long a provider may stay down (circuit open, every probe failing) before the run stops for a --resume later',
+      )
+        .argParser(duration({ allowZero: false, allowInf: true }))
+        .default(PIPELINE_DEFAULTS.giveUpAfterMs, formatDuration(PIPELINE_DEFAULTS.giveUpAfterMs)),
+    )
     .addOption(new Option('--json', 'print only JSON on stdout').default(false))
     .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
@@ -292,7 +302,10 @@ export function providerSetup(flags: RunFlags, provider: Provider, rate: number,
     adaptive: flags.adaptive ? {} : undefined,
     syncHeaders: flags.syncHeaders,
     maxOutputTokens: flags.maxOutputTokens,
-    breaker: flags.breakerThreshold === 0 ? undefined : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown },
+    breaker:
+      flags.breakerThreshold === 0
+        ? undefined
+        : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown, giveUpAfterMs: flags.breakerGiveUp },
   };
 }
 

@@ -4,7 +4,7 @@
 
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, CancelledError, RunStoppedError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
-export type { PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
+export type { BreakerSetup, PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
 export type { RunSummary, RunStop, BoundBy, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 

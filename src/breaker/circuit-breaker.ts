@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { silentLogger } from '../silent-logger.ts';
+import { formatDuration } from '../validation/duration.ts';
 import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
 
 /**
@@ -113,7 +114,7 @@ export class BrokenCircuitError extends Error {
     super(
       retryAfterMs === undefined
         ? `${label} is half-open and every probe slot is taken`
-        : `${label} is open; probes admitted in ${retryAfterMs} ms`,
+        : `${label} is open; probes admitted in ${formatDuration(retryAfterMs)}`,
     );
     this.circuit = circuit;
     this.state = state;

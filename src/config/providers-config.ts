@@ -4,6 +4,7 @@ import type { AdaptiveTuning } from '../gate/adaptive-rate.ts';
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import type { LimitKind, LimitSpec } from '../gate/provider-limits.ts';
 import { HEADER_STYLES, LIMIT_KINDS, type HeaderStyle } from '../http/rate-limit-headers.ts';
+import { PIPELINE_DEFAULTS } from '../pipeline/run.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
 import { isHttpUrl } from '../provider/http-api.ts';
 import {
@@ -75,6 +76,8 @@ export interface BreakerConfig {
   readonly failureThreshold: number;
   readonly cooldownMs: number;
   readonly halfOpenProbes: number;
+  /** How long the provider may stay down — circuit open, every probe failing — before the run stops; Infinity never. */
+  readonly giveUpAfterMs: number;
   /** Also open when this share of the calls in the window failed (with at least `minimumCalls`). */
   readonly failureRatio?: { readonly ratio: number; readonly windowMs: number; readonly minimumCalls: number };
 }
@@ -218,10 +221,10 @@ function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
 }
 
 function readBreaker(at: Reader, json: unknown, path: string): BreakerConfig | undefined {
-  if (json === undefined) return BREAKER_DEFAULTS;
+  if (json === undefined) return { ...BREAKER_DEFAULTS, giveUpAfterMs: PIPELINE_DEFAULTS.giveUpAfterMs };
   if (json === false) return undefined;
   const o = at.object(json, path);
-  at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes', 'failureRatio']);
+  at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes', 'failureRatio', 'giveUp']);
   let failureRatio: BreakerConfig['failureRatio'];
   if (o.failureRatio !== undefined) {
     const r = at.object(o.failureRatio, `${path}.failureRatio`);
@@ -244,6 +247,12 @@ function readBreaker(at: Reader, json: unknown, path: string): BreakerConfig | u
     cooldownMs: o.cooldown === undefined ? BREAKER_DEFAULTS.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
     halfOpenProbes:
       o.halfOpenProbes === undefined ? BREAKER_DEFAULTS.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
+    giveUpAfterMs:
+      o.giveUp === undefined
+        ? PIPELINE_DEFAULTS.giveUpAfterMs
+        : o.giveUp === 'inf'
+          ? Infinity
+          : at.positiveDuration(o.giveUp, `${path}.giveUp`),
   };
 }
 

@@ -144,8 +144,9 @@ type AttemptObserver = (attempt: Attempt) => void;
 /**
  * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
  *
- * - An open circuit fails the attempt at once, spending nothing; the retry waits until it admits
- *   probes (that attempt counts towards `maxAttempts`).
+ * - An open circuit refuses the attempt at once, spending nothing; the call waits until the
+ *   circuit admits probes, within its deadline, and the refused attempt does not count towards
+ *   `maxAttempts`.
  * - Each attempt, retries included, takes its cost from the limits first, so retries count against
  *   the rate like first tries; a wait that cannot end before the deadline fails at once instead of
  *   holding the worker.
@@ -207,15 +208,19 @@ export class CallGate {
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
     const { signal, deadlineMs = Infinity, onAttempt, tally } = options;
     let previousDelayMs = 0;
-    for (let number = 1; ; number++) {
+    for (let number = 1; ; ) {
       const attempt = await this.#attempt(request, number, options);
       // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
       // on this very failure) must not hide the failure as a cancellation.
       const aborted = signal?.aborted === true;
+      // An open circuit sent nothing: the call waits for it to admit probes as it waits for a
+      // token, within its deadline, and the attempt is not spent — a short outage costs time, not
+      // the articles that met it.
+      const spent = attempt.outcome !== 'circuit-open';
       const decision =
         attempt.outcome === 'ok' || aborted
           ? undefined
-          : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs);
+          : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs, spent);
       if (decision?.retry) attempt.retryInMs = decision.delayMs;
       if (attempt.called && tally !== undefined) {
         tally.calls++;
@@ -227,7 +232,14 @@ export class CallGate {
       if (!decision!.retry) throw decision!.error;
       await sleep(this.clock, decision!.delayMs, signal);
       previousDelayMs = decision!.delayMs;
+      if (spent) number++;
     }
+  }
+
+  /** Ms until this provider's circuit admits calls again: 0 unless it is open. */
+  circuitWaitMs(): number {
+    const state = this.#breaker?.state;
+    return state?.kind === 'open' ? Math.max(0, state.reopensAtMs - this.clock.now()) : 0;
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */

@@ -10,6 +10,9 @@ const EPSILON_MS = 1e-6;
  * call the articles under way will still make. An article that cannot finish does not start, so
  * it spends no token that would be thrown away — and more workers never mean less done.
  *
+ * Nor does an article start while a provider it needs has its circuit open: it waits for the
+ * circuit's half-open instant, its budget untouched.
+ *
  * The wait is computed, not polled: one timer, for the first article waiting, at the instant the
  * limits' backlog will have shrunk enough. Articles are admitted in the order they asked.
  */
@@ -91,6 +94,9 @@ export class Admission {
     const budgetMs = this.#budgetMs();
     let waitMs = 0;
     for (const [gate, calls] of this.#callsPerArticle) {
+      // An open circuit admits no call before it turns half-open: an article started now would
+      // only spend its budget waiting for it.
+      waitMs = Math.max(waitMs, gate.circuitWaitMs());
       const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);

@@ -49,10 +49,12 @@ export interface ProviderFigures {
 /** What stopped the whole run before its source was done: a provider no retry can mend, or the source itself. */
 export interface RunStop {
   /**
-   * `"provider"`: it refused every call (a refused key, no credit); `"source"`: it failed (a bad
-   * line in a stream); `"limits"`: they could not be reached (a shared quota's Redis went away).
+   * `"provider"`: it refused every call (a refused key, no credit); `"provider-down"`: it stayed
+   * down (its circuit open, every probe failing) past the breaker's `giveUpAfterMs`; `"source"`: it
+   * failed (a bad line in a stream); `"limits"`: they could not be reached (a shared quota's Redis
+   * went away).
    */
-  readonly by: 'provider' | 'source' | 'limits';
+  readonly by: 'provider' | 'provider-down' | 'source' | 'limits';
   /** The provider's name, when a provider stopped the run. */
   readonly provider?: string | undefined;
   /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`, `InputError`. */

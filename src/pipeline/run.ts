@@ -11,7 +11,8 @@ import { TASKS, stopsRun } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
-import { checkDurationMs, checkInteger, expected } from '../validation/checks.ts';
+import { checkDurationMs, checkInteger, checkNumber, expected } from '../validation/checks.ts';
+import { formatDuration } from '../validation/duration.ts';
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
@@ -25,7 +26,23 @@ export const PIPELINE_DEFAULTS = Object.freeze({
   workers: 5,
   /** Per-article budget for limiter waits and calls together, in ms. */
   timeoutMs: 5000,
+  /**
+   * How long a provider may stay down — its circuit open, every probe failing — before the run
+   * stops, in ms: long enough to ride out a restart or a short outage, short enough that a dead
+   * server ends the run rather than parking it.
+   */
+  giveUpAfterMs: 30_000,
 });
+
+/** A circuit breaker's options in a run, and how long the run waits for the provider to come back. */
+export interface BreakerSetup extends Omit<CircuitBreakerOptions, 'clock' | 'name' | 'logger'> {
+  /**
+   * Once the circuit has been open this long, every probe failing, the run stops as on Ctrl-C: the
+   * articles in flight end `cancelled`, the rest are not started, all left for a resume. Ms;
+   * Infinity never gives up. Default {@link PIPELINE_DEFAULTS}.
+   */
+  readonly giveUpAfterMs?: number | undefined;
+}
 
 /** The share of an article's timeout admission keeps back for timers and calls that run late (a loaded event loop stalls for tens of ms). */
 const ADMISSION_MARGIN = 0.1;
@@ -40,7 +57,7 @@ export interface ProviderSetup {
    */
   readonly limits: readonly LimitSpec[] | ProviderLimits;
   /** A circuit breaker in front of the provider, with these options. Absent: none. */
-  readonly breaker?: Omit<CircuitBreakerOptions, 'clock' | 'name' | 'logger'> | undefined;
+  readonly breaker?: BreakerSetup | undefined;
   /** Adapt the request rate to 429s (never above the configured rate), tuned so; `{}` for the defaults. Absent: fixed rate. */
   readonly adaptive?: AdaptiveTuning | undefined;
   /** Lower the limits to what the provider's rate-limit headers say remains. Default `GATE_DEFAULTS`. */
@@ -119,10 +136,15 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
   const gatesByName = new Map<string, CallGate>();
+  const breakers: { readonly name: string; readonly breaker: CircuitBreaker; readonly giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
     const { name } = setup.provider;
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
-    gatesByName.set(name, buildGate(setup, options, clock));
+    const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
+    checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
+    const { gate, breaker } = buildGate(setup, options, clock);
+    gatesByName.set(name, gate);
+    if (breaker !== undefined) breakers.push({ name, breaker, giveUpAfterMs });
   }
   const defaultProvider = options.providers[0]!.provider.name;
   const gates = Object.fromEntries(
@@ -173,8 +195,21 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       logger.error({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
       intake.abort(event.error);
     }
+    if (event.called && event.outcome !== 'ok' && event.error instanceof Error) lastFailure.set(event.provider, event.error);
     onAttempt?.(event as PipelineAttemptEvent);
   };
+  // What each provider last failed with: what a provider that stays down is said to be failing with.
+  const lastFailure = new Map<string, Error>();
+  const unwatch = breakers.map(({ name, breaker, giveUpAfterMs }) =>
+    watchDowntime(breaker, giveUpAfterMs, (downMs) => {
+      if (signal.aborted) return;
+      const last = lastFailure.get(name);
+      const message = `down for ${formatDuration(downMs)}, its circuit open and every probe failing${last === undefined ? '' : ` (the last: ${last.name}: ${last.message})`}`;
+      stoppedBy ??= { by: 'provider-down', provider: name, type: last?.name ?? 'BrokenCircuitError', message };
+      logger.warn({ provider: name, downMs, err: last }, 'run stopped: the provider stays down');
+      stop.abort(new RunStoppedError(name, new Error(message)));
+    }),
+  );
   // One options object per worker slot, made when the slot first runs: the per-article path
   // allocates little, and slots a run never fills cost nothing.
   const processorOptions: ProcessorOptions[] = [];
@@ -212,6 +247,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       },
     );
   } finally {
+    for (const stopWatching of unwatch) stopWatching();
     admission.dispose();
     deadlines.dispose();
   }
@@ -225,8 +261,21 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   return summary;
 }
 
+/**
+ * Calls `onDown` when a probe fails once the circuit has been open — every probe failing since
+ * it opened from closed — for `giveUpAfterMs`. Returns a function that stops watching.
+ */
+function watchDowntime(breaker: CircuitBreaker, giveUpAfterMs: number, onDown: (downMs: number) => void): () => void {
+  let downSinceMs: number | undefined;
+  return breaker.onStateChange(({ from, to, atMs }) => {
+    if (to === 'closed') downSinceMs = undefined;
+    else if (to === 'open' && from === 'closed') downSinceMs = atMs;
+    else if (to === 'open' && downSinceMs !== undefined && atMs - downSinceMs >= giveUpAfterMs) onDown(atMs - downSinceMs);
+  });
+}
+
 /** The gate for one provider: its limits, and the breaker and adaptive rate it asks for. */
-function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock): CallGate {
+function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock): { gate: CallGate; breaker: CircuitBreaker | undefined } {
   const { provider } = setup;
   const limits = Array.isArray(setup.limits)
     ? new LocalLimits(setup.limits as readonly LimitSpec[], clock)
@@ -236,9 +285,12 @@ function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock)
     if (!(limits.rate < Infinity)) throw expected(`the request limit of "${provider.name}"`, 'finite for the adaptive rate', limits.rate);
     adaptive = new AdaptiveRate({ ...setup.adaptive, limits, clock });
   }
-  const breaker =
-    setup.breaker === undefined ? undefined : new CircuitBreaker({ ...setup.breaker, clock, name: provider.name, logger: options.logger });
-  return new CallGate({
+  let breaker: CircuitBreaker | undefined;
+  if (setup.breaker !== undefined) {
+    const { giveUpAfterMs: _, ...breakerOptions } = setup.breaker;
+    breaker = new CircuitBreaker({ ...breakerOptions, clock, name: provider.name, logger: options.logger });
+  }
+  const gate = new CallGate({
     provider,
     limits,
     breaker,
@@ -250,4 +302,5 @@ function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock)
     retry: options.retry,
     logger: options.logger,
   });
+  return { gate, breaker };
 }

@@ -163,7 +163,12 @@ export function failureOf(error: unknown, context: FailureContext): unknown {
   if (error instanceof SyntaxError) return new MalformedOutputError(`the response body is not JSON (${error.message})`);
   const cause = systemCause(error);
   if (cause !== undefined) return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause });
-  if (error instanceof errors.APIConnectionError) return new NetworkError(`network error: ${error.message}`, { cause: error });
+  if (error instanceof errors.APIConnectionError) {
+    // The SDK says only "Connection error."; what fetch said beneath it ("bad port") is the news.
+    const root = rootCause(error);
+    const detail = root === error ? '' : ` (${root.message})`;
+    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error });
+  }
   return error;
 }
 
@@ -225,6 +230,17 @@ function systemCause(error: unknown): (Error & { code: string }) | undefined {
     if (typeof code === 'string' && code !== '') return at as Error & { code: string };
   }
   return undefined;
+}
+
+/** The innermost error of a cause chain. */
+function rootCause(error: Error): Error {
+  const seen = new Set<unknown>([error]);
+  let root = error;
+  while (root.cause instanceof Error && !seen.has(root.cause)) {
+    root = root.cause;
+    seen.add(root);
+  }
+  return root;
 }
 
 function blankOut(text: string, secret: string): string {

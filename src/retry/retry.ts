@@ -103,10 +103,12 @@ export class RetryPolicy {
   /**
    * After attempt number `attempt` failed with `error`: retry after how long, or give up (not
    * retryable, out of attempts, or — when the delay would end past `deadlineMs` — out of time).
+   * `spent` false: the attempt was refused before anything was sent (an open circuit) and does not
+   * count towards `maxAttempts` — only the deadline bounds how long the caller waits.
    */
-  next(error: unknown, attempt: number, previousDelayMs: number, nowMs: number, deadlineMs = Infinity): RetryDecision {
+  next(error: unknown, attempt: number, previousDelayMs: number, nowMs: number, deadlineMs = Infinity, spent = true): RetryDecision {
     if (!this.#isRetryable(error)) return { retry: false, error: new RetryError(attempt, error, 'not-retryable') };
-    if (attempt >= this.maxAttempts) return { retry: false, error: new RetryError(attempt, error, 'exhausted') };
+    if (spent && attempt >= this.maxAttempts) return { retry: false, error: new RetryError(attempt, error, 'exhausted') };
     const hintMs = retryAfterHint(error);
     const delayMs = hintMs === undefined ? this.#backoffMs(attempt, previousDelayMs) : Math.min(hintMs, this.#maxRetryAfterMs);
     if (nowMs + delayMs > deadlineMs) return { retry: false, error: new RetryError(attempt, error, 'deadline') };

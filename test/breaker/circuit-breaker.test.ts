@@ -352,7 +352,7 @@ describe('.acquirePermit()', () => {
     const error = refusal(() => breaker.acquirePermit());
     expect(error).toBeInstanceOf(BrokenCircuitError);
     expect(error).toMatchObject({ circuit: 'openai', state: 'open', reopensAtMs: 1200, retryAfterMs: 750 });
-    expect(error.message).toBe('circuit "openai" is open; probes admitted in 750 ms');
+    expect(error.message).toBe('circuit "openai" is open; probes admitted in 750ms');
     clock.set(1199);
     expect(refusal(() => breaker.acquirePermit()).retryAfterMs).toBe(1);
   });

@@ -14,6 +14,7 @@ const LIBRARY_DEFAULTS: Readonly<Record<string, string>> = {
   '--max-output-tokens': String(GATE_DEFAULTS.maxOutputTokens),
   '--breaker-threshold': String(BREAKER_DEFAULTS.failureThreshold),
   '--breaker-cooldown': formatDuration(BREAKER_DEFAULTS.cooldownMs),
+  '--breaker-give-up': formatDuration(PIPELINE_DEFAULTS.giveUpAfterMs),
 };
 
 /** `--flag` → the default `--help` shows for it. */

@@ -79,25 +79,26 @@ describe.concurrent('news-processor: limits as providers set them', () => {
     expect(withIt.rateLimited).toBeLessThan(without.rateLimited);
   });
 
-  it('an outage opens the breaker: dead letters with few attempts, ridden out with many', async () => {
-    const args = [
-      '--articles=30',
-      '--rate=20',
-      '--burst=2',
-      '--outage=500ms..1500ms',
-      '--breaker-threshold=3',
-      '--breaker-cooldown=300ms',
-      ...quick,
-    ];
-    const [few, many] = await Promise.all([runCli([...args, '--max-attempts=2']), runCli([...args, '--max-attempts=20', '--timeout=20s'])]);
-    const dead = figures(few);
-    expect(few.code).toBe(1);
-    expect(dead.providers[0].breakerOpens).toBeGreaterThan(0);
-    expect(dead.failureReasons.BrokenCircuitError).toBeGreaterThan(0);
-    const riding = figures(many);
-    expect(many.code).toBe(0);
+  it('an outage opens the breaker: articles wait for it rather than spend attempts on it; a provider that stays down stops the run', async () => {
+    const args = ['--articles=30', '--rate=20', '--burst=2', '--breaker-threshold=3', '--breaker-cooldown=300ms', ...quick];
+    const [short, down] = await Promise.all([
+      runCli([...args, '--outage=500ms..1500ms', '--max-attempts=20', '--timeout=20s']),
+      runCli([...args, '--outage=500ms..1h', '--breaker-give-up=1s', '--timeout=20s']),
+    ]);
+    const riding = figures(short);
+    expect(short.code, short.stderr).toBe(0);
     expect(riding.providers[0].breakerOpens).toBeGreaterThan(0);
+    expect(riding.providers[0].circuitRejections).toBeGreaterThan(0);
     expect(riding.succeeded).toBe(30);
+
+    const stopped = figures(down);
+    expect(down.code).toBe(1);
+    expect(stopped.stoppedBy).toMatchObject({ by: 'provider-down', provider: 'simulated', type: 'ServerError' });
+    expect(stopped.notStarted).toBeGreaterThan(0);
+    expect(stopped.succeeded + stopped.failed + stopped.cancelled + stopped.notStarted).toBe(30);
+    expect(down.stderr.trim().split('\n').at(-1)).toMatch(
+      /^error: provider "simulated" is down for 1\.\d+s, its circuit open and every probe failing \(the last: ServerError: .*\); the run was stopped: run again once it is back \(see --breaker-give-up\)$/,
+    );
   });
 
   it('--tpm counts tokens, and a call larger than the whole limit is a dead letter at once, not a hang', async () => {

@@ -38,7 +38,7 @@ describe('parseProvidersConfig()', () => {
       adaptive: {},
       syncHeaders: false,
       maxOutputTokens: 256,
-      breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 },
+      breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1, giveUpAfterMs: 30_000 },
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
@@ -46,6 +46,14 @@ describe('parseProvidersConfig()', () => {
       breaker: { failureThreshold: 3, cooldownMs: 2000 },
       simulated: { outage: { startMs: 2000, endMs: 8000 } },
     });
+  });
+
+  it("reads how long the breaker waits for a provider that stays down: a duration or 'inf'", () => {
+    const config = structuredClone(good) as any;
+    config.providers[1].breaker.giveUp = '2m';
+    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ giveUpAfterMs: 120_000 });
+    config.providers[1].breaker.giveUp = 'inf';
+    expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ giveUpAfterMs: Infinity });
   });
 
   it('reads a breaker failure ratio', () => {
@@ -112,6 +120,11 @@ describe('parseProvidersConfig()', () => {
       'a duration without unit',
       (c) => (c.providers[1].breaker.cooldown = '2'),
       'providers[1].breaker.cooldown: expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h), got "2"',
+    ],
+    [
+      'a give-up of no time',
+      (c) => (c.providers[1].breaker.giveUp = '0s'),
+      'providers[1].breaker.giveUp: expected a duration > 0, got "0s"',
     ],
     [
       'a backwards outage',

@@ -18,24 +18,46 @@ const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', tex
 const fixedBackoff = () => 100;
 
 describe('CallGate - circuit breaker', () => {
-  it('fails at once with BrokenCircuitError while open: no token spent, provider not called', async () => {
+  it('an open circuit refuses at once, spending no token and no attempt: the call waits for it within its deadline', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }]);
+    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, { error: new ServerError() }, {}]);
     const limits = new LocalLimits([{ kind: 'requests', rate: 0.001, burst: 100 }], clock);
     const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 3 } });
     const events: AttemptEvent[] = [];
+    const { attempts } = await drive(clock, gate.call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
+    // Two 503s open it (at 100 ms, until 10,100 ms); the third attempt meets the open circuit after
+    // its 100 ms backoff, waits out the rest of the cooldown (9,900 ms) and is the probe that
+    // succeeds: still attempt 3 of 3.
+    expect(events.map((e) => [e.outcome, e.attempt, e.called])).toEqual([
+      ['server-error', 1, true],
+      ['server-error', 2, true],
+      ['circuit-open', 3, false],
+      ['ok', 3, true],
+    ]);
+    expect(events[2]!.retryInMs).toBe(9900);
+    expect(attempts).toBe(3);
+    expect(provider.calls.map((c) => c.atMs)).toEqual([0, 100, 10_100]);
+    expect(breaker.state.kind).toBe('closed');
+    // Three tokens for the three calls (plus a sliver of refill at 0.001/s), none for the refused attempt.
+    expect(limits.bucket('requests')!.tokens()).toBeCloseTo(97, 1);
+  });
+
+  it('an open circuit that will not admit probes before the deadline fails the call at once, saying so', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, { error: new ServerError() }]);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
+    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 5 } });
+    const events: AttemptEvent[] = [];
     const error = await drive(
       clock,
-      gate.call(request, { onAttempt: (e) => events.push(e) }).catch((e: unknown) => e),
+      gate.call(request, { deadlineMs: 5000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e),
     );
-    // Two 503s open it; the third attempt meets the open circuit.
     expect(events.map((e) => e.outcome)).toEqual(['server-error', 'server-error', 'circuit-open']);
-    expect(events[2]!.called).toBe(false);
     expect(provider.calls).toHaveLength(2);
-    expect((error as RetryError).lastError).toMatchObject({ name: 'BrokenCircuitError' });
-    // Two tokens for the two calls (plus a sliver of refill at 0.001/s), none for the refused attempt.
-    expect(limits.bucket('requests')!.tokens()).toBeCloseTo(98, 2);
+    expect(error).toMatchObject({ name: 'RetryError', reason: 'deadline', lastError: { name: 'BrokenCircuitError' } });
+    expect(clock.now()).toBe(200);
   });
 
   it('does not count a deadline that passes while waiting for the token as a provider failure', async () => {
@@ -76,7 +98,7 @@ describe('CallGate - circuit breaker', () => {
     expect(breaker.state.kind).toBe('closed');
   });
 
-  it('an outage: articles that meet the open circuit are dead letters; enough attempts ride it out', async () => {
+  it('an outage: articles wait for the circuit instead of spending attempts on it', async () => {
     const run = async (maxAttempts: number) => {
       const clock = new ManualClock();
       const provider = new SimulatedProvider({ minLatencyMs: 10, maxLatencyMs: 20, clock, outage: { startMs: 1000, endMs: 4000 } });
@@ -95,16 +117,68 @@ describe('CallGate - circuit breaker', () => {
       );
       return { summary, results };
     };
-    const few = await run(3);
+    // The refusals of the open circuit cost no attempt: with two, only articles whose two calls
+    // reached the provider during the outage fail; with enough attempts, none.
+    const few = await run(2);
     expect(few.summary.providers[0]!.breakerOpens).toBeGreaterThan(0);
-    expect(few.summary.failed).toBeGreaterThan(0);
-    expect(few.results.some((r) => r.error?.type === 'BrokenCircuitError')).toBe(true);
+    expect(few.summary.providers[0]!.circuitRejections).toBeGreaterThan(0);
+    const failures = few.results.filter((r) => r.status !== 'succeeded');
+    expect(failures.length).toBeLessThanOrEqual(3);
+    for (const r of failures)
+      expect(r.error).toMatchObject({ type: 'ServerError', message: expect.stringMatching(/^gave up after 2 attempts/) });
     expect(few.summary.succeeded + few.summary.failed).toBe(60);
 
     const many = await run(12);
     expect(many.summary.providers[0]!.breakerOpens).toBeGreaterThan(0);
-    expect(many.summary.failed).toBe(0);
     expect(many.summary.succeeded).toBe(60);
+    expect(many.summary.stoppedBy).toBeUndefined();
+  });
+
+  it('a provider down past giveUpAfterMs stops the run: in flight cancelled, the rest not started, stoppedBy says so', async () => {
+    const clock = new ManualClock();
+    const provider = new SimulatedProvider({ minLatencyMs: 10, maxLatencyMs: 20, clock, outage: { startMs: 500, endMs: 1e9 } });
+    const results: ArticleResult[] = [];
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(100),
+        total: 100,
+        providers: [{ provider, limits: requestLimit(10, 2), breaker: { failureThreshold: 3, cooldownMs: 1000, giveUpAfterMs: 5000 } }],
+        workers: 4,
+        timeoutMs: 30_000,
+        clock,
+        onResult: (r) => void results.push(r),
+      }),
+      5,
+    );
+    expect(summary.stoppedBy).toMatchObject({ by: 'provider-down', provider: 'simulated', type: 'ServerError' });
+    expect(summary.stoppedBy!.message).toMatch(/^down for 5\.\d+s, its circuit open and every probe failing \(the last: ServerError: /);
+    // The first probe to fail 5 s after the circuit opened: opened just after 500 ms, probes each second.
+    expect(clock.now()).toBeGreaterThanOrEqual(5500);
+    expect(clock.now()).toBeLessThan(7000);
+    expect(summary.cancelled).toBeGreaterThan(0);
+    expect(summary.notStarted).toBeGreaterThan(50);
+    expect(summary.succeeded + summary.failed + summary.cancelled + summary.notStarted!).toBe(100);
+    expect(results.filter((r) => r.status === 'cancelled').every((r) => r.error?.type === 'RunStoppedError')).toBe(true);
+  });
+
+  it('a circuit that recovers before giveUpAfterMs does not stop the run', async () => {
+    const clock = new ManualClock();
+    const provider = new SimulatedProvider({ minLatencyMs: 10, maxLatencyMs: 20, clock, outage: { startMs: 500, endMs: 4000 } });
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(100),
+        providers: [{ provider, limits: requestLimit(10, 2), breaker: { failureThreshold: 3, cooldownMs: 1000, giveUpAfterMs: 5000 } }],
+        workers: 4,
+        retry: { maxAttempts: 12 },
+        timeoutMs: 30_000,
+        clock,
+      }),
+      5,
+    );
+    expect(summary.stoppedBy).toBeUndefined();
+    expect(summary.succeeded).toBe(100);
   });
 });
 

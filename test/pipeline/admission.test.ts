@@ -5,6 +5,10 @@ import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
+import { CallGate } from '../../src/gate/call-gate.ts';
+import { LocalLimits } from '../../src/gate/local-limits.ts';
+import { Admission } from '../../src/pipeline/admission.ts';
 
 /** 200 articles (400 calls) at 20/s, burst 1, latency 1–2 ms, a 5 s timeout: the run that used to fail 200 of 200. */
 async function crowdedRun(workers: number) {
@@ -16,6 +20,31 @@ async function crowdedRun(workers: number) {
     5,
   );
 }
+
+describe('Admission - an open circuit', () => {
+  it('starts no article while a provider it needs has its circuit open: the next one starts as it turns half-open', async () => {
+    const clock = new ManualClock();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 2000, clock });
+    const gate = new CallGate({
+      provider: new ScriptedProvider('p', clock),
+      limits: new LocalLimits(requestLimit(1000, 10), clock),
+      breaker,
+      clock,
+    });
+    const admission = new Admission([gate, gate], clock, () => 5000, undefined);
+    expect(admission.admit()).toBeUndefined(); // one under way
+    clock.set(300);
+    breaker.acquirePermit().failure(); // opens until 2,300 ms
+    let admittedAtMs: number | undefined;
+    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    await clock.advance(1999);
+    expect(admittedAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(admittedAtMs).toBe(2300);
+    expect(breaker.state.kind).toBe('half-open');
+    admission.dispose();
+  });
+});
 
 describe('runPipeline() - work that cannot finish does not start', () => {
   it.each([200, 1000])('%d workers: every article succeeds, no call is wasted, and the run takes the rate floor', async (workers) => {
