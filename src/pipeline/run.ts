@@ -7,7 +7,7 @@ import { LocalLimits } from '../gate/local-limits.ts';
 import type { LimitSpec, ProviderLimits } from '../gate/provider-limits.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
-import { TASKS, stopsRun } from '../provider/provider.ts';
+import { BadRequestError, TASKS, stopsRun } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
@@ -181,10 +181,18 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // Limits that cannot be reached (a shared quota whose Redis is gone) stop intake only: the
   // articles in flight keep what they were granted and fail at their next limiter call.
   const intake = new AbortController();
+  // Providers that have answered a call: a 404 after that is one request's, not the address's.
+  const answered = new Set<string>();
+  // What each provider last failed with: what a provider that stays down is said to be failing with.
+  const lastFailure = new Map<string, Error>();
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
-    if (stopsRun(event.error) && !signal.aborted) {
+    if (event.outcome === 'ok') answered.add(event.provider);
+    // A 404 is the route or the model: before this provider has answered anything, it is the base
+    // URL or the model name that is wrong, and every call would meet it.
+    const wrongAddress = isNotFound(event.error) && !answered.has(event.provider);
+    if ((stopsRun(event.error) || wrongAddress) && !signal.aborted) {
       stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
       // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
       logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
@@ -198,8 +206,6 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (event.called && event.outcome !== 'ok' && event.error instanceof Error) lastFailure.set(event.provider, event.error);
     onAttempt?.(event as PipelineAttemptEvent);
   };
-  // What each provider last failed with: what a provider that stays down is said to be failing with.
-  const lastFailure = new Map<string, Error>();
   const unwatch = breakers.map(({ name, breaker, giveUpAfterMs }) =>
     watchDowntime(breaker, giveUpAfterMs, (downMs) => {
       if (signal.aborted) return;
@@ -260,6 +266,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   return summary;
 }
+
+/** A 404 from a provider's HTTP API. */
+const isNotFound = (error: unknown): error is BadRequestError => error instanceof BadRequestError && error.status === 404;
 
 /**
  * Calls `onDown` when a probe fails once the circuit has been open — every probe failing since

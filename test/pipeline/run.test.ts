@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
+import { AuthenticationError, BadRequestError, ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
@@ -212,5 +212,46 @@ describe('runPipeline()', () => {
     expect(summary.failed).toBeGreaterThan(0);
     expect(summary.rateLimited).toBe(provider.rateLimited);
     expect(summary.calls).toBe(provider.calls);
+  });
+});
+
+describe('runPipeline() - a 404', () => {
+  const notFound = () => new BadRequestError('404 request rejected: Invalid URL (POST /chat/completions)', { status: 404 });
+  const run = async (script: ConstructorParameters<typeof ScriptedProvider>[2]) => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock, script);
+    const results: ArticleResult[] = [];
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(10),
+        total: 10,
+        providers: [{ provider, limits: requestLimit(100, 1) }],
+        workers: 1,
+        clock,
+        onResult: (r) => void results.push(r),
+      }),
+    );
+    return { summary, results, provider };
+  };
+
+  it('before the provider has answered anything stops the run: the address or the model is wrong', async () => {
+    const { summary, provider } = await run([{ error: notFound() }]);
+    expect(provider.calls).toHaveLength(1);
+    expect(summary.stoppedBy).toMatchObject({
+      by: 'provider',
+      provider: 'p',
+      type: 'BadRequestError',
+      message: expect.stringMatching(/^404 /),
+    });
+    expect(summary.notStarted).toBe(9);
+  });
+
+  it("after an answer is one request's: a dead letter, not retried, and the run goes on", async () => {
+    // The first article's two calls succeed; the third call (article 2's summarize) is a 404; then all succeed.
+    const { summary, results } = await run([{}, {}, { error: notFound() }, {}]);
+    expect(summary.stoppedBy).toBeUndefined();
+    expect(summary).toMatchObject({ succeeded: 9, failed: 1, calls: 20 - 1 });
+    expect(results.find((r) => r.status === 'failed')).toMatchObject({ attempts: 1, error: { type: 'BadRequestError' } });
   });
 });
