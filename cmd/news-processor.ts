@@ -133,13 +133,18 @@ async function run(flags: MainFlags): Promise<number> {
   const setups = await providerSetups(flags, flags.rate, flags.burst);
   const shared = await shareLimits(flags, setups.providers, logger);
   try {
-    return await runWith(flags, setups, logger);
+    return await runWith(flags, setups, logger, shared?.note);
   } finally {
     await shared?.close();
   }
 }
 
-async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof providerSetups>>, logger: Logger): Promise<number> {
+async function runWith(
+  flags: MainFlags,
+  setups: Awaited<ReturnType<typeof providerSetups>>,
+  logger: Logger,
+  sharedNote: string | undefined,
+): Promise<number> {
   const { providers, routes, keyVariables } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
@@ -237,6 +242,7 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     const signal = stopSignal();
     if (signal !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${signal}):`);
     if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
+    if (sharedNote !== undefined) lines.push(sharedNote);
     if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
     if (writer !== undefined && outputError === undefined) {
       const kept = output.kept?.size ?? 0;

@@ -87,6 +87,8 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
 /** The connection the limits share: to close when the run is over. */
 export interface SharedLimits {
   close(): Promise<void>;
+  /** For the summary: which quotas were shared, and that the figures are this process's part. */
+  readonly note: string;
 }
 
 /**
@@ -110,21 +112,27 @@ export async function shareLimits(flags: RedisFlags, providers: ProviderSetup[],
     if (isRedisConnectError(error) || error instanceof TypeError) throw new UsageError(`--redis: ${error.message}`);
     throw error;
   }
+  const shared: string[] = [];
   providers.forEach((setup, index) => {
     const { name } = setup.provider;
+    const quotaKey = quotaKeys.get(name) ?? flags.quotaKey ?? name;
+    shared.push(quotaKey === name ? `"${name}"` : `"${quotaKey}" (${name})`);
     providers[index] = {
       ...setup,
       limits: new RedisLimits({
         connection,
         limits: setup.limits as readonly LimitSpec[],
-        quotaKey: quotaKeys.get(name) ?? flags.quotaKey ?? name,
+        quotaKey,
         prefix: flags.redisPrefix,
         fallbackShare: flags.fallbackShare,
         logger,
       }),
     };
   });
-  return connection;
+  const note =
+    `Shared quota ${shared.join(', ')} through Redis: the calls and the efficiency above are this process's; ` +
+    'other processes on the same quota take their share of the rate';
+  return { close: () => connection.close(), note };
 }
 
 /** The line that says a run stopped because its shared limits could not be reached (Redis went away). */

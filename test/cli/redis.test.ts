@@ -72,6 +72,12 @@ describe('news-processor --redis', () => {
       watcher.disconnect();
       expect([result.code, named.code, configured.code]).toEqual([0, 0, 0]);
       expect(result.stdout).toMatch(/Succeeded:3 Failed:0/);
+      // The summary says the quota is shared, and that its figures are this process's part.
+      const note =
+        /^Shared quota (.*) through Redis: the calls and the efficiency above are this process's; other processes on the same quota take their share of the rate$/m;
+      expect(note.exec(result.stdout)?.[1]).toBe('"simulated"');
+      expect(note.exec(named.stdout)?.[1]).toBe('"team-key" (simulated)');
+      expect(note.exec(configured.stdout)?.[1]).toBe('"shared-key" (first), "second"');
       expect(new Set(keys)).toEqual(
         new Set([
           'news-processor:{simulated}:requests',
