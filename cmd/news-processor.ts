@@ -65,7 +65,8 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
 Exit codes: 0 all succeeded, 1 some article failed (or --output failed, or the shared quota's Redis
-went away), 2 bad usage or input (or a provider refused the key or has no quota left: the run stops),
+went away mid-run), 2 bad usage or input (or --redis unreachable at start, or a provider refused the
+key or has no quota left: the run stops),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early
 (… | head).`;
 

@@ -170,7 +170,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     }
     if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
       stoppedBy ??= { by: 'limits', provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
+      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
       intake.abort(event.error);
     }
     onAttempt?.(event as PipelineAttemptEvent);
