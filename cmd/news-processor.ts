@@ -216,10 +216,13 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     await terminal.close();
   }
 
-  // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
-  if (terminal.closed) return EXIT_STDOUT_CLOSED;
-  const resumed = skipping?.resumed() ?? 0;
+  // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
+  // stdout (--output -) the human output is on stderr, which still has a reader: the summary goes
+  // there as after a Ctrl-C; otherwise there is no one to print for.
   const human = output.human;
+  const stdoutClosed = terminal.closed;
+  if (stdoutClosed && human === process.stdout) return EXIT_STDOUT_CLOSED;
+  const resumed = skipping?.resumed() ?? 0;
   if (flags.json) {
     // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
     const { rate, burst } = summary.providers[0]!;
@@ -236,15 +239,17 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     if (printLines) human.write('\n');
     const lines = formatSummary(summary);
     const signal = stopSignal();
-    if (signal !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${signal}):`);
+    const stopped = signal ?? (stdoutClosed ? 'stdout closed' : undefined);
+    if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
     if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
     if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
-    if (writer !== undefined && outputError === undefined) {
+    if (writer !== undefined && outputError === undefined && !stdoutClosed) {
       const kept = output.kept?.size ?? 0;
       lines.push(`Results: ${writer.lines} lines written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`);
     }
     human.write(`${lines.join('\n')}\n`);
   }
+  if (stdoutClosed) return EXIT_STDOUT_CLOSED;
   if (outputError !== undefined) {
     process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
     return EXIT_FAILED;

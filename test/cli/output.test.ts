@@ -107,6 +107,19 @@ describe.concurrent('news-processor - the per-call lines and the summary', { tim
     expect([0, 141]).toContain(result.code);
   });
 
+  it('with --output -, a closed stdout (… --output - | head -1) still prints the summary on stderr, exit 141', async () => {
+    const run = startCli(['--articles=2000', '--rate=inf', '--min-latency=5ms', '--max-latency=10ms', '--output', '-', '--quiet']);
+    run.child.stdout!.once('data', () => run.child.stdout!.destroy());
+    const result = await run.result;
+    expect(result.timedOut, 'the run hung').toBe(false);
+    expect(result.code).toBe(141);
+    expect(result.stderr).toMatch(/^Rate limit=inf\/s burst=3 \| \d+ of 2000 articles \| /m);
+    expect(result.stderr).toMatch(/^Interrupted \(stdout closed\): intake stopped; the articles in flight were cancelled\.$/m);
+    // stdout is gone: no line claims results were written there, and no error blames --output.
+    expect(result.stderr).not.toMatch(/^Results: /m);
+    expect(result.stderr).not.toMatch(/^error: /m);
+  });
+
   it('writes nothing to stderr on a clean run, also with more than 10 workers', async () => {
     const result = await runCli([...FAST, '--articles=200', '--workers=50', '--quiet']);
     expect(result.code).toBe(0);
