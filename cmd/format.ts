@@ -79,7 +79,10 @@ export function formatSummary(summary: RunSummary): string[] {
   const lines = [
     `Rate limit=${limits} | ${articles} | Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
     `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
-      `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
+      `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | ` +
+      // Only a provider over a network has them: shown when there were any, as `Not started` is.
+      (summary.networkErrors > 0 ? `Network errors: ${summary.networkErrors} | ` : '') +
+      `Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
       (notStarted !== null && notStarted > 0 ? ` | Not started: ${notStarted}` : ''),
     formatBound(summary),
   ];
@@ -89,6 +92,7 @@ export function formatSummary(summary: RunSummary): string[] {
     const parts = [
       `${p.calls} calls (${p.achievedRate.toFixed(2)}/s)`,
       `429s ${p.rateLimited}`,
+      ...(p.networkErrors > 0 ? [`network errors ${p.networkErrors}`] : []),
       `retries ${p.retries}`,
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];

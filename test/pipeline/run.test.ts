@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
+import { AuthenticationError, NetworkError, ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
@@ -148,6 +148,18 @@ describe('runPipeline()', () => {
       attempts: 2,
       error: { type: 'ServerError', task: 'summarize', message: expect.stringMatching(/gave up after 2 attempts/) },
     });
+  });
+
+  it('counts network errors (refused, reset) in the summary and per provider', async () => {
+    const clock = new ManualClock();
+    const refused = new NetworkError('network error (ECONNREFUSED)', { code: 'ECONNREFUSED' });
+    const provider = new ScriptedProvider('sim', clock, [{ error: refused }, { error: refused }, {}]);
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(1), providers: [{ provider, limits: requestLimit(Infinity, 1) }], clock }),
+    );
+    expect(summary).toMatchObject({ succeeded: 1, calls: 4, retries: 2, networkErrors: 2, serverErrors: 0, timeouts: 0 });
+    expect(summary.providers[0]).toMatchObject({ networkErrors: 2 });
   });
 
   it('fails an article whose calls outlast --timeout with a TimeoutError', async () => {
