@@ -247,6 +247,13 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
     throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
   }
+  // A call reserves its prompt's tokens plus --max-output-tokens at once: a minute's budget no
+  // larger than that fails every article at run time, so it is refused here.
+  if (flags.tpm !== undefined && flags.maxOutputTokens >= flags.tpm) {
+    throw new UsageError(
+      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
+    );
+  }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
   }

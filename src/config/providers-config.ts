@@ -156,11 +156,27 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     if (kinds.has(limit.kind)) at.fail(`${path}.limits[${index}].kind`, 'one limit per kind', limit.kind);
     kinds.add(limit.kind);
   });
+  const maxOutputTokens =
+    o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1);
+  // A call reserves its prompt's tokens plus maxOutputTokens at once: a burst that cannot hold them
+  // would fail every call at run time.
+  limits.forEach((limit, index) => {
+    const reserved = `maxOutputTokens (${maxOutputTokens}${o.maxOutputTokens === undefined ? ', the default' : ''}`;
+    if (limit.kind === 'tokens' && limit.burst <= maxOutputTokens) {
+      at.fail(
+        `${path}.limits[${index}].burst`,
+        `more than ${reserved}; a call takes its prompt's tokens plus that many at once)`,
+        limit.burst,
+      );
+    }
+    if (limit.kind === 'output-tokens' && limit.burst < maxOutputTokens) {
+      at.fail(`${path}.limits[${index}].burst`, `at least ${reserved}; a call takes that many at once)`, limit.burst);
+    }
+  });
   return {
     name,
     limits,
-    maxOutputTokens:
-      o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
+    maxOutputTokens,
     adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
     syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),

@@ -37,6 +37,9 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
   ['--input together with --articles', ['--input', 'fixtures/articles.jsonl', '--articles=3'], [/--input/, /--articles/]],
   ['--skip-invalid without --input', ['--skip-invalid'], [/--skip-invalid/, /--input/]],
   ['--provider-burst without --provider-rate', ['--provider-burst=2'], [/--provider-burst/, /--provider-rate/]],
+  // A call reserves its prompt plus --max-output-tokens: no call could fit, said before the run.
+  ['--max-output-tokens above --tpm', ['--tpm=1000', '--max-output-tokens=2000'], [/--tpm=1000/, /--max-output-tokens \(2000\)/]],
+  ['--tpm no larger than the default --max-output-tokens', ['--tpm=256'], [/--tpm=256/, /--max-output-tokens \(256\)/]],
   [
     '--output the same file as --input',
     ['--input', 'fixtures/articles.jsonl', '--output', 'fixtures/articles.jsonl'],

@@ -105,7 +105,8 @@ describe.concurrent('news-processor: limits as providers set them', () => {
     expect(fits.code).toBe(0);
     expect(figures(fits).providers[0].tokensUsed).toBeGreaterThan(0);
 
-    const tooSmall = await runCli(['--articles=3', '--rate=inf', '--tpm=200', ...quick]);
+    // Above --max-output-tokens (256), so the run starts, but below it plus any article's prompt.
+    const tooSmall = await runCli(['--articles=3', '--rate=inf', '--tpm=300', ...quick]);
     expect(tooSmall.code).toBe(1);
     const json = figures(tooSmall);
     expect(json.failed).toBe(3);

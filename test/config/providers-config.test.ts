@@ -48,6 +48,15 @@ describe('parseProvidersConfig()', () => {
     });
   });
 
+  it('takes a tokens burst just above maxOutputTokens, and an output-tokens burst equal to it', () => {
+    const config = structuredClone(good) as any;
+    config.providers[0].maxOutputTokens = 100;
+    config.providers[0].limits[1] = { kind: 'tokens', rate: 101, per: 'minute' };
+    config.providers[1].maxOutputTokens = 100;
+    config.providers[1].limits.push({ kind: 'output-tokens', rate: 100, per: 'minute' });
+    expect(parseProvidersConfig(config).providers.map((p) => p.limits.at(-1)!.burst)).toEqual([101, 100]);
+  });
+
   it('reads a breaker failure ratio', () => {
     const config = structuredClone(good) as any;
     config.providers[1].breaker.failureRatio = { ratio: 0.5, window: '10s', minimumCalls: 20 };
@@ -146,6 +155,19 @@ describe('parseProvidersConfig()', () => {
     ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
     ['a misspelt field', (c) => (c.providers[0].adaptiv = true), 'providers[0].adaptiv: unknown field'],
     ['adaptive not boolean', (c) => (c.providers[0].adaptive = 'yes'), 'providers[0].adaptive: expected true or false, got "yes"'],
+    [
+      'a tokens burst no larger than maxOutputTokens (a call could never fit)',
+      (c) => (c.providers[0].limits[1] = { kind: 'tokens', rate: 200, per: 'minute' }),
+      "p.json: providers[0].limits[1].burst: expected more than maxOutputTokens (256, the default; a call takes its prompt's tokens plus that many at once), got 200",
+    ],
+    [
+      'an output-tokens burst below maxOutputTokens',
+      (c) => {
+        c.providers[0].maxOutputTokens = 500;
+        c.providers[0].limits[1] = { kind: 'output-tokens', rate: 6000, per: 'minute', burst: 499 };
+      },
+      'p.json: providers[0].limits[1].burst: expected at least maxOutputTokens (500; a call takes that many at once), got 499',
+    ],
     [
       'min above max latency',
       (c) => (c.providers[0].simulated.minLatency = '1s'),
