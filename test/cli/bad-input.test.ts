@@ -75,6 +75,33 @@ describe.concurrent('news-processor --input - malformed files: exit 2, one line 
   });
 });
 
+describe.concurrent('fixtures/README.md - the messages it quotes', { timeout: 60_000 }, () => {
+  // Its table of bad files: | `file` | line | problem | `message` … |, one row per file.
+  const rows = async () =>
+    [...(await readFile('fixtures/README.md', 'utf8')).matchAll(/^\| `([\w-]+\.jsonl)` +\| +\d+ +\|[^|]+\| `([^`]+)`/gm)].map(
+      ([, file, message]) => [file!, message!] as const,
+    );
+
+  it('quotes each bad file the tool reads exactly as it says it (up to the … of a message that varies)', async () => {
+    const quoted = await rows();
+    expect(quoted.map(([file]) => file).sort()).toEqual(
+      BAD_FILES.map(([file]) => file)
+        .filter((file) => file !== 'mixed.jsonl')
+        .sort(),
+    );
+    for (const [file, message] of quoted) {
+      const result = await runCli([...FAST, '--input', `fixtures/bad/${file}`]);
+      const [before, after] = message.split('…');
+      if (after === undefined) expect(result.stderr, file).toBe(`error: ${message}\n`);
+      else expect(result.stderr, file).toMatch(new RegExp(`^error: ${escapeRegExp(before!)}.+${escapeRegExp(after)}\n$`));
+    }
+  });
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 describe.concurrent('news-processor - a bad input loses nothing', { timeout: 60_000 }, () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;
   beforeAll(async () => {
