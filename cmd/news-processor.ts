@@ -15,9 +15,9 @@ import {
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
-import { formatAttempt, formatResult, formatSummary } from './format.ts';
+import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
-import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
@@ -241,11 +241,13 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     const signal = stopSignal();
     const stopped = signal ?? (stdoutClosed ? 'stdout closed' : undefined);
     if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
-    if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
+    if (resumed > 0) lines.push(`Resumed: ${plural(resumed, 'article')} had succeeded before and were skipped`);
     if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
     if (writer !== undefined && outputError === undefined && !stdoutClosed) {
       const kept = output.kept?.size ?? 0;
-      lines.push(`Results: ${writer.lines} lines written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`);
+      lines.push(
+        `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
+      );
     }
     human.write(`${lines.join('\n')}\n`);
   }
@@ -267,9 +269,7 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
     return EXIT_USAGE;
   }
   if (skipping !== undefined && !summary.interrupted && skipping.unseen() > 0) {
-    process.stderr.write(
-      `error: ${mismatch(flags.output!, input.name, `${skipping.unseen()} of its successes are not in the input`).message}\n`,
-    );
+    process.stderr.write(`error: ${mismatch(flags.output!, input.name, notInInput(skipping.unseen())).message}\n`);
     return EXIT_USAGE;
   }
   const signal = stopSignal();
@@ -281,9 +281,9 @@ async function runWith(flags: MainFlags, setups: Awaited<ReturnType<typeof provi
 function progressLine(elapsedMs: number, finished: number, total: number | undefined, calls: number, failed: number): string {
   const seconds = (ms: number) => formatDuration(Math.round(ms / 1000) * 1000);
   const fields = [`elapsed ${seconds(elapsedMs)}`];
-  if (total === undefined || total === 0) fields.push(`${finished} articles`);
-  else fields.push(`${finished}/${total} articles ${Math.floor((finished * 100) / total)}%`);
-  fields.push(`${calls} calls`, `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
+  if (total === undefined || total === 0) fields.push(plural(finished, 'article'));
+  else fields.push(`${finished}/${plural(total, 'article')} ${Math.floor((finished * 100) / total)}%`);
+  fields.push(plural(calls, 'call'), `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
   if (total !== undefined && finished > 0 && finished < total) fields.push(`eta ${seconds(((total - finished) * elapsedMs) / finished)}`);
   return fields.join(' · ');
 }

@@ -16,6 +16,7 @@ import {
 import { PROFILE_NAMES, type ProfileName } from '../provider/simulated.ts';
 import { show } from '../validation/checks.ts';
 import { DURATION_SYNTAX, parseDuration } from '../validation/duration.ts';
+import { fileErrorDetail } from '../validation/file-error.ts';
 
 /**
  * The providers file (`--config providers.json`): each provider's limits, breaker, adaptive rate,
@@ -106,7 +107,8 @@ export async function loadProvidersConfig(path: string): Promise<ProvidersConfig
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`${path}: cannot read file (${(error as Error).message})`);
+    // As --input says it: the path once, not again in Node's `, open '…'` tail.
+    throw new ConfigError(`${path}: cannot read file (${fileErrorDetail(error)})`, { cause: error });
   }
   let json: unknown;
   try {

@@ -120,6 +120,16 @@ describe.concurrent('news-processor - the per-call lines and the summary', { tim
     expect(result.stderr).not.toMatch(/^error: /m);
   });
 
+  it('says one of a thing in the singular: 1 article, 1 line, 1 worker', async () => {
+    const output = join(temp.dir, 'one-result.jsonl');
+    const result = await runCli([...FAST, '--articles=1', '--workers=1', '--quiet', '--output', output]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 1 article \| Succeeded:1 Failed:0 \| /m);
+    expect(result.stdout).toMatch(/^Least possible: \S+, bound by (latency: .*|the workers: all calls' time \/ 1 worker) \| /m);
+    expect(result.stdout).toMatch(/ \| 0 429s, 0 retries, 0 dead letters, 0 wasted calls$/m);
+    expect(linesOf(result.stdout).at(-1)).toBe(`Results: 1 line written to ${output}`);
+  });
+
   it('writes nothing to stderr on a clean run, also with more than 10 workers', async () => {
     const result = await runCli([...FAST, '--articles=200', '--workers=50', '--quiet']);
     expect(result.code).toBe(0);

@@ -185,7 +185,12 @@ describe('parseProvidersConfig()', () => {
 describe('loadProvidersConfig()', () => {
   it('names the file for a missing file and for invalid JSON', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'np-config-'));
-    await expect(loadProvidersConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot read file \(ENOENT/);
+    await expect(loadProvidersConfig(join(dir, 'none.json'))).rejects.toThrow(
+      new ConfigError(`${join(dir, 'none.json')}: cannot read file (ENOENT: no such file or directory)`),
+    );
+    await expect(loadProvidersConfig(dir)).rejects.toThrow(
+      new ConfigError(`${dir}: cannot read file (EISDIR: illegal operation on a directory)`),
+    );
     const broken = join(dir, 'broken.json');
     writeFileSync(broken, '{ "providers": [');
     await expect(loadProvidersConfig(broken)).rejects.toThrow(/broken\.json: invalid JSON/);
