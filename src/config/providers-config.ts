@@ -62,6 +62,12 @@ export interface ProviderConfig {
   readonly api: ApiConfig | undefined;
   /** Calls in flight at once to this provider. Absent: no cap beyond the workers. */
   readonly maxConcurrent: number | undefined;
+  /**
+   * How long one attempt may wait for the answer, in ms (`"callTimeout": "10s"` in the file); one
+   * that outlasts it is retried within the article's timeout. Absent: the run's `--call-timeout`,
+   * else what is left of the article's timeout.
+   */
+  readonly callTimeoutMs: number | undefined;
 }
 
 /** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
@@ -147,7 +153,18 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
 
 function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   const o = at.object(json, path);
-  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated', 'quotaKey', ...CLIENT_FIELDS]);
+  at.only(o, path, [
+    'name',
+    'limits',
+    'maxOutputTokens',
+    'callTimeout',
+    'adaptive',
+    'syncHeaders',
+    'breaker',
+    'simulated',
+    'quotaKey',
+    ...CLIENT_FIELDS,
+  ]);
   const name = at.string(o.name, `${path}.name`);
   if (name.trim() === '') at.fail(`${path}.name`, 'a non-empty name', name);
   const limitsJson = at.array(o.limits, `${path}.limits`);
@@ -179,6 +196,7 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     name,
     limits,
     maxOutputTokens,
+    callTimeoutMs: o.callTimeout === undefined ? undefined : at.positiveDuration(o.callTimeout, `${path}.callTimeout`),
     adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
     syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),

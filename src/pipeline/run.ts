@@ -49,6 +49,11 @@ export interface ProviderSetup {
   readonly maxOutputTokens?: number | undefined;
   /** Calls in flight at once to this provider. Default: no cap beyond the workers. */
   readonly maxConcurrent?: number | undefined;
+  /**
+   * How long one attempt may wait for the answer, in ms: one that outlasts it is retried within the
+   * article's timeout. Default: what is left of the article's timeout (a timeout ends the article).
+   */
+  readonly callTimeoutMs?: number | undefined;
 }
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
@@ -247,6 +252,7 @@ function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock)
     syncHeaders: setup.syncHeaders,
     maxOutputTokens: setup.maxOutputTokens,
     maxConcurrent: setup.maxConcurrent,
+    callTimeoutMs: setup.callTimeoutMs,
     retry: options.retry,
     logger: options.logger,
   });

@@ -80,6 +80,24 @@ describe.concurrent('news-processor: limits as providers set them', () => {
     expect(withIt.rateLimited).toBeLessThan(without.rateLimited);
   });
 
+  it('--call-timeout cuts hung calls and retries them: fewer timeouts dead-lettered than the same run without it', async () => {
+    // The production profile hangs 5 % of calls; without a call timeout each takes its article's whole --timeout.
+    const args = ['--articles=200', '--rate=inf', '--workers=20', '--profile=production', '--min-latency=20ms', '--max-latency=80ms'];
+    const [whole, cut] = await Promise.all([
+      runCli([...args, '--timeout=600ms', '--json']),
+      runCli([...args, '--timeout=600ms', '--call-timeout=150ms', '--json']),
+    ]);
+    const without = figures(whole);
+    const withIt = figures(cut);
+    // Without it no timeout is retried: each is a dead letter.
+    expect(without.failureReasons.TimeoutError).toBe(without.timeouts);
+    expect(without.timeouts).toBeGreaterThan(5);
+    // With it most hung calls answer on their next attempt.
+    expect(withIt.timeouts).toBeGreaterThan(5);
+    expect(withIt.failureReasons.TimeoutError ?? 0).toBeLessThan(without.failureReasons.TimeoutError / 2);
+    expect(withIt.succeeded).toBeGreaterThan(without.succeeded);
+  });
+
   it('an outage opens the breaker: dead letters with few attempts, ridden out with many', async () => {
     const args = [
       '--articles=30',

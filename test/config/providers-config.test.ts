@@ -19,6 +19,7 @@ const good = {
       name: 'careful',
       limits: [{ kind: 'requests', rate: 2 }],
       breaker: { failureThreshold: 3, cooldown: '2s' },
+      callTimeout: '1.5s',
       simulated: { outage: '2s..8s' },
     },
   ],
@@ -38,11 +39,13 @@ describe('parseProvidersConfig()', () => {
       adaptive: {},
       syncHeaders: false,
       maxOutputTokens: 256,
+      callTimeoutMs: undefined,
       breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1 },
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
       limits: [{ kind: 'requests', rate: 2, burst: 2 }],
+      callTimeoutMs: 1500,
       breaker: { failureThreshold: 3, cooldownMs: 2000 },
       simulated: { outage: { startMs: 2000, endMs: 8000 } },
     });
@@ -121,6 +124,16 @@ describe('parseProvidersConfig()', () => {
       'a duration without unit',
       (c) => (c.providers[1].breaker.cooldown = '2'),
       'providers[1].breaker.cooldown: expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h), got "2"',
+    ],
+    [
+      'a zero call timeout',
+      (c) => (c.providers[1].callTimeout = '0s'),
+      'p.json: providers[1].callTimeout: expected a duration > 0, got "0s"',
+    ],
+    [
+      'a call timeout without unit',
+      (c) => (c.providers[1].callTimeout = 500),
+      'providers[1].callTimeout: expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h), got 500',
     ],
     [
       'a backwards outage',

@@ -179,6 +179,32 @@ describe('runPipeline()', () => {
     expect(results).toMatchObject([{ status: 'failed', elapsedMs: 250, error: { type: 'TimeoutError' } }]);
   });
 
+  it("retries a call that hangs once within the article's timeout when the provider has a callTimeoutMs", async () => {
+    const run = async (callTimeoutMs: number | undefined) => {
+      const clock = new ManualClock();
+      const provider = new ScriptedProvider('sim', clock, [{ hang: true }, { latencyMs: 100 }]);
+      const results: ArticleResult[] = [];
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(1),
+          providers: [{ provider, limits: requestLimit(Infinity, 1), callTimeoutMs }],
+          timeoutMs: 3000,
+          clock,
+          onResult: (r) => void results.push(r),
+        }),
+      );
+      return { summary, result: results[0]! };
+    };
+    const cut = await run(500);
+    expect(cut.result).toMatchObject({ status: 'succeeded', attempts: 3 });
+    expect(cut.result.elapsedMs).toBeLessThan(3000);
+    expect(cut.summary).toMatchObject({ succeeded: 1, calls: 3, retries: 1, timeouts: 1 });
+    // Without it, the hang takes the article's whole budget and nothing is retried.
+    const whole = await run(undefined);
+    expect(whole.result).toMatchObject({ status: 'failed', attempts: 1, elapsedMs: 3000, error: { type: 'TimeoutError' } });
+  });
+
   it('on abort stops intake and ends the articles in flight as cancelled', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 100 }]);
