@@ -12,7 +12,7 @@ import {
   type SettingResult,
   type SweepResult,
 } from '../src/index.ts';
-import { formatMs, formatRate } from './format.ts';
+import { formatMs, formatRate, plural } from './format.ts';
 import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 import {
   UsageError,
@@ -146,7 +146,8 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   let calls = 0;
   let runStartedMs = performance.now();
   const drawProgress = () => {
-    if (showProgress && progress !== '') terminal.status(`${progress} · ${calls} calls · ${formatMs(performance.now() - runStartedMs)}`);
+    if (showProgress && progress !== '')
+      terminal.status(`${progress} · ${plural(calls, 'call')} · ${formatMs(performance.now() - runStartedMs)}`);
   };
   const progressTimer = setInterval(drawProgress, 250);
 
@@ -225,8 +226,8 @@ async function checkWritable(path: string): Promise<void> {
 /** The line above the table and under the chart's title: what every run in the sweep had in common. */
 function describeRun(flags: BenchFlags, articles: number): string {
   const parts = [
-    `${articles} articles${flags.input === undefined ? '' : ` from ${flags.input}`}`,
-    `${flags.workers} workers`,
+    `${plural(articles, 'article')}${flags.input === undefined ? '' : ` from ${flags.input}`}`,
+    plural(flags.workers, 'worker'),
     `latency ${formatLatency(flags.minLatency)}–${formatLatency(flags.maxLatency)}`,
   ];
   if (flags.profile !== 'default') parts.push(`profile ${flags.profile}`);
@@ -234,7 +235,7 @@ function describeRun(flags: BenchFlags, articles: number): string {
   if (flags.providerRate !== undefined) parts.push(`provider quota ${formatRate(flags.providerRate)}/s burst ${flags.providerBurst ?? 1}`);
   if (flags.tpm !== undefined) parts.push(`${flags.tpm} tokens/min`);
   if (flags.adaptive) parts.push('adaptive rate');
-  parts.push(`${flags.repeat} ${flags.repeat === 1 ? 'run' : 'runs'} per setting, seed ${flags.seed}`);
+  parts.push(`${plural(flags.repeat, 'run')} per setting, seed ${flags.seed}`);
   return parts.join(' · ');
 }
 

@@ -8,6 +8,11 @@ export function formatMs(ms: number): string {
   return `${(ms / 1000).toFixed(3)}s`;
 }
 
+/** `1 article`, `2 articles`: a count with its noun, singular for one. */
+export function plural(n: number, singular: string, many = `${singular}s`): string {
+  return `${n} ${n === 1 ? singular : many}`;
+}
+
 export function formatRate(rate: number): string {
   if (rate === Infinity) return 'inf';
   return Number.isInteger(rate) ? String(rate) : String(Number(rate.toPrecision(4)));
@@ -72,14 +77,17 @@ export function formatSummary(summary: RunSummary): string[] {
   const { notStarted } = summary;
   const articles =
     notStarted !== null && notStarted > 0
-      ? `${summary.articles} of ${summary.articles + notStarted} articles`
+      ? `${summary.articles} of ${plural(summary.articles + notStarted, 'article')}`
       : notStarted === null && (summary.interrupted || summary.stoppedBy !== undefined)
-        ? `${summary.articles} articles (the rest of the input not read)`
-        : `${summary.articles} articles`;
+        ? `${plural(summary.articles, 'article')} (the rest of the input not read)`
+        : plural(summary.articles, 'article');
   const lines = [
     `Rate limit=${limits} | ${articles} | Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
     `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
-      `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
+      `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | ` +
+      // Only a provider over a network has them: shown when there were any, as `Not started` is.
+      (summary.networkErrors > 0 ? `Network errors: ${summary.networkErrors} | ` : '') +
+      `Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
       (notStarted !== null && notStarted > 0 ? ` | Not started: ${notStarted}` : ''),
     formatBound(summary),
   ];
@@ -87,8 +95,9 @@ export function formatSummary(summary: RunSummary): string[] {
     const notable = summary.providers.length > 1 || p.countsTokens || p.breakerOpens > 0 || p.rateCuts > 0 || p.circuitRejections > 0;
     if (!notable) continue;
     const parts = [
-      `${p.calls} calls (${p.achievedRate.toFixed(2)}/s)`,
+      `${plural(p.calls, 'call')} (${p.achievedRate.toFixed(2)}/s)`,
       `429s ${p.rateLimited}`,
+      ...(p.networkErrors > 0 ? [`network errors ${p.networkErrors}`] : []),
       `retries ${p.retries}`,
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];
@@ -113,7 +122,12 @@ export function formatSummary(summary: RunSummary): string[] {
  * the efficiency does not show (429s, retries, dead letters) beside it.
  */
 function formatBound(summary: RunSummary): string {
-  const costs = `${summary.rateLimited} 429s, ${summary.retries} retries, ${summary.deadLetters} dead letters, ${summary.wastedCalls} wasted calls`;
+  const costs = [
+    plural(summary.rateLimited, '429'),
+    plural(summary.retries, 'retry', 'retries'),
+    plural(summary.deadLetters, 'dead letter'),
+    plural(summary.wastedCalls, 'wasted call'),
+  ].join(', ');
   if (summary.boundBy === null || summary.efficiency === null) return `Least possible: none (no call made) | Efficiency: n/a | ${costs}`;
   let why: string;
   if (summary.boundBy === 'rate') {
@@ -124,7 +138,7 @@ function formatBound(summary: RunSummary): string {
   } else if (summary.boundBy === 'latency') {
     why = "latency: the longest article's calls in series";
   } else {
-    why = `the workers: all calls' time / ${summary.workers} workers`;
+    why = `the workers: all calls' time / ${plural(summary.workers, 'worker')}`;
   }
   return `Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}% | ${costs}`;
 }

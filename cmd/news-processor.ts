@@ -15,9 +15,9 @@ import {
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
-import { formatAttempt, formatResult, formatSummary } from './format.ts';
+import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
-import { mismatch, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
@@ -51,6 +51,7 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
+  $ news-processor --articles=200 --workers=20 --profile=production --timeout=3s --call-timeout=1s   retry hung calls
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
   $ news-processor --articles=50 --rate=8 --provider-rate=5 --max-attempts=5   faster than the provider allows: 429s, retried
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
@@ -65,9 +66,10 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
 Exit codes: 0 all succeeded, 1 some article failed (or --output failed, the shared quota's Redis went
-away, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or a provider refused
-the key, has no quota left, or answered its first call 404: the run stops), 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head).`;
+away mid-run, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or --redis
+unreachable at start, or a provider refused the key, has no quota left, or answered its first call
+404: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141
+stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
@@ -220,10 +222,13 @@ async function runWith(
     await terminal.close();
   }
 
-  // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C; there is no one to print for.
-  if (terminal.closed) return EXIT_STDOUT_CLOSED;
-  const resumed = skipping?.resumed() ?? 0;
+  // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
+  // stdout (--output -) the human output is on stderr, which still has a reader: the summary goes
+  // there as after a Ctrl-C; otherwise there is no one to print for.
   const human = output.human;
+  const stdoutClosed = terminal.closed;
+  if (stdoutClosed && human === process.stdout) return EXIT_STDOUT_CLOSED;
+  const resumed = skipping?.resumed() ?? 0;
   if (flags.json) {
     // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
     const { rate, burst } = summary.providers[0]!;
@@ -240,16 +245,20 @@ async function runWith(
     if (printLines) human.write('\n');
     const lines = formatSummary(summary);
     const signal = stopSignal();
-    if (signal !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${signal}):`);
-    if (resumed > 0) lines.push(`Resumed: ${resumed} articles had succeeded before and were skipped`);
+    const stopped = signal ?? (stdoutClosed ? 'stdout closed' : undefined);
+    if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
+    if (resumed > 0) lines.push(`Resumed: ${plural(resumed, 'article')} had succeeded before and were skipped`);
     if (sharedNote !== undefined) lines.push(sharedNote);
     if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
-    if (writer !== undefined && outputError === undefined) {
+    if (writer !== undefined && outputError === undefined && !stdoutClosed) {
       const kept = output.kept?.size ?? 0;
-      lines.push(`Results: ${writer.lines} lines written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`);
+      lines.push(
+        `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
+      );
     }
     human.write(`${lines.join('\n')}\n`);
   }
+  if (stdoutClosed) return EXIT_STDOUT_CLOSED;
   if (outputError !== undefined) {
     process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
     return EXIT_FAILED;
@@ -275,9 +284,7 @@ async function runWith(
     return EXIT_USAGE;
   }
   if (skipping !== undefined && !summary.interrupted && skipping.unseen() > 0) {
-    process.stderr.write(
-      `error: ${mismatch(flags.output!, input.name, `${skipping.unseen()} of its successes are not in the input`).message}\n`,
-    );
+    process.stderr.write(`error: ${mismatch(flags.output!, input.name, notInInput(skipping.unseen())).message}\n`);
     return EXIT_USAGE;
   }
   const signal = stopSignal();
@@ -289,9 +296,9 @@ async function runWith(
 function progressLine(elapsedMs: number, finished: number, total: number | undefined, calls: number, failed: number): string {
   const seconds = (ms: number) => formatDuration(Math.round(ms / 1000) * 1000);
   const fields = [`elapsed ${seconds(elapsedMs)}`];
-  if (total === undefined || total === 0) fields.push(`${finished} articles`);
-  else fields.push(`${finished}/${total} articles ${Math.floor((finished * 100) / total)}%`);
-  fields.push(`${calls} calls`, `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
+  if (total === undefined || total === 0) fields.push(plural(finished, 'article'));
+  else fields.push(`${finished}/${plural(total, 'article')} ${Math.floor((finished * 100) / total)}%`);
+  fields.push(plural(calls, 'call'), `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
   if (total !== undefined && finished > 0 && finished < total) fields.push(`eta ${seconds(((total - finished) * elapsedMs) / finished)}`);
   return fields.join(' · ');
 }

@@ -108,7 +108,12 @@ async function checkResume(kept: ReadonlyMap<string, string>, input: RunInput, f
     if (title !== article.title) throw mismatch(output, input.name, `article ${JSON.stringify(article.id)} has another title there`);
     seen++;
   }
-  if (seen < kept.size) throw mismatch(output, input.name, `${kept.size - seen} of its successes are not in the input`);
+  if (seen < kept.size) throw mismatch(output, input.name, notInInput(kept.size - seen));
+}
+
+/** `1 of its successes is not in the input`, `2 of its successes are …`. */
+export function notInInput(missing: number): string {
+  return `${missing} of its successes ${missing === 1 ? 'is' : 'are'} not in the input`;
 }
 
 export function mismatch(output: string, inputName: string, detail: string): UsageError {

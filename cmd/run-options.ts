@@ -35,6 +35,8 @@ export interface RunFlags {
   articles: number;
   workers: number;
   timeout: number;
+  /** `Infinity` unless given: an attempt may take what is left of --timeout. */
+  callTimeout: number;
   maxAttempts: number;
   minLatency: number;
   maxLatency: number;
@@ -82,7 +84,7 @@ export function oneLineErrors(command: Command): Command {
 
 /** The headings --help puts a run's flags under, and the flags under each, in order. */
 export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
-  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--max-attempts', '--config'],
+  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--call-timeout', '--max-attempts', '--config'],
   'Input and output:': [
     '--input',
     '--skip-invalid',
@@ -174,6 +176,11 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .default(PIPELINE_DEFAULTS.timeoutMs, formatDuration(PIPELINE_DEFAULTS.timeoutMs)),
     )
     .addOption(
+      new Option('--call-timeout <duration>', 'how long one attempt may wait for its answer: one that outlasts it is cut and retried')
+        .argParser(duration({ allowZero: false }))
+        .default(Infinity, 'the rest of --timeout'),
+    )
+    .addOption(
       new Option('--max-attempts <n>', 'attempts per call, the first included')
         .argParser(integer(1, 100))
         .default(RETRY_DEFAULTS.maxAttempts),
@@ -243,6 +250,12 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
 export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.config?.trim() === '') throw new UsageError('--config needs a file name');
   checkLatencyRange(flags);
+  if (flags.callTimeout !== Infinity && flags.callTimeout >= flags.timeout) {
+    throw new UsageError(
+      `--call-timeout (${formatDuration(flags.callTimeout)}) must be shorter than --timeout (${formatDuration(flags.timeout)}): ` +
+        "an attempt never has more than what is left of the article's budget",
+    );
+  }
   if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
     throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
   }
@@ -256,6 +269,13 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   }
   if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
     throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
+  }
+  // A call reserves its prompt's tokens plus --max-output-tokens at once: a minute's budget no
+  // larger than that fails every article at run time, so it is refused here.
+  if (flags.tpm !== undefined && flags.maxOutputTokens >= flags.tpm) {
+    throw new UsageError(
+      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
+    );
   }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
@@ -302,6 +322,7 @@ export function providerSetup(flags: RunFlags, provider: Provider, rate: number,
     adaptive: flags.adaptive ? {} : undefined,
     syncHeaders: flags.syncHeaders,
     maxOutputTokens: flags.maxOutputTokens,
+    callTimeoutMs: flags.callTimeout,
     breaker:
       flags.breakerThreshold === 0
         ? undefined
@@ -339,6 +360,8 @@ export async function providerSetups(
       adaptive: p.adaptive,
       syncHeaders: p.syncHeaders,
       maxOutputTokens: p.maxOutputTokens,
+      // The file's own, else the flag's: --call-timeout is a run-wide default.
+      callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
       breaker: p.breaker,
       maxConcurrent: p.maxConcurrent,
     }),

@@ -129,7 +129,9 @@ export function handleSignals(
         quitNow(signal);
       }
       first = signal;
-      terminal.notice(`${signal === 'SIGINT' ? 'interrupted' : signal}: ${notice} (Ctrl-C again to quit at once)`);
+      // Ctrl-C is how a person sends SIGINT; SIGTERM and SIGHUP come from a program, which sends the same again.
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : signal;
+      terminal.notice(`${signal === 'SIGINT' ? 'interrupted' : signal}: ${notice} (${again} again to quit at once)`);
       controller.abort(reason(signal));
     });
   }

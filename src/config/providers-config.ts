@@ -17,6 +17,7 @@ import {
 import { PROFILE_NAMES, type ProfileName } from '../provider/simulated.ts';
 import { show } from '../validation/checks.ts';
 import { DURATION_SYNTAX, parseDuration } from '../validation/duration.ts';
+import { fileErrorDetail } from '../validation/file-error.ts';
 
 /**
  * The providers file (`--config providers.json`): each provider's limits, breaker, adaptive rate,
@@ -62,6 +63,12 @@ export interface ProviderConfig {
   readonly api: ApiConfig | undefined;
   /** Calls in flight at once to this provider. Absent: no cap beyond the workers. */
   readonly maxConcurrent: number | undefined;
+  /**
+   * How long one attempt may wait for the answer, in ms (`"callTimeout": "10s"` in the file); one
+   * that outlasts it is retried within the article's timeout. Absent: the run's `--call-timeout`,
+   * else what is left of the article's timeout.
+   */
+  readonly callTimeoutMs: number | undefined;
 }
 
 /** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
@@ -109,7 +116,8 @@ export async function loadProvidersConfig(path: string): Promise<ProvidersConfig
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`${path}: cannot read file (${(error as Error).message})`);
+    // As --input says it: the path once, not again in Node's `, open '…'` tail.
+    throw new ConfigError(`${path}: cannot read file (${fileErrorDetail(error)})`, { cause: error });
   }
   let json: unknown;
   try {
@@ -148,7 +156,18 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
 
 function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   const o = at.object(json, path);
-  at.only(o, path, ['name', 'limits', 'maxOutputTokens', 'adaptive', 'syncHeaders', 'breaker', 'simulated', 'quotaKey', ...CLIENT_FIELDS]);
+  at.only(o, path, [
+    'name',
+    'limits',
+    'maxOutputTokens',
+    'callTimeout',
+    'adaptive',
+    'syncHeaders',
+    'breaker',
+    'simulated',
+    'quotaKey',
+    ...CLIENT_FIELDS,
+  ]);
   const name = at.string(o.name, `${path}.name`);
   if (name.trim() === '') at.fail(`${path}.name`, 'a non-empty name', name);
   const limitsJson = at.array(o.limits, `${path}.limits`);
@@ -159,11 +178,28 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     if (kinds.has(limit.kind)) at.fail(`${path}.limits[${index}].kind`, 'one limit per kind', limit.kind);
     kinds.add(limit.kind);
   });
+  const maxOutputTokens =
+    o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1);
+  // A call reserves its prompt's tokens plus maxOutputTokens at once: a burst that cannot hold them
+  // would fail every call at run time.
+  limits.forEach((limit, index) => {
+    const reserved = `maxOutputTokens (${maxOutputTokens}${o.maxOutputTokens === undefined ? ', the default' : ''}`;
+    if (limit.kind === 'tokens' && limit.burst <= maxOutputTokens) {
+      at.fail(
+        `${path}.limits[${index}].burst`,
+        `more than ${reserved}; a call takes its prompt's tokens plus that many at once)`,
+        limit.burst,
+      );
+    }
+    if (limit.kind === 'output-tokens' && limit.burst < maxOutputTokens) {
+      at.fail(`${path}.limits[${index}].burst`, `at least ${reserved}; a call takes that many at once)`, limit.burst);
+    }
+  });
   return {
     name,
     limits,
-    maxOutputTokens:
-      o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
+    maxOutputTokens,
+    callTimeoutMs: o.callTimeout === undefined ? undefined : at.positiveDuration(o.callTimeout, `${path}.callTimeout`),
     adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
     syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),

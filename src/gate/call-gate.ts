@@ -23,7 +23,8 @@ import {
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryPolicy, retryAfterHint, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkInteger } from '../validation/checks.ts';
+import { checkInteger, checkNumber } from '../validation/checks.ts';
+import { formatDuration } from '../validation/duration.ts';
 import type { AdaptiveRate } from './adaptive-rate.ts';
 import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from './provider-limits.ts';
 
@@ -114,6 +115,13 @@ export interface CallGateOptions {
   readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
   /** Calls in flight at once to this provider, an integer >= 1. Default: no cap (the workers bound them). */
   readonly maxConcurrent?: number | undefined;
+  /**
+   * How long one attempt may wait for the provider's answer, in ms (> 0). One that outlasts it is
+   * aborted with a retryable `TimeoutError` and tried again within the deadline, so a call that
+   * hangs does not take the whole deadline with it. Default `Infinity`: an attempt may take what
+   * is left of the deadline, and a timeout then ends the call.
+   */
+  readonly callTimeoutMs?: number | undefined;
   /** Attempts, backoff and retry-after cap. Defaults: `RETRY_DEFAULTS`, full-jitter backoff. */
   readonly retry?: RetryPolicyOptions | undefined;
   readonly clock?: Clock | undefined;
@@ -163,6 +171,7 @@ export class CallGate {
   readonly #adaptive: AdaptiveRate | undefined;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
+  readonly #callTimeoutMs: number;
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
   readonly #observers: readonly AttemptObserver[];
@@ -176,6 +185,8 @@ export class CallGate {
     this.#adaptive = adaptive;
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+    this.#callTimeoutMs = options.callTimeoutMs ?? Infinity;
+    checkNumber('callTimeoutMs', this.#callTimeoutMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
     this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
     if (maxConcurrent !== undefined) checkInteger('maxConcurrent', maxConcurrent, 1);
     this.#inFlight = maxConcurrent === undefined ? undefined : pLimit(maxConcurrent);
@@ -267,8 +278,41 @@ export class CallGate {
     const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
     attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
     attempt.sentAtMs = this.clock.now();
-    const timeoutMs = deadlineMs - attempt.sentAtMs;
-    return this.provider.call(attempt.request, { signal, timeoutMs, maxOutputTokens: this.#maxOutputTokens });
+    const leftMs = deadlineMs - attempt.sentAtMs;
+    const maxOutputTokens = this.#maxOutputTokens;
+    // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
+    if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
+    return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
+  }
+
+  /**
+   * Calls the provider with `timeoutMs` as its timeout, and enforces it too: a provider need not
+   * (the simulated one's hangs last until the signal aborts). Running out of it rejects with a
+   * retryable `TimeoutError`: the deadline is still ahead, so another attempt may be made.
+   */
+  async #callWithin(
+    request: LlmRequest,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    maxOutputTokens: number,
+  ): Promise<LlmResponse> {
+    const timer = new AbortController();
+    const cancelTimer = this.clock.setTimer(timeoutMs, () =>
+      timer.abort(new TimeoutError(`no answer within ${formatDuration(timeoutMs)} (the call timeout)`, { timeoutMs, retryable: true })),
+    );
+    try {
+      const callSignal = signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
+      return await this.provider.call(request, { signal: callSignal, timeoutMs, maxOutputTokens });
+    } catch (error) {
+      // A provider's own timeout (an SDK's, set from timeoutMs, may fire before the timer) ended
+      // the attempt, not the call: the deadline has not passed.
+      if (isTimeoutError(error) && !error.retryable && signal?.aborted !== true) {
+        throw new TimeoutError(error.message, { timeoutMs: error.timeoutMs, retryable: true, cause: error });
+      }
+      throw error;
+    } finally {
+      cancelTimer();
+    }
   }
 
   async #cost(request: LlmRequest): Promise<CallCost> {

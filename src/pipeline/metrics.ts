@@ -21,6 +21,8 @@ export interface ProviderFigures {
   readonly rateLimited: number;
   readonly serverErrors: number;
   readonly timeouts: number;
+  /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
+  readonly networkErrors: number;
   /** No schedule can grant the last token before `(calls − burst) / rate`, in ms. */
   readonly rateFloorMs: number;
   /** When the last call was granted its token, relative to the run's start, in ms. */
@@ -78,6 +80,8 @@ export interface RunSummary {
   readonly rateLimited: number;
   readonly serverErrors: number;
   readonly timeouts: number;
+  /** Calls that could not reach a provider or lost the connection (refused, reset, DNS, TLS). */
+  readonly networkErrors: number;
   readonly elapsedMs: number;
   /**
    * `(calls − burst) / rate` of the provider that bounds the run: no schedule can grant its last
@@ -120,6 +124,7 @@ interface ProviderCounters {
   rateLimited: number;
   serverErrors: number;
   timeouts: number;
+  networkErrors: number;
   lastGrantMs: number;
   lastCallLatencyMs: number;
 }
@@ -165,6 +170,7 @@ export class Metrics {
         rateLimited: 0,
         serverErrors: 0,
         timeouts: 0,
+        networkErrors: 0,
         lastGrantMs: 0,
         lastCallLatencyMs: 0,
       });
@@ -184,6 +190,7 @@ export class Metrics {
     if (event.outcome === 'rate-limited') counters.rateLimited++;
     else if (event.outcome === 'server-error') counters.serverErrors++;
     else if (event.outcome === 'timeout') counters.timeouts++;
+    else if (event.outcome === 'network-error') counters.networkErrors++;
     this.#latency.record(event.latencyMs);
     this.#callMs += event.latencyMs;
     const grantMs = event.atMs - event.latencyMs - this.#startMs;
@@ -221,6 +228,7 @@ export class Metrics {
     let rateLimited = 0;
     let serverErrors = 0;
     let timeouts = 0;
+    let networkErrors = 0;
     let floorMs = 0;
     let rateBoundMs = 0;
     const elapsedMs = endMs - this.#startMs;
@@ -248,6 +256,7 @@ export class Metrics {
       rateLimited += c.rateLimited;
       serverErrors += c.serverErrors;
       timeouts += c.timeouts;
+      networkErrors += c.networkErrors;
       // The provider that could finish last bounds the run.
       if (rate !== Infinity && c.calls > burst && rateFloorMs + c.lastCallLatencyMs > rateBoundMs) {
         rateBoundMs = rateFloorMs + c.lastCallLatencyMs;
@@ -267,6 +276,7 @@ export class Metrics {
       rateLimited,
       serverErrors,
       timeouts,
+      networkErrors,
       elapsedMs,
       rateFloorMs: floorMs,
       lowerBoundsMs,

@@ -66,6 +66,11 @@ export interface ProviderSetup {
   readonly maxOutputTokens?: number | undefined;
   /** Calls in flight at once to this provider. Default: no cap beyond the workers. */
   readonly maxConcurrent?: number | undefined;
+  /**
+   * How long one attempt may wait for the answer, in ms: one that outlasts it is retried within the
+   * article's timeout. Default: what is left of the article's timeout (a timeout ends the article).
+   */
+  readonly callTimeoutMs?: number | undefined;
 }
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
@@ -200,7 +205,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     }
     if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
       stoppedBy ??= { by: 'limits', provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.error({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
+      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
       intake.abort(event.error);
     }
     if (event.called && event.outcome !== 'ok' && event.error instanceof Error) lastFailure.set(event.provider, event.error);
@@ -308,6 +313,7 @@ function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock)
     syncHeaders: setup.syncHeaders,
     maxOutputTokens: setup.maxOutputTokens,
     maxConcurrent: setup.maxConcurrent,
+    callTimeoutMs: setup.callTimeoutMs,
     retry: options.retry,
     logger: options.logger,
   });

@@ -147,15 +147,23 @@ export class ServerError extends ProviderError {
   }
 }
 
-/** The call did not answer in time. Not retried: the article's deadline has passed. */
+/**
+ * The call did not answer in time. Not retried when the article's deadline has passed (the
+ * default); retried when only the call's own timeout ran out (the call gate's `callTimeoutMs`,
+ * `retryable: true`), leaving the deadline time for another attempt.
+ */
 export class TimeoutError extends ProviderError {
   override readonly name = 'TimeoutError';
-  readonly retryable = false;
+  readonly retryable: boolean;
   readonly timeoutMs: number | undefined;
 
-  constructor(message = 'timed out', options: ProviderErrorOptions & { readonly timeoutMs?: number | undefined } = {}) {
+  constructor(
+    message = 'timed out',
+    options: ProviderErrorOptions & { readonly timeoutMs?: number | undefined; readonly retryable?: boolean | undefined } = {},
+  ) {
     super(message, options);
     this.timeoutMs = options.timeoutMs;
+    this.retryable = options.retryable ?? false;
   }
 }
 

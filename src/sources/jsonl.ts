@@ -3,6 +3,7 @@
  */
 import { open } from 'node:fs/promises';
 import { checkBoolean, checkFunction, checkString, expected, show } from '../validation/checks.ts';
+import { fileErrorDetail } from '../validation/file-error.ts';
 import type { Article } from './article.ts';
 import { LineError, MAX_LINE_BYTES, readLines } from './lines.ts';
 
@@ -184,11 +185,5 @@ function parseArticleLine(text: string): Article | string {
 
 /** `${path}: cannot read file (CODE: description)`, without Node's `, open '…'` tail. */
 function unreadable(path: string, error: unknown): InputError {
-  let detail = error instanceof Error ? error.message : String(error);
-  const syscall = (error as { syscall?: unknown } | null)?.syscall;
-  if (typeof syscall === 'string') {
-    const tail = detail.lastIndexOf(`, ${syscall}`);
-    if (tail > 0) detail = detail.slice(0, tail);
-  }
-  return new InputError({ path, reason: `cannot read file (${detail})` }, { cause: error });
+  return new InputError({ path, reason: `cannot read file (${fileErrorDetail(error)})` }, { cause: error });
 }

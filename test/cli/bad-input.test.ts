@@ -30,6 +30,8 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
   ['--timeout=0s', ['--timeout=0s'], [/--timeout/, /'0s'/]],
   ['negative --timeout', ['--timeout=-1s'], [/--timeout/, /'-1s'/]],
   ['--timeout without a unit', ['--timeout=5'], [/--timeout/, /unit/]],
+  ['--call-timeout=0s', ['--call-timeout=0s'], [/--call-timeout/, /'0s'/]],
+  ['--call-timeout no shorter than --timeout', ['--timeout=2s', '--call-timeout=2s'], [/--call-timeout \(2s\)/, /--timeout \(2s\)/]],
   ['--min-latency above --max-latency', ['--min-latency=900ms', '--max-latency=800ms'], [/--min-latency/, /--max-latency/]],
   ['unknown flag', ['--frobnicate'], [/--frobnicate/]],
   ['misspelt flag (suggestion on the same line)', ['--artcles=5'], [/--artcles/, /--articles/]],
@@ -37,6 +39,9 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
   ['--input together with --articles', ['--input', 'fixtures/articles.jsonl', '--articles=3'], [/--input/, /--articles/]],
   ['--skip-invalid without --input', ['--skip-invalid'], [/--skip-invalid/, /--input/]],
   ['--provider-burst without --provider-rate', ['--provider-burst=2'], [/--provider-burst/, /--provider-rate/]],
+  // A call reserves its prompt plus --max-output-tokens: no call could fit, said before the run.
+  ['--max-output-tokens above --tpm', ['--tpm=1000', '--max-output-tokens=2000'], [/--tpm=1000/, /--max-output-tokens \(2000\)/]],
+  ['--tpm no larger than the default --max-output-tokens', ['--tpm=256'], [/--tpm=256/, /--max-output-tokens \(256\)/]],
   [
     '--output the same file as --input',
     ['--input', 'fixtures/articles.jsonl', '--output', 'fixtures/articles.jsonl'],
@@ -71,6 +76,33 @@ describe.concurrent('news-processor --input - malformed files: exit 2, one line 
     expectUsageError(result, [where, reason]);
   });
 });
+
+describe.concurrent('fixtures/README.md - the messages it quotes', { timeout: 60_000 }, () => {
+  // Its table of bad files: | `file` | line | problem | `message` … |, one row per file.
+  const rows = async () =>
+    [...(await readFile('fixtures/README.md', 'utf8')).matchAll(/^\| `([\w-]+\.jsonl)` +\| +\d+ +\|[^|]+\| `([^`]+)`/gm)].map(
+      ([, file, message]) => [file!, message!] as const,
+    );
+
+  it('quotes each bad file the tool reads exactly as it says it (up to the … of a message that varies)', async () => {
+    const quoted = await rows();
+    expect(quoted.map(([file]) => file).sort()).toEqual(
+      BAD_FILES.map(([file]) => file)
+        .filter((file) => file !== 'mixed.jsonl')
+        .sort(),
+    );
+    for (const [file, message] of quoted) {
+      const result = await runCli([...FAST, '--input', `fixtures/bad/${file}`]);
+      const [before, after] = message.split('…');
+      if (after === undefined) expect(result.stderr, file).toBe(`error: ${message}\n`);
+      else expect(result.stderr, file).toMatch(new RegExp(`^error: ${escapeRegExp(before!)}.+${escapeRegExp(after)}\n$`));
+    }
+  });
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 describe.concurrent('news-processor - a bad input loses nothing', { timeout: 60_000 }, () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;

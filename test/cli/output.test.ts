@@ -107,6 +107,29 @@ describe.concurrent('news-processor - the per-call lines and the summary', { tim
     expect([0, 141]).toContain(result.code);
   });
 
+  it('with --output -, a closed stdout (… --output - | head -1) still prints the summary on stderr, exit 141', async () => {
+    const run = startCli(['--articles=2000', '--rate=inf', '--min-latency=5ms', '--max-latency=10ms', '--output', '-', '--quiet']);
+    run.child.stdout!.once('data', () => run.child.stdout!.destroy());
+    const result = await run.result;
+    expect(result.timedOut, 'the run hung').toBe(false);
+    expect(result.code).toBe(141);
+    expect(result.stderr).toMatch(/^Rate limit=inf\/s burst=3 \| \d+ of 2000 articles \| /m);
+    expect(result.stderr).toMatch(/^Interrupted \(stdout closed\): intake stopped; the articles in flight were cancelled\.$/m);
+    // stdout is gone: no line claims results were written there, and no error blames --output.
+    expect(result.stderr).not.toMatch(/^Results: /m);
+    expect(result.stderr).not.toMatch(/^error: /m);
+  });
+
+  it('says one of a thing in the singular: 1 article, 1 line, 1 worker', async () => {
+    const output = join(temp.dir, 'one-result.jsonl');
+    const result = await runCli([...FAST, '--articles=1', '--workers=1', '--quiet', '--output', output]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 1 article \| Succeeded:1 Failed:0 \| /m);
+    expect(result.stdout).toMatch(/^Least possible: \S+, bound by (latency: .*|the workers: all calls' time \/ 1 worker) \| /m);
+    expect(result.stdout).toMatch(/ \| 0 429s, 0 retries, 0 dead letters, 0 wasted calls$/m);
+    expect(linesOf(result.stdout).at(-1)).toBe(`Results: 1 line written to ${output}`);
+  });
+
   it('writes nothing to stderr on a clean run, also with more than 10 workers', async () => {
     const result = await runCli([...FAST, '--articles=200', '--workers=50', '--quiet']);
     expect(result.code).toBe(0);

@@ -49,7 +49,8 @@ describe.concurrent('news-processor --config', () => {
     ],
     ['unknown-field.json', /^error: fixtures\/providers\/unknown-field\.json: providers\[0\]\.adaptiv: unknown field/],
     ['invalid-json.json', /^error: fixtures\/providers\/invalid-json\.json: invalid JSON/],
-    ['missing.json', /^error: fixtures\/providers\/missing\.json: cannot read file \(ENOENT/],
+    // The path once, as --input says it: not again in Node's ", open '…'" tail.
+    ['missing.json', /^error: fixtures\/providers\/missing\.json: cannot read file \(ENOENT: no such file or directory\)$/],
   ])('refuses %s with one line naming the field, exit 2', async (file, pattern) => {
     expectOneLineError(await runCli([`--config=fixtures/providers/${file}`]), pattern);
   });
@@ -79,6 +80,24 @@ describe.concurrent('news-processor: limits as providers set them', () => {
     expect(withIt.rateLimited).toBeLessThan(without.rateLimited);
   });
 
+  it('--call-timeout cuts hung calls and retries them: fewer timeouts dead-lettered than the same run without it', async () => {
+    // The production profile hangs 5 % of calls; without a call timeout each takes its article's whole --timeout.
+    const args = ['--articles=200', '--rate=inf', '--workers=20', '--profile=production', '--min-latency=20ms', '--max-latency=80ms'];
+    const [whole, cut] = await Promise.all([
+      runCli([...args, '--timeout=600ms', '--json']),
+      runCli([...args, '--timeout=600ms', '--call-timeout=150ms', '--json']),
+    ]);
+    const without = figures(whole);
+    const withIt = figures(cut);
+    // Without it no timeout is retried: each is a dead letter.
+    expect(without.failureReasons.TimeoutError).toBe(without.timeouts);
+    expect(without.timeouts).toBeGreaterThan(5);
+    // With it most hung calls answer on their next attempt.
+    expect(withIt.timeouts).toBeGreaterThan(5);
+    expect(withIt.failureReasons.TimeoutError ?? 0).toBeLessThan(without.failureReasons.TimeoutError / 2);
+    expect(withIt.succeeded).toBeGreaterThan(without.succeeded);
+  });
+
   it('an outage opens the breaker: articles wait for it rather than spend attempts on it; a provider that stays down stops the run', async () => {
     const args = ['--articles=30', '--rate=20', '--burst=2', '--breaker-threshold=3', '--breaker-cooldown=300ms', ...quick];
     const [short, down] = await Promise.all([
@@ -106,7 +125,8 @@ describe.concurrent('news-processor: limits as providers set them', () => {
     expect(fits.code).toBe(0);
     expect(figures(fits).providers[0].tokensUsed).toBeGreaterThan(0);
 
-    const tooSmall = await runCli(['--articles=3', '--rate=inf', '--tpm=200', ...quick]);
+    // Above --max-output-tokens (256), so the run starts, but below it plus any article's prompt.
+    const tooSmall = await runCli(['--articles=3', '--rate=inf', '--tpm=300', ...quick]);
     expect(tooSmall.code).toBe(1);
     const json = figures(tooSmall);
     expect(json.failed).toBe(3);

@@ -180,6 +180,9 @@ describe('news-processor --redis', () => {
           'm',
         ),
       );
+      // The stop is that one line: at the default --log-level=error no pino line (with its stack) comes with it.
+      expect(result.stderr).not.toMatch(/"level":/);
+      expect(result.stderr).not.toMatch(/^\s+at /m);
     } finally {
       await own.stop();
     }

@@ -185,23 +185,26 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
   it.each<[Vendor, string]>([
     ['openai', 'POST /chat/completions'],
     ['anthropic', 'POST /v1/v1/messages'],
-  ])('--provider=%s at a base URL with the wrong path: the first 404 stops the run, one line saying what to check', async (vendor, route) => {
-    // OpenAI's without its /v1; Anthropic's with one it must not have.
-    const baseUrl = vendor === 'openai' ? open.url : `${open.url}/v1`;
-    const result = await runCli(
-      [...against(open, vendor), `--base-url=${baseUrl}`, '--articles=30', '--rate=inf', '--workers=4', '--json'],
-      { env: ENV },
-    );
-    expect(result.code).toBe(2);
-    const summary = JSON.parse(result.stdout);
-    expect(summary).toMatchObject({ succeeded: 0, stoppedBy: { by: 'provider', provider: vendor, type: 'BadRequestError' } });
-    expect(summary.notStarted).toBeGreaterThan(20);
-    expect(summary.calls).toBeLessThanOrEqual(4);
-    expect(linesOf(result.stderr).at(-1)).toBe(
-      `error: provider "${vendor}" stopped the run: 404 request rejected: Invalid URL (${route}); check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model, then run again (finished results are kept)`,
-    );
-    expect(result.stderr).not.toContain(KEY);
-  });
+  ])(
+    '--provider=%s at a base URL with the wrong path: the first 404 stops the run, one line saying what to check',
+    async (vendor, route) => {
+      // OpenAI's without its /v1; Anthropic's with one it must not have.
+      const baseUrl = vendor === 'openai' ? open.url : `${open.url}/v1`;
+      const result = await runCli(
+        [...against(open, vendor), `--base-url=${baseUrl}`, '--articles=30', '--rate=inf', '--workers=4', '--json'],
+        { env: ENV },
+      );
+      expect(result.code).toBe(2);
+      const summary = JSON.parse(result.stdout);
+      expect(summary).toMatchObject({ succeeded: 0, stoppedBy: { by: 'provider', provider: vendor, type: 'BadRequestError' } });
+      expect(summary.notStarted).toBeGreaterThan(20);
+      expect(summary.calls).toBeLessThanOrEqual(4);
+      expect(linesOf(result.stderr).at(-1)).toBe(
+        `error: provider "${vendor}" stopped the run: 404 request rejected: Invalid URL (${route}); check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model, then run again (finished results are kept)`,
+      );
+      expect(result.stderr).not.toContain(KEY);
+    },
+  );
 
   it("--provider=openai faster than serve's quota: the 429s are counted and retried until every article succeeds", async () => {
     const output = join(temp.dir, 'throttled.jsonl');

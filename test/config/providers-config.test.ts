@@ -19,6 +19,7 @@ const good = {
       name: 'careful',
       limits: [{ kind: 'requests', rate: 2 }],
       breaker: { failureThreshold: 3, cooldown: '2s' },
+      callTimeout: '1.5s',
       simulated: { outage: '2s..8s' },
     },
   ],
@@ -38,11 +39,13 @@ describe('parseProvidersConfig()', () => {
       adaptive: {},
       syncHeaders: false,
       maxOutputTokens: 256,
+      callTimeoutMs: undefined,
       breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1, giveUpAfterMs: 30_000 },
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
       limits: [{ kind: 'requests', rate: 2, burst: 2 }],
+      callTimeoutMs: 1500,
       breaker: { failureThreshold: 3, cooldownMs: 2000 },
       simulated: { outage: { startMs: 2000, endMs: 8000 } },
     });
@@ -54,6 +57,15 @@ describe('parseProvidersConfig()', () => {
     expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ giveUpAfterMs: 120_000 });
     config.providers[1].breaker.giveUp = 'inf';
     expect(parseProvidersConfig(config).providers[1]!.breaker).toMatchObject({ giveUpAfterMs: Infinity });
+  });
+
+  it('takes a tokens burst just above maxOutputTokens, and an output-tokens burst equal to it', () => {
+    const config = structuredClone(good) as any;
+    config.providers[0].maxOutputTokens = 100;
+    config.providers[0].limits[1] = { kind: 'tokens', rate: 101, per: 'minute' };
+    config.providers[1].maxOutputTokens = 100;
+    config.providers[1].limits.push({ kind: 'output-tokens', rate: 100, per: 'minute' });
+    expect(parseProvidersConfig(config).providers.map((p) => p.limits.at(-1)!.burst)).toEqual([101, 100]);
   });
 
   it('reads a breaker failure ratio', () => {
@@ -127,6 +139,16 @@ describe('parseProvidersConfig()', () => {
       'providers[1].breaker.giveUp: expected a duration > 0, got "0s"',
     ],
     [
+      'a zero call timeout',
+      (c) => (c.providers[1].callTimeout = '0s'),
+      'p.json: providers[1].callTimeout: expected a duration > 0, got "0s"',
+    ],
+    [
+      'a call timeout without unit',
+      (c) => (c.providers[1].callTimeout = 500),
+      'providers[1].callTimeout: expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h), got 500',
+    ],
+    [
       'a backwards outage',
       (c) => (c.providers[1].simulated.outage = '8s..2s'),
       'providers[1].simulated.outage: expected a window like "2s..8s" (start before end), got "8s..2s"',
@@ -160,6 +182,19 @@ describe('parseProvidersConfig()', () => {
     ['a misspelt field', (c) => (c.providers[0].adaptiv = true), 'providers[0].adaptiv: unknown field'],
     ['adaptive not boolean', (c) => (c.providers[0].adaptive = 'yes'), 'providers[0].adaptive: expected true or false, got "yes"'],
     [
+      'a tokens burst no larger than maxOutputTokens (a call could never fit)',
+      (c) => (c.providers[0].limits[1] = { kind: 'tokens', rate: 200, per: 'minute' }),
+      "p.json: providers[0].limits[1].burst: expected more than maxOutputTokens (256, the default; a call takes its prompt's tokens plus that many at once), got 200",
+    ],
+    [
+      'an output-tokens burst below maxOutputTokens',
+      (c) => {
+        c.providers[0].maxOutputTokens = 500;
+        c.providers[0].limits[1] = { kind: 'output-tokens', rate: 6000, per: 'minute', burst: 499 };
+      },
+      'p.json: providers[0].limits[1].burst: expected at least maxOutputTokens (500; a call takes that many at once), got 499',
+    ],
+    [
       'min above max latency',
       (c) => (c.providers[0].simulated.minLatency = '1s'),
       'providers[0].simulated.minLatency: expected at most maxLatency, got "1s"',
@@ -176,7 +211,12 @@ describe('parseProvidersConfig()', () => {
 describe('loadProvidersConfig()', () => {
   it('names the file for a missing file and for invalid JSON', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'np-config-'));
-    await expect(loadProvidersConfig(join(dir, 'none.json'))).rejects.toThrow(/none\.json: cannot read file \(ENOENT/);
+    await expect(loadProvidersConfig(join(dir, 'none.json'))).rejects.toThrow(
+      new ConfigError(`${join(dir, 'none.json')}: cannot read file (ENOENT: no such file or directory)`),
+    );
+    await expect(loadProvidersConfig(dir)).rejects.toThrow(
+      new ConfigError(`${dir}: cannot read file (EISDIR: illegal operation on a directory)`),
+    );
     const broken = join(dir, 'broken.json');
     writeFileSync(broken, '{ "providers": [');
     await expect(loadProvidersConfig(broken)).rejects.toThrow(/broken\.json: invalid JSON/);

@@ -3,7 +3,15 @@ import { ManualClock } from '../../src/clock.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
-import { RateLimitError, ServerError, type LlmRequest } from '../../src/provider/provider.ts';
+import {
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  type CallOptions,
+  type LlmRequest,
+  type LlmResponse,
+  type Provider,
+} from '../../src/provider/provider.ts';
 import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
 import { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
@@ -74,6 +82,83 @@ describe('CallGate', () => {
     controller.abort(reason);
     expect(await call).toBe(reason);
     expect(events).toMatchObject([{ outcome: 'aborted', called: true, latencyMs: 40 }]);
+  });
+
+  describe('callTimeoutMs', () => {
+    function timedGate(script: Step[], callTimeoutMs: number | undefined) {
+      const clock = new ManualClock();
+      const provider = new ScriptedProvider('p', clock, script);
+      const limits = new LocalLimits(requestLimit(10, 1), clock);
+      const gate = new CallGate({ provider, limits, clock, callTimeoutMs, retry: { backoff: noJitter } });
+      // The article's deadline, as the pipeline's signal gives it: aborts with a TimeoutError at 3 s.
+      const deadline = new AbortController();
+      clock.setTimer(3000, () => deadline.abort(new TimeoutError('article timed out after 3000 ms', { timeoutMs: 3000 })));
+      const events: AttemptEvent[] = [];
+      const options = { signal: deadline.signal, deadlineMs: 3000, onAttempt: (e: AttemptEvent) => events.push(e) };
+      return { clock, provider, gate, events, options };
+    }
+
+    it('.call() - a call that hangs once is cut at the call timeout and answers on the second attempt, well within the deadline', async () => {
+      const { clock, provider, gate, events, options } = timedGate([{ hang: true }, { latencyMs: 50 }], 500);
+      const { attempts } = await drive(clock, gate.call(request, options));
+      expect(attempts).toBe(2);
+      // Cut at 500 ms, 100 ms of backoff, then answered in 50 ms.
+      expect(provider.calls.map((c) => c.atMs)).toEqual([0, 600]);
+      expect(events).toMatchObject([
+        { outcome: 'timeout', called: true, latencyMs: 500, retryInMs: 100 },
+        { outcome: 'ok', latencyMs: 50 },
+      ]);
+      expect(events[0]!.error).toBeInstanceOf(TimeoutError);
+      expect(events[0]!.error).toMatchObject({ retryable: true, timeoutMs: 500, message: 'no answer within 500ms (the call timeout)' });
+    });
+
+    it('.call() - without it, the hang takes the whole deadline and the call fails with it: one attempt', async () => {
+      const { clock, gate, events, options } = timedGate([{ hang: true }, { latencyMs: 50 }], undefined);
+      const error = await drive(
+        clock,
+        gate.call(request, options).catch((e: unknown) => e),
+      );
+      expect(error).toMatchObject({ name: 'TimeoutError', retryable: false, message: 'article timed out after 3000 ms' });
+      expect(events).toMatchObject([{ outcome: 'timeout', latencyMs: 3000, retryInMs: undefined }]);
+    });
+
+    it(".call() - a provider's own timeout (an SDK's) before the deadline is retried as the call timeout's", async () => {
+      const own = new TimeoutError('no answer within 400 ms', { timeoutMs: 400 });
+      const { clock, gate, events, options } = timedGate([{ latencyMs: 400, error: own }, { latencyMs: 50 }], 500);
+      expect((await drive(clock, gate.call(request, options))).attempts).toBe(2);
+      expect(events[0]!.error).toMatchObject({ name: 'TimeoutError', retryable: true, message: 'no answer within 400 ms', cause: own });
+    });
+
+    it('.call() - tells the provider the shorter of the call timeout and what is left of the deadline', async () => {
+      const clock = new ManualClock();
+      const timeouts: (number | undefined)[] = [];
+      const provider: Provider = {
+        name: 'p',
+        call: async (_request: LlmRequest, options?: CallOptions): Promise<LlmResponse> => {
+          timeouts.push(options?.timeoutMs);
+          return { output: { task: 'summarize', summary: 's', keywords: [] } };
+        },
+      };
+      const gate = new CallGate({ provider, limits: new LocalLimits(requestLimit(Infinity, 1), clock), clock, callTimeoutMs: 500 });
+      await gate.call(request, { deadlineMs: 2000 });
+      await gate.call(request, { deadlineMs: 300 });
+      await gate.call(request);
+      expect(timeouts).toEqual([500, 300, 500]);
+    });
+
+    it('is refused unless > 0', () => {
+      const clock = new ManualClock();
+      const make = (callTimeoutMs: number) =>
+        new CallGate({
+          provider: new ScriptedProvider('p', clock),
+          limits: new LocalLimits(requestLimit(1, 1), clock),
+          clock,
+          callTimeoutMs,
+        });
+      expect(() => make(0)).toThrow('Expected callTimeoutMs to be a number > 0 (ms), got 0');
+      expect(() => make(Number.NaN)).toThrow(TypeError);
+      expect(() => make(Infinity)).not.toThrow();
+    });
   });
 
   it('.call() - an abort while waiting for the token refunds it to the queue', async () => {

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { LocalLimits } from '../../src/gate/local-limits.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
-import { AuthenticationError, BadRequestError, ServerError } from '../../src/provider/provider.ts';
+import { AuthenticationError, BadRequestError, NetworkError, ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
@@ -150,6 +150,18 @@ describe('runPipeline()', () => {
     });
   });
 
+  it('counts network errors (refused, reset) in the summary and per provider', async () => {
+    const clock = new ManualClock();
+    const refused = new NetworkError('network error (ECONNREFUSED)', { code: 'ECONNREFUSED' });
+    const provider = new ScriptedProvider('sim', clock, [{ error: refused }, { error: refused }, {}]);
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(1), providers: [{ provider, limits: requestLimit(Infinity, 1) }], clock }),
+    );
+    expect(summary).toMatchObject({ succeeded: 1, calls: 4, retries: 2, networkErrors: 2, serverErrors: 0, timeouts: 0 });
+    expect(summary.providers[0]).toMatchObject({ networkErrors: 2 });
+  });
+
   it('fails an article whose calls outlast --timeout with a TimeoutError', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('sim', clock, [{ hang: true }]);
@@ -165,6 +177,32 @@ describe('runPipeline()', () => {
       }),
     );
     expect(results).toMatchObject([{ status: 'failed', elapsedMs: 250, error: { type: 'TimeoutError' } }]);
+  });
+
+  it("retries a call that hangs once within the article's timeout when the provider has a callTimeoutMs", async () => {
+    const run = async (callTimeoutMs: number | undefined) => {
+      const clock = new ManualClock();
+      const provider = new ScriptedProvider('sim', clock, [{ hang: true }, { latencyMs: 100 }]);
+      const results: ArticleResult[] = [];
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(1),
+          providers: [{ provider, limits: requestLimit(Infinity, 1), callTimeoutMs }],
+          timeoutMs: 3000,
+          clock,
+          onResult: (r) => void results.push(r),
+        }),
+      );
+      return { summary, result: results[0]! };
+    };
+    const cut = await run(500);
+    expect(cut.result).toMatchObject({ status: 'succeeded', attempts: 3 });
+    expect(cut.result.elapsedMs).toBeLessThan(3000);
+    expect(cut.summary).toMatchObject({ succeeded: 1, calls: 3, retries: 1, timeouts: 1 });
+    // Without it, the hang takes the article's whole budget and nothing is retried.
+    const whole = await run(undefined);
+    expect(whole.result).toMatchObject({ status: 'failed', attempts: 1, elapsedMs: 3000, error: { type: 'TimeoutError' } });
   });
 
   it('on abort stops intake and ends the articles in flight as cancelled', async () => {

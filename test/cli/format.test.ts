@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { formatSummary, plural } from '../../cmd/format.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { requestLimit } from '../../src/gate/provider-limits.ts';
+import { runPipeline } from '../../src/pipeline/run.ts';
+import { BadRequestError, RateLimitError } from '../../src/provider/provider.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
+
+describe('the summary lines (cmd/format.ts)', () => {
+  it('plural() says one of a thing in the singular', () => {
+    expect([plural(0, 'article'), plural(1, 'article'), plural(2, 'article'), plural(1, 'retry', 'retries')]).toEqual([
+      '0 articles',
+      '1 article',
+      '2 articles',
+      '1 retry',
+    ]);
+  });
+
+  it('counts one 429, one retry, one dead letter and one wasted call in the singular', async () => {
+    const clock = new ManualClock();
+    // Article 1: a 429, then both calls answer; article 2: refused for good at its first call.
+    const provider = new ScriptedProvider('sim', clock, [
+      { latencyMs: 10, error: new RateLimitError(undefined, { retryAfterMs: 5 }) },
+      { latencyMs: 10 },
+      { latencyMs: 10 },
+      { latencyMs: 10, error: new BadRequestError('rejected') },
+    ]);
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(2), providers: [{ provider, limits: requestLimit(Infinity, 1) }], workers: 1, clock }),
+    );
+    const lines = formatSummary(summary);
+    expect(lines[0]).toMatch(/^Rate limit=inf\/s burst=1 \| 2 articles \| Succeeded:1 Failed:1 \| /);
+    expect(lines[1]).toBe('Calls: 4 | Retries: 1 | 429s received: 1 | 5xx: 0 | Timeouts: 0 | Dead letters: 1 | Cancelled: 0');
+    expect(lines[2]).toMatch(
+      /bound by the workers: all calls' time \/ 1 worker \| Efficiency: \S+ \| 1 429, 1 retry, 1 dead letter, 1 wasted call$/,
+    );
+  });
+});
