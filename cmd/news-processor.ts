@@ -68,8 +68,8 @@ Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 Exit codes: 0 all succeeded, 1 some article failed (or --output failed, the shared quota's Redis went
 away mid-run, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or --redis
 unreachable at start, or a provider refused the key, has no quota left, or answered its first call
-404: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP),
-141 stdout closed early (… | head).`;
+404: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up
+(SIGHUP), 141 stdout closed early (… | head).`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
