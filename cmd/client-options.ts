@@ -7,6 +7,7 @@ import {
   PROVIDER_TYPES,
   createHttpProvider,
   isEnvVariableName,
+  isHeaderSafe,
   isHttpProviderType,
   type HttpProviderDefaults,
   type Provider,
@@ -69,13 +70,16 @@ function modelName(text: string): string {
 }
 
 function httpUrl(text: string): string {
+  let url: URL | undefined;
   try {
-    const { protocol } = new URL(text);
-    if (protocol === 'http:' || protocol === 'https:') return text;
+    url = new URL(text);
   } catch {
     // Not a URL at all: said below.
   }
-  throw new InvalidArgumentError('Expected an http:// or https:// URL, e.g. http://localhost:8000/v1.');
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new InvalidArgumentError('Expected an http:// or https:// URL, e.g. http://localhost:8000/v1.');
+  }
+  return text;
 }
 
 function envVariable(text: string): string {
@@ -121,6 +125,15 @@ export function validateClientFlags(
     return;
   }
   if (callsHttpApi(flags)) {
+    // Said here, not by the parser, which would quote the password back.
+    const url = flags.baseUrl === undefined ? undefined : new URL(flags.baseUrl);
+    if (url !== undefined && (url.username !== '' || url.password !== '')) {
+      url.username = '***';
+      url.password = '';
+      throw new UsageError(
+        `--base-url: expected a URL without user:password in it (fetch refuses those; the key is read from --api-key-env), got ${url.href}`,
+      );
+    }
     for (const [field, flag] of entries(SIMULATION_ONLY)) {
       if (flags[field] !== undefined) {
         throw new UsageError(`${flag} describes the simulated provider; --provider=${flags.provider} calls a real API`);
@@ -156,6 +169,10 @@ export function httpClientFromConfig(config: ProviderConfig, source: string, env
 function keyFrom(env: Environment, variable: string, why: string): string {
   const key = env[variable];
   if (key === undefined || key.trim() === '') throw new UsageError(`${variable} is not set: ${why}`);
+  // Never quoted: only what is wrong with it.
+  if (!isHeaderSafe(key.trim())) {
+    throw new UsageError(`${variable} holds a line break, a control character or a non-Latin-1 character, which no HTTP header can carry`);
+  }
   return key.trim();
 }
 

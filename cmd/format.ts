@@ -52,7 +52,13 @@ export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number):
   const timing = event.called
     ? ` in ${formatMs(event.latencyMs)} (waited ${formatMs(event.waitMs)})`
     : ` after waiting ${formatMs(event.waitMs)}`;
-  const next = event.retryInMs === undefined ? '' : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
+  // A refusal of the circuit spends no attempt: the same one is made once the circuit lets it.
+  const next =
+    event.retryInMs === undefined
+      ? ''
+      : event.outcome === 'circuit-open'
+        ? `, attempt ${event.attempt}/${maxAttempts} waits for the circuit (${formatMs(event.retryInMs)} at most)`
+        : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
   return `${head} ${outcomeText(event)}${timing}${next}`;
 }
 

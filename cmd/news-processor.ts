@@ -51,7 +51,7 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
-  $ news-processor --articles=200 --workers=20 --profile=production --timeout=3s --call-timeout=1s   retry hung calls
+  $ news-processor --articles=200 --rate=50 --workers=20 --profile=production --call-timeout=1s   retry hung calls
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
   $ news-processor --articles=50 --rate=8 --provider-rate=5 --max-attempts=5   faster than the provider allows: 429s, retried
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate

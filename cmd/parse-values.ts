@@ -68,7 +68,7 @@ export function duration(options: { allowZero: boolean; allowInf?: boolean }): V
   return accepting(range, (text) => {
     if (options.allowInf === true && text.trim() === 'inf') return Infinity;
     const ms = parseDuration(text);
-    if (ms === undefined) throw new InvalidArgumentError(`Expected ${DURATION_SYNTAX}.`);
+    if (ms === undefined) throw new InvalidArgumentError(`Expected ${DURATION_SYNTAX}${options.allowInf === true ? ", or 'inf'" : ''}.`);
     if (ms < 0 || (ms === 0 && !options.allowZero))
       throw new InvalidArgumentError(`Expected a duration ${options.allowZero ? '>= 0' : '> 0'}.`);
     if (ms > 365 * 24 * 3_600_000) throw new InvalidArgumentError('Expected a duration of at most a year.');

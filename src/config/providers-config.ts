@@ -6,7 +6,7 @@ import type { LimitKind, LimitSpec } from '../gate/provider-limits.ts';
 import { HEADER_STYLES, LIMIT_KINDS, type HeaderStyle } from '../http/rate-limit-headers.ts';
 import { PIPELINE_DEFAULTS } from '../pipeline/run.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
-import { isHttpUrl } from '../provider/http-api.ts';
+import { hasCredentials, isHttpUrl, maskCredentials } from '../provider/http-api.ts';
 import {
   HTTP_PROVIDER_DEFAULTS,
   PROVIDER_DEFAULTS,
@@ -225,6 +225,9 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
   if (o.simulated !== undefined) at.fail(`${path}.simulated`, `nothing on an "${type}" provider (it is for "simulated")`, o.simulated);
   const defaults = HTTP_PROVIDER_DEFAULTS[type];
   if (o.baseUrl !== undefined && !isHttpUrl(o.baseUrl)) at.fail(`${path}.baseUrl`, 'an http:// or https:// URL', o.baseUrl);
+  if (o.baseUrl !== undefined && hasCredentials(o.baseUrl as string)) {
+    at.fail(`${path}.baseUrl`, 'a URL without user:password (the key is read from apiKeyEnv)', maskCredentials(o.baseUrl as string));
+  }
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) at.fail(`${path}.model`, 'a model name', o.model);
   if (o.apiKeyEnv !== undefined && !isEnvVariableName(o.apiKeyEnv)) {
     at.fail(`${path}.apiKeyEnv`, 'an environment variable name (letters, digits, _)', o.apiKeyEnv);

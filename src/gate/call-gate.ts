@@ -1,6 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
-import type { BreakerPermit, CircuitBreaker } from '../breaker/circuit-breaker.ts';
+import type { BreakerPermit, BrokenCircuitError, CircuitBreaker } from '../breaker/circuit-breaker.ts';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { parseRateLimitHeaders, type RateLimitInfo } from '../http/rate-limit-headers.ts';
@@ -21,7 +21,7 @@ import {
   isTimeoutError,
 } from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
-import { RetryPolicy, retryAfterHint, type RetryPolicyOptions } from '../retry/retry.ts';
+import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
@@ -224,14 +224,16 @@ export class CallGate {
       // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
       // on this very failure) must not hide the failure as a cancellation.
       const aborted = signal?.aborted === true;
-      // An open circuit sent nothing: the call waits for it to admit probes as it waits for a
-      // token, within its deadline, and the attempt is not spent — a short outage costs time, not
-      // the articles that met it.
-      const spent = attempt.outcome !== 'circuit-open';
+      // An open circuit sent nothing: the call waits for it as it waits for a token, within its
+      // deadline, and the attempt is not spent — a short outage costs time, not the articles that
+      // met it.
+      const refused = attempt.outcome === 'circuit-open';
       const decision =
         attempt.outcome === 'ok' || aborted
           ? undefined
-          : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs, spent);
+          : refused
+            ? this.#circuitWait(attempt, number, deadlineMs)
+            : this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs, deadlineMs);
       if (decision?.retry) attempt.retryInMs = decision.delayMs;
       if (attempt.called && tally !== undefined) {
         tally.calls++;
@@ -241,16 +243,65 @@ export class CallGate {
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
       if (aborted) throw signal!.reason;
       if (!decision!.retry) throw decision!.error;
+      if (refused) {
+        await this.#untilCircuitMoves(decision!.delayMs, signal);
+        continue;
+      }
       await sleep(this.clock, decision!.delayMs, signal);
       previousDelayMs = decision!.delayMs;
-      if (spent) number++;
+      number++;
     }
   }
 
-  /** Ms until this provider's circuit admits calls again: 0 unless it is open. */
+  /**
+   * How long a call the circuit refused waits before it asks again: until an open circuit admits
+   * probes (its own cooldown, which no cap shortens: it is the breaker's, not a provider's hint),
+   * or — half-open, every probe slot taken — until the probe settles, at the latest the deadline.
+   * Refused when that would end past the deadline, or the deadline has come.
+   */
+  #circuitWait(attempt: Attempt, number: number, deadlineMs: number): RetryDecision {
+    const { retryAfterMs } = attempt.error as BrokenCircuitError;
+    const waitMs = retryAfterMs ?? deadlineMs - attempt.atMs;
+    if (attempt.atMs >= deadlineMs || attempt.atMs + waitMs > deadlineMs) {
+      return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
+    }
+    return { retry: true, delayMs: waitMs };
+  }
+
+  /** Sleeps `ms`, or less: any change of the circuit's state (the probe settled) ends the wait. */
+  #untilCircuitMoves(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const breaker = this.#breaker!;
+    return new Promise<void>((resolve, reject) => {
+      const finish = (error?: unknown) => {
+        cancelTimer();
+        unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onAbort = () => finish(signal!.reason);
+      const cancelTimer = this.clock.setTimer(ms, () => finish());
+      const unsubscribe = breaker.onStateChange(() => finish());
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Ms until this provider's circuit may admit a new article's call: 0 when it is closed, or
+   * half-open with no probe out; until the cooldown ends when open; Infinity while a probe is out
+   * (its outcome decides: {@link onCircuitChange} says when).
+   */
   circuitWaitMs(): number {
     const state = this.#breaker?.state;
-    return state?.kind === 'open' ? Math.max(0, state.reopensAtMs - this.clock.now()) : 0;
+    if (state === undefined || state.kind === 'closed') return 0;
+    if (state.kind === 'open') return Math.max(0, state.reopensAtMs - this.clock.now());
+    return state.probesInFlight > 0 ? Infinity : 0;
+  }
+
+  /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */
+  onCircuitChange(listener: () => void): () => void {
+    return this.#breaker?.onStateChange(listener) ?? (() => {});
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
@@ -297,12 +348,20 @@ export class CallGate {
     maxOutputTokens: number,
   ): Promise<LlmResponse> {
     const timer = new AbortController();
-    const cancelTimer = this.clock.setTimer(timeoutMs, () =>
-      timer.abort(new TimeoutError(`no answer within ${formatDuration(timeoutMs)} (the call timeout)`, { timeoutMs, retryable: true })),
-    );
+    let timedOut!: (error: TimeoutError) => void;
+    // A provider that does not heed its signal is left behind: the attempt ends on time regardless.
+    const late = new Promise<never>((_, reject) => (timedOut = reject));
+    const cancelTimer = this.clock.setTimer(timeoutMs, () => {
+      const error = new TimeoutError(`no answer within ${formatDuration(timeoutMs)} (the call timeout)`, { timeoutMs, retryable: true });
+      timer.abort(error);
+      timedOut(error);
+    });
     try {
       const callSignal = signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
-      return await this.provider.call(request, { signal: callSignal, timeoutMs, maxOutputTokens });
+      const call = this.provider.call(request, { signal: callSignal, timeoutMs, maxOutputTokens });
+      // Its outcome after the timeout is nobody's: it must not surface as an unhandled rejection.
+      call.catch(() => {});
+      return await Promise.race([call, late]);
     } catch (error) {
       // A provider's own timeout (an SDK's, set from timeoutMs, may fire before the timer) ended
       // the attempt, not the call: the deadline has not passed.

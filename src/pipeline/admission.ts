@@ -28,6 +28,8 @@ export class Admission {
   #cancelTimer: (() => void) | undefined;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.#releaseAll();
+  /** Stops listening to each gate's circuit: a probe that settles may let the next article in. */
+  readonly #unwatch: (() => void)[];
 
   /**
    * @param gates the gate of each task an article goes through, in order
@@ -43,11 +45,20 @@ export class Admission {
     this.#budgetMs = budgetMs;
     this.#signal = signal;
     signal?.addEventListener('abort', this.#onAbort, { once: true });
+    this.#unwatch = [...callsPerArticle.keys()].map((gate) =>
+      gate.onCircuitChange(() => {
+        // Not now: reading the circuit's state while scheduling is what turns it half-open.
+        queueMicrotask(() => {
+          if (this.#waiting.length > 0) this.#schedule();
+        });
+      }),
+    );
   }
 
   /** Stops listening to the signal and drops the timer. */
   dispose(): void {
     this.#signal?.removeEventListener('abort', this.#onAbort);
+    for (const unwatch of this.#unwatch) unwatch();
     this.#releaseAll();
   }
 
@@ -88,15 +99,17 @@ export class Admission {
 
   /** Ms until a new article's calls would all fit in its budget (0: they fit now). */
   #waitMs(): number {
+    // An open circuit admits no call before it turns half-open: an article started now would only
+    // spend its budget waiting for it — or, were its budget shorter, fail at once without a probe.
+    // The timer set for that instant lets one in to probe, so the run never stalls on it.
+    let waitMs = 0;
+    for (const gate of this.#callsPerArticle.keys()) waitMs = Math.max(waitMs, gate.circuitWaitMs());
     // An article alone must be let in even if it cannot finish: the run would stop otherwise, and
     // its failure says why.
-    if (this.#running === 0) return 0;
+    // (A probe out with nothing under way is no run's: nothing would ever say it settled.)
+    if (this.#running === 0) return waitMs === Infinity ? 0 : waitMs;
     const budgetMs = this.#budgetMs();
-    let waitMs = 0;
     for (const [gate, calls] of this.#callsPerArticle) {
-      // An open circuit admits no call before it turns half-open: an article started now would
-      // only spend its budget waiting for it.
-      waitMs = Math.max(waitMs, gate.circuitWaitMs());
       const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
@@ -114,6 +127,8 @@ export class Admission {
     this.#cancelTimer = undefined;
     while (this.#waiting.length > 0) {
       const waitMs = this.#waitMs();
+      // Infinity: a probe is out, and the circuit's next change schedules again.
+      if (waitMs === Infinity) return;
       if (waitMs > 0) {
         this.#cancelTimer = this.#clock.setTimer(waitMs, () => {
           this.#cancelTimer = undefined;

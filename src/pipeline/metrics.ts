@@ -180,8 +180,9 @@ export class Metrics {
   recordAttempt(event: AttemptEvent): void {
     const counters = this.#providers.get(event.provider);
     if (counters === undefined) return;
-    this.#wait.record(event.waitMs);
+    // A refusal of the circuit waited for nothing: its wait for the circuit is not the limiter's.
     if (event.outcome === 'circuit-open') counters.circuitRejections++;
+    else this.#wait.record(event.waitMs);
     // An attempt that never got its token made no call.
     if (!event.called) return;
     if (event.usage !== undefined) counters.tokensUsed += event.usage.inputTokens + event.usage.outputTokens;

@@ -193,7 +193,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
-    if (event.outcome === 'ok') answered.add(event.provider);
+    if (ANSWERED.has(event.outcome)) answered.add(event.provider);
     // A 404 is the route or the model: before this provider has answered anything, it is the base
     // URL or the model name that is wrong, and every call would meet it.
     const wrongAddress = isNotFound(event.error) && !answered.has(event.provider);
@@ -271,6 +271,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   return summary;
 }
+
+/** Outcomes that prove the provider's address and model right: it answered the request itself. */
+const ANSWERED: ReadonlySet<AttemptEvent['outcome']> = new Set(['ok', 'rate-limited', 'truncated', 'refused', 'malformed']);
 
 /** A 404 from a provider's HTTP API. */
 const isNotFound = (error: unknown): error is BadRequestError => error instanceof BadRequestError && error.status === 404;

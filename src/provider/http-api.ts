@@ -65,10 +65,27 @@ export function httpProviderSettings(options: HttpProviderOptions, defaults: Htt
   if (typeof apiKey !== 'string' || apiKey === '') {
     throw new TypeError(`Expected apiKey to be a non-empty string, got ${apiKey === '' ? 'an empty string' : typeof apiKey}`);
   }
+  // A header cannot carry these; fetch would say so quoting the key.
+  if (!isHeaderSafe(apiKey)) {
+    throw new TypeError(
+      'Expected apiKey to be a string an HTTP header can carry, got one with a line break, a control character or a non-Latin-1 character',
+    );
+  }
   checkString('name', name);
   checkString('model', model);
-  if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', baseUrl);
+  if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', maskCredentials(String(baseUrl)));
+  if (hasCredentials(baseUrl))
+    throw expected('baseUrl', 'a URL without a user name or password (the key is apiKey)', maskCredentials(baseUrl));
   return { apiKey, name, model, baseUrl };
+}
+
+/** Whether an API key can go in an HTTP header: Latin-1, no control characters (a line break would end the header). */
+export function isHeaderSafe(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f || code > 0xff) return false;
+  }
+  return true;
 }
 
 /** Whether `text` is an absolute http(s) URL. */
@@ -80,6 +97,17 @@ export function isHttpUrl(text: unknown): text is string {
   } catch {
     return false;
   }
+}
+
+/** Whether an http(s) URL carries a user name or password (`http://user:secret@host`): fetch refuses those. */
+export function hasCredentials(text: string): boolean {
+  const { username, password } = new URL(text);
+  return username !== '' || password !== '';
+}
+
+/** The URL with any user name and password masked, for messages. */
+export function maskCredentials(text: string): string {
+  return text.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1***@');
 }
 
 /**
@@ -150,6 +178,18 @@ export interface FailureContext {
  * ({@link errorFromStatus}). Anything else is passed on as it is.
  */
 export function failureOf(error: unknown, context: FailureContext): unknown {
+  const failure = classifyFailure(error, context);
+  // Whatever fetch or the SDK said may quote the key (a key with a newline in it is "an invalid
+  // header value", quoted whole): it never leaves here.
+  if (failure instanceof Error && context.apiKey !== '' && failure.message.includes(context.apiKey)) {
+    const clean = new Error(blankOut(failure.message, context.apiKey));
+    clean.name = failure.name;
+    return clean;
+  }
+  return failure;
+}
+
+function classifyFailure(error: unknown, context: FailureContext): unknown {
   const { errors, call } = context;
   if (call.signal?.aborted) return call.signal.reason;
   if (error instanceof errors.APIConnectionTimeoutError) {

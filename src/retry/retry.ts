@@ -50,7 +50,8 @@ export interface AttemptOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-export type RetryStopReason = 'not-retryable' | 'exhausted' | 'deadline';
+/** `circuit`: an open circuit would not admit the call before the deadline (the call gate's). */
+export type RetryStopReason = 'not-retryable' | 'exhausted' | 'deadline' | 'circuit';
 
 /** After a failed attempt: go again after `delayMs`, or stop with the error to reject with. */
 export type RetryDecision = { readonly retry: true; readonly delayMs: number } | { readonly retry: false; readonly error: RetryError };
@@ -103,12 +104,10 @@ export class RetryPolicy {
   /**
    * After attempt number `attempt` failed with `error`: retry after how long, or give up (not
    * retryable, out of attempts, or — when the delay would end past `deadlineMs` — out of time).
-   * `spent` false: the attempt was refused before anything was sent (an open circuit) and does not
-   * count towards `maxAttempts` — only the deadline bounds how long the caller waits.
    */
-  next(error: unknown, attempt: number, previousDelayMs: number, nowMs: number, deadlineMs = Infinity, spent = true): RetryDecision {
+  next(error: unknown, attempt: number, previousDelayMs: number, nowMs: number, deadlineMs = Infinity): RetryDecision {
     if (!this.#isRetryable(error)) return { retry: false, error: new RetryError(attempt, error, 'not-retryable') };
-    if (spent && attempt >= this.maxAttempts) return { retry: false, error: new RetryError(attempt, error, 'exhausted') };
+    if (attempt >= this.maxAttempts) return { retry: false, error: new RetryError(attempt, error, 'exhausted') };
     const hintMs = retryAfterHint(error);
     const delayMs = hintMs === undefined ? this.#backoffMs(attempt, previousDelayMs) : Math.min(hintMs, this.#maxRetryAfterMs);
     if (nowMs + delayMs > deadlineMs) return { retry: false, error: new RetryError(attempt, error, 'deadline') };
@@ -180,5 +179,7 @@ function retryErrorMessage(attempts: number, lastError: unknown, reason: RetrySt
       return `gave up after ${tried} (not retryable): ${detail}`;
     case 'deadline':
       return `gave up after ${tried} (the next backoff would end past the deadline): ${detail}`;
+    case 'circuit':
+      return `gave up after ${tried} (the circuit admits no call before the deadline): ${detail}`;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSummary, plural } from '../../cmd/format.ts';
+import { formatAttempt, formatSummary, plural } from '../../cmd/format.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { requestLimit } from '../../src/gate/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
@@ -36,5 +36,34 @@ describe('the summary lines (cmd/format.ts)', () => {
     expect(lines[2]).toMatch(
       /bound by the workers: all calls' time \/ 1 worker \| Efficiency: \S+ \| 1 429, 1 retry, 1 dead letter, 1 wasted call$/,
     );
+  });
+});
+
+describe('the per-attempt lines (cmd/format.ts)', () => {
+  const base = {
+    provider: 'sim',
+    task: 'summarize' as const,
+    articleId: '7',
+    workerId: 0,
+    waitMs: 0,
+    sentAtMs: undefined,
+    latencyMs: 0,
+    atMs: 0,
+    usage: undefined,
+  };
+
+  it('a refusal of the open circuit waits with the same attempt: no retry is counted', () => {
+    const line = formatAttempt({ ...base, attempt: 2, outcome: 'circuit-open', called: false, retryInMs: 1500, error: undefined }, 3);
+    expect(line).toBe(
+      'worker 1 | article 7 | summarize | circuit open, not called after waiting 0.00ms, attempt 2/3 waits for the circuit (1.500s at most)',
+    );
+  });
+
+  it('a failed call says which retry comes next and when', () => {
+    const line = formatAttempt(
+      { ...base, attempt: 1, outcome: 'server-error', called: true, sentAtMs: 0, latencyMs: 20, retryInMs: 100, error: undefined },
+      3,
+    );
+    expect(line).toBe('worker 1 | article 7 | summarize | server error in 20ms (waited 0.00ms), retry 2/3 in 100ms');
   });
 });

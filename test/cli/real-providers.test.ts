@@ -153,6 +153,28 @@ describe.each<Vendor>(['openai', 'anthropic'])('news-processor --provider=%s aga
     await expect(readFile(output)).rejects.toThrow(/ENOENT/);
   });
 
+  it('refuses a key no HTTP header can carry, and a base URL with user:password, without quoting either, before any call', async () => {
+    const { args } = against(vendor);
+    const before = server.requests.length;
+    const variable = vendor === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
+    const badKey = await runCli([...args, '--articles=1'], { env: { [variable]: `${KEY}\nX-Injected: 1` } });
+    expectOneLineError(
+      badKey,
+      new RegExp(`^error: ${variable} holds a line break, a control character or a non-Latin-1 character, which no HTTP header can carry$`),
+    );
+    expect(badKey.stderr).not.toContain(KEY);
+    const url = new URL(baseUrl(vendor));
+    url.username = 'user';
+    url.password = 'hunter2';
+    const withCredentials = await runCli([...args, `--base-url=${url.href}`, '--articles=1'], { env: against(vendor).env });
+    expectOneLineError(
+      withCredentials,
+      /^error: --base-url: expected a URL without user:password in it .*, got http:\/\/\*\*\*@127\.0\.0\.1:\d+\//,
+    );
+    expect(withCredentials.stderr).not.toContain('hunter2');
+    expect(requestsSince(before)).toHaveLength(0);
+  });
+
   it('takes the key from the variable --api-key-env names', async () => {
     const { args } = against(vendor);
     const result = await runCli([...args, '--articles=1', '--api-key-env=NEWS_PROCESSOR_TEST_KEY', '--json'], {

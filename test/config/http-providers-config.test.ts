@@ -40,6 +40,10 @@ describe('parseProvidersConfig(): what a provider is and how it is called', () =
       'providers[0].baseUrl: expected an http:// or https:// URL, got "api.openai.com/v1"',
     ],
     [{ type: 'openai', baseUrl: 42 }, 'providers[0].baseUrl: expected an http:// or https:// URL, got 42'],
+    [
+      { type: 'openai', baseUrl: 'http://me:hunter2@localhost:8000/v1' },
+      'providers[0].baseUrl: expected a URL without user:password (the key is read from apiKeyEnv), got "http://***@localhost:8000/v1"',
+    ],
     [{ type: 'anthropic', model: ' ' }, 'providers[0].model: expected a model name, got " "'],
     [
       { type: 'anthropic', apiKeyEnv: 'MY-KEY' },

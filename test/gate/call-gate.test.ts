@@ -112,6 +112,33 @@ describe('CallGate', () => {
       expect(events[0]!.error).toMatchObject({ retryable: true, timeoutMs: 500, message: 'no answer within 500ms (the call timeout)' });
     });
 
+    it('.call() - ends the attempt on time even when the provider does not heed its signal', async () => {
+      const clock = new ManualClock();
+      let calls = 0;
+      // Answers after 10 s whatever it is told, on the second call at once.
+      const deaf = {
+        name: 'deaf',
+        call: async () => {
+          if (calls++ === 0) await new Promise((resolve) => clock.setTimer(10_000, () => resolve(undefined)));
+          return { output: { task: 'summarize' as const, summary: 's', keywords: [] } };
+        },
+      };
+      const gate = new CallGate({
+        provider: deaf,
+        limits: new LocalLimits(requestLimit(10, 1), clock),
+        clock,
+        callTimeoutMs: 500,
+        retry: { backoff: noJitter },
+      });
+      const events: AttemptEvent[] = [];
+      const { attempts } = await drive(clock, gate.call(request, { deadlineMs: 3000, onAttempt: (e) => events.push(e) }));
+      expect(attempts).toBe(2);
+      expect(events).toMatchObject([
+        { outcome: 'timeout', latencyMs: 500 },
+        { outcome: 'ok', atMs: 600 },
+      ]);
+    });
+
     it('.call() - without it, the hang takes the whole deadline and the call fails with it: one attempt', async () => {
       const { clock, gate, events, options } = timedGate([{ hang: true }, { latencyMs: 50 }], undefined);
       const error = await drive(

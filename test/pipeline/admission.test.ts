@@ -44,6 +44,50 @@ describe('Admission - an open circuit', () => {
     expect(breaker.state.kind).toBe('half-open');
     admission.dispose();
   });
+
+  it('half-open with its probe out, lets no article in until the probe settles', async () => {
+    const clock = new ManualClock();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
+    const gate = new CallGate({
+      provider: new ScriptedProvider('p', clock),
+      limits: new LocalLimits(requestLimit(1000, 10), clock),
+      breaker,
+      clock,
+    });
+    const admission = new Admission([gate], clock, () => 5000, undefined);
+    expect(admission.admit()).toBeUndefined(); // the article that will probe
+    breaker.acquirePermit().failure(); // open until 1,000 ms
+    clock.set(1000);
+    const probe = breaker.acquirePermit(); // half-open, the probe out
+    let admittedAtMs: number | undefined;
+    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    await clock.advance(5000);
+    expect(admittedAtMs).toBeUndefined();
+    probe.success(); // closes the circuit
+    await clock.advance(1);
+    expect(admittedAtMs).toBe(6000);
+    admission.dispose();
+  });
+
+  it('holds even the first article while the circuit is open, and lets it in to probe as the circuit turns half-open', async () => {
+    const clock = new ManualClock();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 2000, clock });
+    const gate = new CallGate({
+      provider: new ScriptedProvider('p', clock),
+      limits: new LocalLimits(requestLimit(1000, 10), clock),
+      breaker,
+      clock,
+    });
+    const admission = new Admission([gate], clock, () => 500, undefined);
+    breaker.acquirePermit().failure(); // open until 2,000 ms, longer than an article's budget
+    let admittedAtMs: number | undefined;
+    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    await clock.advance(1999);
+    expect(admittedAtMs).toBeUndefined();
+    await clock.advance(1);
+    expect(admittedAtMs).toBe(2000);
+    admission.dispose();
+  });
 });
 
 describe('runPipeline() - work that cannot finish does not start', () => {

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { RateLimitError, ServerError, TimeoutError } from '../../src/provider/provider.ts';
 import type { Backoff } from '../../src/retry/backoff.ts';
-import { RetryError, RetryPolicy, isRetryError, retry } from '../../src/retry/retry.ts';
+import { RetryError, isRetryError, retry } from '../../src/retry/retry.ts';
 import type { AttemptOptions, RetryEvent } from '../../src/retry/retry.ts';
 
 type Step = { fail: unknown } | { value: string };
@@ -319,21 +319,5 @@ describe('retry()', () => {
       new TypeError('Expected the backoff delay to be a finite number >= 0 (ms), got NaN'),
     );
     expect(clock.pendingTimers).toBe(0);
-  });
-});
-
-describe('RetryPolicy.next()', () => {
-  const policy = new RetryPolicy({ maxAttempts: 2, backoff: () => 100 });
-  const circuitOpen = Object.assign(new Error('circuit open'), { retryable: true, retryAfterMs: 700 });
-
-  it('an attempt refused before anything was sent (spent false) does not count towards maxAttempts', () => {
-    expect(policy.next(circuitOpen, 2, 0, 0, Infinity, true)).toMatchObject({ retry: false, error: { reason: 'exhausted' } });
-    expect(policy.next(circuitOpen, 2, 0, 0, Infinity, false)).toEqual({ retry: true, delayMs: 700 });
-    expect(policy.next(circuitOpen, 50, 0, 0, Infinity, false)).toEqual({ retry: true, delayMs: 700 });
-  });
-
-  it('the deadline and retryability still bound it', () => {
-    expect(policy.next(circuitOpen, 1, 0, 0, 699, false)).toMatchObject({ retry: false, error: { reason: 'deadline' } });
-    expect(policy.next(new Error('no'), 1, 0, 0, Infinity, false)).toMatchObject({ retry: false, error: { reason: 'not-retryable' } });
   });
 });
