@@ -127,7 +127,8 @@ export class AnthropicProvider implements Provider {
     // A server that is only nearly compatible may send any JSON: nothing below trusts the shape.
     const message = data as Partial<Anthropic.Message> | null;
     const stopReason = message?.stop_reason;
-    if (CUT_OFF.has(stopReason)) throw new TruncatedOutputError(`the answer was cut off (${stopReason}; max_tokens ${body.max_tokens})`, meta);
+    if (CUT_OFF.has(stopReason))
+      throw new TruncatedOutputError(`the answer was cut off (${stopReason}; max_tokens ${body.max_tokens})`, meta);
     if (stopReason === 'refusal') throw new RefusalError('the model refused to answer', meta);
     const content: unknown[] = Array.isArray(message?.content) ? message.content : [];
     const use = content.find(

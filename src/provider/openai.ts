@@ -123,7 +123,10 @@ export class OpenAiProvider implements Provider {
     const choice = completion?.choices?.[0];
     if (choice?.message === undefined) throw new MalformedOutputError('the response has no choice with a message', meta);
     if (choice.finish_reason === 'length') {
-      throw new TruncatedOutputError(`the answer was cut off by the token limit (max_completion_tokens ${body.max_completion_tokens})`, meta);
+      throw new TruncatedOutputError(
+        `the answer was cut off by the token limit (max_completion_tokens ${body.max_completion_tokens})`,
+        meta,
+      );
     }
     if (choice.finish_reason === 'content_filter') throw new RefusalError('the content filter stopped the answer', meta);
     if (typeof choice.message.refusal === 'string') throw new RefusalError(`the model refused: ${choice.message.refusal}`, meta);
