@@ -293,7 +293,9 @@ export class CallGate {
    * (its outcome decides: {@link onCircuitChange} says when).
    */
   circuitWaitMs(): number {
-    const state = this.#breaker?.state;
+    // Asked before every article starts: a circuit that never opened needs no state read.
+    if (this.#breaker === undefined || this.#breaker.opens === 0) return 0;
+    const state = this.#breaker.state;
     if (state === undefined || state.kind === 'closed') return 0;
     if (state.kind === 'open') return Math.max(0, state.reopensAtMs - this.clock.now());
     return state.probesInFlight > 0 ? Infinity : 0;

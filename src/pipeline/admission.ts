@@ -99,22 +99,22 @@ export class Admission {
 
   /** Ms until a new article's calls would all fit in its budget (0: they fit now). */
   #waitMs(): number {
-    // An open circuit admits no call before it turns half-open: an article started now would only
-    // spend its budget waiting for it — or, were its budget shorter, fail at once without a probe.
-    // The timer set for that instant lets one in to probe, so the run never stalls on it.
-    let waitMs = 0;
-    for (const gate of this.#callsPerArticle.keys()) waitMs = Math.max(waitMs, gate.circuitWaitMs());
     // An article alone must be let in even if it cannot finish: the run would stop otherwise, and
-    // its failure says why.
-    // (A probe out with nothing under way is no run's: nothing would ever say it settled.)
-    if (this.#running === 0) return waitMs === Infinity ? 0 : waitMs;
-    const budgetMs = this.#budgetMs();
+    // its failure says why. Not while a circuit is open, though: an article started now would only
+    // spend its budget waiting for it — or, were its budget shorter, fail at once without a probe;
+    // the timer set for its half-open instant lets one in to probe, so the run never stalls.
+    const alone = this.#running === 0;
+    const budgetMs = alone ? 0 : this.#budgetMs();
+    let waitMs = 0;
     for (const [gate, calls] of this.#callsPerArticle) {
+      waitMs = Math.max(waitMs, gate.circuitWaitMs());
+      if (alone) continue;
       const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
     }
-    return waitMs;
+    // A probe out with nothing under way is no run's: nothing would ever say it settled.
+    return alone && waitMs === Infinity ? 0 : waitMs;
   }
 
   #fits(): boolean {
