@@ -22,70 +22,59 @@ async function crowdedRun(workers: number) {
 }
 
 describe('Admission - an open circuit', () => {
-  it('starts no article while a provider it needs has its circuit open: the next one starts as it turns half-open', async () => {
+  /** A breaker that opens on one failure, behind one gate whose articles make `callsPerArticle` calls, each with `budgetMs`. */
+  function circuitAdmission(cooldownMs: number, budgetMs: number, callsPerArticle = 1) {
     const clock = new ManualClock();
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 2000, clock });
-    const gate = new CallGate({
-      provider: new ScriptedProvider('p', clock),
-      limits: new LocalLimits(requestLimit(1000, 10), clock),
-      breaker,
-      clock,
-    });
-    const admission = new Admission([gate, gate], clock, () => 5000, undefined);
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs, clock });
+    const limits = new LocalLimits(requestLimit(1000, 10), clock);
+    const gate = new CallGate({ provider: new ScriptedProvider('p', clock), limits, breaker, clock });
+    const admission = new Admission(Array(callsPerArticle).fill(gate), clock, () => budgetMs, undefined);
+    /** Asks for the next article; `at()` is when it was let in, undefined until then. */
+    const next = () => {
+      let admittedAtMs: number | undefined;
+      void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+      return { at: () => admittedAtMs };
+    };
+    return { clock, breaker, admission, next };
+  }
+
+  it('starts no article while a provider it needs has its circuit open: the next one starts as it turns half-open', async () => {
+    const { clock, breaker, admission, next } = circuitAdmission(2000, 5000, 2);
     expect(admission.admit()).toBeUndefined(); // one under way
     clock.set(300);
     breaker.acquirePermit().failure(); // opens until 2,300 ms
-    let admittedAtMs: number | undefined;
-    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    const second = next();
     await clock.advance(1999);
-    expect(admittedAtMs).toBeUndefined();
+    expect(second.at()).toBeUndefined();
     await clock.advance(1);
-    expect(admittedAtMs).toBe(2300);
+    expect(second.at()).toBe(2300);
     expect(breaker.state.kind).toBe('half-open');
     admission.dispose();
   });
 
   it('half-open with its probe out, lets no article in until the probe settles', async () => {
-    const clock = new ManualClock();
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
-    const gate = new CallGate({
-      provider: new ScriptedProvider('p', clock),
-      limits: new LocalLimits(requestLimit(1000, 10), clock),
-      breaker,
-      clock,
-    });
-    const admission = new Admission([gate], clock, () => 5000, undefined);
+    const { clock, breaker, admission, next } = circuitAdmission(1000, 5000);
     expect(admission.admit()).toBeUndefined(); // the article that will probe
     breaker.acquirePermit().failure(); // open until 1,000 ms
     clock.set(1000);
     const probe = breaker.acquirePermit(); // half-open, the probe out
-    let admittedAtMs: number | undefined;
-    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    const second = next();
     await clock.advance(5000);
-    expect(admittedAtMs).toBeUndefined();
+    expect(second.at()).toBeUndefined();
     probe.success(); // closes the circuit
     await clock.advance(1);
-    expect(admittedAtMs).toBe(6000);
+    expect(second.at()).toBe(6000);
     admission.dispose();
   });
 
   it('holds even the first article while the circuit is open, and lets it in to probe as the circuit turns half-open', async () => {
-    const clock = new ManualClock();
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 2000, clock });
-    const gate = new CallGate({
-      provider: new ScriptedProvider('p', clock),
-      limits: new LocalLimits(requestLimit(1000, 10), clock),
-      breaker,
-      clock,
-    });
-    const admission = new Admission([gate], clock, () => 500, undefined);
+    const { clock, breaker, admission, next } = circuitAdmission(2000, 500);
     breaker.acquirePermit().failure(); // open until 2,000 ms, longer than an article's budget
-    let admittedAtMs: number | undefined;
-    void admission.admit()!.then(() => (admittedAtMs = clock.now()));
+    const first = next();
     await clock.advance(1999);
-    expect(admittedAtMs).toBeUndefined();
+    expect(first.at()).toBeUndefined();
     await clock.advance(1);
-    expect(admittedAtMs).toBe(2000);
+    expect(first.at()).toBe(2000);
     admission.dispose();
   });
 });
