@@ -288,9 +288,9 @@ export class CallGate {
   }
 
   /**
-   * Ms until this provider's circuit may admit a new article's call: 0 when it is closed, or
-   * half-open with no probe out; until the cooldown ends when open; Infinity while a probe is out
-   * (its outcome decides: {@link onCircuitChange} says when).
+   * Ms until this provider's circuit may admit a new article's call: 0 when it is closed; until the
+   * cooldown ends when open; Infinity while half-open — a call already under way makes the probe,
+   * and its outcome decides ({@link onCircuitChange} says when).
    */
   circuitWaitMs(): number {
     // Asked before every article starts: a circuit that never opened needs no state read.
@@ -298,7 +298,7 @@ export class CallGate {
     const state = this.#breaker.state;
     if (state === undefined || state.kind === 'closed') return 0;
     if (state.kind === 'open') return Math.max(0, state.reopensAtMs - this.clock.now());
-    return state.probesInFlight > 0 ? Infinity : 0;
+    return Infinity;
   }
 
   /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */

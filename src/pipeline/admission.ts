@@ -113,7 +113,7 @@ export class Admission {
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
     }
-    // A probe out with nothing under way is no run's: nothing would ever say it settled.
+    // Half-open, the articles under way make the probe; with none, one is let in to make it.
     return alone && waitMs === Infinity ? 0 : waitMs;
   }
 
@@ -127,7 +127,7 @@ export class Admission {
     this.#cancelTimer = undefined;
     while (this.#waiting.length > 0) {
       const waitMs = this.#waitMs();
-      // Infinity: a probe is out, and the circuit's next change schedules again.
+      // Infinity: the circuit is half-open, and its next change schedules again.
       if (waitMs === Infinity) return;
       if (waitMs > 0) {
         this.#cancelTimer = this.#clock.setTimer(waitMs, () => {

@@ -181,7 +181,7 @@ export function failureOf(error: unknown, context: FailureContext): unknown {
   const failure = classifyFailure(error, context);
   // Whatever fetch or the SDK said may quote the key (a key with a newline in it is "an invalid
   // header value", quoted whole): it never leaves here.
-  if (failure instanceof Error && context.apiKey !== '' && failure.message.includes(context.apiKey)) {
+  if (failure instanceof Error && context.apiKey.length >= SHORTEST_KEY_BLANKED && failure.message.includes(context.apiKey)) {
     const clean = new Error(blankOut(failure.message, context.apiKey));
     clean.name = failure.name;
     return clean;
@@ -283,8 +283,11 @@ function rootCause(error: Error): Error {
   return root;
 }
 
+/** Keys this short are no real provider's (a test's `k`): blanking them would only garble the message. */
+const SHORTEST_KEY_BLANKED = 8;
+
 function blankOut(text: string, secret: string): string {
-  return text.split(secret).join('[key]');
+  return secret.length < SHORTEST_KEY_BLANKED ? text : text.split(secret).join('[key]');
 }
 
 /**

@@ -38,17 +38,19 @@ describe('Admission - an open circuit', () => {
     return { clock, breaker, admission, next };
   }
 
-  it('starts no article while a provider it needs has its circuit open: the next one starts as it turns half-open', async () => {
+  it('starts no article while a provider it needs has its circuit open or half-open: the next starts as the probe closes it', async () => {
     const { clock, breaker, admission, next } = circuitAdmission(2000, 5000, 2);
-    expect(admission.admit()).toBeUndefined(); // one under way
+    expect(admission.admit()).toBeUndefined(); // one under way: it will make the probe
     clock.set(300);
     breaker.acquirePermit().failure(); // opens until 2,300 ms
     const second = next();
-    await clock.advance(1999);
-    expect(second.at()).toBeUndefined();
-    await clock.advance(1);
-    expect(second.at()).toBe(2300);
+    await clock.advance(2100);
     expect(breaker.state.kind).toBe('half-open');
+    expect(second.at()).toBeUndefined();
+    await clock.advance(100);
+    breaker.acquirePermit().success(); // the probe, at 2,500 ms, closes the circuit
+    await clock.advance(1);
+    expect(second.at()).toBe(2500);
     admission.dispose();
   });
 
