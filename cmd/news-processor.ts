@@ -239,6 +239,8 @@ async function runWith(
       resumed,
       skippedLines: input.skipped(),
       maxRssBytes: process.resourceUsage().maxRSS * 1024,
+      // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
+      signal: stopSignal(),
     };
     human.write(`${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`);
   } else {

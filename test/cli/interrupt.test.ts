@@ -64,6 +64,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
 
     const summary = JSON.parse(result.stdout) as {
       interrupted: boolean;
+      signal: string;
       articles: number;
       succeeded: number;
       failed: number;
@@ -71,6 +72,7 @@ describe.concurrent('news-processor - Ctrl-C', { timeout: 60_000 }, () => {
       notStarted: number;
     };
     expect(summary.interrupted).toBe(true);
+    expect(summary.signal).toBe('SIGINT');
     expect(summary.cancelled).toBeGreaterThanOrEqual(0);
     expect(summary.succeeded).toBeGreaterThan(0);
     expect(summary.succeeded + summary.failed + summary.cancelled).toBe(summary.articles);

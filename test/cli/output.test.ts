@@ -162,6 +162,8 @@ describe.concurrent('news-processor --json', { timeout: 60_000 }, () => {
     const summary = JSON.parse(stdout) as Summary;
     expect(typeof summary).toBe('object');
     for (const field of FIELDS) expect(summary, field).toHaveProperty(field);
+    // Said only when a signal interrupted the run.
+    expect(summary).not.toHaveProperty('signal');
     return summary;
   }
 
