@@ -261,11 +261,11 @@ export class CallGate {
    */
   #circuitWait(attempt: Attempt, number: number, deadlineMs: number): RetryDecision {
     const { retryAfterMs } = attempt.error as BrokenCircuitError;
-    const waitMs = retryAfterMs ?? deadlineMs - attempt.atMs;
-    if (attempt.atMs >= deadlineMs || attempt.atMs + waitMs > deadlineMs) {
-      return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
-    }
-    return { retry: true, delayMs: waitMs };
+    // Half-open (no retry-after): until the probe settles, at the latest the deadline. Compared
+    // as is: `at + (deadline − at)` may round past the deadline.
+    const fits = retryAfterMs === undefined ? attempt.atMs < deadlineMs : attempt.atMs + retryAfterMs <= deadlineMs;
+    if (!fits) return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
+    return { retry: true, delayMs: retryAfterMs ?? deadlineMs - attempt.atMs };
   }
 
   /** Sleeps `ms`, or less: any change of the circuit's state (the probe settled) ends the wait. */

@@ -92,6 +92,24 @@ describe('CallGate - circuit breaker', () => {
     ]);
   });
 
+  it('half-open: a refused call waits for the probe even where the float sum now + (deadline − now) passes the deadline', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider('p', clock);
+    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
+    const gate = new CallGate({ provider, limits, breaker, clock });
+    breaker.acquirePermit().failure();
+    // Seen in a run: 1090.711147 + (20637.385201 − 1090.711147) > 20637.385201.
+    clock.set(1090.711147);
+    const probe = breaker.acquirePermit(); // half-open, the probe out
+    const events: AttemptEvent[] = [];
+    const call = gate.call(request, { deadlineMs: 20637.385201, onAttempt: (e) => events.push(e) });
+    await Promise.resolve();
+    probe.success();
+    await drive(clock, call);
+    expect(events.map((e) => e.outcome)).toEqual(['circuit-open', 'ok']);
+  });
+
   it('open: a refused call waits the cooldown however small the retry-after cap, never polling', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, {}]);
