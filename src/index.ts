@@ -91,7 +91,17 @@ export type { RetriedFailureOptions } from './provider/provider.ts';
 // Providers over HTTP: OpenAI (and compatible servers) and Anthropic, through their official SDKs.
 export { OpenAiProvider, OPENAI_DEFAULTS } from './provider/openai.ts';
 export { AnthropicProvider, ANTHROPIC_DEFAULTS } from './provider/anthropic.ts';
-export { isHeaderSafe } from './provider/http-api.ts';
+export { isHeaderSafe, SdkProvider } from './provider/http-api.ts';
+export type {
+  ErrorBody,
+  ErrorClass,
+  Fetch,
+  HttpProviderSettings,
+  RefetchableClient,
+  Sdk,
+  SdkApiError,
+  SdkErrorClasses,
+} from './provider/http-api.ts';
 export {
   createHttpProvider,
   isHttpProviderType,

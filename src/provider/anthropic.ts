@@ -1,20 +1,15 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import {
-  cannedFetch,
-  failureOf,
   headersOf,
-  httpProviderSettings,
-  loadFetch,
   outputOf,
+  SdkProvider,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
   WARM_UP_ANSWERS,
-  WARM_UP_REQUESTS,
   type ErrorBody,
   type HttpProviderOptions,
-  type HttpProviderSettings,
-  type SdkErrorClasses,
+  type Sdk,
 } from './http-api.ts';
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
@@ -24,11 +19,8 @@ import {
   type CallOptions,
   type LlmRequest,
   type LlmResponse,
-  type Provider,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
-
-type Sdk = { readonly client: Anthropic; readonly errors: SdkErrorClasses };
 
 /** What an Anthropic provider is unless told otherwise. */
 export const ANTHROPIC_DEFAULTS = Object.freeze({
@@ -59,53 +51,16 @@ const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_wind
  * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
  * runs a call of each task through it to a canned answer, sending nothing.
  */
-export class AnthropicProvider implements Provider {
-  readonly name: string;
-  readonly model: string;
-  readonly baseUrl: string;
-  readonly #settings: HttpProviderSettings;
-  readonly #sdk: Promise<Sdk>;
-  #ready: Promise<void> | undefined;
-
+export class AnthropicProvider extends SdkProvider<Anthropic> {
   constructor(options: HttpProviderOptions) {
-    this.#settings = httpProviderSettings(options, ANTHROPIC_DEFAULTS);
-    ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = this.#settings);
-    this.#sdk = import('@anthropic-ai/sdk').then((sdk) => ({
+    super(options, ANTHROPIC_DEFAULTS, async (settings) => {
+      const sdk = await import('@anthropic-ai/sdk');
       // No webhook key: the SDK would otherwise look for one in the environment.
-      client: new sdk.Anthropic({ ...sdkClientOptions(this.#settings), webhookKey: null }),
-      errors: sdk,
-    }));
-    // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
-    this.#sdk.catch(() => {});
+      return { client: new sdk.Anthropic({ ...sdkClientOptions(settings), webhookKey: null }), errors: sdk };
+    });
   }
 
-  /**
-   * Resolves once a call goes without loading or compiling anything first (see
-   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
-   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
-   * answers' validators compiled. Nothing is sent. Never rejects.
-   */
-  ready(): Promise<void> {
-    this.#ready ??= this.#warmUp();
-    return this.#ready;
-  }
-
-  async #warmUp(): Promise<void> {
-    try {
-      const { client, errors } = await this.#sdk;
-      const warm = (request: LlmRequest) =>
-        this.#send({ client: client.withOptions({ fetch: cannedFetch(cannedMessage(request)) }), errors }, request, {});
-      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
-    } catch {
-      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
-    }
-  }
-
-  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    return this.#send(await this.#sdk, request, options);
-  }
-
-  async #send({ client, errors }: Sdk, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
+  protected async send({ client, errors }: Sdk<Anthropic>, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
       model: this.model,
@@ -118,7 +73,7 @@ export class AnthropicProvider implements Provider {
       .create(body, sdkRequestOptions(options))
       .withResponse()
       .catch((error: unknown) => {
-        throw failureOf(error, { errors, readBody: anthropicErrorBody, apiKey: this.#settings.apiKey, call: options });
+        throw this.failure(error, errors, options);
       });
 
     const headers = headersOf(response.headers);
@@ -143,24 +98,24 @@ export class AnthropicProvider implements Provider {
       headers,
     };
   }
-}
 
-/** Anthropic's error body: `{ type: "error", error: { type, message } }` (the SDK hands over all of it). */
-/** A message answering `request` as the warm-up does, the task's tool used: the fields the SDK and `call` read. */
-function cannedMessage(request: LlmRequest): Record<string, unknown> {
-  return {
-    id: 'warm-up',
-    type: 'message',
-    role: 'assistant',
-    model: 'warm-up',
-    content: [{ type: 'tool_use', id: 'warm-up', name: request.task, input: WARM_UP_ANSWERS[request.task] }],
-    stop_reason: 'tool_use',
-    stop_sequence: null,
-    usage: { input_tokens: 0, output_tokens: 0 },
-  };
-}
+  /** A message answering `request` as the warm-up does, the task's tool used: the fields the SDK and `call` read. */
+  protected cannedAnswer(request: LlmRequest): Record<string, unknown> {
+    return {
+      id: 'warm-up',
+      type: 'message',
+      role: 'assistant',
+      model: 'warm-up',
+      content: [{ type: 'tool_use', id: 'warm-up', name: request.task, input: WARM_UP_ANSWERS[request.task] }],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+    };
+  }
 
-function anthropicErrorBody(body: unknown): ErrorBody {
-  const { type, message } = ((body as { error?: unknown } | null)?.error ?? {}) as Record<string, unknown>;
-  return { codes: [type], message };
+  /** Anthropic's error body: `{ type: "error", error: { type, message } }` (the SDK hands over all of it). */
+  protected readErrorBody(body: unknown): ErrorBody {
+    const { type, message } = ((body as { error?: unknown } | null)?.error ?? {}) as Record<string, unknown>;
+    return { codes: [type], message };
+  }
 }

@@ -18,6 +18,8 @@ import {
   type CallOptions,
   type LlmRequest,
   type LlmOutput,
+  type LlmResponse,
+  type Provider,
   type ResponseHeaders,
   type TaskName,
   type TokenUsage,
@@ -137,7 +139,7 @@ function timeoutOf(options: CallOptions): number {
 }
 
 /** An SDK error class, as both official SDKs (generated alike) define them. */
-type ErrorClass<T = Error> = abstract new (...args: never[]) => T;
+export type ErrorClass<T = Error> = abstract new (...args: never[]) => T;
 
 /** What an SDK's `APIError` carries: the HTTP status, the response headers and the parsed body. */
 export interface SdkApiError extends Error {
@@ -310,7 +312,7 @@ export const WARM_UP_ANSWERS: Readonly<Record<TaskName, Readonly<Record<string, 
  * A `fetch` that answers every request with `body` as JSON and sends nothing: an SDK client made
  * with it runs its whole request and response code without a network.
  */
-export function cannedFetch(body: unknown): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
+export function cannedFetch(body: unknown): Fetch {
   const text = JSON.stringify(body);
   return async () => new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
 }
@@ -318,4 +320,86 @@ export function cannedFetch(body: unknown): (input: string | URL | Request, init
 /** Loads Node's own `fetch`, which Node loads on its first use: a `data:` URL needs no network. */
 export async function loadFetch(): Promise<void> {
   await (await fetch('data:,')).arrayBuffer();
+}
+
+/** An official SDK as a provider holds it: its client, and its error classes to tell failures apart. */
+export interface Sdk<Client> {
+  readonly client: Client;
+  readonly errors: SdkErrorClasses;
+}
+
+/** A `fetch` as the SDKs take one. */
+export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** A client that can be copied with another `fetch`, as both official SDKs' clients can. */
+export interface RefetchableClient<Client> {
+  withOptions(options: { fetch: Fetch }): Client;
+}
+
+/**
+ * What a provider over an official SDK is, whichever the vendor: its settings checked once (the key
+ * never shown), the SDK loaded as the provider is made (so the first call does not pay for it), a
+ * warm-up through the SDK to canned answers ({@link ready}), and each call sent once the SDK is
+ * there. A vendor says how to load its SDK, what its canned answer to a task is, what its error
+ * bodies look like, and how to send one request and read the answer.
+ */
+export abstract class SdkProvider<Client extends RefetchableClient<Client>> implements Provider {
+  readonly name: string;
+  readonly model: string;
+  readonly baseUrl: string;
+  readonly #apiKey: string;
+  readonly #sdk: Promise<Sdk<Client>>;
+  #ready: Promise<void> | undefined;
+
+  protected constructor(
+    options: HttpProviderOptions,
+    defaults: HttpProviderDefaults,
+    load: (settings: HttpProviderSettings) => Promise<Sdk<Client>>,
+  ) {
+    const settings = httpProviderSettings(options, defaults);
+    ({ name: this.name, model: this.model, baseUrl: this.baseUrl, apiKey: this.#apiKey } = settings);
+    this.#sdk = load(settings);
+    // A failure to load is the first call's to report.
+    this.#sdk.catch(() => {});
+  }
+
+  /**
+   * Resolves once a call goes without loading or compiling anything first (see
+   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
+   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
+   * answers' validators compiled. Nothing is sent. Never rejects.
+   */
+  ready(): Promise<void> {
+    this.#ready ??= this.#warmUp();
+    return this.#ready;
+  }
+
+  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
+    return this.send(await this.#sdk, request, options);
+  }
+
+  /** Sends one request through the SDK and reads its answer, or throws the failure's provider error. */
+  protected abstract send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
+
+  /** The vendor's response body answering `request` as a model would: what the warm-up is answered with. */
+  protected abstract cannedAnswer(request: LlmRequest): unknown;
+
+  /** Reads an error body as the vendor shapes it. */
+  protected abstract readErrorBody(body: unknown): ErrorBody;
+
+  /** The provider error an SDK's rejection means (see {@link failureOf}). */
+  protected failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown {
+    return failureOf(error, { errors, readBody: (body) => this.readErrorBody(body), apiKey: this.#apiKey, call });
+  }
+
+  async #warmUp(): Promise<void> {
+    try {
+      const { client, errors } = await this.#sdk;
+      const warm = (request: LlmRequest) =>
+        this.send({ client: client.withOptions({ fetch: cannedFetch(this.cannedAnswer(request)) }), errors }, request, {});
+      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
+    } catch {
+      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
+    }
+  }
 }

@@ -1,20 +1,15 @@
 import type { OpenAI } from 'openai';
 import {
-  cannedFetch,
-  failureOf,
   headersOf,
-  httpProviderSettings,
-  loadFetch,
   outputOf,
+  SdkProvider,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
   WARM_UP_ANSWERS,
-  WARM_UP_REQUESTS,
   type ErrorBody,
   type HttpProviderOptions,
-  type HttpProviderSettings,
-  type SdkErrorClasses,
+  type Sdk,
 } from './http-api.ts';
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
@@ -24,11 +19,8 @@ import {
   type CallOptions,
   type LlmRequest,
   type LlmResponse,
-  type Provider,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
-
-type Sdk = { readonly client: OpenAI; readonly errors: SdkErrorClasses };
 
 /** What an OpenAI provider is unless told otherwise. */
 export const OPENAI_DEFAULTS = Object.freeze({
@@ -55,49 +47,15 @@ export const OPENAI_DEFAULTS = Object.freeze({
  * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
  * runs a call of each task through it to a canned answer, sending nothing.
  */
-export class OpenAiProvider implements Provider {
-  readonly name: string;
-  readonly model: string;
-  readonly baseUrl: string;
-  readonly #settings: HttpProviderSettings;
-  readonly #sdk: Promise<Sdk>;
-  #ready: Promise<void> | undefined;
-
+export class OpenAiProvider extends SdkProvider<OpenAI> {
   constructor(options: HttpProviderOptions) {
-    this.#settings = httpProviderSettings(options, OPENAI_DEFAULTS);
-    ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = this.#settings);
-    this.#sdk = import('openai').then((sdk) => ({ client: new sdk.OpenAI(sdkClientOptions(this.#settings)), errors: sdk }));
-    // Loading starts now, so the first call does not pay for it; a failure to load is that call's to report.
-    this.#sdk.catch(() => {});
+    super(options, OPENAI_DEFAULTS, async (settings) => {
+      const sdk = await import('openai');
+      return { client: new sdk.OpenAI(sdkClientOptions(settings)), errors: sdk };
+    });
   }
 
-  /**
-   * Resolves once a call goes without loading or compiling anything first (see
-   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
-   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
-   * answers' validators compiled. Nothing is sent. Never rejects.
-   */
-  ready(): Promise<void> {
-    this.#ready ??= this.#warmUp();
-    return this.#ready;
-  }
-
-  async #warmUp(): Promise<void> {
-    try {
-      const { client, errors } = await this.#sdk;
-      const warm = (request: LlmRequest) =>
-        this.#send({ client: client.withOptions({ fetch: cannedFetch(cannedCompletion(request)) }), errors }, request, {});
-      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
-    } catch {
-      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
-    }
-  }
-
-  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    return this.#send(await this.#sdk, request, options);
-  }
-
-  async #send({ client, errors }: Sdk, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
+  protected async send({ client, errors }: Sdk<OpenAI>, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
       model: this.model,
@@ -112,7 +70,7 @@ export class OpenAiProvider implements Provider {
       .create(body, sdkRequestOptions(options))
       .withResponse()
       .catch((error: unknown) => {
-        throw failureOf(error, { errors, readBody: openAiErrorBody, apiKey: this.#settings.apiKey, call: options });
+        throw this.failure(error, errors, options);
       });
 
     const headers = headersOf(response.headers);
@@ -136,29 +94,29 @@ export class OpenAiProvider implements Provider {
       headers,
     };
   }
-}
 
-/** A completion answering `request` as the warm-up does. */
-function cannedCompletion(request: LlmRequest): OpenAI.ChatCompletion {
-  return {
-    id: 'warm-up',
-    object: 'chat.completion',
-    created: 0,
-    model: 'warm-up',
-    choices: [
-      {
-        index: 0,
-        finish_reason: 'stop',
-        logprobs: null,
-        message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWERS[request.task]), refusal: null },
-      },
-    ],
-    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-  };
-}
+  /** A completion answering `request` as the warm-up does. */
+  protected cannedAnswer(request: LlmRequest): OpenAI.ChatCompletion {
+    return {
+      id: 'warm-up',
+      object: 'chat.completion',
+      created: 0,
+      model: 'warm-up',
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'stop',
+          logprobs: null,
+          message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWERS[request.task]), refusal: null },
+        },
+      ],
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    };
+  }
 
-/** OpenAI's error body: `{ error: { message, type, code } }` (the SDK hands over the inner object). */
-function openAiErrorBody(error: unknown): ErrorBody {
-  const { code, type, message } = (error ?? {}) as Record<string, unknown>;
-  return { codes: [code, type], message };
+  /** OpenAI's error body: `{ error: { message, type, code } }` (the SDK hands over the inner object). */
+  protected readErrorBody(error: unknown): ErrorBody {
+    const { code, type, message } = (error ?? {}) as Record<string, unknown>;
+    return { codes: [code, type], message };
+  }
 }
