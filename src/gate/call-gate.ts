@@ -260,12 +260,12 @@ export class CallGate {
    * Refused when that would end past the deadline, or the deadline has come.
    */
   #circuitWait(attempt: Attempt, number: number, deadlineMs: number): RetryDecision {
-    const { retryAfterMs } = attempt.error as BrokenCircuitError;
-    // Half-open (no retry-after): until the probe settles, at the latest the deadline. Compared
-    // as is: `at + (deadline − at)` may round past the deadline.
-    const fits = retryAfterMs === undefined ? attempt.atMs < deadlineMs : attempt.atMs + retryAfterMs <= deadlineMs;
-    if (!fits) return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
-    return { retry: true, delayMs: retryAfterMs ?? deadlineMs - attempt.atMs };
+    // Instants compared, not a wait added to now: `at + (until − at)` may round past `until`.
+    // Half-open (no instant): until the probe settles, at the latest the deadline.
+    const until = (attempt.error as BrokenCircuitError).reopensAtMs ?? deadlineMs;
+    if (attempt.atMs >= deadlineMs || until > deadlineMs)
+      return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
+    return { retry: true, delayMs: Math.max(0, until - attempt.atMs) };
   }
 
   /** Sleeps `ms`, or less: any change of the circuit's state (the probe settled) ends the wait. */
