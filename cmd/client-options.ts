@@ -6,8 +6,11 @@ import {
   PROVIDER_DEFAULTS,
   PROVIDER_TYPES,
   createHttpProvider,
+  hasCredentials,
   isEnvVariableName,
   isHeaderSafe,
+  isHttpUrl,
+  maskCredentials,
   isHttpProviderType,
   type HttpProviderDefaults,
   type Provider,
@@ -70,15 +73,7 @@ function modelName(text: string): string {
 }
 
 function httpUrl(text: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    // Not a URL at all: said below.
-  }
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new InvalidArgumentError('Expected an http:// or https:// URL, e.g. http://localhost:8000/v1.');
-  }
+  if (!isHttpUrl(text)) throw new InvalidArgumentError('Expected an http:// or https:// URL, e.g. http://localhost:8000/v1.');
   return text;
 }
 
@@ -126,12 +121,9 @@ export function validateClientFlags(
   }
   if (callsHttpApi(flags)) {
     // Said here, not by the parser, which would quote the password back.
-    const url = flags.baseUrl === undefined ? undefined : new URL(flags.baseUrl);
-    if (url !== undefined && (url.username !== '' || url.password !== '')) {
-      url.username = '***';
-      url.password = '';
+    if (flags.baseUrl !== undefined && hasCredentials(flags.baseUrl)) {
       throw new UsageError(
-        `--base-url: expected a URL without user:password in it (fetch refuses those; the key is read from --api-key-env), got ${url.href}`,
+        `--base-url: expected a URL without user:password in it (fetch refuses those; the key is read from --api-key-env), got ${maskCredentials(flags.baseUrl)}`,
       );
     }
     for (const [field, flag] of entries(SIMULATION_ONLY)) {

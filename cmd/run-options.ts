@@ -196,7 +196,11 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(
       new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
     )
-    .addOption(new Option('--input <file.jsonl>', 'read articles from JSONL (id, title, content, url?, source?)').conflicts('articles'))
+    .addOption(
+      new Option('--input <file.jsonl>', "read articles from JSONL (id, title, content, url?, source?); '-' for standard input").conflicts(
+        'articles',
+      ),
+    )
     .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
     .addOption(
       new Option('--headers <style>', `send rate-limit headers in this style: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)),
@@ -215,7 +219,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(new Option('--adaptive', 'cut the rate on 429s and probe back up, never above --rate').default(false))
     .addOption(new Option('--sync-headers', "lower the buckets to what the provider's rate-limit headers say remains").default(false))
     .addOption(
-      new Option('--breaker-threshold <n>', 'consecutive 503s/timeouts that open the circuit breaker; 0 for no breaker')
+      new Option('--breaker-threshold <n>', 'consecutive 5xx, timeouts or network errors that open the circuit breaker; 0 for no breaker')
         .argParser(integer(0))
         .default(BREAKER_DEFAULTS.failureThreshold),
     )

@@ -91,7 +91,7 @@ export type { RetriedFailureOptions } from './provider/provider.ts';
 // Providers over HTTP: OpenAI (and compatible servers) and Anthropic, through their official SDKs.
 export { OpenAiProvider, OPENAI_DEFAULTS } from './provider/openai.ts';
 export { AnthropicProvider, ANTHROPIC_DEFAULTS } from './provider/anthropic.ts';
-export { isHeaderSafe, SdkProvider } from './provider/http-api.ts';
+export { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials, SdkProvider } from './provider/http-api.ts';
 export type {
   ErrorBody,
   ErrorClass,

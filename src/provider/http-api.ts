@@ -162,7 +162,7 @@ export interface ErrorBody {
   readonly message: unknown;
 }
 
-export interface FailureContext {
+interface FailureContext {
   readonly errors: SdkErrorClasses;
   /** Reads the body of an `APIError` as the vendor shapes it. */
   readonly readBody: (body: unknown) => ErrorBody;
@@ -218,7 +218,7 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
  * The failure an HTTP error status means, with the body's codes deciding between a rate limit and
  * an empty account (OpenAI's `insufficient_quota`), and `x-should-retry: false` obeyed.
  */
-export function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
+function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
   const codes = body.codes.filter((code): code is string => typeof code === 'string' && code !== '');
   const said = typeof body.message === 'string' && body.message !== '' ? `: ${blankOut(body.message, apiKey)}` : '';
   const options = { status, headers };

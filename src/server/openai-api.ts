@@ -18,8 +18,6 @@ import type { JsonSchema } from '../provider/tasks/task.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 
-const STATUS = FAILURE_STATUS;
-
 export const openAiApi: ChatApi = {
   name: 'openai',
   headerStyle: 'openai',
@@ -106,7 +104,10 @@ export const openAiApi: ChatApi = {
           ? 'server_error'
           : 'invalid_request_error';
     const code = failure.code ?? (failure.kind === 'rate-limited' ? 'rate_limit_exceeded' : null);
-    return { status: STATUS[failure.kind], body: { error: { message: failure.message, type, param: failure.param ?? null, code } } };
+    return {
+      status: FAILURE_STATUS[failure.kind],
+      body: { error: { message: failure.message, type, param: failure.param ?? null, code } },
+    };
   },
 
   models(ids) {
