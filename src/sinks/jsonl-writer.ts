@@ -9,9 +9,11 @@ export class OutputError extends Error {
   constructor(
     readonly path: string,
     cause: Error,
+    /** What failed: writing the results, or reading them back to resume. */
+    action: 'write' | 'read' = 'write',
   ) {
     // The system message ends with ", open '<path>'": the path is already said.
-    super(`${path}: cannot write file (${cause.message.replace(/, \w+ '.*'$/, '')})`, { cause });
+    super(`${path}: cannot ${action} file (${cause.message.replace(/, \w+ '.*'$/, '')})`, { cause });
   }
 }
 

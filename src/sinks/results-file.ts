@@ -27,6 +27,9 @@ export interface KeptResults {
   readonly truncatedLastLine: boolean;
 }
 
+/** Characters of kept lines gathered before each write. */
+const WRITE_CHUNK_CHARS = 64 * 1024;
+
 /**
  * Rewrites the results file at `path` to hold only the results of articles that succeeded, and
  * says which those are: what a resumed run skips. The rewrite is crash-safe — the kept lines go
@@ -44,14 +47,10 @@ export async function keepSucceeded(path: string): Promise<KeptResults> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(temporary, 'w');
-    let lines: AsyncIterable<{ text: string; number: number; complete: boolean }>;
+    // Kept lines go out in chunks: a results file of a million lines is not a million writes.
+    let pending = '';
     try {
-      lines = readLines(createReadStream(path));
-    } catch (error) {
-      throw new OutputError(path, error as Error);
-    }
-    try {
-      for await (const { text, number, complete } of lines) {
+      for await (const { text, number, complete } of readLines(createReadStream(path))) {
         if (text.trim() === '') continue;
         const result = parseResult(text);
         if (result === undefined) {
@@ -63,7 +62,11 @@ export async function keepSucceeded(path: string): Promise<KeptResults> {
         }
         if (result.status === 'succeeded' && !succeeded.has(result.id)) {
           succeeded.set(result.id, result.title);
-          await handle.write(`${text}\n`);
+          pending += `${text}\n`;
+          if (pending.length >= WRITE_CHUNK_CHARS) {
+            await handle.write(pending);
+            pending = '';
+          }
         } else {
           dropped++;
         }
@@ -71,8 +74,11 @@ export async function keepSucceeded(path: string): Promise<KeptResults> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { succeeded, dropped, truncatedLastLine };
       if (error instanceof LineError) throw new ResultsFileError(path, error.line, error.reason);
-      throw error;
+      if (error instanceof ResultsFileError) throw error;
+      // Reading failed (a folder, no permission): said with the file's name.
+      throw new OutputError(path, error as Error, 'read');
     }
+    await handle.write(pending);
     await handle.sync();
     await handle.close();
     handle = undefined;
