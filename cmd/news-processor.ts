@@ -133,7 +133,7 @@ async function run(flags: MainFlags): Promise<number> {
   // before any file is read or written.
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
-  const shared = await shareLimits(flags, setups.providers, logger);
+  const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
     return await runWith(flags, setups, logger, shared?.note);
   } finally {

@@ -7,7 +7,6 @@ import {
   connectRedis,
   formatDuration,
   isRedisConnectError,
-  loadProvidersConfig,
   type LimitSpec,
   type ProviderSetup,
   type RunStop,
@@ -96,14 +95,13 @@ export interface SharedLimits {
  * before any call is made) and puts each provider's limits in Redis under its quota key.
  * `providers` is changed in place. Without --redis: nothing, undefined.
  */
-export async function shareLimits(flags: RedisFlags, providers: ProviderSetup[], logger: Logger): Promise<SharedLimits | undefined> {
+export async function shareLimits(
+  flags: RedisFlags,
+  providers: ProviderSetup[],
+  quotaKeys: ReadonlyMap<string, string>,
+  logger: Logger,
+): Promise<SharedLimits | undefined> {
   if (flags.redis === undefined) return undefined;
-  const quotaKeys = new Map<string, string>();
-  if (flags.config !== undefined) {
-    for (const provider of (await loadProvidersConfig(flags.config)).providers) {
-      if (provider.quotaKey !== undefined) quotaKeys.set(provider.name, provider.quotaKey);
-    }
-  }
   let connection: Awaited<ReturnType<typeof connectRedis>>;
   try {
     connection = await connectRedis(flags.redis, { timeoutMs: flags.redisTimeout, logger });

@@ -343,18 +343,26 @@ export async function providerSetups(
   flags: RunFlags & Partial<ClientFlags>,
   rate: number,
   burst: number,
-): Promise<{ providers: ProviderSetup[]; routes: Record<TaskName, string> | undefined; keyVariables: ReadonlyMap<string, string> }> {
+): Promise<{
+  providers: ProviderSetup[];
+  routes: Record<TaskName, string> | undefined;
+  keyVariables: ReadonlyMap<string, string>;
+  /** Each provider's shared quota key, where the providers file names one. */
+  quotaKeys: ReadonlyMap<string, string>;
+}> {
   const keyVariables = new Map<string, string>();
+  const quotaKeys = new Map<string, string>();
   const known = (client: HttpClient | undefined): Provider | undefined => {
     if (client !== undefined) keyVariables.set(client.provider.name, client.keyVariable);
     return client?.provider;
   };
   if (flags.config === undefined) {
     const provider = known(httpClientFromFlags(flags, process.env)) ?? createProvider(flags);
-    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables };
+    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables, quotaKeys };
   }
   const config = await loadProvidersConfig(flags.config);
   const source = flags.config;
+  for (const p of config.providers) if (p.quotaKey !== undefined) quotaKeys.set(p.name, p.quotaKey);
   const providers = config.providers.map(
     (p, index): ProviderSetup => ({
       // Each provider draws its own numbers: the same seed would give both the same fate per call.
@@ -370,5 +378,5 @@ export async function providerSetups(
       maxConcurrent: p.maxConcurrent,
     }),
   );
-  return { providers, routes: { ...config.routes }, keyVariables };
+  return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
 }
