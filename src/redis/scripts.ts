@@ -252,7 +252,6 @@ end
 local retry = 0
 if not allowed then
   if n > burst then retry = math.huge
-  elseif t >= n then retry = 0
   elseif rate == 0 then retry = math.huge
   else retry = (n - t) * 1000000 / rate end
 end
