@@ -39,8 +39,6 @@ export interface RateLimitDecision {
  * server several processes share (Redis). `take` may answer at once or after a round trip.
  */
 export interface RateLimitStore {
-  /** Whether the keys live in this process (false: shared with other processes). */
-  readonly localKeys: boolean;
   /** Tokens per second per key. */
   readonly rate: number;
   /** Each key's capacity. */
@@ -80,7 +78,6 @@ const INITIAL_SLOTS = 1024;
  * has waiters. Safe to share by every request handler (one event loop, no locks needed).
  */
 export class KeyedLimiter implements RateLimitStore {
-  readonly localKeys = true;
   readonly rate: number;
   readonly burst: number;
   readonly #clock: Clock;

@@ -26,7 +26,6 @@ export interface RedisRateLimitStoreOptions {
  * `onStoreError` decides what the request gets).
  */
 export class RedisRateLimitStore implements RateLimitStore {
-  readonly localKeys = false;
   readonly rate: number;
   readonly burst: number;
   readonly #connection: RedisConnection;

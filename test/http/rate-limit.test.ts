@@ -224,7 +224,6 @@ describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) =>
   ])('with a store that %s: 503 by default, through with "allow"; logged once per outage and counted', async (_how, failing) => {
     let down = true;
     const store: RateLimitStore = {
-      localKeys: false,
       rate: 1,
       burst: 5,
       take: () => (down ? failing() : { allowed: true, limit: 5, remaining: 4, resetMs: 1000, retryAfterMs: 0 }),
@@ -329,7 +328,6 @@ describe('rateLimit() options', () => {
   });
 
   const store: RateLimitStore = {
-    localKeys: true,
     rate: 1,
     burst: 1,
     take: () => ({ allowed: true, limit: 1, remaining: 0, resetMs: 0, retryAfterMs: 0 }),
