@@ -3,6 +3,9 @@ import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
 import {
   amountOf,
   checkLimitSpecs,
+  frozenSpecs,
+  SETTLED,
+  unusedOf,
   LimitTooSmallError,
   type CallCost,
   type LimitAcquireOptions,
@@ -17,8 +20,6 @@ interface Limit {
   readonly spec: LimitSpec;
   readonly bucket: TokenBucket;
 }
-
-const SETTLED: LimitGrant = { settle: () => {} };
 
 /**
  * A provider's limits in this process: one {@link TokenBucket} per limit, taken together.
@@ -43,7 +44,7 @@ export class LocalLimits implements ProviderLimits {
   constructor(specs: readonly LimitSpec[], clock: Clock = systemClock) {
     checkLimitSpecs(specs);
     this.#clock = clock;
-    this.specs = specs.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
+    this.specs = frozenSpecs(specs);
     this.#limits = this.specs.map((spec) => ({ spec, bucket: new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }) }));
     this.#tokenLimits = this.#limits.filter((limit) => limit.spec.kind !== 'requests');
     this.#requests = this.#limits.find((limit) => limit.spec.kind === 'requests');
@@ -140,10 +141,9 @@ class TokenSettlement implements LimitGrant {
   settle(actual: TokensUsed): void {
     if (this.#settled) return;
     this.#settled = true;
-    const real: CallCost = { requests: this.estimate.requests, ...actual };
     for (const { spec, bucket } of this.limits) {
-      const unused = amountOf(spec.kind, this.estimate) - amountOf(spec.kind, real);
-      if (unused !== 0 && Number.isFinite(unused)) bucket.adjust(unused);
+      const unused = unusedOf(spec.kind, this.estimate, actual);
+      if (unused !== 0) bucket.adjust(unused);
     }
   }
 }

@@ -123,3 +123,20 @@ export function checkLimitSpecs(specs: readonly LimitSpec[]): void {
     kinds.add(spec.kind);
   }
 }
+
+/**
+ * What settling a call gives `kind` back: its estimate less what the call used (negative when it
+ * used more); 0 when nothing changes, or the estimate was unbounded.
+ */
+export function unusedOf(kind: LimitKind, estimate: CallCost, actual: TokensUsed): number {
+  const change = amountOf(kind, estimate) - amountOf(kind, { requests: estimate.requests, ...actual });
+  return Number.isFinite(change) ? change : 0;
+}
+
+/** A grant with nothing to settle. */
+export const SETTLED: LimitGrant = Object.freeze({ settle: () => {} });
+
+/** The limits as a provider keeps them: copies, frozen, of what it was given. */
+export function frozenSpecs(specs: readonly LimitSpec[]): readonly LimitSpec[] {
+  return specs.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
+}

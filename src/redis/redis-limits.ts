@@ -4,6 +4,9 @@ import { LocalLimits } from '../gate/local-limits.ts';
 import {
   amountOf,
   checkLimitSpecs,
+  frozenSpecs,
+  SETTLED,
+  unusedOf,
   LimitTooSmallError,
   type CallCost,
   type LimitAcquireOptions,
@@ -56,8 +59,6 @@ interface Reservation {
   readonly actAtMs: readonly string[];
   readonly rates: readonly string[];
 }
-
-const SETTLED: LimitGrant = { settle: () => {} };
 
 /**
  * A provider's limits kept in Redis, shared exactly by every process that uses the same quota key:
@@ -120,7 +121,7 @@ export class RedisLimits implements ProviderLimits {
     if (fallbackShare !== undefined) checkNumber('fallbackShare', fallbackShare, { min: 0, minExclusive: true, max: 1 });
     this.#connection = connection;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'redis-limits', quota: quotaKey });
-    this.specs = limits.map((spec) => Object.freeze({ kind: spec.kind, rate: spec.rate, burst: spec.burst }));
+    this.specs = frozenSpecs(limits);
     this.countsTokens = this.specs.some((spec) => spec.kind !== 'requests');
     this.#shared = this.specs
       .filter((spec) => spec.rate !== Infinity)
@@ -241,12 +242,11 @@ export class RedisLimits implements ProviderLimits {
   /** Gives back what a grant's estimate did not use, or takes what it overran. */
   #settle(estimate: CallCost, actual: TokensUsed): void {
     if (this.#fallback !== undefined && !this.#connection.available) return;
-    const real: CallCost = { requests: estimate.requests, ...actual };
     const keys: string[] = [];
     const args: (string | number)[] = [REDIS_DEFAULTS.rateMemoryMs];
     for (const { spec, key, rateText } of this.#shared) {
-      const change = amountOf(spec.kind, estimate) - amountOf(spec.kind, real);
-      if (change === 0 || !Number.isFinite(change)) continue;
+      const change = unusedOf(spec.kind, estimate, actual);
+      if (change === 0) continue;
       keys.push(key);
       args.push(rateText, spec.burst, change);
     }
