@@ -256,6 +256,13 @@ export class RedisConnection {
   }
 }
 
+/** Throws unless `value` is a {@link RedisConnection} (what the Redis limits and store are built on). */
+export function checkConnection(value: unknown): asserts value is RedisConnection {
+  if (value === null || typeof value !== 'object' || typeof (value as { run?: unknown }).run !== 'function') {
+    throw expected('connection', 'a RedisConnection', value);
+  }
+}
+
 /**
  * A part of a key name. Braces are refused: Redis Cluster hashes only what is between the first
  * `{` and the next `}`, and every key of a quota must hash alike (`{quotaKey}`) for its scripts to run.
@@ -267,7 +274,7 @@ export function checkKeyPart(name: string, value: unknown, allowEmpty: boolean):
 }
 
 /** `redis://user:secret@host:6379/0` → `redis://user:***@host:6379/0`; refuses anything but a redis:// or rediss:// URL. */
-export function redactRedisUrl(url: string): string {
+function redactRedisUrl(url: string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -19,8 +19,8 @@ import {
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkNumber, checkObject, expected } from '../validation/checks.ts';
-import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { checkNumber, checkObject } from '../validation/checks.ts';
+import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
 export interface RedisLimitsOptions {
@@ -108,9 +108,7 @@ export class RedisLimits implements ProviderLimits {
   constructor(options: RedisLimitsOptions) {
     checkObject('options', options);
     const { connection, limits, quotaKey, prefix = REDIS_DEFAULTS.prefix, fallbackShare } = options;
-    if (connection === null || typeof connection !== 'object' || typeof connection.run !== 'function') {
-      throw expected('connection', 'a RedisConnection', connection);
-    }
+    checkConnection(connection);
     checkLimitSpecs(limits);
     limits.forEach((spec, index) => {
       checkNumber(`limits[${index}].rate`, spec.rate, { min: 0, finite: false, unit: 'per second' });

@@ -1,6 +1,6 @@
 import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
-import { checkNumber, checkObject, expected } from '../validation/checks.ts';
-import { checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { checkNumber, checkObject } from '../validation/checks.ts';
+import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { readMicroseconds, TAKE } from './scripts.ts';
 
 export interface RedisRateLimitStoreOptions {
@@ -35,9 +35,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   constructor(options: RedisRateLimitStoreOptions) {
     checkObject('options', options);
     const { connection, rate, burst, prefix = `${REDIS_DEFAULTS.prefix}rl:` } = options;
-    if (connection === null || typeof connection !== 'object' || typeof connection.run !== 'function') {
-      throw expected('connection', 'a RedisConnection', connection);
-    }
+    checkConnection(connection);
     checkNumber('rate', rate, { min: 0, finite: false, unit: 'tokens per second' });
     checkNumber('burst', burst, { min: 0 });
     checkKeyPart('prefix', prefix, true);
