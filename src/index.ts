@@ -25,7 +25,7 @@ export type { KeptResults } from './sinks/results-file.ts';
 // The gate in front of each provider: breaker, limits, call, retry; the limits behind their seam.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
 export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
-export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './gate/provider-limits.ts';
+export { LimitTooSmallError, isLimitTooSmallError, requestLimit, LIMIT_KINDS } from './limits/provider-limits.ts';
 export type {
   ProviderLimits,
   LimitSpec,
@@ -34,10 +34,10 @@ export type {
   LimitGrant,
   LimitAcquireOptions,
   TokensUsed,
-} from './gate/provider-limits.ts';
-export { LocalLimits } from './gate/local-limits.ts';
-export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './gate/adaptive-rate.ts';
-export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './gate/adaptive-rate.ts';
+} from './limits/provider-limits.ts';
+export { LocalLimits } from './limits/local-limits.ts';
+export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
+export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limits/adaptive-rate.ts';
 
 // Sharing the limits through Redis: a provider's quota across processes, and a store for the per-key limits of servers (below).
 export { connectRedis, RedisConnection, RedisConnectError, isRedisConnectError, REDIS_DEFAULTS } from './redis/redis-connection.ts';
@@ -140,7 +140,7 @@ export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitte
 export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
 
 // HTTP: rate-limit headers as providers send them, read and written.
-export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle, LIMIT_KINDS } from './http/rate-limit-headers.ts';
+export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES, isHeaderStyle } from './provider/rate-limit-headers.ts';
 export type {
   HeaderStyle,
   HeaderSource,
@@ -149,13 +149,13 @@ export type {
   RateLimitInfo,
   ParseRateLimitHeadersOptions,
   FormatRateLimitHeadersOptions,
-} from './http/rate-limit-headers.ts';
+} from './provider/rate-limit-headers.ts';
 
 // Servers: per-client limits in front of node:http, Express and Fastify handlers, and the keyed
 // buckets under them (in this process, or any store that shares them).
 export { KeyedLimiter, KEYED_LIMITER_DEFAULTS } from './limiter/keyed-limiter.ts';
 export type { KeyedLimiterOptions, RateLimitDecision, RateLimitStore } from './limiter/keyed-limiter.ts';
-export { rateLimit, RATE_LIMIT_DEFAULTS, STORE_ERROR_ACTIONS } from './http/rate-limit.ts';
+export { rateLimit, RATE_LIMIT_DEFAULTS, STORE_ERROR_ACTIONS } from './middleware/rate-limit.ts';
 export type {
   RateLimitOptions,
   RateLimitMiddleware,
@@ -164,12 +164,12 @@ export type {
   StoreErrorAction,
   FastifyLikeRequest,
   FastifyLikeReply,
-} from './http/rate-limit.ts';
-export type { RateLimitFigures, RateLimitOutcome } from './http/rate-limit-metrics.ts';
-export { clientAddressKey, CLIENT_ADDRESS_DEFAULTS, PROXY_HEADERS } from './http/client-address.ts';
-export type { ClientAddressOptions, TrustProxy, ProxyHeader } from './http/client-address.ts';
-export { RATE_LIMIT_HEADER_DRAFTS } from './http/limit-headers.ts';
-export type { RateLimitHeaderDraft } from './http/limit-headers.ts';
+} from './middleware/rate-limit.ts';
+export type { RateLimitFigures, RateLimitOutcome } from './middleware/rate-limit-metrics.ts';
+export { clientAddressKey, CLIENT_ADDRESS_DEFAULTS, PROXY_HEADERS } from './middleware/client-address.ts';
+export type { ClientAddressOptions, TrustProxy, ProxyHeader } from './middleware/client-address.ts';
+export { RATE_LIMIT_HEADER_DRAFTS } from './middleware/ietf-headers.ts';
+export type { RateLimitHeaderDraft } from './middleware/ietf-headers.ts';
 
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';

@@ -5,11 +5,11 @@
  */
 
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveTuning } from '../../src/gate/adaptive-rate.ts';
+import { AdaptiveRate, type AdaptiveTuning } from '../../src/limits/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
-import { LocalLimits } from '../../src/gate/local-limits.ts';
-import { requestLimit } from '../../src/gate/provider-limits.ts';
-import type { HeaderStyle } from '../../src/http/rate-limit-headers.ts';
+import { LocalLimits } from '../../src/limits/local-limits.ts';
+import { requestLimit } from '../../src/limits/provider-limits.ts';
+import type { HeaderStyle } from '../../src/provider/rate-limit-headers.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
 

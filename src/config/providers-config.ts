@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { BREAKER_DEFAULTS, FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
-import type { AdaptiveTuning } from '../gate/adaptive-rate.ts';
+import type { AdaptiveTuning } from '../limits/adaptive-rate.ts';
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
-import type { LimitKind, LimitSpec } from '../gate/provider-limits.ts';
-import { HEADER_STYLES, LIMIT_KINDS, type HeaderStyle } from '../http/rate-limit-headers.ts';
+import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limits/provider-limits.ts';
+import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
 import { PIPELINE_DEFAULTS } from '../pipeline/run.ts';
 import { TASKS, type TaskName } from '../provider/provider.ts';
 import { hasCredentials, isHttpUrl, maskCredentials } from '../provider/http-api.ts';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { BreakerPermit, BrokenCircuitError, CircuitBreaker } from '../breaker/circuit-breaker.ts';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { parseRateLimitHeaders, type RateLimitInfo } from '../http/rate-limit-headers.ts';
+import { parseRateLimitHeaders, type RateLimitInfo } from '../provider/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
 import {
@@ -25,8 +25,8 @@ import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type Retry
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
-import type { AdaptiveRate } from './adaptive-rate.ts';
-import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from './provider-limits.ts';
+import type { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from '../limits/provider-limits.ts';
 
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
@@ -264,7 +264,7 @@ export class CallGate {
     // Half-open (no instant): until the probe settles, at the latest the deadline.
     const until = (attempt.error as BrokenCircuitError).reopensAtMs ?? deadlineMs;
     if (attempt.atMs >= deadlineMs || until > deadlineMs)
-      return { retry: false, error: new RetryError(number - 1, attempt.error, 'circuit') };
+      return { retry: false, error: new RetryError(number - 1, attempt.error, 'deadline') };
     return { retry: true, delayMs: Math.max(0, until - attempt.atMs) };
   }
 

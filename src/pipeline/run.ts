@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { AdaptiveRate, type AdaptiveTuning } from '../gate/adaptive-rate.ts';
+import { AdaptiveRate, type AdaptiveTuning } from '../limits/adaptive-rate.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
-import { LocalLimits } from '../gate/local-limits.ts';
-import type { LimitSpec, ProviderLimits } from '../gate/provider-limits.ts';
+import { LocalLimits } from '../limits/local-limits.ts';
+import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import type { Provider, TaskName } from '../provider/provider.ts';
 import { BadRequestError, TASKS, stopsRun } from '../provider/provider.ts';

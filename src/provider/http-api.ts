@@ -4,7 +4,7 @@
  * status, headers and body, never from message text.
  */
 
-import { parseRateLimitHeaders } from '../http/rate-limit-headers.ts';
+import { parseRateLimitHeaders } from './rate-limit-headers.ts';
 import { checkObject, checkString, expected } from '../validation/checks.ts';
 import {
   AuthenticationError,

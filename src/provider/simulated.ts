@@ -19,7 +19,7 @@ import {
   type ResponseHeaders,
 } from './provider.ts';
 import { createRandom } from './random.ts';
-import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from '../http/rate-limit-headers.ts';
+import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from './rate-limit-headers.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
 import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
 

@@ -50,8 +50,11 @@ export interface AttemptOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** `circuit`: an open circuit would not admit the call before the deadline (the call gate's). */
-export type RetryStopReason = 'not-retryable' | 'exhausted' | 'deadline' | 'circuit';
+/**
+ * Why retrying stopped: the failure is not worth another attempt, the attempts ran out, or the next
+ * attempt could not start before the deadline (a backoff, or whatever else it must wait for, would end past it).
+ */
+export type RetryStopReason = 'not-retryable' | 'exhausted' | 'deadline';
 
 /** After a failed attempt: go again after `delayMs`, or stop with the error to reject with. */
 export type RetryDecision = { readonly retry: true; readonly delayMs: number } | { readonly retry: false; readonly error: RetryError };
@@ -178,8 +181,6 @@ function retryErrorMessage(attempts: number, lastError: unknown, reason: RetrySt
     case 'not-retryable':
       return `gave up after ${tried} (not retryable): ${detail}`;
     case 'deadline':
-      return `gave up after ${tried} (the next backoff would end past the deadline): ${detail}`;
-    case 'circuit':
-      return `gave up after ${tried} (the circuit admits no call before the deadline): ${detail}`;
+      return `gave up after ${tried} (the next attempt could not start before the deadline): ${detail}`;
   }
 }

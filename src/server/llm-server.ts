@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import { formatRateLimitHeaders, type LimitSnapshot } from '../http/rate-limit-headers.ts';
+import { formatRateLimitHeaders, type LimitSnapshot } from '../provider/rate-limit-headers.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import { isRateLimitError, isServerError, isTimeoutError, type LlmRequest } from '../provider/provider.ts';
 import { SimulatedProvider, type SimulatedProviderOptions } from '../provider/simulated.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatAttempt, formatSummary, plural } from '../../cmd/format.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { requestLimit } from '../../src/gate/provider-limits.ts';
+import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { BadRequestError, RateLimitError } from '../../src/provider/provider.ts';
 import { generateArticles } from '../../src/sources/generated.ts';

@@ -1,12 +1,12 @@
 import { describe, it, expect } from 'vitest';
-import { requestLimit } from '../../src/gate/provider-limits.ts';
+import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
-import { AdaptiveRate } from '../../src/gate/adaptive-rate.ts';
-import { LocalLimits } from '../../src/gate/local-limits.ts';
+import { AdaptiveRate } from '../../src/limits/adaptive-rate.ts';
+import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
-import { formatRateLimitHeaders } from '../../src/http/rate-limit-headers.ts';
+import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
@@ -57,9 +57,9 @@ describe('CallGate - circuit breaker', () => {
     expect(events.map((e) => e.outcome)).toEqual(['server-error', 'server-error', 'circuit-open']);
     expect(provider.calls).toHaveLength(2);
     // Two attempts made; the refused third is none.
-    expect(error).toMatchObject({ name: 'RetryError', reason: 'circuit', attempts: 2, lastError: { name: 'BrokenCircuitError' } });
+    expect(error).toMatchObject({ name: 'RetryError', reason: 'deadline', attempts: 2, lastError: { name: 'BrokenCircuitError' } });
     expect((error as Error).message).toMatch(
-      /^gave up after 2 attempts \(the circuit admits no call before the deadline\): circuit is open; probes admitted in 9\.9s$/,
+      /^gave up after 2 attempts \(the next attempt could not start before the deadline\): circuit is open; probes admitted in 9\.9s$/,
     );
     expect(clock.now()).toBe(200);
   });

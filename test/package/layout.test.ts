@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /** The mechanisms that know nothing of LLMs or articles, and the folders that do. */
-const GENERIC = ['limiter', 'retry', 'breaker', 'http', 'validation'];
-const DOMAIN = ['sources', 'pipeline', 'gate', 'provider', 'sinks', 'config', 'bench', 'server', 'redis', 'testing'];
+const GENERIC = ['limiter', 'retry', 'breaker', 'middleware', 'validation'];
+const DOMAIN = ['sources', 'pipeline', 'gate', 'limits', 'provider', 'sinks', 'config', 'bench', 'server', 'redis', 'testing'];
 
 /** Each folder of src/ (a top-level file counts as a folder of its own), and the folders it imports from. */
 async function folderImports(): Promise<Map<string, Set<string>>> {

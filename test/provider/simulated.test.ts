@@ -8,7 +8,7 @@ import {
   type LlmResponse,
   type TaskName,
 } from '../../src/provider/provider.ts';
-import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/http/rate-limit-headers.ts';
+import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import {
   FAILURE_PROFILES,
   OUTAGE_PROFILE_WINDOW,

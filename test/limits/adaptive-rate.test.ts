@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/gate/adaptive-rate.ts';
-import { LocalLimits } from '../../src/gate/local-limits.ts';
-import { requestLimit } from '../../src/gate/provider-limits.ts';
+import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/limits/adaptive-rate.ts';
+import { LocalLimits } from '../../src/limits/local-limits.ts';
+import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { CLIENT_ADDRESS_DEFAULTS, type ClientAddressOptions, clientAddressKey } from '../../src/http/client-address.ts';
+import { CLIENT_ADDRESS_DEFAULTS, type ClientAddressOptions, clientAddressKey } from '../../src/middleware/client-address.ts';
 
 /** A request as the key function reads it: the socket's peer and the headers. */
 function request(remoteAddress: string | undefined, headers: Record<string, string | string[]> = {}): IncomingMessage {

@@ -1,4 +1,3 @@
-import { LIMIT_KINDS, type LimitKind } from '../http/rate-limit-headers.ts';
 import { expected } from '../validation/checks.ts';
 
 /**
@@ -7,7 +6,13 @@ import { expected } from '../validation/checks.ts';
  * gate, the adaptive rate and header sync talk to this interface only.
  */
 
-export type { LimitKind } from '../http/rate-limit-headers.ts';
+/**
+ * What a limit counts: requests, or LLM tokens — all, input only, output only. The words are the
+ * providers' own (OpenAI's `…-tokens`, Anthropic's `…-input-tokens`, an IETF policy's `qu`).
+ */
+export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
+
+export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tokens', 'input-tokens', 'output-tokens'] as LimitKind[]);
 
 /** One limit of a provider: requests, or LLM tokens (all, input only, output only). */
 export interface LimitSpec {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate } from '../../src/gate/adaptive-rate.ts';
+import { AdaptiveRate } from '../../src/limits/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import type {
   CallCost,
@@ -10,8 +10,8 @@ import type {
   LimitSpec,
   ProviderLimits,
   TokensUsed,
-} from '../../src/gate/provider-limits.ts';
-import { formatRateLimitHeaders } from '../../src/http/rate-limit-headers.ts';
+} from '../../src/limits/provider-limits.ts';
+import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { RateLimitError, type LlmRequest } from '../../src/provider/provider.ts';

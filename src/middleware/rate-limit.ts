@@ -4,7 +4,7 @@ import { KeyedLimiter, type RateLimitDecision, type RateLimitStore } from '../li
 import { silentLogger } from '../silent-logger.ts';
 import { checkBoolean, checkFunction, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
 import { type ClientAddressOptions, clientAddressKey } from './client-address.ts';
-import { limitHeaderWriter, RATE_LIMIT_HEADER_DRAFTS, type RateLimitHeaderDraft, retryAfterSeconds } from './limit-headers.ts';
+import { limitHeaderWriter, RATE_LIMIT_HEADER_DRAFTS, type RateLimitHeaderDraft, retryAfterSeconds } from './ietf-headers.ts';
 import { RateLimitCounters, type RateLimitFigures } from './rate-limit-metrics.ts';
 
 /** What to do when the store cannot answer (Redis down): refuse with 503, or let the request through. */

@@ -12,6 +12,33 @@ export type RateLimitHeaderDraft = 'draft-8' | 'draft-7';
 
 export const RATE_LIMIT_HEADER_DRAFTS: readonly RateLimitHeaderDraft[] = Object.freeze(['draft-8', 'draft-7'] as RateLimitHeaderDraft[]);
 
+/** One draft-8 policy as `RateLimit-Policy` states it. */
+export interface IetfPolicy {
+  /** The policy's name, written as a quoted string. */
+  readonly name: string;
+  /** The quota `q`: whole units the window admits. */
+  readonly quota: number;
+  /** What the quota counts (`qu`), when not requests. Default: requests, unsaid. */
+  readonly unit?: string | undefined;
+  /** The window `w`, in whole seconds. Default: unsaid. */
+  readonly windowSeconds?: number | undefined;
+}
+
+/**
+ * A draft-8 `RateLimit-Policy` member: `"name";q=60;qu="tokens";w=60`. The one writer of the IETF
+ * fields, for the middleware's policy and for a simulated provider speaking the IETF style.
+ */
+export function ietfPolicyMember(policy: IetfPolicy): string {
+  const unit = policy.unit === undefined ? '' : `;qu="${policy.unit}"`;
+  const window = policy.windowSeconds === undefined ? '' : `;w=${policy.windowSeconds}`;
+  return `"${policy.name}";q=${policy.quota}${unit}${window}`;
+}
+
+/** A draft-8 `RateLimit` member: what is left `r` and the seconds until it is whole again `t`. */
+export function ietfStatusMember(name: string, remaining: number, resetSeconds: number): string {
+  return `"${name}";r=${remaining};t=${resetSeconds}`;
+}
+
 export interface LimitHeaderOptions {
   /** Which RateLimit draft to write, or `false` for none. */
   readonly draft: RateLimitHeaderDraft | false;
@@ -37,17 +64,19 @@ export function limitHeaderWriter(
 ): (decision: RateLimitDecision, nowEpochMs: number) => Record<string, string> {
   const { draft, legacy, policyName, rate, burst } = options;
   const quota = Math.floor(burst);
-  const windowSeconds = burst / rate;
-  const window = windowSeconds > 0 && Number.isFinite(windowSeconds) ? `;w=${Math.ceil(windowSeconds)}` : '';
-  const policy = draft === 'draft-8' ? `"${policyName}";q=${quota}${window}` : `${quota}${window}`;
-  const status = `"${policyName}";r=`;
+  const refillSeconds = burst / rate;
+  const windowSeconds = refillSeconds > 0 && Number.isFinite(refillSeconds) ? Math.ceil(refillSeconds) : undefined;
+  const policy =
+    draft === 'draft-8'
+      ? ietfPolicyMember({ name: policyName, quota, windowSeconds })
+      : `${quota}${windowSeconds === undefined ? '' : `;w=${windowSeconds}`}`;
 
   return (decision, nowEpochMs) => {
     const headers: Record<string, string> = {};
     const resetSeconds = Math.ceil(decision.resetMs / 1000);
     if (draft === 'draft-8') {
       headers['RateLimit-Policy'] = policy;
-      headers.RateLimit = `${status}${decision.remaining};t=${resetSeconds}`;
+      headers.RateLimit = ietfStatusMember(policyName, decision.remaining, resetSeconds);
     } else if (draft === 'draft-7') {
       headers['RateLimit-Policy'] = policy;
       headers.RateLimit = `limit=${quota}, remaining=${decision.remaining}, reset=${resetSeconds}`;

@@ -2,16 +2,15 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import {
   HEADER_STYLES,
-  LIMIT_KINDS,
   formatRateLimitHeaders,
   isHeaderStyle,
   parseRateLimitHeaders,
   type HeaderStyle,
-  type LimitKind,
   type LimitSnapshot,
   type LimitStatus,
   type RateLimitInfo,
-} from '../../src/http/rate-limit-headers.ts';
+} from '../../src/provider/rate-limit-headers.ts';
+import { LIMIT_KINDS, type LimitKind } from '../../src/limits/provider-limits.ts';
 
 /** 2025-01-01T00:00:00Z, a Wednesday. */
 const NOW_MS = Date.UTC(2025, 0, 1);

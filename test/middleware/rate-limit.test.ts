@@ -6,7 +6,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { RATE_LIMIT_DEFAULTS, type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../../src/http/rate-limit.ts';
+import { RATE_LIMIT_DEFAULTS, type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../../src/middleware/rate-limit.ts';
 import { KeyedLimiter, type RateLimitStore } from '../../src/limiter/keyed-limiter.ts';
 
 interface Reply {

@@ -1,3 +1,5 @@
+import { LIMIT_KINDS, type LimitKind } from '../limits/provider-limits.ts';
+import { ietfPolicyMember, ietfStatusMember } from '../middleware/ietf-headers.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
 import { formatDuration, parseDuration } from '../validation/duration.ts';
@@ -28,19 +30,11 @@ export const HEADER_STYLES: readonly HeaderStyle[] = Object.freeze(['openai', 'a
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-/**
- * What a rate limit counts, in the words the headers use: requests, or LLM tokens — all, input
- * only, output only (OpenAI's `…-tokens`, Anthropic's `…-input-tokens`, an IETF policy's `qu`).
- */
-export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
-
 /** OpenAI's and Anthropic's limits are per minute. */
 const VENDOR_WINDOW_MS = 60_000;
 
 /** OpenAI's headers count requests and tokens only. */
 const OPENAI_KINDS: readonly LimitKind[] = ['requests', 'tokens'];
-
-export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tokens', 'input-tokens', 'output-tokens'] as LimitKind[]);
 
 /** One limit as the headers describe it; a field the headers lacked, or got wrong, is absent. */
 export interface LimitStatus {
@@ -168,12 +162,18 @@ export function formatRateLimitHeaders(
     }
   } else if (status.length > 0) {
     headers['ratelimit-policy'] = status
-      .map(
-        ({ kind, limit, windowMs }) =>
-          `"${kind}";q=${limit}${kind === 'requests' ? '' : `;qu="${kind}"`}${windowMs === undefined ? '' : `;w=${Math.ceil(windowMs / 1000)}`}`,
+      .map(({ kind, limit, windowMs }) =>
+        ietfPolicyMember({
+          name: kind,
+          quota: limit,
+          unit: kind === 'requests' ? undefined : kind,
+          windowSeconds: windowMs === undefined ? undefined : Math.ceil(windowMs / 1000),
+        }),
       )
       .join(', ');
-    headers.ratelimit = status.map(({ kind, remaining, resetMs }) => `"${kind}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`).join(', ');
+    headers.ratelimit = status
+      .map(({ kind, remaining, resetMs }) => ietfStatusMember(kind, remaining, Math.ceil(resetMs / 1000)))
+      .join(', ');
   }
   return headers;
 }
