@@ -36,6 +36,7 @@ export type {
   TokensUsed,
 } from './limits/provider-limits.ts';
 export { LocalLimits } from './limits/local-limits.ts';
+export type { LocalLimitsOptions } from './limits/local-limits.ts';
 export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
 export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limits/adaptive-rate.ts';
 

@@ -94,7 +94,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
   const wallStartMs = performance.now();
   const manual = options.clock === 'manual' ? new ManualClock() : undefined;
   const clock: Clock = manual ?? systemClock;
-  const limits = new LocalLimits(requestLimit(options.clientRate, options.clientBurst), clock);
+  const limits = new LocalLimits({ limits: requestLimit(options.clientRate, options.clientBurst), clock });
   const simulated = new SimulatedProvider({
     minLatencyMs: options.minLatencyMs,
     maxLatencyMs: options.maxLatencyMs,

@@ -1,5 +1,6 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
+import { checkClock, checkObject } from '../validation/checks.ts';
 import {
   amountOf,
   checkLimitSpecs,
@@ -15,6 +16,13 @@ import {
   type ProviderLimits,
   type TokensUsed,
 } from './provider-limits.ts';
+
+export interface LocalLimitsOptions {
+  /** Every limit the provider sets: requests, tokens, input or output tokens, each kind once. */
+  readonly limits: readonly LimitSpec[];
+  /** Time source of the buckets. @default systemClock */
+  readonly clock?: Clock | undefined;
+}
 
 interface Limit {
   readonly spec: LimitSpec;
@@ -41,10 +49,13 @@ export class LocalLimits implements ProviderLimits {
   readonly #tokenLimits: readonly Limit[];
   readonly #requests: Limit | undefined;
 
-  constructor(specs: readonly LimitSpec[], clock: Clock = systemClock) {
-    checkLimitSpecs(specs);
+  constructor(options: LocalLimitsOptions) {
+    checkObject('options', options);
+    const { limits, clock = systemClock } = options;
+    checkLimitSpecs(limits);
+    checkClock('clock', clock);
     this.#clock = clock;
-    this.specs = frozenSpecs(specs);
+    this.specs = frozenSpecs(limits);
     this.#limits = this.specs.map((spec) => ({ spec, bucket: new TokenBucket({ rate: spec.rate, burst: spec.burst, clock }) }));
     this.#tokenLimits = this.#limits.filter((limit) => limit.spec.kind !== 'requests');
     this.#requests = this.#limits.find((limit) => limit.spec.kind === 'requests');

@@ -295,7 +295,7 @@ function watchDowntime(breaker: CircuitBreaker, giveUpAfterMs: number, onDown: (
 function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock): { gate: CallGate; breaker: CircuitBreaker | undefined } {
   const { provider } = setup;
   const limits = Array.isArray(setup.limits)
-    ? new LocalLimits(setup.limits as readonly LimitSpec[], clock)
+    ? new LocalLimits({ limits: setup.limits as readonly LimitSpec[], clock })
     : (setup.limits as ProviderLimits);
   let adaptive: AdaptiveRate | undefined;
   if (setup.adaptive !== undefined) {

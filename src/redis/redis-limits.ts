@@ -133,14 +133,14 @@ export class RedisLimits implements ProviderLimits {
     this.#fallback =
       fallbackShare === undefined
         ? undefined
-        : new LocalLimits(
-            this.specs.map((spec) => ({
+        : new LocalLimits({
+            limits: this.specs.map((spec) => ({
               kind: spec.kind,
               rate: spec.rate * fallbackShare,
               // A request needs a whole token: a share of a burst of 3 is still one call at a time.
               burst: Math.max(1, Math.floor(spec.burst * fallbackShare)),
             })),
-          );
+          });
   }
 
   /** Every key this quota is kept under (one per limit, hash-tagged by the quota key: one Redis Cluster slot). */

@@ -2,4 +2,4 @@
 // only when told, a provider that fails on cue, and a driver that runs a pipeline on manual time.
 export { ManualClock } from '../clock.ts';
 export { ScriptedProvider, drive } from './scripted-provider.ts';
-export type { Step } from './scripted-provider.ts';
+export type { Step, ScriptedProviderOptions } from './scripted-provider.ts';

@@ -13,20 +13,32 @@ export interface Step {
  * and records when each call arrived: for tests of code built on the pipeline or the gate, where
  * each failure must come on cue.
  */
-export class ScriptedProvider implements Provider {
-  readonly calls: { atMs: number; request: LlmRequest }[] = [];
+export interface ScriptedProviderOptions {
+  /** Names the provider in routing and metrics. */
+  readonly name: string;
+  /** The clock its latencies run on: the test's `ManualClock`. */
+  readonly clock: Clock;
+  /** One step per call, the last repeating. @default [{}] (every call answers at once) */
+  readonly script?: readonly Step[] | undefined;
+}
 
-  constructor(
-    readonly name: string,
-    private readonly clock: Clock,
-    private readonly script: readonly Step[] = [{}],
-  ) {}
+export class ScriptedProvider implements Provider {
+  readonly name: string;
+  readonly calls: { atMs: number; request: LlmRequest }[] = [];
+  readonly #clock: Clock;
+  readonly #script: readonly Step[];
+
+  constructor(options: ScriptedProviderOptions) {
+    this.name = options.name;
+    this.#clock = options.clock;
+    this.#script = options.script ?? [{}];
+  }
 
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    const step = this.script[Math.min(this.calls.length, this.script.length - 1)]!;
-    this.calls.push({ atMs: this.clock.now(), request });
-    if (step.hang) await sleep(this.clock, 1e9, options.signal);
-    await sleep(this.clock, step.latencyMs ?? 0, options.signal);
+    const step = this.#script[Math.min(this.calls.length, this.#script.length - 1)]!;
+    this.calls.push({ atMs: this.#clock.now(), request });
+    if (step.hang) await sleep(this.#clock, 1e9, options.signal);
+    await sleep(this.#clock, step.latencyMs ?? 0, options.signal);
     if (step.error !== undefined) throw step.error;
     return request.task === 'summarize'
       ? { output: { task: 'summarize', summary: `summary of ${request.articleId}`, keywords: ['k'] } }

@@ -77,7 +77,7 @@ function manualSweep(clock: ManualClock, options: Partial<SweepOptions> = {}) {
     ],
     repeat: 2,
     createProviders: ({ rate, burst }) => [
-      { provider: new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]), limits: requestLimit(rate, burst) },
+      { provider: new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 2 }] }), limits: requestLimit(rate, burst) },
     ],
     createSource: () => generateArticles(4),
     clock,
@@ -168,7 +168,7 @@ describe('runSweep()', () => {
     // The first run meets one 429 (and retries it 100 ms later), the second none.
     const createProviders = ({ rate, burst }: { rate: number; burst: number }) => {
       const script = run++ === 0 ? [{ error: new RateLimitError('429', { retryAfterMs: 100 }) }, { latencyMs: 2 }] : [{ latencyMs: 2 }];
-      return [{ provider: new ScriptedProvider('sim', clock, script), limits: requestLimit(rate, burst) }];
+      return [{ provider: new ScriptedProvider({ name: 'sim', clock, script }), limits: requestLimit(rate, burst) }];
     };
     const result = await drive(clock, manualSweep(clock, { settings: [{ rate: Infinity, burst: 1 }], repeat: 2, createProviders }));
     const setting = result.settings[0]!;

@@ -20,12 +20,16 @@ describe('the summary lines (cmd/format.ts)', () => {
   it('counts one 429, one retry, one dead letter and one wasted call in the singular', async () => {
     const clock = new ManualClock();
     // Article 1: a 429, then both calls answer; article 2: refused for good at its first call.
-    const provider = new ScriptedProvider('sim', clock, [
-      { latencyMs: 10, error: new RateLimitError(undefined, { retryAfterMs: 5 }) },
-      { latencyMs: 10 },
-      { latencyMs: 10 },
-      { latencyMs: 10, error: new BadRequestError('rejected') },
-    ]);
+    const provider = new ScriptedProvider({
+      name: 'sim',
+      clock,
+      script: [
+        { latencyMs: 10, error: new RateLimitError(undefined, { retryAfterMs: 5 }) },
+        { latencyMs: 10 },
+        { latencyMs: 10 },
+        { latencyMs: 10, error: new BadRequestError('rejected') },
+      ],
+    });
     const summary = await drive(
       clock,
       runPipeline({ source: generateArticles(2), providers: [{ provider, limits: requestLimit(Infinity, 1) }], workers: 1, clock }),

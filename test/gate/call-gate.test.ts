@@ -21,8 +21,8 @@ const noJitter = (attempt: number) => 100 * 2 ** (attempt - 1);
 
 function setup(script: Step[], rate = 10, burst = 1) {
   const clock = new ManualClock();
-  const provider = new ScriptedProvider('p', clock, script);
-  const limits = new LocalLimits(requestLimit(rate, burst), clock);
+  const provider = new ScriptedProvider({ name: 'p', clock, script });
+  const limits = new LocalLimits({ limits: requestLimit(rate, burst), clock });
   const limiter = limits.bucket('requests')!;
   const gate = new CallGate({ provider, limits, clock, retry: { backoff: noJitter } });
   const events: AttemptEvent[] = [];
@@ -87,8 +87,8 @@ describe('CallGate', () => {
   describe('callTimeoutMs', () => {
     function timedGate(script: Step[], callTimeoutMs: number | undefined) {
       const clock = new ManualClock();
-      const provider = new ScriptedProvider('p', clock, script);
-      const limits = new LocalLimits(requestLimit(10, 1), clock);
+      const provider = new ScriptedProvider({ name: 'p', clock, script });
+      const limits = new LocalLimits({ limits: requestLimit(10, 1), clock });
       const gate = new CallGate({ provider, limits, clock, callTimeoutMs, retry: { backoff: noJitter } });
       // The article's deadline, as the pipeline's signal gives it: aborts with a TimeoutError at 3 s.
       const deadline = new AbortController();
@@ -125,7 +125,7 @@ describe('CallGate', () => {
       };
       const gate = new CallGate({
         provider: deaf,
-        limits: new LocalLimits(requestLimit(10, 1), clock),
+        limits: new LocalLimits({ limits: requestLimit(10, 1), clock }),
         clock,
         callTimeoutMs: 500,
         retry: { backoff: noJitter },
@@ -166,7 +166,12 @@ describe('CallGate', () => {
           return { output: { task: 'summarize', summary: 's', keywords: [] } };
         },
       };
-      const gate = new CallGate({ provider, limits: new LocalLimits(requestLimit(Infinity, 1), clock), clock, callTimeoutMs: 500 });
+      const gate = new CallGate({
+        provider,
+        limits: new LocalLimits({ limits: requestLimit(Infinity, 1), clock }),
+        clock,
+        callTimeoutMs: 500,
+      });
       await gate.call(request, { deadlineMs: 2000 });
       await gate.call(request, { deadlineMs: 300 });
       await gate.call(request);
@@ -177,8 +182,8 @@ describe('CallGate', () => {
       const clock = new ManualClock();
       const make = (callTimeoutMs: number) =>
         new CallGate({
-          provider: new ScriptedProvider('p', clock),
-          limits: new LocalLimits(requestLimit(1, 1), clock),
+          provider: new ScriptedProvider({ name: 'p', clock }),
+          limits: new LocalLimits({ limits: requestLimit(1, 1), clock }),
           clock,
           callTimeoutMs,
         });

@@ -20,8 +20,8 @@ const fixedBackoff = () => 100;
 describe('CallGate - circuit breaker', () => {
   it('an open circuit refuses at once, spending no token and no attempt: the call waits for it within its deadline', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, { error: new ServerError() }, {}]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 0.001, burst: 100 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }, {}] });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 0.001, burst: 100 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 3 } });
     const events: AttemptEvent[] = [];
@@ -45,8 +45,8 @@ describe('CallGate - circuit breaker', () => {
 
   it('an open circuit that will not admit probes before the deadline fails the call at once, saying so', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, { error: new ServerError() }]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }] });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 5 } });
     const events: AttemptEvent[] = [];
@@ -67,8 +67,8 @@ describe('CallGate - circuit breaker', () => {
   it('half-open, every probe slot taken: a refused call waits for the probe to settle, not polling, whatever the backoff', async () => {
     const clock = new ManualClock();
     // The probe takes 3 s to answer; a backoff of 0 and no retry-after cap could spin a poll.
-    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, { latencyMs: 3000 }, {}]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { latencyMs: 3000 }, {}] });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 } });
     const events: AttemptEvent[] = [];
@@ -94,8 +94,8 @@ describe('CallGate - circuit breaker', () => {
 
   it('half-open: a refused call waits for the probe even where the float sum now + (deadline − now) passes the deadline', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock });
     breaker.acquirePermit().failure();
@@ -112,8 +112,8 @@ describe('CallGate - circuit breaker', () => {
 
   it('open: a refused call waits the cooldown however small the retry-after cap, never polling', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new ServerError() }, {}]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 1000, burst: 100 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, {}] });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
     const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 } });
     const events: AttemptEvent[] = [];
@@ -127,8 +127,8 @@ describe('CallGate - circuit breaker', () => {
 
   it('does not count a deadline that passes while waiting for the token as a provider failure', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 2, burst: 1 }], clock });
     const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
     const gate = new CallGate({ provider, limits, breaker, clock });
     limits.bucket('requests')!.tryAcquire(1);
@@ -148,11 +148,11 @@ describe('CallGate - circuit breaker', () => {
 
   it('does not count 429s as failures', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }]);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }] });
     const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
     const gate = new CallGate({
       provider,
-      limits: new LocalLimits([{ kind: 'requests', rate: 1000, burst: 10 }], clock),
+      limits: new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 10 }], clock }),
       breaker,
       clock,
     });
@@ -259,13 +259,13 @@ describe('CallGate - token limits', () => {
         usage: { inputTokens: 90, outputTokens: 10 },
       }),
     };
-    const limits = new LocalLimits(
-      [
+    const limits = new LocalLimits({
+      limits: [
         { kind: 'requests', rate: 10, burst: 10 },
         { kind: 'tokens', rate: 10, burst: 1000 },
       ],
       clock,
-    );
+    });
     const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 100, maxOutputTokens: 300 });
     const events: AttemptEvent[] = [];
     await gate.call(request, { onAttempt: (e) => events.push(e) });
@@ -275,14 +275,14 @@ describe('CallGate - token limits', () => {
 
   it('a request larger than the token burst is a dead letter at once, not a hang', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock);
-    const limits = new LocalLimits(
-      [
+    const provider = new ScriptedProvider({ name: 'p', clock });
+    const limits = new LocalLimits({
+      limits: [
         { kind: 'requests', rate: 10, burst: 10 },
         { kind: 'tokens', rate: 10, burst: 500 },
       ],
       clock,
-    );
+    });
     const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 400, maxOutputTokens: 256 });
     const error = await gate.call(request).catch((e: unknown) => e);
     expect((error as RetryError).reason).toBe('not-retryable');
@@ -302,7 +302,7 @@ describe('CallGate - headers and adaptive rate', () => {
         headers: formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 100, remaining, resetMs: 1000 }]),
       }),
     };
-    const limits = new LocalLimits([{ kind: 'requests', rate: 1, burst: 10 }], clock);
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1, burst: 10 }], clock });
     const gate = new CallGate({ provider, limits, clock, syncHeaders: true });
     await gate.call(request);
     expect(limits.bucket('requests')!.tokens()).toBe(3);
@@ -313,8 +313,12 @@ describe('CallGate - headers and adaptive rate', () => {
 
   it('a 429 with a garbage retry-after is still a 429 to the adaptive rate and the retry loop', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const provider = new ScriptedProvider({
+      name: 'p',
+      clock,
+      script: [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}],
+    });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
     const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock });
     const events: AttemptEvent[] = [];
@@ -334,7 +338,7 @@ describe('CallGate - headers and adaptive rate', () => {
       headerStyle: 'openai',
       clock,
     });
-    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
     const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock });
     await drive(clock, gate.call(request));
@@ -347,8 +351,8 @@ describe('CallGate - headers and adaptive rate', () => {
 
   it('tells the adaptive rate of 429s, which cuts the request rate', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}]);
-    const limits = new LocalLimits([{ kind: 'requests', rate: 20, burst: 1 }], clock);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}] });
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
     const bucket = limits.bucket('requests')!;
     const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock });

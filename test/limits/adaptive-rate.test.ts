@@ -13,7 +13,7 @@ const ROUND: Knobs = { maxRate: 20, decreaseFactor: 0.5, quietPeriodCalls: 20, r
 
 function setup(knobs: Knobs = ROUND) {
   const clock = new ManualClock();
-  const limits = new LocalLimits(requestLimit(knobs.maxRate, 1), clock);
+  const limits = new LocalLimits({ limits: requestLimit(knobs.maxRate, 1), clock });
   const bucket = limits.bucket('requests')!;
   const adaptive = new AdaptiveRate({ ...knobs, limits, clock });
   const events: RateChangeEvent[] = [];
@@ -23,7 +23,7 @@ function setup(knobs: Knobs = ROUND) {
 
 describe('new AdaptiveRate()', () => {
   const clock = new ManualClock();
-  const limits = new LocalLimits(requestLimit(20, 1), clock);
+  const limits = new LocalLimits({ limits: requestLimit(20, 1), clock });
   it.each([
     [null, /Expected options to be an object, got null/],
     [{ maxRate: 20 }, /Expected limits to be ProviderLimits, got undefined/],
@@ -48,7 +48,7 @@ describe('new AdaptiveRate()', () => {
 
   it('takes over the request rate at maxRate, by default the configured one', () => {
     const clock = new ManualClock();
-    const limits = new LocalLimits(requestLimit(50, 1), clock);
+    const limits = new LocalLimits({ limits: requestLimit(50, 1), clock });
     const bucket = limits.bucket('requests')!;
     const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });
     expect(adaptive.rate).toBe(20);
@@ -62,7 +62,7 @@ describe('new AdaptiveRate()', () => {
     [0.05, 0.05],
   ])('defaults minRate for maxRate %d to %d', (maxRate, minRate) => {
     const clock = new ManualClock();
-    const adaptive = new AdaptiveRate({ limits: new LocalLimits(requestLimit(maxRate, 1), clock), maxRate, clock });
+    const adaptive = new AdaptiveRate({ limits: new LocalLimits({ limits: requestLimit(maxRate, 1), clock }), maxRate, clock });
     expect(adaptive.minRate).toBe(minRate);
   });
 });
@@ -70,7 +70,7 @@ describe('new AdaptiveRate()', () => {
 describe('AdaptiveRate', () => {
   it('.onRateLimited() - cuts the rate by decreaseFactor, default 0.8', () => {
     const clock = new ManualClock();
-    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    const limits = new LocalLimits({ limits: requestLimit(20, 1), clock });
     const bucket = limits.bucket('requests')!;
     const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });
     adaptive.onRateLimited();
@@ -314,7 +314,7 @@ describe('AdaptiveRate on limits shared by several processes', () => {
   // each reads the rate the other set.
   function shared(knobs: Knobs = ROUND) {
     const clock = new ManualClock();
-    const limits = new LocalLimits(requestLimit(knobs.maxRate, 1), clock);
+    const limits = new LocalLimits({ limits: requestLimit(knobs.maxRate, 1), clock });
     const a = new AdaptiveRate({ ...knobs, limits, clock });
     const b = new AdaptiveRate({ ...knobs, limits, clock });
     return { clock, limits, a, b };
@@ -322,7 +322,7 @@ describe('AdaptiveRate on limits shared by several processes', () => {
 
   it('takes the ceiling from the configured request limit, not from a rate another process cut', () => {
     const clock = new ManualClock();
-    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    const limits = new LocalLimits({ limits: requestLimit(20, 1), clock });
     limits.setRate(8);
     const adaptive = new AdaptiveRate({ limits, clock });
     expect(adaptive.maxRate).toBe(20);
@@ -390,7 +390,7 @@ describe('AdaptiveRate against a provider quota', () => {
   /** Client at 20/s, burst 1, against a SimulatedProvider quota of 10/s, burst 1; `calls` successes. */
   async function converge(calls: number, reportSentAt: boolean) {
     const clock = new ManualClock();
-    const limits = new LocalLimits(requestLimit(20, 1), clock);
+    const limits = new LocalLimits({ limits: requestLimit(20, 1), clock });
     const bucket = limits.bucket('requests')!;
     const provider = new SimulatedProvider({ minLatencyMs: 50, maxLatencyMs: 150, quota: { rate: 10, burst: 1 }, clock });
     const adaptive = new AdaptiveRate({ limits, maxRate: 20, clock });

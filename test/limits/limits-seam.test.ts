@@ -68,10 +68,11 @@ describe('ProviderLimits: another implementation stands in without touching the 
     const clock = new ManualClock();
     // 600 a minute: the 10/s the limits have, so the stated limit changes nothing here.
     const headers = formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 600, remaining: 3, resetMs: 100 }]);
-    const provider = new ScriptedProvider('remote', clock, [
-      { error: new RateLimitError('429', { retryAfterMs: 20, headers }) },
-      { latencyMs: 10 },
-    ]);
+    const provider = new ScriptedProvider({
+      name: 'remote',
+      clock,
+      script: [{ error: new RateLimitError('429', { retryAfterMs: 20, headers }) }, { latencyMs: 10 }],
+    });
     const limits = new RemoteLimits(clock, 10);
     const adaptive = new AdaptiveRate({ limits, clock });
     const gate = new CallGate({ provider, limits, adaptive, clock, syncHeaders: true, estimateInputTokens: () => 40, maxOutputTokens: 60 });
@@ -90,7 +91,7 @@ describe('ProviderLimits: another implementation stands in without touching the 
 
   it('a refusal from the limits ends the attempt as a limiter timeout, the provider never called', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('remote', clock);
+    const provider = new ScriptedProvider({ name: 'remote', clock });
     const gate = new CallGate({ provider, limits: new RemoteLimits(clock, 0), clock, estimateInputTokens: () => 1 });
     const outcomes: string[] = [];
     await drive(
@@ -108,7 +109,7 @@ describe('ProviderLimits: another implementation stands in without touching the 
       clock,
       runPipeline({
         source: generateArticles(3),
-        providers: [{ provider: new ScriptedProvider('remote', clock, [{ latencyMs: 1 }]), limits }],
+        providers: [{ provider: new ScriptedProvider({ name: 'remote', clock, script: [{ latencyMs: 1 }] }), limits }],
         clock,
       }),
     );

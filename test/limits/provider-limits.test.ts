@@ -1,20 +1,20 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
-import { LocalLimits as ProviderLimits } from '../../src/limits/local-limits.ts';
+import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { type LimitTooSmallError, isLimitTooSmallError } from '../../src/limits/provider-limits.ts';
 
 const cost = (inputTokens: number, outputTokens: number) => ({ requests: 1, inputTokens, outputTokens });
 
 function limitsAt(clock: ManualClock) {
   // 10 requests/s (burst 2) and 600 tokens/min = 10 tokens/s (burst 600).
-  return new ProviderLimits(
-    [
+  return new LocalLimits({
+    limits: [
       { kind: 'requests', rate: 10, burst: 2 },
       { kind: 'tokens', rate: 10, burst: 600 },
     ],
     clock,
-  );
+  });
 }
 
 describe('ProviderLimits', () => {
@@ -34,13 +34,13 @@ describe('ProviderLimits', () => {
 
   it('.acquire() - takes the request token when the call really goes, so requests keep their spacing', async () => {
     const clock = new ManualClock();
-    const limits = new ProviderLimits(
-      [
+    const limits = new LocalLimits({
+      limits: [
         { kind: 'requests', rate: 1, burst: 1 },
         { kind: 'tokens', rate: 10, burst: 100 },
       ],
       clock,
-    );
+    });
     const sent: number[] = [];
     const first = await limits.acquire(cost(100, 0));
     sent.push(clock.now());
@@ -76,13 +76,13 @@ describe('ProviderLimits', () => {
 
   it('.acquire() - a request token that cannot come in time gives the reserved tokens back', async () => {
     const clock = new ManualClock();
-    const limits = new ProviderLimits(
-      [
+    const limits = new LocalLimits({
+      limits: [
         { kind: 'requests', rate: 1, burst: 1 },
         { kind: 'tokens', rate: 10, burst: 100 },
       ],
       clock,
-    );
+    });
     await limits.acquire(cost(10, 0));
     await expect(limits.acquire(cost(10, 0), { maxWaitMs: 500 })).rejects.toThrow(MaxWaitExceededError);
     expect(limits.bucket('tokens')!.tokens()).toBe(90);
@@ -104,7 +104,7 @@ describe('ProviderLimits', () => {
 
   it('.acquire() - with the request limit alone queues FIFO on one bucket', async () => {
     const clock = new ManualClock();
-    const limits = new ProviderLimits([{ kind: 'requests', rate: 2, burst: 1 }], clock);
+    const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 2, burst: 1 }], clock });
     const order: number[] = [];
     const all = [0, 1, 2].map(() => limits.acquire(cost(0, 0)).then(() => order.push(clock.now())));
     await clock.advance(1000);
@@ -114,14 +114,14 @@ describe('ProviderLimits', () => {
 
   it('settle() - refunds unused estimated tokens and debits an overrun, once', async () => {
     const clock = new ManualClock();
-    const limits = new ProviderLimits(
-      [
+    const limits = new LocalLimits({
+      limits: [
         { kind: 'requests', rate: 10, burst: 10 },
         { kind: 'input-tokens', rate: 10, burst: 1000 },
         { kind: 'output-tokens', rate: 10, burst: 1000 },
       ],
       clock,
-    );
+    });
     const grant = await limits.acquire(cost(300, 256));
     grant.settle({ inputTokens: 280, outputTokens: 40 });
     grant.settle({ inputTokens: 0, outputTokens: 0 });
@@ -132,15 +132,17 @@ describe('ProviderLimits', () => {
     expect(limits.bucket('output-tokens')!.tokens()).toBe(900);
   });
 
-  it('new ProviderLimits() - rejects no limits, unknown kinds and duplicates with a TypeError', () => {
-    expect(() => new ProviderLimits([])).toThrow(TypeError);
-    expect(() => new ProviderLimits([{ kind: 'bytes' as never, rate: 1, burst: 1 }])).toThrow(/limit kind/);
+  it('new LocalLimits({  }) - rejects no limits, unknown kinds and duplicates with a TypeError', () => {
+    expect(() => new LocalLimits({ limits: [] })).toThrow(TypeError);
+    expect(() => new LocalLimits({ limits: [{ kind: 'bytes' as never, rate: 1, burst: 1 }] })).toThrow(/limit kind/);
     expect(
       () =>
-        new ProviderLimits([
-          { kind: 'tokens', rate: 1, burst: 1 },
-          { kind: 'tokens', rate: 2, burst: 1 },
-        ]),
+        new LocalLimits({
+          limits: [
+            { kind: 'tokens', rate: 1, burst: 1 },
+            { kind: 'tokens', rate: 2, burst: 1 },
+          ],
+        }),
     ).toThrow(/twice/);
   });
 });

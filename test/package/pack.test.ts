@@ -89,7 +89,7 @@ describe('the packed package, installed into a fresh project', () => {
       const ok: boolean = bucket.tryAcquire();
       const summary: RunSummary = await runPipeline({
         source: generateArticles(1),
-        providers: [{ provider: new ScriptedProvider('p', clock), limits: requestLimit(3, 1) }],
+        providers: [{ provider: new ScriptedProvider({ name: 'p', clock }), limits: requestLimit(3, 1) }],
         clock,
       });
       const rate: number = summary.providers[0]!.rate;

@@ -26,8 +26,8 @@ describe('Admission - an open circuit', () => {
   function circuitAdmission(cooldownMs: number, budgetMs: number, callsPerArticle = 1) {
     const clock = new ManualClock();
     const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs, clock });
-    const limits = new LocalLimits(requestLimit(1000, 10), clock);
-    const gate = new CallGate({ provider: new ScriptedProvider('p', clock), limits, breaker, clock });
+    const limits = new LocalLimits({ limits: requestLimit(1000, 10), clock });
+    const gate = new CallGate({ provider: new ScriptedProvider({ name: 'p', clock }), limits, breaker, clock });
     const admission = new Admission(Array(callsPerArticle).fill(gate), clock, () => budgetMs, undefined);
     /** Asks for the next article; `at()` is when it was let in, undefined until then. */
     const next = () => {
@@ -97,7 +97,7 @@ describe('runPipeline() - work that cannot finish does not start', () => {
 
   it('still starts an article that cannot finish when nothing else is under way, so the run ends and says why', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ latencyMs: 1 }]);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ latencyMs: 1 }] });
     // Two calls at 0.1/s, burst 1: the second cannot come within the 5 s timeout.
     const summary = await drive(
       clock,
@@ -113,7 +113,7 @@ describe('runPipeline() - work that cannot finish does not start', () => {
 describe('runPipeline() - the lower bounds and which one held the run', () => {
   const run = async (articles: number, workers: number, rate: number, latencyMs: number) => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ latencyMs }]);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ latencyMs }] });
     return drive(
       clock,
       runPipeline({ source: generateArticles(articles), providers: [{ provider, limits: requestLimit(rate, 1) }], workers, clock }),
@@ -150,7 +150,7 @@ describe('runPipeline() - the lower bounds and which one held the run', () => {
 describe('runPipeline() - every requested article accounted for', () => {
   it('counts the articles never started when the run is stopped and the source size is known', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, [{ latencyMs: 100 }]);
+    const provider = new ScriptedProvider({ name: 'p', clock, script: [{ latencyMs: 100 }] });
     const controller = new AbortController();
     clock.setTimer(250, () => controller.abort(new CancelledError('interrupted')));
     const summary = await drive(
@@ -175,7 +175,7 @@ describe('runPipeline() - every requested article accounted for', () => {
       clock,
       runPipeline({
         source: generateArticles(3),
-        providers: [{ provider: new ScriptedProvider('p', clock), limits: requestLimit(Infinity, 1) }],
+        providers: [{ provider: new ScriptedProvider({ name: 'p', clock }), limits: requestLimit(Infinity, 1) }],
         clock,
       }),
     );

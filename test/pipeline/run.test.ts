@@ -7,12 +7,12 @@ import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
-import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
 
 describe('runPipeline()', () => {
   it('4 articles × 2 calls at rate 2, burst 1 take exactly (8 − 1) / 2 s plus the last call (manual clock)', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 2 }]);
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 2 }] });
     const summary = await drive(
       clock,
       runPipeline({ source: generateArticles(4), providers: [{ provider, limits: requestLimit(2, 1) }], workers: 5, clock }),
@@ -38,9 +38,11 @@ describe('runPipeline()', () => {
     const clock = new ManualClock();
     let loaded!: () => void;
     const loading = new Promise<void>((resolve) => (loaded = resolve));
-    const provider = Object.assign(new ScriptedProvider('loading', clock, [{ latencyMs: 1 }]), { ready: () => loading });
-    const other = new ScriptedProvider('ready', clock, [{ latencyMs: 1 }]);
-    const limits = new LocalLimits(requestLimit(1, 1), clock);
+    const provider = Object.assign(new ScriptedProvider({ name: 'loading', clock, script: [{ latencyMs: 1 }] }), {
+      ready: () => loading,
+    });
+    const other = new ScriptedProvider({ name: 'ready', clock, script: [{ latencyMs: 1 }] });
+    const limits = new LocalLimits({ limits: requestLimit(1, 1), clock });
     const acquiredAtMs: number[] = [];
     const acquire = limits.acquire.bind(limits);
     limits.acquire = (cost, options) => {
@@ -70,12 +72,11 @@ describe('runPipeline()', () => {
   it('stops the whole run when a provider refuses the key: no further call, the articles in flight cancelled', async () => {
     const clock = new ManualClock();
     const refused = new AuthenticationError('401 invalid API key', { status: 401 });
-    const provider = new ScriptedProvider('p', clock, [
-      { latencyMs: 10 },
-      { latencyMs: 10 },
-      { latencyMs: 5, error: refused },
-      { latencyMs: 10 },
-    ]);
+    const provider = new ScriptedProvider({
+      name: 'p',
+      clock,
+      script: [{ latencyMs: 10 }, { latencyMs: 10 }, { latencyMs: 5, error: refused }, { latencyMs: 10 }],
+    });
     const results: ArticleResult[] = [];
     const summary = await drive(
       clock,
@@ -97,8 +98,8 @@ describe('runPipeline()', () => {
 
   it('routes tasks to their providers, each behind its own limiter', async () => {
     const clock = new ManualClock();
-    const a = new ScriptedProvider('a', clock, [{ latencyMs: 1 }]);
-    const b = new ScriptedProvider('b', clock, [{ latencyMs: 1 }]);
+    const a = new ScriptedProvider({ name: 'a', clock, script: [{ latencyMs: 1 }] });
+    const b = new ScriptedProvider({ name: 'b', clock, script: [{ latencyMs: 1 }] });
     const summary = await drive(
       clock,
       runPipeline({
@@ -121,7 +122,7 @@ describe('runPipeline()', () => {
   });
 
   it('rejects a route to an unknown provider with a TypeError', async () => {
-    const provider = new ScriptedProvider('a', systemClock);
+    const provider = new ScriptedProvider({ name: 'a', clock: systemClock });
     await expect(
       runPipeline({ source: [], providers: [{ provider, limits: requestLimit(1, 1) }], routes: { sentiment: 'nope' } }),
     ).rejects.toThrow(/routed to a known provider, got "nope"/);
@@ -129,7 +130,7 @@ describe('runPipeline()', () => {
 
   it('ends every article as exactly one result: a failed one is a dead letter with its reason and attempts', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 1, error: new ServerError() }]);
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 1, error: new ServerError() }] });
     const results: ArticleResult[] = [];
     const summary = await drive(
       clock,
@@ -153,7 +154,7 @@ describe('runPipeline()', () => {
   it('counts network errors (refused, reset) in the summary and per provider', async () => {
     const clock = new ManualClock();
     const refused = new NetworkError('network error (ECONNREFUSED)', { code: 'ECONNREFUSED' });
-    const provider = new ScriptedProvider('sim', clock, [{ error: refused }, { error: refused }, {}]);
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ error: refused }, { error: refused }, {}] });
     const summary = await drive(
       clock,
       runPipeline({ source: generateArticles(1), providers: [{ provider, limits: requestLimit(Infinity, 1) }], clock }),
@@ -164,7 +165,7 @@ describe('runPipeline()', () => {
 
   it('fails an article whose calls outlast --timeout with a TimeoutError', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('sim', clock, [{ hang: true }]);
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ hang: true }] });
     const results: ArticleResult[] = [];
     await drive(
       clock,
@@ -182,7 +183,7 @@ describe('runPipeline()', () => {
   it("retries a call that hangs once within the article's timeout when the provider has a callTimeoutMs", async () => {
     const run = async (callTimeoutMs: number | undefined) => {
       const clock = new ManualClock();
-      const provider = new ScriptedProvider('sim', clock, [{ hang: true }, { latencyMs: 100 }]);
+      const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ hang: true }, { latencyMs: 100 }] });
       const results: ArticleResult[] = [];
       const summary = await drive(
         clock,
@@ -207,7 +208,7 @@ describe('runPipeline()', () => {
 
   it('on abort stops intake and ends the articles in flight as cancelled', async () => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('sim', clock, [{ latencyMs: 100 }]);
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 100 }] });
     const controller = new AbortController();
     const results: ArticleResult[] = [];
     const run = runPipeline({
@@ -255,9 +256,9 @@ describe('runPipeline()', () => {
 
 describe('runPipeline() - a 404', () => {
   const notFound = () => new BadRequestError('404 request rejected: Invalid URL (POST /chat/completions)', { status: 404 });
-  const run = async (script: ConstructorParameters<typeof ScriptedProvider>[2]) => {
+  const run = async (script: readonly Step[]) => {
     const clock = new ManualClock();
-    const provider = new ScriptedProvider('p', clock, script);
+    const provider = new ScriptedProvider({ name: 'p', clock, script });
     const results: ArticleResult[] = [];
     const summary = await drive(
       clock,
