@@ -2,16 +2,10 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import {
-  CancelledError,
-  pairSettings,
-  renderBenchChart,
-  runSweep,
-  settingLabel,
-  type BenchSetting,
-  type SettingResult,
-  type SweepResult,
-} from '../src/index.ts';
+import { CancelledError } from '../src/index.ts';
+import { loadChartRenderer } from '../src/bench/chart-renderer.ts';
+import { pairSettings, settingLabel } from '../src/bench/sweep.ts';
+import { renderBenchChart, runSweep, type BenchSetting, type SettingResult, type SweepResult } from '../src/bench/index.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 import {
@@ -124,7 +118,10 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   // --adaptive at rate=inf) fails here rather than after the runs before it.
   const setupsOf = (setting: BenchSetting) => [providerSetup(flags, createProvider(flags), setting.rate, setting.burst)];
   for (const setting of settings) setupsOf(setting);
-  if (flags.chart !== undefined) await checkWritable(flags.chart);
+  if (flags.chart !== undefined) {
+    await checkWritable(flags.chart);
+    await loadChartRenderer();
+  }
 
   // The table comes at the end; the only lines during the sweep are notices on stderr.
   const terminal = new Terminal({ printsLines: false });

@@ -5,19 +5,18 @@ import {
   HTTP_PROVIDER_DEFAULTS,
   PROVIDER_DEFAULTS,
   PROVIDER_TYPES,
-  createHttpProvider,
-  hasCredentials,
   isEnvVariableName,
-  isHeaderSafe,
-  isHttpUrl,
-  maskCredentials,
   isHttpProviderType,
+} from '../src/provider/provider-types.ts';
+import {
+  createHttpProvider,
   type HttpProviderDefaults,
   type Provider,
   type ProviderConfig,
   type ProviderType,
   type RunStop,
 } from '../src/index.ts';
+import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials } from '../src/provider/http-api.ts';
 import { oneOf } from './parse-values.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';

@@ -7,6 +7,7 @@ import {
   formatDuration,
   isConfigError,
   isInputError,
+  isMissingPackageError,
   isOutputError,
   ResultsFileError,
   runPipeline,
@@ -28,6 +29,7 @@ import {
   createLogger,
   groupRunOptions,
   oneLineErrors,
+  loadProviderPackages,
   providerSetups,
   validateRunFlags,
   type RunFlags,
@@ -115,7 +117,13 @@ async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
     }
-    if (error instanceof UsageError || error instanceof ResultsFileError || isInputError(error) || isConfigError(error)) {
+    if (
+      error instanceof UsageError ||
+      error instanceof ResultsFileError ||
+      isInputError(error) ||
+      isConfigError(error) ||
+      isMissingPackageError(error)
+    ) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
@@ -134,6 +142,7 @@ async function run(flags: MainFlags): Promise<number> {
   // before any file is read or written.
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
+  await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
     return await runWith(flags, setups, logger, shared?.note);

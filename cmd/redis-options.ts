@@ -1,16 +1,8 @@
 // The flags that share each provider's quota through Redis, their checks, and the limits they build.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Logger } from 'pino';
-import {
-  REDIS_DEFAULTS,
-  RedisLimits,
-  connectRedis,
-  formatDuration,
-  isRedisConnectError,
-  type LimitSpec,
-  type ProviderSetup,
-  type RunStop,
-} from '../src/index.ts';
+import { REDIS_DEFAULTS, RedisLimits, connectRedis, isRedisConnectError } from '../src/redis/index.ts';
+import { formatDuration, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './run-options.ts';
 

@@ -4,17 +4,14 @@ import pino, { type Logger } from 'pino';
 import {
   BREAKER_DEFAULTS,
   GATE_DEFAULTS,
-  HEADER_STYLES,
   PIPELINE_DEFAULTS,
   RETRY_DEFAULTS,
   SIMULATED_DEFAULTS,
   formatDuration,
   requestLimit,
   providerSetupProblem,
-  PROFILE_NAMES,
   SimulatedProvider,
   loadProvidersConfig,
-  parseOutageWindow,
   type HeaderStyle,
   type LimitSpec,
   type ProfileName,
@@ -23,7 +20,13 @@ import {
   type ProviderSetup,
   type TaskName,
   type Provider,
+  type ProviderLimits,
+  HttpApiProvider,
 } from '../src/index.ts';
+import { HEADER_STYLES } from '../src/provider/rate-limit-headers.ts';
+import { PROFILE_NAMES } from '../src/provider/simulated.ts';
+import { parseOutageWindow } from '../src/config/providers-config.ts';
+import { loadTokenizer } from '../src/provider/token-estimate.ts';
 import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import { formatMs } from './format.ts';
 import { accepting, duration, integer, oneOf, rate, showAcceptedValues, type ValueParser } from './parse-values.ts';
@@ -376,4 +379,19 @@ export async function providerSetups(
     }),
   );
   return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
+}
+
+/**
+ * Loads the optional packages the providers need — their SDKs, the tokenizer that token limits
+ * count with — so that one that is not installed is one line and exit 2 before anything is read,
+ * written or called.
+ */
+export async function loadProviderPackages(providers: readonly ProviderSetup[]): Promise<void> {
+  for (const setup of providers) {
+    if (setup.provider instanceof HttpApiProvider) await setup.provider.loaded();
+    const specs = Array.isArray(setup.limits) ? (setup.limits as readonly LimitSpec[]) : (setup.limits as ProviderLimits).specs;
+    if (setup.estimateInputTokens === undefined && specs.some((spec) => spec.kind !== 'requests' && spec.rate !== Infinity)) {
+      await loadTokenizer();
+    }
+  }
 }

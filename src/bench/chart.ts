@@ -1,8 +1,14 @@
-import type { TopLevelSpec } from 'vega-lite';
 import type { ProviderQuota } from '../provider/simulated.ts';
 import { settingColors } from './setting-colors.ts';
 import type { SettingResult, SweepResult } from './sweep.ts';
 import { textWidthPx } from './text-width.ts';
+import { loadChartRenderer } from './chart-renderer.ts';
+
+/**
+ * A Vega-Lite specification (vega-lite's `TopLevelSpec`), as JSON: typed loosely here so that the
+ * declarations need no vega-lite installed.
+ */
+export type VegaLiteSpec = Readonly<Record<string, unknown>>;
 
 export interface BenchChartOptions {
   /** Default `news-processor bench`. */
@@ -69,7 +75,7 @@ const LINE_DASHES = [
  * where nothing else can be: one line per row, spaced by the row height, the panels beside the
  * elapsed bars moved right by the widest text that sticks out of them (see {@link textWidthPx}).
  */
-export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): TopLevelSpec {
+export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): VegaLiteSpec {
   const maxPoints = options.maxPointsPerSeries ?? 1000;
   const labels = result.settings.map((s) => s.label);
   const timeline: Record<string, unknown>[] = [];
@@ -295,8 +301,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
         ],
       },
     ],
-    // Panels built in loops are plain objects to TypeScript; vega-lite checks the spec as it compiles it.
-  } as TopLevelSpec;
+  };
 }
 
 /**
@@ -350,10 +355,9 @@ function settingsLegend(settings: readonly SettingResult[]): Record<string, unkn
 
 /** The sweep's chart as an SVG document (see {@link benchChartSpec}). */
 export async function renderBenchChart(result: SweepResult, options: BenchChartOptions = {}): Promise<string> {
-  // Loaded here, not at the top: together they take the best part of a second to import, which
-  // every run of the command (and every importer of the library) would otherwise pay for a chart.
-  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
-  const compiled = vl.compile(benchChartSpec(result, options)).spec;
+  const [vega, vl] = await loadChartRenderer();
+  // vega-lite checks the spec as it compiles it.
+  const compiled = vl.compile(benchChartSpec(result, options) as unknown as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
   try {
     return await view.toSVG();

@@ -168,7 +168,8 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   };
   // A burst that cannot hold a call, an adaptive rate with nothing to adapt: refused here, not at run time.
   const problem = providerSetupProblem(setup);
-  if (problem !== undefined) at.fail(`${path}.${problem.field}`, problem.expected, problem.field === 'adaptive' ? o.adaptive : problem.value);
+  if (problem !== undefined)
+    at.fail(`${path}.${problem.field}`, problem.expected, problem.field === 'adaptive' ? o.adaptive : problem.value);
   return {
     name,
     ...setup,

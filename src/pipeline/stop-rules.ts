@@ -3,6 +3,7 @@ import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.
 import { BadRequestError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { RunStop } from './metrics.ts';
+import { isMissingPackageError } from '../optional-package.ts';
 
 /** What a rule found: the provider concerned (when one is), and the failure, as `stoppedBy` shows it. */
 export interface StopFinding {
@@ -47,13 +48,16 @@ const finding = (provider: string | undefined, error: Error): StopFinding => ({
   cause: error,
 });
 
-/** A provider refused what no retry can mend (the key, an empty account): every further call would be refused too. */
+/**
+ * A provider refused what no retry can mend (the key, an empty account), or cannot be called at all
+ * (its SDK is not installed): every further call would fail the same way.
+ */
 export const refusedEveryCall: StopRule = {
   by: 'provider',
   halts: 'run',
   watch: (run, stop) =>
     run.onAttempt((event) => {
-      if (stopsRun(event.error)) stop(finding(event.provider, event.error));
+      if (stopsRun(event.error) || isMissingPackageError(event.error)) stop(finding(event.provider, event.error));
     }),
 };
 

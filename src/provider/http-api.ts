@@ -19,7 +19,6 @@ import {
   type LlmRequest,
   type LlmOutput,
   type LlmResponse,
-  type Provider,
   type ResponseHeaders,
   type TaskName,
   type TokenUsage,
@@ -336,70 +335,25 @@ export interface RefetchableClient<Client> {
   withOptions(options: { fetch: Fetch }): Client;
 }
 
-/**
- * What a provider over an official SDK is, whichever the vendor: its settings checked once (the key
- * never shown), the SDK loaded as the provider is made (so the first call does not pay for it), a
- * warm-up through the SDK to canned answers ({@link ready}), and each call sent once the SDK is
- * there. A vendor says how to load its SDK, what its canned answer to a task is, what its error
- * bodies look like, and how to send one request and read the answer.
- */
-export abstract class SdkProvider<Client extends RefetchableClient<Client>> implements Provider {
-  readonly name: string;
+/** What a vendor's `send` gets besides the request: the model asked, and the failure an SDK's rejection means. */
+export interface SendContext {
   readonly model: string;
-  readonly baseUrl: string;
-  readonly #apiKey: string;
-  readonly #sdk: Promise<Sdk<Client>>;
-  #ready: Promise<void> | undefined;
+  /** The provider error an SDK's rejection means (see {@link failureOf}), the key blanked out. */
+  failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown;
+}
 
-  protected constructor(
-    options: HttpProviderOptions,
-    defaults: HttpProviderDefaults,
-    load: (settings: HttpProviderSettings) => Promise<Sdk<Client>>,
-  ) {
-    const settings = httpProviderSettings(options, defaults);
-    ({ name: this.name, model: this.model, baseUrl: this.baseUrl, apiKey: this.#apiKey } = settings);
-    this.#sdk = load(settings);
-    // A failure to load is the first call's to report.
-    this.#sdk.catch(() => {});
-  }
-
-  /**
-   * Resolves once a call goes without loading or compiling anything first (see
-   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
-   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
-   * answers' validators compiled. Nothing is sent. Never rejects.
-   */
-  ready(): Promise<void> {
-    this.#ready ??= this.#warmUp();
-    return this.#ready;
-  }
-
-  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    return this.send(await this.#sdk, request, options);
-  }
-
+/**
+ * One vendor's official SDK as a provider drives it: how to load it, how to send one request and
+ * read the answer, what its canned answer to a task is (for the warm-up) and what its error bodies
+ * look like. `HttpApiProvider` does the rest, the same for every vendor.
+ */
+export interface SdkWire<Client extends RefetchableClient<Client>> {
+  readonly defaults: HttpProviderDefaults;
+  load(settings: HttpProviderSettings): Promise<Sdk<Client>>;
   /** Sends one request through the SDK and reads its answer, or throws the failure's provider error. */
-  protected abstract send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
-
+  send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse>;
   /** The vendor's response body answering `request` as a model would: what the warm-up is answered with. */
-  protected abstract cannedAnswer(request: LlmRequest): unknown;
-
+  cannedAnswer(request: LlmRequest): unknown;
   /** Reads an error body as the vendor shapes it. */
-  protected abstract readErrorBody(body: unknown): ErrorBody;
-
-  /** The provider error an SDK's rejection means (see {@link failureOf}). */
-  protected failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown {
-    return failureOf(error, { errors, readBody: (body) => this.readErrorBody(body), apiKey: this.#apiKey, call });
-  }
-
-  async #warmUp(): Promise<void> {
-    try {
-      const { client, errors } = await this.#sdk;
-      const warm = (request: LlmRequest) =>
-        this.send({ client: client.withOptions({ fetch: cannedFetch(this.cannedAnswer(request)) }), errors }, request, {});
-      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
-    } catch {
-      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
-    }
-  }
+  readErrorBody(body: unknown): ErrorBody;
 }

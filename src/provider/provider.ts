@@ -222,5 +222,12 @@ export const isProviderError = (error: unknown): error is ProviderError => error
 export const isRateLimitError = (error: unknown): error is RateLimitError => error instanceof RateLimitError;
 export const isServerError = (error: unknown): error is ServerError => error instanceof ServerError;
 export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
+export const isNetworkError = (error: unknown): error is NetworkError => error instanceof NetworkError;
+export const isBadRequestError = (error: unknown): error is BadRequestError => error instanceof BadRequestError;
+export const isAuthenticationError = (error: unknown): error is AuthenticationError => error instanceof AuthenticationError;
+export const isQuotaExhaustedError = (error: unknown): error is QuotaExhaustedError => error instanceof QuotaExhaustedError;
+export const isTruncatedOutputError = (error: unknown): error is TruncatedOutputError => error instanceof TruncatedOutputError;
+export const isRefusalError = (error: unknown): error is RefusalError => error instanceof RefusalError;
+export const isMalformedOutputError = (error: unknown): error is MalformedOutputError => error instanceof MalformedOutputError;
 /** Whether the failure stops the whole run (see {@link ProviderError.stopsRun}). */
 export const stopsRun = (error: unknown): error is ProviderError => error instanceof ProviderError && error.stopsRun;

@@ -23,6 +23,7 @@ import { openAiApi } from './openai-api.ts';
 import { SchemaAnswers, SchemaError } from './schema-answers.ts';
 import { ServerMetrics, keyFingerprint } from './server-metrics.ts';
 import { answerOf, articleOf, taskOf } from './task-answers.ts';
+import { loadOptional } from '../optional-package.ts';
 
 /** What `serve` is unless told otherwise. */
 export const LLM_SERVER_DEFAULTS = Object.freeze({
@@ -237,7 +238,7 @@ export class LlmServer {
         requests: this.#requests.take(key, 0).remaining,
         tokens: this.#tokens?.take(key, 0).remaining,
       })),
-      import('gpt-tokenizer'),
+      loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
     ]);
     return {
       schemas,

@@ -2,7 +2,8 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, REDIS_DEFAULTS, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { formatDuration, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
 import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
 import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
 

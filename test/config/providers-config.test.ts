@@ -27,7 +27,7 @@ const good = {
 };
 
 describe('parseProvidersConfig()', () => {
-  it('reads a good file into per-second limits, leaving what it does not say to the gate\'s defaults', () => {
+  it("reads a good file into per-second limits, leaving what it does not say to the gate's defaults", () => {
     const config = parseProvidersConfig(good, 'providers.json');
     expect(config.routes).toEqual({ summarize: 'fast', sentiment: 'careful' });
     expect(config.providers[0]).toMatchObject({

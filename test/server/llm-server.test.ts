@@ -3,17 +3,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { countTokens } from 'gpt-tokenizer';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  LLM_SERVER_DEFAULTS,
-  LlmServer,
-  ManualClock,
-  RateLimitError,
-  ServerError,
-  SimulatedProvider,
-  TimeoutError,
-  type LlmServerOptions,
-  type TaskName,
-} from '../../src/index.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
+import { ManualClock, RateLimitError, ServerError, SimulatedProvider, TimeoutError, type TaskName } from '../../src/index.ts';
 import { TASK_DEFINITIONS, promptOf, readAnswer } from '../../src/provider/tasks/answer.ts';
 import { analyzeSentiment, extractKeywords, summarize } from '../../src/provider/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';

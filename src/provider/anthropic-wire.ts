@@ -2,14 +2,14 @@ import type { Anthropic } from '@anthropic-ai/sdk';
 import {
   headersOf,
   outputOf,
-  SdkProvider,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
   WARM_UP_ANSWERS,
   type ErrorBody,
-  type HttpProviderOptions,
   type Sdk,
+  type SdkWire,
+  type SendContext,
 } from './http-api.ts';
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
@@ -21,22 +21,15 @@ import {
   type LlmResponse,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
-
-/** What an Anthropic provider is unless told otherwise. */
-export const ANTHROPIC_DEFAULTS = Object.freeze({
-  name: 'anthropic',
-  /** Where the API is: the host root, as the SDK takes it (it adds `/v1/messages`). */
-  baseUrl: 'https://api.anthropic.com',
-  /** A small, fast model that uses tools. */
-  model: 'claude-haiku-4-5',
-  /** The environment variable the command line and the providers file read the key from. */
-  apiKeyEnv: 'ANTHROPIC_API_KEY',
-});
+import { loadOptional } from '../optional-package.ts';
+import { ANTHROPIC_DEFAULTS } from './vendor-defaults.ts';
 
 /** Stop reasons that mean the answer ran out of room before it was whole. */
 const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_window_exceeded']);
 
 /**
+ * The Anthropic Messages API (`POST {baseUrl}/v1/messages`) as `AnthropicProvider` speaks it.
+ *
  * A provider over the Anthropic Messages API (`POST {baseUrl}/v1/messages`) through the official
  * `@anthropic-ai/sdk` — its own retries off, so that the call gate's limiter, breaker and retries
  * see every attempt.
@@ -51,19 +44,19 @@ const CUT_OFF: ReadonlySet<unknown> = new Set(['max_tokens', 'model_context_wind
  * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
  * runs a call of each task through it to a canned answer, sending nothing.
  */
-export class AnthropicProvider extends SdkProvider<Anthropic> {
-  constructor(options: HttpProviderOptions) {
-    super(options, ANTHROPIC_DEFAULTS, async (settings) => {
-      const sdk = await import('@anthropic-ai/sdk');
-      // No webhook key: the SDK would otherwise look for one in the environment.
-      return { client: new sdk.Anthropic({ ...sdkClientOptions(settings), webhookKey: null }), errors: sdk };
-    });
-  }
+export const ANTHROPIC_WIRE: SdkWire<Anthropic> = {
+  defaults: ANTHROPIC_DEFAULTS,
 
-  protected async send({ client, errors }: Sdk<Anthropic>, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
+  load: async (settings) => {
+    const sdk = await loadOptional('@anthropic-ai/sdk', 'the Anthropic provider', () => import('@anthropic-ai/sdk'));
+    // No webhook key: the SDK would otherwise look for one in the environment.
+    return { client: new sdk.Anthropic({ ...sdkClientOptions(settings), webhookKey: null }), errors: sdk };
+  },
+
+  async send({ client, errors }: Sdk<Anthropic>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
-      model: this.model,
+      model: context.model,
       max_tokens: options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
       messages: [{ role: 'user' as const, content: promptOf(request) }],
       tools: [{ name: task.name, description: task.description, input_schema: task.schema as Anthropic.Tool.InputSchema }],
@@ -73,7 +66,7 @@ export class AnthropicProvider extends SdkProvider<Anthropic> {
       .create(body, sdkRequestOptions(options))
       .withResponse()
       .catch((error: unknown) => {
-        throw this.failure(error, errors, options);
+        throw context.failure(error, errors, options);
       });
 
     const headers = headersOf(response.headers);
@@ -97,10 +90,10 @@ export class AnthropicProvider extends SdkProvider<Anthropic> {
       usage: usageOf(message?.usage?.input_tokens, message?.usage?.output_tokens),
       headers,
     };
-  }
+  },
 
   /** A message answering `request` as the warm-up does, the task's tool used: the fields the SDK and `call` read. */
-  protected cannedAnswer(request: LlmRequest): Record<string, unknown> {
+  cannedAnswer(request: LlmRequest): Record<string, unknown> {
     return {
       id: 'warm-up',
       type: 'message',
@@ -111,11 +104,11 @@ export class AnthropicProvider extends SdkProvider<Anthropic> {
       stop_sequence: null,
       usage: { input_tokens: 0, output_tokens: 0 },
     };
-  }
+  },
 
   /** Anthropic's error body: `{ type: "error", error: { type, message } }` (the SDK hands over all of it). */
-  protected readErrorBody(body: unknown): ErrorBody {
+  readErrorBody(body: unknown): ErrorBody {
     const { type, message } = ((body as { error?: unknown } | null)?.error ?? {}) as Record<string, unknown>;
     return { codes: [type], message };
-  }
-}
+  },
+};

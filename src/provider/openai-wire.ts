@@ -2,14 +2,14 @@ import type { OpenAI } from 'openai';
 import {
   headersOf,
   outputOf,
-  SdkProvider,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
   WARM_UP_ANSWERS,
   type ErrorBody,
-  type HttpProviderOptions,
   type Sdk,
+  type SdkWire,
+  type SendContext,
 } from './http-api.ts';
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
@@ -21,19 +21,12 @@ import {
   type LlmResponse,
 } from './provider.ts';
 import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
-
-/** What an OpenAI provider is unless told otherwise. */
-export const OPENAI_DEFAULTS = Object.freeze({
-  name: 'openai',
-  /** Where the API is; an OpenAI-compatible server's URL ends in `/v1` too (vLLM, Ollama, LiteLLM). */
-  baseUrl: 'https://api.openai.com/v1',
-  /** A small model that answers in strict structured output. */
-  model: 'gpt-4.1-mini',
-  /** The environment variable the command line and the providers file read the key from. */
-  apiKeyEnv: 'OPENAI_API_KEY',
-});
+import { loadOptional } from '../optional-package.ts';
+import { OPENAI_DEFAULTS } from './vendor-defaults.ts';
 
 /**
+ * The OpenAI chat completions API (`POST {baseUrl}/chat/completions`) as `OpenAiProvider` speaks it.
+ *
  * A provider over the OpenAI chat completions API (`POST {baseUrl}/chat/completions`), or any
  * server that speaks it, through the official `openai` SDK — its own retries off, so that the call
  * gate's limiter, breaker and retries see every attempt.
@@ -47,18 +40,18 @@ export const OPENAI_DEFAULTS = Object.freeze({
  * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
  * runs a call of each task through it to a canned answer, sending nothing.
  */
-export class OpenAiProvider extends SdkProvider<OpenAI> {
-  constructor(options: HttpProviderOptions) {
-    super(options, OPENAI_DEFAULTS, async (settings) => {
-      const sdk = await import('openai');
-      return { client: new sdk.OpenAI(sdkClientOptions(settings)), errors: sdk };
-    });
-  }
+export const OPENAI_WIRE: SdkWire<OpenAI> = {
+  defaults: OPENAI_DEFAULTS,
 
-  protected async send({ client, errors }: Sdk<OpenAI>, request: LlmRequest, options: CallOptions): Promise<LlmResponse> {
+  load: async (settings) => {
+    const sdk = await loadOptional('openai', 'the OpenAI provider', () => import('openai'));
+    return { client: new sdk.OpenAI(sdkClientOptions(settings)), errors: sdk };
+  },
+
+  async send({ client, errors }: Sdk<OpenAI>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse> {
     const task = TASK_DEFINITIONS[request.task];
     const body = {
-      model: this.model,
+      model: context.model,
       messages: [{ role: 'user' as const, content: promptOf(request) }],
       response_format: {
         type: 'json_schema' as const,
@@ -70,7 +63,7 @@ export class OpenAiProvider extends SdkProvider<OpenAI> {
       .create(body, sdkRequestOptions(options))
       .withResponse()
       .catch((error: unknown) => {
-        throw this.failure(error, errors, options);
+        throw context.failure(error, errors, options);
       });
 
     const headers = headersOf(response.headers);
@@ -93,10 +86,10 @@ export class OpenAiProvider extends SdkProvider<OpenAI> {
       usage: usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens),
       headers,
     };
-  }
+  },
 
   /** A completion answering `request` as the warm-up does. */
-  protected cannedAnswer(request: LlmRequest): OpenAI.ChatCompletion {
+  cannedAnswer(request: LlmRequest): OpenAI.ChatCompletion {
     return {
       id: 'warm-up',
       object: 'chat.completion',
@@ -112,11 +105,11 @@ export class OpenAiProvider extends SdkProvider<OpenAI> {
       ],
       usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
     };
-  }
+  },
 
   /** OpenAI's error body: `{ error: { message, type, code } }` (the SDK hands over the inner object). */
-  protected readErrorBody(error: unknown): ErrorBody {
+  readErrorBody(error: unknown): ErrorBody {
     const { code, type, message } = (error ?? {}) as Record<string, unknown>;
     return { codes: [code, type], message };
-  }
-}
+  },
+};
