@@ -296,8 +296,8 @@ describe('rateLimit() metrics', () => {
 });
 
 describe('rateLimit() options', () => {
-  it('is exported from the package root with the pieces a server needs', async () => {
-    const api = await import('../../src/index.ts');
+  it('is exported from news-processor/middleware with the pieces a server needs', async () => {
+    const api = await import('../../src/middleware/index.ts');
     for (const name of [
       'rateLimit',
       'RATE_LIMIT_DEFAULTS',
