@@ -75,16 +75,23 @@ export function documentAnchors(text: string): Set<string> {
   return anchors;
 }
 
-/** The links a document writes outside code: inline ones, images, and reference definitions. */
+/** The links a document writes outside code: inline ones (their text may run over lines), images, and reference definitions. */
 export function findLinks(text: string): DocLink[] {
+  const lines = text.split('\n');
+  const prose = new Set(proseLines(lines).map(({ line }) => line));
+  // Code blanked where it stands, so that a match's offset still tells its line.
+  const blanked = lines.map((line, index) => (prose.has(index + 1) ? withoutCodeSpans(line) : ''));
   const links: DocLink[] = [];
-  for (const { text: raw, line } of proseLines(text.split('\n'))) {
-    const prose = withoutCodeSpans(raw);
-    const reference = REFERENCE.exec(prose);
-    if (reference !== null) links.push({ line, target: reference[1]! });
-    for (const [, target] of prose.matchAll(INLINE_LINK)) links.push({ line, target: target! });
+  blanked.forEach((line, index) => {
+    const reference = REFERENCE.exec(line);
+    if (reference !== null) links.push({ line: index + 1, target: reference[1]! });
+  });
+  const joined = blanked.join('\n');
+  for (const match of joined.matchAll(INLINE_LINK)) {
+    const line = joined.slice(0, match.index).split('\n').length;
+    links.push({ line, target: match[1]! });
   }
-  return links;
+  return links.sort((a, b) => a.line - b.line);
 }
 
 /**

@@ -45,12 +45,15 @@ describe('findLinks', () => {
       '[fenced](nope.md)',
       '```',
       '[ref]: docs/library.md',
+      'A link whose text [runs over',
+      'two lines](docs/bench.md#flags).',
     ].join('\n');
     expect(findLinks(text)).toEqual([
       { line: 1, target: 'docs/cli.md#flags' },
       { line: 1, target: 'bench.svg' },
       { line: 2, target: 'https://example.com' },
       { line: 6, target: 'docs/library.md' },
+      { line: 7, target: 'docs/bench.md#flags' },
     ]);
   });
 });
