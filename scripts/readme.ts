@@ -96,6 +96,12 @@ function run(command: string, cwd: string): Promise<Ran> {
   });
 }
 
+/** What a command that ended otherwise said last: its stderr, or when that is empty (`--quiet` runs print their summary on stdout) its stdout. */
+function said(ran: Ran): string {
+  const text = ran.stderr.trim() === '' ? ran.stdout.trim() : ran.stderr.trim();
+  return text.split('\n').slice(-8).join('\n');
+}
+
 /** The document's marked blocks that the flags select; a malformed block is named by file and line. */
 function selectedBlocks(document: string, text: string): RunnableBlock[] {
   let blocks: RunnableBlock[];
@@ -135,7 +141,7 @@ try {
           const verdict = ran.code === exit ? 'ok' : `FAIL: exit ${ran.code}, expected ${exit}`;
           process.stderr.write(`    ${verdict} (${(ran.ms / 1000).toFixed(1)} s)\n`);
           if (ran.code !== exit)
-            failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${exit}\n${ran.stderr.trim()}`);
+            failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${exit}\n${said(ran)}`);
         }
         continue;
       }
@@ -145,9 +151,7 @@ try {
         const ran = await run(command, scratch);
         process.stderr.write(`    exit ${ran.code} (${(ran.ms / 1000).toFixed(1)} s)\n`);
         if (ran.code !== block.options.exit) {
-          failures.push(
-            `${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${block.options.exit}\n${ran.stderr.trim()}`,
-          );
+          failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${block.options.exit}\n${said(ran)}`);
         }
         outputs.push(ran.stdout);
       }
