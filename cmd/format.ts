@@ -1,6 +1,6 @@
 import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
 
-/** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (see the README). */
+/** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return '∞';
   if (ms < 1) return `${ms.toFixed(2)}ms`;

@@ -249,7 +249,10 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(new Option('--quiet', 'print the summary only').default(false));
   if (options.config !== false) {
     command.addOption(
-      new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'),
+      new Option(
+        '--config <providers.json>',
+        'providers, their limits, breakers and simulated settings, and task routes (see docs/limits.md)',
+      ),
     );
   }
   return command;

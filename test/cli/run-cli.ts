@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-/** The project root: the command runs from here, so `fixtures/…` paths work as in the README. */
+/** The project root: the command runs from here, so `fixtures/…` paths work as in the docs. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The compiled command, as `npm start` and the installed package run it (`npm test` builds it first). */
