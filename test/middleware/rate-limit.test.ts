@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createHook } from 'node:async_hooks';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
@@ -6,7 +7,13 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { RATE_LIMIT_DEFAULTS, type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../../src/middleware/rate-limit.ts';
+import {
+  type FastifyLikeReply,
+  RATE_LIMIT_DEFAULTS,
+  type RateLimitMiddleware,
+  type RateLimitOptions,
+  rateLimit,
+} from '../../src/middleware/rate-limit.ts';
 import { KeyedLimiter, type RateLimitStore } from '../../src/limiter/keyed-limiter.ts';
 
 interface Reply {
@@ -268,6 +275,55 @@ describe('rateLimit() over IPv6 sockets', () => {
     await fetch(url);
     await fetch(url);
     expect(await (await fetch(url)).json()).toEqual({ key: '127.0.0.1' });
+  });
+});
+
+/** The promises created while `run` runs (async_hooks sees every one, the engine's own included). */
+function promisesMadeBy(run: () => void): number {
+  let made = 0;
+  const hook = createHook({
+    init: (_id, type) => {
+      if (type === 'PROMISE') made++;
+    },
+  }).enable();
+  try {
+    run();
+  } finally {
+    hook.disable();
+  }
+  return made;
+}
+
+describe('rateLimit() with callbacks and a store that answer at once', () => {
+  const request = () => ({ socket: { remoteAddress: '127.0.0.1' }, headers: {} }) as IncomingMessage;
+  const response = () => ({ statusCode: 200, setHeader() {}, end() {} }) as unknown as ServerResponse;
+  const reply = (): FastifyLikeReply => {
+    const raw = response();
+    const self: FastifyLikeReply = { raw, code: () => self, header: () => self, type: () => self, send: () => self, hijack: () => self };
+    return self;
+  };
+  const sync: RateLimitOptions = { skip: () => false, key: () => 'k', cost: () => 1, message: () => 'slow down' };
+
+  it('decides within the call, making no promise: let through and refused, in the middleware and the Fastify hook', () => {
+    const limit = rateLimit({ limiter: new KeyedLimiter({ rate: 1, burst: 2, clock: new ManualClock() }), ...sync });
+    const outcomes: string[] = [];
+    const made = promisesMadeBy(() => {
+      for (let i = 0; i < 2; i++) limit(request(), response(), () => outcomes.push('next'));
+      limit(request(), response(), () => outcomes.push('next'));
+      limit.onRequest({ raw: request() }, reply(), () => outcomes.push('done'));
+    });
+    expect(made).toBe(0);
+    expect(outcomes).toEqual(['next', 'next']);
+    expect(limit.figures).toMatchObject({ allowed: 2, limited: 2 });
+  });
+
+  it('makes promises only once a callback gives one (what the count above would see)', () => {
+    const limit = rateLimit({
+      limiter: new KeyedLimiter({ rate: 1, burst: 2, clock: new ManualClock() }),
+      ...sync,
+      skip: async () => false,
+    });
+    expect(promisesMadeBy(() => limit(request(), response(), () => {}))).toBeGreaterThan(0);
   });
 });
 

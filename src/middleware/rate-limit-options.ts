@@ -1,0 +1,85 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
+import type { ClientAddressOptions } from './client-address.ts';
+import type { RateLimitHeaderDraft } from './ietf-headers.ts';
+
+/** What to do when the store cannot answer (Redis down): refuse with 503, or let the request through. */
+export type StoreErrorAction = 'deny' | 'allow';
+
+export const STORE_ERROR_ACTIONS: readonly StoreErrorAction[] = Object.freeze(['deny', 'allow'] as StoreErrorAction[]);
+
+/** What `rateLimit()` does unless told otherwise (the client address defaults are `CLIENT_ADDRESS_DEFAULTS`). */
+export const RATE_LIMIT_DEFAULTS = Object.freeze({
+  /** Tokens per second per client: 60 a minute. */
+  rate: 1,
+  /** A client's capacity: a minute's worth at once. */
+  burst: 60,
+  /** Tokens per request. */
+  cost: 1,
+  headers: 'draft-8' as RateLimitHeaderDraft | false,
+  legacyHeaders: false,
+  /** The draft-8 policy name, and the `policy` label of the metrics. */
+  policyName: 'default',
+  /** The 429 body. */
+  message: 'Too many requests, please try again later.',
+  onStoreError: 'deny' as StoreErrorAction,
+});
+
+/** A refused request, as `message` and `handler` see it. */
+export interface LimitedRequest {
+  /** The client's key. */
+  readonly key: string;
+  /** The tokens the request asked for. */
+  readonly cost: number;
+  readonly decision: RateLimitDecision;
+}
+
+/** A 429 body: a string is sent as text, anything else as JSON. */
+export type RateLimitMessage = string | Readonly<Record<string, unknown>> | readonly unknown[];
+
+/** What a per-request callback gives back: at once, or later. */
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends ClientAddressOptions {
+  /** Tokens added per second to each client's bucket, > 0 (`Infinity` allows everything). Default 1. Not with `limiter`. */
+  readonly rate?: number | undefined;
+  /** Each client's capacity, an integer >= 1: a new client starts full. Default 60. Not with `limiter`. */
+  readonly burst?: number | undefined;
+  /**
+   * Where the buckets live: an existing `KeyedLimiter` (shared with other code, or with its own
+   * `maxKeys` and clock), or any {@link RateLimitStore} — a Redis one shares limits between
+   * processes. Default: a new `KeyedLimiter` of `rate` and `burst`.
+   */
+  readonly limiter?: RateLimitStore | undefined;
+  /**
+   * The client a request counts against. Default: its address, as `clientAddressKey` reads it with
+   * `trustProxy`, `ipv6Subnet` and `proxyHeader` (which only the default uses).
+   */
+  readonly key?: ((req: Req) => MaybePromise<string>) | undefined;
+  /** Tokens a request takes, a finite number >= 0, or a function of the request. Default 1. */
+  readonly cost?: number | ((req: Req) => MaybePromise<number>) | undefined;
+  /** Requests it returns true for pass unlimited, without headers (health checks, your own monitors). Default: none. */
+  readonly skip?: ((req: Req) => MaybePromise<boolean>) | undefined;
+  /** The RateLimit header draft every limited response carries, or `false` for none. Default `"draft-8"`. */
+  readonly headers?: RateLimitHeaderDraft | false | undefined;
+  /** Also `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix epoch seconds). Default false. */
+  readonly legacyHeaders?: boolean | undefined;
+  /** The draft-8 policy name and the metrics' `policy` label: letters, digits, `-_.:`. Default `"default"`. */
+  readonly policyName?: string | undefined;
+  /** The 429 body, or a function of the request and its refusal. Default `"Too many requests, please try again later."`. */
+  readonly message?: RateLimitMessage | ((req: Req, limited: LimitedRequest) => MaybePromise<RateLimitMessage>) | undefined;
+  /**
+   * Answers a refused request instead of the 429 (the RateLimit headers and `Retry-After` are already
+   * set on `res`). In Fastify it gets `request.raw` and `reply.raw`, the reply hijacked.
+   */
+  readonly handler?: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined;
+  /**
+   * A store that fails (Redis down) is not a client over its limit: `"deny"` answers 503, `"allow"`
+   * lets the request through. Both are logged (when the store starts failing and when it recovers)
+   * and counted. Default `"deny"`.
+   */
+  readonly onStoreError?: StoreErrorAction | undefined;
+  /** A prom-client registry to export the counters and the live-key gauge to. Default: none. */
+  readonly registry?: Registry | undefined;
+}
