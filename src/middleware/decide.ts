@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import { checkNumber, expected } from '../validation/checks.ts';
@@ -31,7 +31,7 @@ export type Verdict =
  * once (the usual case, a local limiter), later from the first that does not. A callback's error
  * (thrown or rejected) is thrown or rejected, never a verdict.
  */
-export type Decide<Req extends IncomingMessage> = (req: Req) => MaybePromise<Verdict>;
+export type Decide<Req extends IncomingMessage> = (req: Req, res: ServerResponse) => MaybePromise<Verdict>;
 
 export const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
@@ -69,11 +69,11 @@ const refused = (headers: Record<string, string>, body: RateLimitMessage): Verdi
  */
 export function createDecide<Req extends IncomingMessage>(
   options: ResolvedRateLimitOptions<Req>,
-  keyOf: (req: Req) => MaybePromise<string>,
+  keyOf: (req: Req, res: ServerResponse) => MaybePromise<string>,
   counters: RateLimitCounters,
   log: Logger,
 ): Decide<Req> {
-  const { store, cost, skip, legacyHeaders, policyName, message, handler, onStoreError } = options;
+  const { store, keyName, cost, skip, legacyHeaders, policyName, message, handler, onStoreError } = options;
   const writeHeaders = limitHeaderWriter({
     draft: options.headers,
     legacy: legacyHeaders,
@@ -96,11 +96,11 @@ export function createDecide<Req extends IncomingMessage>(
     return UNAVAILABLE;
   };
 
-  const decide: Decide<Req> = (req) => {
-    if (skip === undefined) return keyStep(req);
-    const skipped = skip(req);
-    if (isPromise(skipped)) return skipped.then((value) => (value === true ? skipStep() : keyStep(req)));
-    return skipped === true ? skipStep() : keyStep(req);
+  const decide: Decide<Req> = (req, res) => {
+    if (skip === undefined) return keyStep(req, res);
+    const skipped = skip(req, res);
+    if (isPromise(skipped)) return skipped.then((value) => (value === true ? skipStep() : keyStep(req, res)));
+    return skipped === true ? skipStep() : keyStep(req, res);
   };
 
   const skipStep = (): Verdict => {
@@ -108,14 +108,14 @@ export function createDecide<Req extends IncomingMessage>(
     return PASS_UNCOUNTED;
   };
 
-  const keyStep = (req: Req): MaybePromise<Verdict> => {
-    const clientKey = keyOf(req);
-    return isPromise(clientKey) ? clientKey.then((value) => costStep(req, value)) : costStep(req, clientKey);
+  const keyStep = (req: Req, res: ServerResponse): MaybePromise<Verdict> => {
+    const clientKey = keyOf(req, res);
+    return isPromise(clientKey) ? clientKey.then((value) => costStep(req, res, value)) : costStep(req, res, clientKey);
   };
 
-  const costStep = (req: Req, clientKey: string): MaybePromise<Verdict> => {
-    if (typeof clientKey !== 'string') throw expected('key(req)', 'a string', clientKey);
-    const tokens = typeof cost === 'number' ? cost : cost(req);
+  const costStep = (req: Req, res: ServerResponse, clientKey: string): MaybePromise<Verdict> => {
+    if (typeof clientKey !== 'string') throw expected(`${keyName}(req)`, 'a string', clientKey);
+    const tokens = typeof cost === 'number' ? cost : cost(req, res);
     return isPromise(tokens) ? tokens.then((value) => takeStep(req, clientKey, value)) : takeStep(req, clientKey, tokens);
   };
 

@@ -55,7 +55,7 @@ export function fastifyAdapter<Req extends IncomingMessage>(
   return (request, reply, done) => {
     let verdict: Verdict | Promise<Verdict>;
     try {
-      verdict = decide(request.raw as Req);
+      verdict = decide(request.raw as Req, reply.raw);
     } catch (error) {
       done(asError(error));
       return;

@@ -32,7 +32,7 @@ export function nodeAdapter<Req extends IncomingMessage>(
   return (req, res, next) => {
     let verdict: Verdict | Promise<Verdict>;
     try {
-      verdict = decide(req);
+      verdict = decide(req, res);
     } catch (error) {
       next(error);
       return;

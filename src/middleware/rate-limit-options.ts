@@ -13,8 +13,10 @@ export const STORE_ERROR_ACTIONS: readonly StoreErrorAction[] = Object.freeze(['
 export const RATE_LIMIT_DEFAULTS = Object.freeze({
   /** Tokens per second per client: 60 a minute. */
   rate: 1,
-  /** A client's capacity: a minute's worth at once. */
+  /** A client's capacity: a minute's worth at once. Also the default `limit`. */
   burst: 60,
+  /** The window a `limit` refills over, ms: 60 per 60,000 ms is the same bucket as rate 1, burst 60. */
+  windowMs: 60_000,
   /** Tokens per request. */
   cost: 1,
   headers: 'draft-8' as RateLimitHeaderDraft | false,
@@ -41,32 +43,60 @@ export type RateLimitMessage = string | Readonly<Record<string, unknown>> | read
 /** What a per-request callback gives back: at once, or later. */
 export type MaybePromise<T> = T | Promise<T>;
 
+/**
+ * The options of `rateLimit()`. Where express-rate-limit has another name for the same thing, that
+ * name is accepted too (`keyGenerator`, `standardHeaders`, `identifier`, `store`, `limit`/`max`
+ * with `windowMs`, `passOnStoreError`); giving both names of one option is a `TypeError`.
+ */
 export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends ClientAddressOptions {
-  /** Tokens added per second to each client's bucket, > 0 (`Infinity` allows everything). Default 1. Not with `limiter`. */
+  /** Tokens added per second to each client's bucket, > 0 (`Infinity` allows everything). Default 1. Not with `limiter`, `limit` or `windowMs`. */
   readonly rate?: number | undefined;
-  /** Each client's capacity, an integer >= 1: a new client starts full. Default 60. Not with `limiter`. */
+  /** Each client's capacity, an integer >= 1: a new client starts full. Default 60. Not with `limiter`, `limit` or `windowMs`. */
   readonly burst?: number | undefined;
+  /**
+   * express-rate-limit's spelling of the bucket, with `windowMs`: a quota of `limit` requests (an
+   * integer >= 1) per `windowMs` is a bucket of burst `limit` that refills over `windowMs`, so it
+   * never admits more, and no client can send twice its limit across a window's edge. Default 60.
+   * Not with `rate`, `burst` or `limiter`.
+   */
+  readonly limit?: number | undefined;
+  /** express-rate-limit's older name for `limit`. */
+  readonly max?: number | undefined;
+  /** The window a `limit` refills over, ms, > 0. Default 60,000. Not with `rate`, `burst` or `limiter`. */
+  readonly windowMs?: number | undefined;
   /**
    * Where the buckets live: an existing `KeyedLimiter` (shared with other code, or with its own
    * `maxKeys` and clock), or any {@link RateLimitStore} — a Redis one shares limits between
    * processes. Default: a new `KeyedLimiter` of `rate` and `burst`.
    */
   readonly limiter?: RateLimitStore | undefined;
+  /** express-rate-limit's name for `limiter` (its stores count hits and do not fit: a store here has `take`). */
+  readonly store?: RateLimitStore | undefined;
   /**
    * The client a request counts against. Default: its address, as `clientAddressKey` reads it with
    * `trustProxy`, `ipv6Subnet` and `proxyHeader` (which only the default uses).
    */
-  readonly key?: ((req: Req) => MaybePromise<string>) | undefined;
+  readonly key?: ((req: Req, res: ServerResponse) => MaybePromise<string>) | undefined;
+  /** express-rate-limit's name for `key`. */
+  readonly keyGenerator?: ((req: Req, res: ServerResponse) => MaybePromise<string>) | undefined;
   /** Tokens a request takes, a finite number >= 0, or a function of the request. Default 1. */
-  readonly cost?: number | ((req: Req) => MaybePromise<number>) | undefined;
+  readonly cost?: number | ((req: Req, res: ServerResponse) => MaybePromise<number>) | undefined;
   /** Requests it returns true for pass unlimited, without headers (health checks, your own monitors). Default: none. */
-  readonly skip?: ((req: Req) => MaybePromise<boolean>) | undefined;
-  /** The RateLimit header draft every limited response carries, or `false` for none. Default `"draft-8"`. */
+  readonly skip?: ((req: Req, res: ServerResponse) => MaybePromise<boolean>) | undefined;
+  /**
+   * The RateLimit header draft every limited response carries, or `false` for none. Default
+   * `"draft-8"`. Not `true`: express-rate-limit 6 read `headers` as today's `legacyHeaders`, so a
+   * boolean here would mean one thing to a config and another to this option.
+   */
   readonly headers?: RateLimitHeaderDraft | false | undefined;
+  /** express-rate-limit's name for `headers`, with its values: `true` is `"draft-6"`, as there. */
+  readonly standardHeaders?: RateLimitHeaderDraft | boolean | undefined;
   /** Also `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix epoch seconds). Default false. */
   readonly legacyHeaders?: boolean | undefined;
   /** The draft-8 policy name and the metrics' `policy` label: letters, digits, `-_.:`. Default `"default"`. */
   readonly policyName?: string | undefined;
+  /** express-rate-limit's name for `policyName`: a string (one name is written into every header and label). */
+  readonly identifier?: string | undefined;
   /** The 429 body, or a function of the request and its refusal. Default `"Too many requests, please try again later."`. */
   readonly message?: RateLimitMessage | ((req: Req, limited: LimitedRequest) => MaybePromise<RateLimitMessage>) | undefined;
   /**
@@ -80,6 +110,8 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
    * and counted. Default `"deny"`.
    */
   readonly onStoreError?: StoreErrorAction | undefined;
+  /** express-rate-limit's boolean for `onStoreError`: `true` is `"allow"`, `false` is `"deny"` (a 503 here, not an error passed on). */
+  readonly passOnStoreError?: boolean | undefined;
   /** A prom-client registry to export the counters and the live-key gauge to. Default: none. */
   readonly registry?: Registry | undefined;
 }

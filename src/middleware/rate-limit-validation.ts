@@ -16,13 +16,15 @@ import {
   type StoreErrorAction,
 } from './rate-limit-options.ts';
 
-/** The options as `rateLimit()` runs them: every default applied, all checked. */
+/** The options as `rateLimit()` runs them: each alias resolved, every default applied, all checked. */
 export interface ResolvedRateLimitOptions<Req extends IncomingMessage> {
   readonly store: RateLimitStore;
   /** Undefined: the client's address. */
-  readonly key: ((req: Req) => MaybePromise<string>) | undefined;
-  readonly cost: number | ((req: Req) => MaybePromise<number>);
-  readonly skip: ((req: Req) => MaybePromise<boolean>) | undefined;
+  readonly key: ((req: Req, res: ServerResponse) => MaybePromise<string>) | undefined;
+  /** The name `key` was given under, for the errors its answers raise. */
+  readonly keyName: 'key' | 'keyGenerator';
+  readonly cost: number | ((req: Req, res: ServerResponse) => MaybePromise<number>);
+  readonly skip: ((req: Req, res: ServerResponse) => MaybePromise<boolean>) | undefined;
   readonly headers: RateLimitHeaderDraft | false;
   readonly legacyHeaders: boolean;
   readonly policyName: string;
@@ -34,80 +36,159 @@ export interface ResolvedRateLimitOptions<Req extends IncomingMessage> {
   readonly clientAddress: Omit<ClientAddressOptions, 'logger'>;
 }
 
+/**
+ * express-rate-limit options with no counterpart here, and why: passed on from a config written
+ * for it, each would otherwise be ignored without a word.
+ */
+const TAKEN_BEFORE_THE_RESPONSE = 'a token bucket takes before the response exists: give such requests cost 0, or skip them';
+const NOT_OFFERED: Readonly<Record<string, string>> = {
+  skipSuccessfulRequests: TAKEN_BEFORE_THE_RESPONSE,
+  skipFailedRequests: TAKEN_BEFORE_THE_RESPONSE,
+  requestWasSuccessful: TAKEN_BEFORE_THE_RESPONSE,
+  retryAfter: "Retry-After is the bucket's own wait, in whole seconds",
+  validate: 'the options are checked once, here, and a mistake throws',
+};
+
 /** Checks `options` and applies the defaults: the one place either happens. */
 export function resolveRateLimitOptions<Req extends IncomingMessage>(options: RateLimitOptions<Req>): ResolvedRateLimitOptions<Req> {
   checkObject('options', options);
-  const {
-    limiter,
-    key,
-    cost = RATE_LIMIT_DEFAULTS.cost,
-    skip,
-    headers = RATE_LIMIT_DEFAULTS.headers,
-    legacyHeaders = RATE_LIMIT_DEFAULTS.legacyHeaders,
-    policyName = RATE_LIMIT_DEFAULTS.policyName,
-    message = RATE_LIMIT_DEFAULTS.message,
-    handler,
-    onStoreError = RATE_LIMIT_DEFAULTS.onStoreError,
-    registry,
-    logger = silentLogger,
-  } = options;
-  const store = limiter === undefined ? ownLimiter(options) : checkStore(options, limiter);
-  if (key !== undefined) checkFunction('key', key);
+  checkNotOffered(options);
+  const store = storeOf(options);
+  const key = oneOf(options, 'key', 'keyGenerator');
+  if (key !== undefined) checkFunction(key.name, key.value);
+  const { cost = RATE_LIMIT_DEFAULTS.cost, skip, legacyHeaders = RATE_LIMIT_DEFAULTS.legacyHeaders } = options;
   if (typeof cost === 'number') checkNumber('cost', cost, { min: 0 });
   else checkFunction('cost', cost);
   if (skip !== undefined) checkFunction('skip', skip);
-  if (headers !== false) checkOneOf('headers', headers, RATE_LIMIT_HEADER_DRAFTS);
   checkBoolean('legacyHeaders', legacyHeaders);
-  checkPolicyName(policyName);
+  const { message = RATE_LIMIT_DEFAULTS.message, handler, registry, logger = silentLogger } = options;
   checkMessage(message);
   if (handler !== undefined) checkFunction('handler', handler);
-  checkOneOf('onStoreError', onStoreError, STORE_ERROR_ACTIONS);
   if (registry !== undefined) checkObject('registry', registry);
+  checkLogger(logger);
   return {
     store,
-    key,
+    key: key?.value,
+    keyName: key?.name ?? 'key',
     cost,
     skip,
-    headers,
+    headers: headersOf(options),
     legacyHeaders,
-    policyName,
+    policyName: policyNameOf(options),
     message,
     handler,
-    onStoreError,
+    onStoreError: onStoreErrorOf(options),
     registry,
     logger,
     clientAddress: { trustProxy: options.trustProxy, ipv6Subnet: options.ipv6Subnet, proxyHeader: options.proxyHeader },
   };
 }
 
-function ownLimiter(options: RateLimitOptions<never>): KeyedLimiter {
-  const { rate = RATE_LIMIT_DEFAULTS.rate, burst = RATE_LIMIT_DEFAULTS.burst } = options;
-  checkNumber('rate', rate, { min: 0, minExclusive: true, finite: false, unit: 'tokens per second' });
-  checkInteger('burst', burst, 1);
-  return new KeyedLimiter({ rate, burst });
+function checkNotOffered(options: object): void {
+  for (const name in NOT_OFFERED) {
+    const value = (options as Record<string, unknown>)[name];
+    if (value !== undefined) throw expected(name, `left out (${NOT_OFFERED[name]})`, value);
+  }
+}
+
+/** One option under two names, ours and express-rate-limit's: either, not both. */
+function oneOf<Options, Ours extends keyof Options & string, Theirs extends keyof Options & string>(
+  options: Options,
+  ours: Ours,
+  theirs: Theirs,
+): { readonly name: Ours | Theirs; readonly value: Exclude<Options[Ours] | Options[Theirs], undefined> } | undefined {
+  const mine = options[ours];
+  const other = options[theirs];
+  if (mine !== undefined && other !== undefined) throw expected(theirs, `left out with ${ours} (they are one option)`, other);
+  if (mine !== undefined) return { name: ours, value: mine as Exclude<Options[Ours], undefined> };
+  if (other !== undefined) return { name: theirs, value: other as Exclude<Options[Theirs], undefined> };
+  return undefined;
+}
+
+/** A given store, or a `KeyedLimiter` of `rate` and `burst`, or of `limit` per `windowMs`: one of the three. */
+function storeOf(options: RateLimitOptions<never>): RateLimitStore {
+  const { rate, burst, windowMs } = options;
+  const limiter = oneOf(options, 'limiter', 'store');
+  const limit = oneOf(options, 'limit', 'max');
+  const byWindow = limit !== undefined || windowMs !== undefined;
+  if (limiter !== undefined) {
+    if (rate !== undefined || burst !== undefined) {
+      throw expected('rate and burst', `left out with a ${limiter.name} (it has its own)`, { rate, burst });
+    }
+    if (byWindow) {
+      throw expected('limit and windowMs', `left out with a ${limiter.name} (it has its own)`, { limit: limit?.value, windowMs });
+    }
+    return checkStore(limiter.name, limiter.value);
+  }
+  if (byWindow) {
+    if (rate !== undefined || burst !== undefined) {
+      throw expected('rate and burst', 'left out with limit and windowMs (a quota per window is the bucket)', { rate, burst });
+    }
+    const quota = limit?.value ?? RATE_LIMIT_DEFAULTS.burst;
+    const spanMs = windowMs ?? RATE_LIMIT_DEFAULTS.windowMs;
+    checkInteger(limit?.name ?? 'limit', quota, 1);
+    checkNumber('windowMs', spanMs, { min: 0, minExclusive: true, unit: 'ms' });
+    return new KeyedLimiter({ rate: (quota * 1000) / spanMs, burst: quota });
+  }
+  const ownRate = rate ?? RATE_LIMIT_DEFAULTS.rate;
+  const ownBurst = burst ?? RATE_LIMIT_DEFAULTS.burst;
+  checkNumber('rate', ownRate, { min: 0, minExclusive: true, finite: false, unit: 'tokens per second' });
+  checkInteger('burst', ownBurst, 1);
+  return new KeyedLimiter({ rate: ownRate, burst: ownBurst });
 }
 
 /** A store brings its own rate and burst; the headers need a rate that refills and a whole quota. */
-function checkStore(options: RateLimitOptions<never>, store: RateLimitStore): RateLimitStore {
-  if (options.rate !== undefined || options.burst !== undefined) {
-    throw expected('rate and burst', 'left out with a limiter (it has its own)', { rate: options.rate, burst: options.burst });
-  }
-  checkObject('limiter', store);
-  checkFunction('limiter.take', store.take);
-  checkNumber('limiter.rate', store.rate, { min: 0, minExclusive: true, finite: false, unit: 'tokens per second' });
-  checkNumber('limiter.burst', store.burst, { min: 1 });
-  return store;
+function checkStore(name: string, store: unknown): RateLimitStore {
+  checkObject(name, store);
+  const { take, rate, burst } = store as Partial<RateLimitStore>;
+  checkFunction(`${name}.take`, take);
+  checkNumber(`${name}.rate`, rate, { min: 0, minExclusive: true, finite: false, unit: 'tokens per second' });
+  checkNumber(`${name}.burst`, burst, { min: 1 });
+  return store as RateLimitStore;
 }
 
-function checkPolicyName(policyName: unknown): void {
-  // Written inside a quoted string in the headers, and as a metrics label: nothing there needs escaping.
-  if (typeof policyName !== 'string' || !/^[\w\-.:]{1,64}$/.test(policyName)) {
-    throw expected('policyName', '1 to 64 letters, digits or -_.:', policyName);
+function headersOf(options: RateLimitOptions<never>): RateLimitHeaderDraft | false {
+  const headers = oneOf(options, 'headers', 'standardHeaders');
+  if (headers === undefined) return RATE_LIMIT_DEFAULTS.headers;
+  if (headers.name === 'headers') {
+    checkOneOf('headers', headers.value, [...RATE_LIMIT_HEADER_DRAFTS, false as const]);
+    return headers.value;
   }
+  const standard = headers.value;
+  checkOneOf('standardHeaders', standard, [...RATE_LIMIT_HEADER_DRAFTS, true, false]);
+  // As express-rate-limit reads it: `true` has meant draft-6 there since draft-7 came out.
+  return standard === true ? 'draft-6' : standard;
+}
+
+function policyNameOf(options: RateLimitOptions<never>): string {
+  const policyName = oneOf(options, 'policyName', 'identifier');
+  if (policyName === undefined) return RATE_LIMIT_DEFAULTS.policyName;
+  // Written inside a quoted string in the headers, and as a metrics label: nothing there needs escaping.
+  if (typeof policyName.value !== 'string' || !/^[\w\-.:]{1,64}$/.test(policyName.value)) {
+    throw expected(policyName.name, '1 to 64 letters, digits or -_.:', policyName.value);
+  }
+  return policyName.value;
+}
+
+function onStoreErrorOf(options: RateLimitOptions<never>): StoreErrorAction {
+  const onStoreError = oneOf(options, 'onStoreError', 'passOnStoreError');
+  if (onStoreError === undefined) return RATE_LIMIT_DEFAULTS.onStoreError;
+  if (onStoreError.name === 'onStoreError') {
+    checkOneOf('onStoreError', onStoreError.value, STORE_ERROR_ACTIONS);
+    return onStoreError.value;
+  }
+  checkBoolean('passOnStoreError', onStoreError.value);
+  return onStoreError.value ? 'allow' : 'deny';
 }
 
 function checkMessage(message: unknown): void {
   if (typeof message !== 'function' && typeof message !== 'string' && (message === null || typeof message !== 'object')) {
     throw expected('message', 'a string, an object or a function', message);
   }
+}
+
+/** The middleware logs through `child()`: express-rate-limit's `{ error, warn }` logger has none. */
+function checkLogger(logger: unknown): void {
+  checkObject('logger', logger);
+  checkFunction('logger.child', (logger as { child?: unknown }).child);
 }

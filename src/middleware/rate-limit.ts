@@ -39,7 +39,8 @@ export interface RateLimitMiddleware<Req extends IncomingMessage = IncomingMessa
  * key), never a fixed window that lets a client send twice its limit across a window's edge.
  *
  * Every limited response carries the RateLimit headers; a refusal is a 429 with `Retry-After` in
- * whole seconds (rounded up, never 0). See {@link RateLimitOptions} for each option and its default.
+ * whole seconds (rounded up, never 0). See {@link RateLimitOptions} for each option, its default,
+ * and express-rate-limit's names.
  */
 export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: RateLimitOptions<Req> = {}): RateLimitMiddleware<Req> {
   const resolved = resolveRateLimitOptions(options);

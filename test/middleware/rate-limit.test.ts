@@ -1,5 +1,5 @@
 import { createHook } from 'node:async_hooks';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
@@ -327,6 +327,76 @@ describe('rateLimit() with callbacks and a store that answer at once', () => {
   });
 });
 
+describe("rateLimit() with express-rate-limit's names", () => {
+  const serve = async (limit: RateLimitMiddleware) => {
+    const server = await FRAMEWORKS['node:http']!(limit, '127.0.0.1');
+    running.push(server);
+    return server;
+  };
+  const limiter = () => new KeyedLimiter({ rate: 0.5, burst: 2, clock: new ManualClock() });
+
+  it('keyGenerator is key, called with the request and the response as there', async () => {
+    const seen: unknown[] = [];
+    const server = await serve(
+      rateLimit({
+        limiter: limiter(),
+        keyGenerator: (req, res) => {
+          seen.push(res instanceof ServerResponse);
+          return String(req.headers.user);
+        },
+        ...keyEcho,
+      }),
+    );
+    await server.request({ user: 'ann' });
+    await server.request({ user: 'ann' });
+    expect(JSON.parse((await server.request({ user: 'ann' })).body)).toEqual({ key: 'ann' });
+    expect((await server.request({ user: 'bob' })).status).toBe(200);
+    expect(seen).toEqual([true, true, true, true]);
+  });
+
+  it.each([
+    [true, { 'ratelimit-policy': '2;w=4', 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '2', ratelimit: null }],
+    ['draft-6', { 'ratelimit-policy': '2;w=4', 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '2' }],
+    ['draft-7', { 'ratelimit-policy': '2;w=4', ratelimit: 'limit=2, remaining=1, reset=2', 'ratelimit-limit': null }],
+    ['draft-8', { 'ratelimit-policy': '"default";q=2;w=4', ratelimit: '"default";r=1;t=2' }],
+    [false, { 'ratelimit-policy': null, ratelimit: null, 'ratelimit-limit': null }],
+  ] as const)('standardHeaders: %o is headers, true being draft-6 as there', async (standardHeaders, expected) => {
+    const server = await serve(rateLimit({ limiter: limiter(), standardHeaders }));
+    const reply = await server.request();
+    expect(Object.fromEntries(Object.keys(expected).map((name) => [name, reply.headers.get(name)]))).toEqual(expected);
+  });
+
+  it('limit (or max) per windowMs is a bucket of that burst refilled over the window', async () => {
+    for (const options of [
+      { limit: 100, windowMs: 15 * 60_000 },
+      { max: 100, windowMs: 15 * 60_000 },
+    ]) {
+      const { store } = rateLimit(options);
+      expect([store.burst, store.rate]).toEqual([100, 100 / 900]);
+      const server = await serve(rateLimit({ ...options, key: () => 'k' }));
+      expect((await server.request()).headers.get('ratelimit-policy')).toBe('"default";q=100;w=900');
+    }
+    expect([rateLimit({ limit: 10 }).store.rate, rateLimit({ windowMs: 1000 }).store.burst]).toEqual([10 / 60, 60]);
+  });
+
+  it('identifier is policyName, store is limiter', async () => {
+    const store = limiter();
+    const limit = rateLimit({ store, identifier: 'api' });
+    expect(limit.store).toBe(store);
+    expect((await (await serve(limit)).request()).headers.get('ratelimit')).toBe('"api";r=1;t=2');
+  });
+
+  it.each([
+    [true, 200],
+    [false, 503],
+  ])('passOnStoreError: %s is onStoreError "allow" or "deny": %s', async (passOnStoreError, status) => {
+    const failing: RateLimitStore = { rate: 1, burst: 5, take: () => Promise.reject(new Error('connection refused')) };
+    const limit = rateLimit({ limiter: failing, passOnStoreError });
+    expect((await (await serve(limit)).request()).status).toBe(status);
+    expect(limit.figures.storeErrors).toBe(1);
+  });
+});
+
 describe('rateLimit() metrics', () => {
   it('counts allowed, limited and skipped, with live keys, into a prom-client registry shared by policies', async () => {
     const registry = new Registry();
@@ -370,6 +440,7 @@ describe('rateLimit() options', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       rate: 1,
       burst: 60,
+      windowMs: 60_000,
       cost: 1,
       headers: 'draft-8',
       legacyHeaders: false,
@@ -388,7 +459,7 @@ describe('rateLimit() options', () => {
     burst: 1,
     take: () => ({ allowed: true, limit: 1, remaining: 0, resetMs: 0, retryAfterMs: 0 }),
   };
-  it.each([
+  it.each<[unknown, string]>([
     [null, 'Expected options to be an object, got null'],
     [{ rate: 0 }, 'Expected rate to be a number > 0 (tokens per second), got 0'],
     [{ rate: Number.NaN }, 'Expected rate to be a number > 0 (tokens per second), got NaN'],
@@ -403,8 +474,8 @@ describe('rateLimit() options', () => {
     [{ cost: -1 }, 'Expected cost to be a finite number >= 0, got -1'],
     [{ cost: '2' }, 'Expected cost to be a function, got "2"'],
     [{ skip: true }, 'Expected skip to be a function, got true'],
-    [{ headers: 'draft-5' }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", got "draft-5"'],
-    [{ headers: true }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", got true'],
+    [{ headers: 'draft-5' }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", false, got "draft-5"'],
+    [{ headers: true }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", false, got true'],
     [{ legacyHeaders: 'yes' }, 'Expected legacyHeaders to be a boolean, got "yes"'],
     [{ policyName: 'my policy' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "my policy"'],
     [{ policyName: '"x"' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "\\"x\\""'],
@@ -415,6 +486,56 @@ describe('rateLimit() options', () => {
     [{ registry: 'default' }, 'Expected registry to be an object, got "default"'],
     [{ trustProxy: true }, 'Expected trustProxy to be false, a number of hops or a list of addresses and CIDRs, got true'],
     [{ key: () => 'k', ipv6Subnet: 128 }, 'Expected ipv6Subnet to be an integer in [32, 64], got 128'],
+    [{ logger: { error() {}, warn() {} } }, 'Expected logger.child to be a function, got undefined'],
+    // express-rate-limit's names: each the same option as ours, so not both at once.
+    [{ key: () => 'a', keyGenerator: () => 'b' }, 'Expected keyGenerator to be left out with key (they are one option), got function'],
+    [
+      { headers: 'draft-7', standardHeaders: 'draft-7' },
+      'Expected standardHeaders to be left out with headers (they are one option), got "draft-7"',
+    ],
+    [{ policyName: 'a', identifier: 'b' }, 'Expected identifier to be left out with policyName (they are one option), got "b"'],
+    [
+      { onStoreError: 'allow', passOnStoreError: true },
+      'Expected passOnStoreError to be left out with onStoreError (they are one option), got true',
+    ],
+    [{ limiter: store, store }, 'Expected store to be left out with limiter (they are one option), got {"rate":1,"burst":1}'],
+    [{ limit: 5, max: 5 }, 'Expected max to be left out with limit (they are one option), got 5'],
+    [
+      { limit: 5, burst: 5 },
+      'Expected rate and burst to be left out with limit and windowMs (a quota per window is the bucket), got {"burst":5}',
+    ],
+    [
+      { windowMs: 1000, rate: 5 },
+      'Expected rate and burst to be left out with limit and windowMs (a quota per window is the bucket), got {"rate":5}',
+    ],
+    [{ store, rate: 2 }, 'Expected rate and burst to be left out with a store (it has its own), got {"rate":2}'],
+    [
+      { limiter: store, windowMs: 1000 },
+      'Expected limit and windowMs to be left out with a limiter (it has its own), got {"windowMs":1000}',
+    ],
+    [{ store: { increment() {}, decrement() {}, resetKey() {} } }, 'Expected store.take to be a function, got undefined'],
+    [{ keyGenerator: 'ip' }, 'Expected keyGenerator to be a function, got "ip"'],
+    [{ standardHeaders: 'draft-9' }, 'Expected standardHeaders to be one of "draft-8", "draft-7", "draft-6", true, false, got "draft-9"'],
+    [{ identifier: () => 'per-route' }, 'Expected identifier to be 1 to 64 letters, digits or -_.:, got function'],
+    [{ passOnStoreError: 'yes' }, 'Expected passOnStoreError to be a boolean, got "yes"'],
+    [{ limit: () => 10 }, 'Expected limit to be an integer >= 1, got function'],
+    [{ max: 0 }, 'Expected max to be an integer >= 1, got 0'],
+    [{ windowMs: 0 }, 'Expected windowMs to be a finite number > 0 (ms), got 0'],
+    // express-rate-limit's options with no counterpart: refused, not ignored.
+    [
+      { skipSuccessfulRequests: true },
+      'Expected skipSuccessfulRequests to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got true',
+    ],
+    [
+      { skipFailedRequests: true },
+      'Expected skipFailedRequests to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got true',
+    ],
+    [
+      { requestWasSuccessful: () => true },
+      'Expected requestWasSuccessful to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got function',
+    ],
+    [{ retryAfter: 60 }, "Expected retryAfter to be left out (Retry-After is the bucket's own wait, in whole seconds), got 60"],
+    [{ validate: false }, 'Expected validate to be left out (the options are checked once, here, and a mistake throws), got false'],
   ])('throws a TypeError for %o', (options, message) => {
     expect(() => rateLimit(options as unknown as RateLimitOptions)).toThrow(new TypeError(message));
   });
