@@ -161,6 +161,7 @@ export type {
   RateLimitOptions,
   RateLimitMiddleware,
   LimitedRequest,
+  RequestRateLimit,
   RateLimitMessage,
   StoreErrorAction,
   FastifyLikeRequest,

@@ -4,17 +4,18 @@ import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import { checkNumber, expected } from '../validation/checks.ts';
 import { limitHeaderWriter, retryAfterSeconds } from './ietf-headers.ts';
 import type { RateLimitCounters } from './rate-limit-metrics.ts';
-import type { LimitedRequest, MaybePromise, RateLimitMessage } from './rate-limit-options.ts';
+import type { LimitedRequest, MaybePromise, RateLimitMessage, RequestRateLimit } from './rate-limit-options.ts';
 import type { ResolvedRateLimitOptions } from './rate-limit-validation.ts';
 
 /** What a request gets, for an adapter to carry out in its framework's terms. */
 export type Verdict =
   /** On to the handler: with the limit's headers, or none when the limit did not count it (skipped, or the store failed and `onStoreError` allows). */
-  | { readonly kind: 'pass'; readonly headers: Record<string, string> | undefined }
-  /** Answered here: the 429 with `message`, or the 503 of a failed store. */
+  | { readonly kind: 'pass'; readonly headers: Record<string, string> | undefined; readonly info: RequestRateLimit | undefined }
+  /** Answered here: a refusal with `message`, or the 503 of a failed store. */
   | {
       readonly kind: 'answer';
       readonly headers: Record<string, string> | undefined;
+      readonly info: RequestRateLimit | undefined;
       readonly statusCode: number;
       readonly contentType: string;
       readonly body: string;
@@ -23,6 +24,8 @@ export type Verdict =
   | {
       readonly kind: 'handle';
       readonly headers: Record<string, string>;
+      readonly info: RequestRateLimit;
+      readonly statusCode: number;
       readonly limited: LimitedRequest;
     };
 
@@ -36,11 +39,12 @@ export type Decide<Req extends IncomingMessage> = (req: Req, res: ServerResponse
 export const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> =>
   typeof (value as { then?: unknown } | null)?.then === 'function';
 
-const PASS_UNCOUNTED: Verdict = Object.freeze({ kind: 'pass', headers: undefined });
+const PASS_UNCOUNTED: Verdict = Object.freeze({ kind: 'pass', headers: undefined, info: undefined });
 
 const UNAVAILABLE: Verdict = Object.freeze({
   kind: 'answer',
   headers: undefined,
+  info: undefined,
   statusCode: 503,
   contentType: 'text/plain; charset=utf-8',
   body: 'Rate limiting is unavailable, please try again later.',
@@ -51,13 +55,11 @@ const contentTypeOf = (body: RateLimitMessage): string =>
 
 const textOf = (body: RateLimitMessage): string => (typeof body === 'string' ? body : JSON.stringify(body));
 
-/** The refusal's status. */
-const TOO_MANY_REQUESTS = 429;
-
-const refused = (headers: Record<string, string>, body: RateLimitMessage): Verdict => ({
+const answer = (headers: Record<string, string>, info: RequestRateLimit, statusCode: number, body: RateLimitMessage): Verdict => ({
   kind: 'answer',
   headers,
-  statusCode: TOO_MANY_REQUESTS,
+  info,
+  statusCode,
   contentType: contentTypeOf(body),
   body: textOf(body),
 });
@@ -65,7 +67,9 @@ const refused = (headers: Record<string, string>, body: RateLimitMessage): Verdi
 /**
  * The steps every request goes through, whatever the framework: skip → key → cost → take →
  * verdict. Each step runs synchronously on a value it has, and continues on a promise only from a
- * step that gives one: the usual request costs no promise, no closure and no microtask turn.
+ * step that gives one: the usual request costs no promise, no closure and no microtask turn. The
+ * verdict's {@link RequestRateLimit} is also set on `req` before `message` runs, so a message can
+ * read it.
  */
 export function createDecide<Req extends IncomingMessage>(
   options: ResolvedRateLimitOptions<Req>,
@@ -73,7 +77,8 @@ export function createDecide<Req extends IncomingMessage>(
   counters: RateLimitCounters,
   log: Logger,
 ): Decide<Req> {
-  const { store, keyName, cost, skip, legacyHeaders, policyName, message, handler, onStoreError } = options;
+  const { store, keyName, cost, skip, legacyHeaders, policyName, message, statusCode, handler, requestPropertyName, onStoreError } =
+    options;
   const writeHeaders = limitHeaderWriter({
     draft: options.headers,
     legacy: legacyHeaders,
@@ -81,6 +86,7 @@ export function createDecide<Req extends IncomingMessage>(
     rate: store.rate,
     burst: store.burst,
   });
+  const quota = Math.floor(store.burst);
   // A message that is not a function is written once, not per refusal.
   const refusal = typeof message === 'function' ? message : { contentType: contentTypeOf(message), body: textOf(message) };
   /** Store errors in a row; the first and the recovery are logged, the rest counted. */
@@ -136,22 +142,31 @@ export function createDecide<Req extends IncomingMessage>(
       log.info({ failures }, 'rate limit store recovered');
       failures = 0;
     }
-    // The wall clock only for the legacy reset header (epoch seconds): a request need not read it otherwise.
-    const headers = writeHeaders(decision, legacyHeaders ? Date.now() : 0);
+    const nowEpochMs = Date.now();
+    const headers = writeHeaders(decision, nowEpochMs);
+    const { remaining, resetMs } = decision;
+    const info: RequestRateLimit = {
+      limit: quota,
+      used: quota - remaining,
+      remaining,
+      resetTime: Number.isFinite(resetMs) ? new Date(Math.ceil(nowEpochMs + resetMs)) : undefined,
+      key: clientKey,
+    };
+    (req as unknown as Record<string, unknown>)[requestPropertyName] = info;
     if (decision.allowed) {
       counters.count('allowed');
-      return { kind: 'pass', headers };
+      return { kind: 'pass', headers, info };
     }
     const seconds = retryAfterSeconds(decision.retryAfterMs);
     if (seconds !== undefined) headers['Retry-After'] = String(seconds);
     const limited: LimitedRequest = { key: clientKey, cost: tokens, decision };
     counters.count('limited');
-    if (handler !== undefined) return { kind: 'handle', headers, limited };
+    if (handler !== undefined) return { kind: 'handle', headers, info, statusCode, limited };
     if (typeof refusal !== 'function') {
-      return { kind: 'answer', headers, statusCode: TOO_MANY_REQUESTS, contentType: refusal.contentType, body: refusal.body };
+      return { kind: 'answer', headers, info, statusCode, contentType: refusal.contentType, body: refusal.body };
     }
     const body = refusal(req, limited);
-    return isPromise(body) ? body.then((value) => refused(headers, value)) : refused(headers, body);
+    return isPromise(body) ? body.then((value) => answer(headers, info, statusCode, value)) : answer(headers, info, statusCode, body);
   };
 
   return decide;

@@ -25,19 +25,23 @@ const asError = (error: unknown): Error => (error instanceof Error ? error : new
 /**
  * The verdicts carried out through Fastify's reply: through with `done()`, answered with
  * `reply.send`, or handed to `handler` with `request.raw` and `reply.raw`, the reply hijacked (a
- * handler written for node:http writes to the raw response). The callbacks get `request.raw`. No
- * closure per request while the verdict is there at once.
+ * handler written for node:http writes to the raw response). The callbacks get `request.raw`;
+ * the request's limit is set on the Fastify request as well. No closure per request while the
+ * verdict is there at once.
  */
 export function fastifyAdapter<Req extends IncomingMessage>(
   decide: Decide<Req>,
   handler: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined,
+  requestPropertyName: string,
 ): FastifyHook {
   const respond = (request: FastifyLikeRequest, reply: FastifyLikeReply, done: (error?: Error) => void, verdict: Verdict): void => {
+    if (verdict.info !== undefined) (request as unknown as Record<string, unknown>)[requestPropertyName] = verdict.info;
     const { headers } = verdict;
     if (verdict.kind === 'handle') {
       reply.hijack();
       const res = reply.raw;
       for (const name in verdict.headers) res.setHeader(name, verdict.headers[name]!);
+      res.statusCode = verdict.statusCode;
       // A 'handle' verdict comes only with a handler.
       handler!(request.raw as Req, res, verdict.limited);
       return;

@@ -24,6 +24,7 @@ export function nodeAdapter<Req extends IncomingMessage>(
       res.setHeader('Content-Type', verdict.contentType);
       res.end(verdict.body);
     } else {
+      res.statusCode = verdict.statusCode;
       // A 'handle' verdict comes only with a handler.
       handler!(req, res, verdict.limited);
     }

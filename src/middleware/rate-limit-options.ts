@@ -23,8 +23,12 @@ export const RATE_LIMIT_DEFAULTS = Object.freeze({
   legacyHeaders: false,
   /** The draft-8 policy name, and the `policy` label of the metrics. */
   policyName: 'default',
-  /** The 429 body. */
+  /** The refusal's body. */
   message: 'Too many requests, please try again later.',
+  /** The refusal's status: 429 Too Many Requests. */
+  statusCode: 429,
+  /** Where each counted request carries its {@link RequestRateLimit}: `req.rateLimit`. */
+  requestPropertyName: 'rateLimit',
   onStoreError: 'deny' as StoreErrorAction,
 });
 
@@ -37,7 +41,28 @@ export interface LimitedRequest {
   readonly decision: RateLimitDecision;
 }
 
-/** A 429 body: a string is sent as text, anything else as JSON. */
+/**
+ * The limit as it stood for one request, on `req.rateLimit` (or `requestPropertyName`) of every
+ * request the limit counted, let through or refused — express-rate-limit's fields, read off the
+ * client's bucket. Not set on skipped requests, nor when the store failed.
+ */
+export interface RequestRateLimit {
+  /** The quota: the bucket's capacity in whole tokens. */
+  readonly limit: number;
+  /**
+   * What the client has used of it: `limit - remaining`. A refusal takes nothing, so this never
+   * exceeds `limit` (express-rate-limit also counts the refused request).
+   */
+  readonly used: number;
+  /** Whole tokens left after this request. */
+  readonly remaining: number;
+  /** When the bucket is full again (rounded up to the ms); undefined when it never refills. */
+  readonly resetTime: Date | undefined;
+  /** The client's key. */
+  readonly key: string;
+}
+
+/** A refusal's body: a string is sent as text, anything else as JSON. */
 export type RateLimitMessage = string | Readonly<Record<string, unknown>> | readonly unknown[];
 
 /** What a per-request callback gives back: at once, or later. */
@@ -84,7 +109,7 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
   /** Requests it returns true for pass unlimited, without headers (health checks, your own monitors). Default: none. */
   readonly skip?: ((req: Req, res: ServerResponse) => MaybePromise<boolean>) | undefined;
   /**
-   * The RateLimit header draft every limited response carries, or `false` for none. Default
+   * The RateLimit header draft every counted response carries, or `false` for none. Default
    * `"draft-8"`. Not `true`: express-rate-limit 6 read `headers` as today's `legacyHeaders`, so a
    * boolean here would mean one thing to a config and another to this option.
    */
@@ -97,13 +122,21 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
   readonly policyName?: string | undefined;
   /** express-rate-limit's name for `policyName`: a string (one name is written into every header and label). */
   readonly identifier?: string | undefined;
-  /** The 429 body, or a function of the request and its refusal. Default `"Too many requests, please try again later."`. */
+  /** The refusal's body, or a function of the request and its refusal. Default `"Too many requests, please try again later."`. */
   readonly message?: RateLimitMessage | ((req: Req, limited: LimitedRequest) => MaybePromise<RateLimitMessage>) | undefined;
+  /** The refusal's status, an integer in [400, 599]: a refusal must not read as a success. Default 429. */
+  readonly statusCode?: number | undefined;
   /**
-   * Answers a refused request instead of the 429 (the RateLimit headers and `Retry-After` are already
-   * set on `res`). In Fastify it gets `request.raw` and `reply.raw`, the reply hijacked.
+   * Answers a refused request instead of `message` (the RateLimit headers, `Retry-After` and
+   * `statusCode` are already set on `res`). In Fastify it gets `request.raw` and `reply.raw`, the
+   * reply hijacked.
    */
   readonly handler?: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined;
+  /**
+   * The request property every counted request carries its {@link RequestRateLimit} on (in
+   * Fastify, both the request and `request.raw`). Default `"rateLimit"`.
+   */
+  readonly requestPropertyName?: string | undefined;
   /**
    * A store that fails (Redis down) is not a client over its limit: `"deny"` answers 503, `"allow"`
    * lets the request through. Both are logged (when the store starts failing and when it recovers)

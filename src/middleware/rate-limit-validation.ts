@@ -3,7 +3,16 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { KeyedLimiter, type RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkBoolean, checkFunction, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
+import {
+  checkBoolean,
+  checkFunction,
+  checkInteger,
+  checkNumber,
+  checkObject,
+  checkOneOf,
+  checkString,
+  expected,
+} from '../validation/checks.ts';
 import type { ClientAddressOptions } from './client-address.ts';
 import { RATE_LIMIT_HEADER_DRAFTS, type RateLimitHeaderDraft } from './ietf-headers.ts';
 import {
@@ -29,7 +38,9 @@ export interface ResolvedRateLimitOptions<Req extends IncomingMessage> {
   readonly legacyHeaders: boolean;
   readonly policyName: string;
   readonly message: RateLimitMessage | ((req: Req, limited: LimitedRequest) => MaybePromise<RateLimitMessage>);
+  readonly statusCode: number;
   readonly handler: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined;
+  readonly requestPropertyName: string;
   readonly onStoreError: StoreErrorAction;
   readonly registry: Registry | undefined;
   readonly logger: Logger;
@@ -61,9 +72,18 @@ export function resolveRateLimitOptions<Req extends IncomingMessage>(options: Ra
   else checkFunction('cost', cost);
   if (skip !== undefined) checkFunction('skip', skip);
   checkBoolean('legacyHeaders', legacyHeaders);
-  const { message = RATE_LIMIT_DEFAULTS.message, handler, registry, logger = silentLogger } = options;
+  const {
+    message = RATE_LIMIT_DEFAULTS.message,
+    statusCode = RATE_LIMIT_DEFAULTS.statusCode,
+    handler,
+    requestPropertyName = RATE_LIMIT_DEFAULTS.requestPropertyName,
+    registry,
+    logger = silentLogger,
+  } = options;
   checkMessage(message);
+  checkInteger('statusCode', statusCode, 400, 599);
   if (handler !== undefined) checkFunction('handler', handler);
+  checkString('requestPropertyName', requestPropertyName);
   if (registry !== undefined) checkObject('registry', registry);
   checkLogger(logger);
   return {
@@ -76,7 +96,9 @@ export function resolveRateLimitOptions<Req extends IncomingMessage>(options: Ra
     legacyHeaders,
     policyName: policyNameOf(options),
     message,
+    statusCode,
     handler,
+    requestPropertyName,
     onStoreError: onStoreErrorOf(options),
     registry,
     logger,

@@ -15,6 +15,7 @@ export {
   RATE_LIMIT_DEFAULTS,
   type RateLimitMessage,
   type RateLimitOptions,
+  type RequestRateLimit,
   STORE_ERROR_ACTIONS,
   type StoreErrorAction,
 } from './rate-limit-options.ts';
@@ -24,7 +25,7 @@ export {
  * `limit(req, res, () => handler(req, res))` — with a Fastify `onRequest` hook alongside.
  */
 export interface RateLimitMiddleware<Req extends IncomingMessage = IncomingMessage> {
-  /** Lets the request through with `next()`, or answers it (429, 503); a callback's error goes to `next(error)`. */
+  /** Lets the request through with `next()`, or answers it (`statusCode`, 503); a callback's error goes to `next(error)`. */
   (req: Req, res: ServerResponse, next: (error?: unknown) => void): void;
   /** Fastify: `app.addHook('onRequest', limit.onRequest)`; the callbacks get `request.raw`. */
   readonly onRequest: FastifyHook;
@@ -38,9 +39,10 @@ export interface RateLimitMiddleware<Req extends IncomingMessage = IncomingMessa
  * Per-client rate limiting for HTTP servers: an exact token bucket per client (by address, or any
  * key), never a fixed window that lets a client send twice its limit across a window's edge.
  *
- * Every limited response carries the RateLimit headers; a refusal is a 429 with `Retry-After` in
- * whole seconds (rounded up, never 0). See {@link RateLimitOptions} for each option, its default,
- * and express-rate-limit's names.
+ * Every counted response carries the RateLimit headers, and its request the limit as it stood
+ * (`req.rateLimit`); a refusal is a 429 (or `statusCode`) with `Retry-After` in whole seconds
+ * (rounded up, never 0). See {@link RateLimitOptions} for each option, its default, and
+ * express-rate-limit's names.
  */
 export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: RateLimitOptions<Req> = {}): RateLimitMiddleware<Req> {
   const resolved = resolveRateLimitOptions(options);
@@ -50,7 +52,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
   const counters = new RateLimitCounters(resolved.store, resolved.policyName, resolved.registry);
   const decide = createDecide(resolved, resolved.key ?? addressKey, counters, log);
   return Object.defineProperties(nodeAdapter(decide, resolved.handler), {
-    onRequest: { value: fastifyAdapter(decide, resolved.handler), enumerable: true },
+    onRequest: { value: fastifyAdapter(decide, resolved.handler, resolved.requestPropertyName), enumerable: true },
     figures: { get: () => counters.figures, enumerable: true },
     store: { value: resolved.store, enumerable: true },
   }) as unknown as RateLimitMiddleware<Req>;

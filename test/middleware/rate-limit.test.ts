@@ -213,6 +213,28 @@ describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) =>
     expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=4');
   });
 
+  it('answers a refusal with statusCode', async () => {
+    const { server } = await start(framework, { statusCode: 420 });
+    await server.request();
+    await server.request();
+    const refused = await server.request();
+    expect(refused.status).toBe(420);
+    expect(refused.body).toBe(RATE_LIMIT_DEFAULTS.message);
+    expect(refused.headers.get('retry-after')).toBe('2');
+  });
+
+  it.each([
+    [undefined, 429],
+    [503, 503],
+  ])('calls handler with statusCode %s already set on res: %s', async (statusCode, status) => {
+    const { server } = await start(framework, { statusCode, handler: (_req, res) => res.end('handled') });
+    await server.request();
+    await server.request();
+    const refused = await server.request();
+    expect(refused.status).toBe(status);
+    expect(refused.body).toBe('handled');
+  });
+
   it('passes an error of a callback on: a key that is not a string is a 500, not a limit', async () => {
     const { limit, server } = await start(framework, { key: () => undefined as unknown as string });
     const reply = await server.request();
@@ -259,6 +281,99 @@ describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) =>
     expect((await deny.request()).status).toBe(200);
     expect(lines.map((line) => line.msg)).toEqual(['rate limit store failed', 'rate limit store recovered']);
     expect(lines[1]!.failures).toBe(2);
+  });
+});
+
+/** A server whose handler answers with what the limit set on the request (and, in Fastify, on `request.raw`), as JSON. */
+type Echoing = (limit: RateLimitMiddleware, property: string) => Promise<Running>;
+
+const fetching =
+  (url: string): Running['request'] =>
+  async (headers = {}) => {
+    const response = await fetch(url, { headers });
+    return { status: response.status, headers: response.headers, body: await response.text() };
+  };
+
+const ECHOING: Record<string, Echoing> = {
+  'node:http': (limit, property) => {
+    const server = createServer((req, res) =>
+      limit(req, res, () => res.end(JSON.stringify({ request: (req as unknown as Record<string, unknown>)[property] }))),
+    );
+    server.listen(0, '127.0.0.1');
+    return listening(server, '127.0.0.1', closeServer(server));
+  },
+  'Express 5': (limit, property) => {
+    const app = express();
+    app.use(limit);
+    app.get('/', (req, res) => {
+      res.json({ request: (req as unknown as Record<string, unknown>)[property] });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    return listening(server, '127.0.0.1', closeServer(server));
+  },
+  'Fastify 5': async (limit, property) => {
+    const app = Fastify();
+    app.addHook('onRequest', limit.onRequest);
+    app.get('/', async (request) => ({
+      request: (request as unknown as Record<string, unknown>)[property],
+      raw: (request.raw as unknown as Record<string, unknown>)[property],
+    }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/`;
+    return { url, request: fetching(url), close: () => app.close() };
+  },
+};
+
+describe.each(Object.entries(ECHOING))("rateLimit() sets the request's limit in %s", (name, echoing) => {
+  const serve = async (options: RateLimitOptions, property = 'rateLimit') => {
+    const clock = new ManualClock();
+    const limit = rateLimit({ limiter: new KeyedLimiter({ rate: 0.5, burst: 2, clock }), ...options });
+    const server = await echoing(limit, property);
+    running.push(server);
+    return server;
+  };
+  /** What the handler saw, from the request (and from request.raw in Fastify, the same). */
+  const seen = (reply: Reply): unknown => {
+    const body = JSON.parse(reply.body) as { request: unknown; raw?: unknown };
+    if (name === 'Fastify 5') expect(body.raw).toEqual(body.request);
+    return body.request;
+  };
+  const resetNear = (fromMs: number, toMs: number) =>
+    expect.toSatisfy((time: string) => Date.parse(time) >= fromMs && Date.parse(time) <= Math.ceil(toMs));
+
+  it('on req.rateLimit: limit, used, remaining, resetTime and key, as express-rate-limit names them', async () => {
+    const server = await serve({});
+    const before = Date.now();
+    const reply = await server.request();
+    expect(seen(reply)).toEqual({
+      limit: 2,
+      used: 1,
+      remaining: 1,
+      resetTime: resetNear(before + 2000, Date.now() + 2000),
+      key: '127.0.0.1',
+    });
+    expect(seen(await server.request())).toMatchObject({ used: 2, remaining: 0 });
+  });
+
+  it('on a refused request too, before message runs; on none that skip lets through', async () => {
+    const server = await serve({
+      skip: (req) => req.headers.health === 'yes',
+      message: (req) => ({ seen: (req as unknown as Record<string, unknown>).rateLimit ?? null }),
+    });
+    expect(JSON.parse((await server.request({ health: 'yes' })).body)).toEqual({});
+    await server.request();
+    await server.request();
+    const before = Date.now();
+    const refused = await server.request();
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toEqual({
+      seen: { limit: 2, used: 2, remaining: 0, resetTime: resetNear(before + 4000, Date.now() + 4000), key: '127.0.0.1' },
+    });
+  });
+
+  it('on the property requestPropertyName names', async () => {
+    const server = await serve({ requestPropertyName: 'limits' }, 'limits');
+    expect(seen(await server.request())).toMatchObject({ limit: 2, used: 1, remaining: 1, key: '127.0.0.1' });
   });
 });
 
@@ -315,6 +430,9 @@ describe('rateLimit() with callbacks and a store that answer at once', () => {
     expect(made).toBe(0);
     expect(outcomes).toEqual(['next', 'next']);
     expect(limit.figures).toMatchObject({ allowed: 2, limited: 2 });
+    const counted = request();
+    limit(counted, response(), () => {});
+    expect((counted as unknown as { rateLimit: unknown }).rateLimit).toMatchObject({ limit: 2, used: 2, remaining: 0, key: 'k' });
   });
 
   it('makes promises only once a callback gives one (what the count above would see)', () => {
@@ -446,6 +564,8 @@ describe('rateLimit() options', () => {
       legacyHeaders: false,
       policyName: 'default',
       message: 'Too many requests, please try again later.',
+      statusCode: 429,
+      requestPropertyName: 'rateLimit',
       onStoreError: 'deny',
     });
     expect(Object.isFrozen(RATE_LIMIT_DEFAULTS)).toBe(true);
@@ -521,6 +641,9 @@ describe('rateLimit() options', () => {
     [{ limit: () => 10 }, 'Expected limit to be an integer >= 1, got function'],
     [{ max: 0 }, 'Expected max to be an integer >= 1, got 0'],
     [{ windowMs: 0 }, 'Expected windowMs to be a finite number > 0 (ms), got 0'],
+    [{ statusCode: 200 }, 'Expected statusCode to be an integer in [400, 599], got 200'],
+    [{ statusCode: '429' }, 'Expected statusCode to be an integer in [400, 599], got "429"'],
+    [{ requestPropertyName: '' }, 'Expected requestPropertyName to be a non-empty string, got ""'],
     // express-rate-limit's options with no counterpart: refused, not ignored.
     [
       { skipSuccessfulRequests: true },
