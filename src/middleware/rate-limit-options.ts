@@ -79,10 +79,10 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
   /** Each client's capacity, an integer >= 1: a new client starts full. Default 60. Not with `limiter`, `limit` or `windowMs`. */
   readonly burst?: number | undefined;
   /**
-   * express-rate-limit's spelling of the bucket, with `windowMs`: a quota of `limit` requests (an
-   * integer >= 1) per `windowMs` is a bucket of burst `limit` that refills over `windowMs`, so it
-   * never admits more, and no client can send twice its limit across a window's edge. Default 60.
-   * Not with `rate`, `burst` or `limiter`.
+   * express-rate-limit's spelling of the bucket, with `windowMs`: `limit` requests (an integer
+   * >= 1) per `windowMs` is a bucket of burst `limit` that refills over `windowMs` — at most
+   * `limit` at once and the rest spread over the window, where a fixed window lets `2 × limit`
+   * through at once across its edge. Default 60. Not with `rate`, `burst` or `limiter`.
    */
   readonly limit?: number | undefined;
   /** express-rate-limit's older name for `limit`. */
@@ -92,7 +92,7 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
   /**
    * Where the buckets live: an existing `KeyedLimiter` (shared with other code, or with its own
    * `maxKeys` and clock), or any {@link RateLimitStore} — a Redis one shares limits between
-   * processes. Default: a new `KeyedLimiter` of `rate` and `burst`.
+   * processes. Default: a new `KeyedLimiter` of `rate` and `burst` (or of `limit` per `windowMs`).
    */
   readonly limiter?: RateLimitStore | undefined;
   /** express-rate-limit's name for `limiter` (its stores count hits and do not fit: a store here has `take`). */

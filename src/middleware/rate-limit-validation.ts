@@ -47,11 +47,12 @@ export interface ResolvedRateLimitOptions<Req extends IncomingMessage> {
   readonly clientAddress: Omit<ClientAddressOptions, 'logger'>;
 }
 
+const TAKEN_BEFORE_THE_RESPONSE = 'a token bucket takes before the response exists: give such requests cost 0, or skip them';
+
 /**
  * express-rate-limit options with no counterpart here, and why: passed on from a config written
  * for it, each would otherwise be ignored without a word.
  */
-const TAKEN_BEFORE_THE_RESPONSE = 'a token bucket takes before the response exists: give such requests cost 0, or skip them';
 const NOT_OFFERED: Readonly<Record<string, string>> = {
   skipSuccessfulRequests: TAKEN_BEFORE_THE_RESPONSE,
   skipFailedRequests: TAKEN_BEFORE_THE_RESPONSE,
@@ -64,15 +65,10 @@ const NOT_OFFERED: Readonly<Record<string, string>> = {
 export function resolveRateLimitOptions<Req extends IncomingMessage>(options: RateLimitOptions<Req>): ResolvedRateLimitOptions<Req> {
   checkObject('options', options);
   checkNotOffered(options);
-  const store = storeOf(options);
-  const key = oneOf(options, 'key', 'keyGenerator');
-  if (key !== undefined) checkFunction(key.name, key.value);
-  const { cost = RATE_LIMIT_DEFAULTS.cost, skip, legacyHeaders = RATE_LIMIT_DEFAULTS.legacyHeaders } = options;
-  if (typeof cost === 'number') checkNumber('cost', cost, { min: 0 });
-  else checkFunction('cost', cost);
-  if (skip !== undefined) checkFunction('skip', skip);
-  checkBoolean('legacyHeaders', legacyHeaders);
   const {
+    cost = RATE_LIMIT_DEFAULTS.cost,
+    skip,
+    legacyHeaders = RATE_LIMIT_DEFAULTS.legacyHeaders,
     message = RATE_LIMIT_DEFAULTS.message,
     statusCode = RATE_LIMIT_DEFAULTS.statusCode,
     handler,
@@ -80,6 +76,13 @@ export function resolveRateLimitOptions<Req extends IncomingMessage>(options: Ra
     registry,
     logger = silentLogger,
   } = options;
+  const store = storeOf(options);
+  const key = oneOf(options, 'key', 'keyGenerator');
+  if (key !== undefined) checkFunction(key.name, key.value);
+  if (typeof cost === 'number') checkNumber('cost', cost, { min: 0 });
+  else checkFunction('cost', cost);
+  if (skip !== undefined) checkFunction('skip', skip);
+  checkBoolean('legacyHeaders', legacyHeaders);
   checkMessage(message);
   checkInteger('statusCode', statusCode, 400, 599);
   if (handler !== undefined) checkFunction('handler', handler);
