@@ -193,15 +193,7 @@ export class TokenBucket {
    */
   tryAcquire(n = 1): boolean {
     checkCount(n);
-    const nowMs = this.#clock.now();
-    if (this.#head !== undefined) this.#grantDue(nowMs);
-    if (this.#rate === Infinity) return true;
-    if (n > this.#burst || this.#head !== undefined) return false;
-    const tokens = this.#tokensAt(nowMs) - n;
-    if (tokens < 0) return false;
-    this.#charge(nowMs, tokens);
-    this.#lastEventMs = Math.max(this.#lastEventMs, nowMs);
-    return true;
+    return this.#take(n, this.#now(), 0, 0) === 0;
   }
 
   /**
@@ -213,14 +205,9 @@ export class TokenBucket {
     checkCount(n);
     const maxDelayMs = options.maxDelayMs ?? Infinity;
     checkNonNegative('maxDelayMs', maxDelayMs);
-    const nowMs = this.#clock.now();
-    this.#grantDue(nowMs);
-    if (this.#rate === Infinity) return new Grant(nowMs, nowMs, n, Infinity, undefined, noop);
-    if (n > this.#burst) return NOT_OK;
-    const tokens = this.#tokensAt(nowMs) - n;
-    const delayMs = tokens < 0 ? this.#msFor(-tokens) : 0;
-    if (delayMs === Infinity || delayMs > maxDelayMs) return NOT_OK;
-    this.#charge(nowMs, tokens);
+    const nowMs = this.#now();
+    const delayMs = this.#take(n, nowMs, maxDelayMs, 0);
+    if (!(delayMs >= 0)) return NOT_OK;
     const timeToActMs = nowMs + delayMs;
     // Never backwards: a refund or a rate rise can let a later take act before an earlier one,
     // and cancel() must still count every reservation that acts after the one cancelled.
@@ -242,17 +229,7 @@ export class TokenBucket {
     const rank = options.rank ?? Infinity;
     if (typeof rank !== 'number' || Number.isNaN(rank)) throw new TypeError(`Expected rank to be a number, got ${String(rank)}`);
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#rate === Infinity) return RESOLVED;
-    if (n > this.#burst) {
-      return Promise.reject(new RangeError(`Cannot acquire ${n} tokens: more than the burst of ${this.#burst}`));
-    }
-    const nowMs = this.#clock.now();
-    if (this.#head !== undefined) this.#grantDue(nowMs);
-    const tokens = this.#tokensAt(nowMs) - n;
-    if (tokens >= 0 && this.#head === undefined) {
-      this.#charge(nowMs, tokens);
-      return RESOLVED;
-    }
+    const nowMs = this.#now();
     // The waiter goes in front of every waiter ranked after it, up to the last fixed reservation.
     let before: Entry | undefined;
     let behindTokens = 0;
@@ -260,13 +237,16 @@ export class TokenBucket {
       before = entry;
       behindTokens += entry.weight;
     }
-    // Covered once the refill has paid for everyone ahead of it and for itself: the whole debt
-    // less what those it goes in front of owe.
-    const waitMs = this.#msFor(-tokens - behindTokens);
-    if (waitMs === Infinity || waitMs > maxWaitMs) {
-      return Promise.reject(new MaxWaitExceededError(waitMs, maxWaitMs));
+    const waitMs = this.#take(n, nowMs, maxWaitMs, behindTokens);
+    // Granted at once, with no queue for it to go through.
+    if (waitMs === 0 && this.#head === undefined) return RESOLVED;
+    if (!(waitMs >= 0)) {
+      return Promise.reject(
+        Number.isNaN(waitMs)
+          ? new RangeError(`Cannot acquire ${n} tokens: more than the burst of ${this.#burst}`)
+          : new MaxWaitExceededError(-waitMs, maxWaitMs),
+      );
     }
-    this.#charge(nowMs, tokens);
     const entry = this.#enqueue(n, true, rank, before);
     const promise = new Promise<void>((resolve, reject) => {
       entry.resolve = resolve;
@@ -277,6 +257,7 @@ export class TokenBucket {
       entry.onAbort = () => this.#abort(entry);
       signal.addEventListener('abort', entry.onAbort, { once: true });
     }
+    // A ranked waiter that goes in front of the whole queue may be covered already.
     if (entry === this.#head) this.#grantDue(nowMs);
     return promise;
   }
@@ -323,6 +304,40 @@ export class TokenBucket {
       }
     }
     this.#grantDue(nowMs);
+  }
+
+  /** The clock's reading, once every waiter due by then is granted: a take must see the queue as it stands. */
+  #now(): number {
+    const nowMs = this.#clock.now();
+    if (this.#head !== undefined) this.#grantDue(nowMs);
+    return nowMs;
+  }
+
+  /**
+   * The one take behind {@link tryAcquire}, {@link reserve} and {@link acquire}, as x/time/rate's
+   * `reserveN` is behind AllowN, ReserveN and WaitN. Its wait is how long the refill needs to pay
+   * every charge ahead of it and its own `n`, less `aheadOfTokens` (what the waiters a ranked one
+   * goes in front of were charged). Within `maxWaitMs`, `n` is charged at `nowMs` (a reading of
+   * {@link #now}) and the wait returned. Tokens that are there mean nobody is queued (see
+   * {@link #grantDue}): the wait is 0 and the take is granted at once. Lining up what must wait is
+   * the caller's part. Refused, nothing is charged and the result is negative: minus the wait it
+   * would have needed (`-Infinity` at rate 0), or NaN for n > burst, which no wait can meet.
+   */
+  #take(n: number, nowMs: number, maxWaitMs: number, aheadOfTokens: number): number {
+    if (this.#rate === Infinity) return 0;
+    if (n > this.#burst) return Number.NaN;
+    const tokens = this.#tokensAt(nowMs) - n;
+    if (tokens >= 0) {
+      this.#charge(nowMs, tokens);
+      // An event now, as every granted take is in x/time/rate: a cancel() under a clock set back
+      // before it must not refund tokens this take already used.
+      if (nowMs > this.#lastEventMs) this.#lastEventMs = nowMs;
+      return 0;
+    }
+    const waitMs = this.#msFor(-tokens - aheadOfTokens);
+    if (waitMs === Infinity || waitMs > maxWaitMs) return -waitMs;
+    this.#charge(nowMs, tokens);
+    return waitMs;
   }
 
   /** x/time/rate's `advance`: refill since the last update, capped; time going backwards adds nothing. */
@@ -445,8 +460,12 @@ export class TokenBucket {
         continue;
       }
       // Tokens are charged at enqueue, so the head is covered once the count, less what the
-      // entries behind it were charged, is back to zero.
-      const shortfall = -(tokens + this.#queuedTokens - entry.weight);
+      // entries behind it were charged, is back to zero. Their running sum can drift a float
+      // residue below its true value, which is never negative: read as no less than zero, a
+      // waiter left queued always means a negative count, so a take that finds the tokens
+      // there (see #take) never jumps the queue.
+      const behindTokens = this.#queuedTokens - entry.weight;
+      const shortfall = -(tokens + (behindTokens > 0 ? behindTokens : 0));
       if (this.#rate !== Infinity && shortfall > EPSILON_TOKENS) {
         this.#arm(nowMs, this.#msFor(shortfall));
         return;
