@@ -126,11 +126,17 @@ export class TokenBucket {
   readonly #clock: Clock;
   #rate: number;
   #burst: number;
+  // The fields the takes write start as numbers, not `undefined`: V8 then keeps them as
+  // doubles updated in place, where a field that began `undefined` gets a fresh heap number on each
+  // write (about a tenth of what an at-once `acquire()` costs).
   /** Token count at `#lastMs`; negative while charged waiters and reservations are outstanding. */
-  #tokens: number;
-  #lastMs: number;
-  /** The latest time to act of any reservation, as in x/time/rate: what `cancel()` must respect. */
-  #lastEventMs: number;
+  #tokens = 0;
+  #lastMs = 0;
+  /**
+   * The latest instant of any take with a fixed time, as x/time/rate's `lastEvent`: a reservation's
+   * time to act, or the instant a take was granted at once. What `cancel()` must respect.
+   */
+  #lastEventMs = 0;
   #head: Entry | undefined;
   #tail: Entry | undefined;
   #queuedCount = 0;
