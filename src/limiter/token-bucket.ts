@@ -1,4 +1,5 @@
 import { systemClock, type Clock } from '../clock.ts';
+import { checkClock, checkNumber, checkObject, type NumberRange } from '../validation/checks.ts';
 
 export interface TokenBucketOptions {
   /** Tokens added per second. `Infinity` allows everything; `0` allows only the initial burst. */
@@ -146,18 +147,17 @@ export class TokenBucket {
   #timerDueMs = Number.NaN;
 
   constructor(options: TokenBucketOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new TypeError(`Expected options to be an object, got ${options === null ? 'null' : typeof options}`);
-    }
-    checkRate(options.rate);
-    checkBurst(options.burst);
-    this.#clock = options.clock ?? systemClock;
-    this.#rate = options.rate;
-    this.#burst = options.burst;
-    const tokens = options.tokens ?? options.burst;
-    if (typeof tokens !== 'number' || !(tokens >= 0 && tokens <= options.burst)) {
-      throw new TypeError(`Expected tokens to be a number in [0, burst], got ${String(tokens)}`);
-    }
+    checkObject('options', options);
+    const { rate, burst } = options;
+    checkNumber('rate', rate, RATE);
+    checkNumber('burst', burst, COUNT);
+    const tokens = options.tokens ?? burst;
+    checkNumber('tokens', tokens, { min: 0, max: burst });
+    const clock = options.clock ?? systemClock;
+    checkClock('clock', clock);
+    this.#clock = clock;
+    this.#rate = rate;
+    this.#burst = burst;
     this.#tokens = tokens;
     this.#lastMs = this.#clock.now();
     this.#lastEventMs = this.#lastMs;
@@ -189,7 +189,7 @@ export class TokenBucket {
    * is full again; a larger `n` is when the last of `n` single takes would be.
    */
   msUntil(n: number): number {
-    checkCount(n);
+    checkNumber('n', n, COUNT);
     if (this.#rate === Infinity) return 0;
     return this.#msFor(n - this.#tokensAt(this.#clock.now()));
   }
@@ -198,7 +198,7 @@ export class TokenBucket {
    * Takes `n` tokens if they are available now and nobody is queued ahead; returns whether it did.
    */
   tryAcquire(n = 1): boolean {
-    checkCount(n);
+    if (!isCount(n)) checkNumber('n', n, COUNT);
     return this.#take(n, this.#now(), 0, 0) === 0;
   }
 
@@ -208,9 +208,9 @@ export class TokenBucket {
    * `maxDelayMs`.
    */
   reserve(n = 1, options: ReserveOptions = {}): Reservation {
-    checkCount(n);
+    checkNumber('n', n, COUNT);
     const maxDelayMs = options.maxDelayMs ?? Infinity;
-    checkNonNegative('maxDelayMs', maxDelayMs);
+    checkNumber('maxDelayMs', maxDelayMs, WAIT_MS);
     const nowMs = this.#now();
     const delayMs = this.#take(n, nowMs, maxDelayMs, 0);
     if (!(delayMs >= 0)) return NOT_OK;
@@ -228,12 +228,12 @@ export class TokenBucket {
    * `maxWaitMs`, and with `signal.reason` when the signal aborts (before or while waiting).
    */
   acquire(n = 1, options: AcquireOptions = {}): Promise<void> {
-    checkCount(n);
+    if (!isCount(n)) checkNumber('n', n, COUNT);
     const { signal } = options;
     const maxWaitMs = options.maxWaitMs ?? Infinity;
-    checkNonNegative('maxWaitMs', maxWaitMs);
+    if (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0)) checkNumber('maxWaitMs', maxWaitMs, WAIT_MS);
     const rank = options.rank ?? Infinity;
-    if (typeof rank !== 'number' || Number.isNaN(rank)) throw new TypeError(`Expected rank to be a number, got ${String(rank)}`);
+    if (typeof rank !== 'number' || Number.isNaN(rank)) checkNumber('rank', rank, RANK);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const nowMs = this.#now();
     // The waiter goes in front of every waiter ranked after it, up to the last fixed reservation.
@@ -274,9 +274,7 @@ export class TokenBucket {
    * (delaying the queue). For costs only known after the call, like an LLM's token usage.
    */
   adjust(tokens: number): void {
-    if (typeof tokens !== 'number' || !Number.isFinite(tokens)) {
-      throw new TypeError(`Expected tokens to be a finite number, got ${String(tokens)}`);
-    }
+    checkNumber('tokens', tokens);
     if (tokens === 0 || this.#rate === Infinity) return;
     const nowMs = this.#clock.now();
     if (tokens > 0) this.#credit(nowMs, tokens, nextMarker(this.#head));
@@ -286,7 +284,7 @@ export class TokenBucket {
 
   /** Changes the refill rate from now on; tokens accrued so far are kept and queued waiters re-timed. */
   setRate(rate: number): void {
-    checkRate(rate);
+    checkNumber('rate', rate, RATE);
     const nowMs = this.#clock.now();
     this.#charge(nowMs, this.#tokensAt(nowMs));
     this.#rate = rate;
@@ -298,7 +296,7 @@ export class TokenBucket {
    * be served: they are rejected with a `RangeError` and refunded.
    */
   setBurst(burst: number): void {
-    checkBurst(burst);
+    checkNumber('burst', burst, COUNT);
     const nowMs = this.#clock.now();
     this.#charge(nowMs, this.#tokensAt(nowMs));
     this.#burst = burst;
@@ -552,26 +550,11 @@ function nextMarker(from: Entry | undefined): Entry | undefined {
 
 const NOT_OK: Reservation = Object.freeze({ ok: false, delayMs: Infinity, timeToActMs: Infinity, cancel: noop });
 
-function checkCount(n: number): void {
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
-    throw new TypeError(`Expected n to be a finite number >= 0, got ${String(n)}`);
-  }
-}
+// The ranges the arguments are checked against (see checkNumber); the takes' hot paths test the
+// common case inline first and format an error only when it fails.
+const COUNT: NumberRange = Object.freeze({ min: 0 });
+const RATE: NumberRange = Object.freeze({ min: 0, finite: false, unit: 'tokens per second' });
+const WAIT_MS: NumberRange = Object.freeze({ min: 0, finite: false });
+const RANK: NumberRange = Object.freeze({ finite: false });
 
-function checkRate(rate: number): void {
-  if (typeof rate !== 'number' || Number.isNaN(rate) || rate < 0) {
-    throw new TypeError(`Expected rate to be a number >= 0 (tokens per second, Infinity allowed), got ${String(rate)}`);
-  }
-}
-
-function checkBurst(burst: number): void {
-  if (typeof burst !== 'number' || !Number.isFinite(burst) || burst < 0) {
-    throw new TypeError(`Expected burst to be a finite number >= 0, got ${String(burst)}`);
-  }
-}
-
-function checkNonNegative(name: string, value: number): void {
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-    throw new TypeError(`Expected ${name} to be a number >= 0, got ${String(value)}`);
-  }
-}
+const isCount = (n: unknown): boolean => typeof n === 'number' && n >= 0 && n < Infinity;

@@ -25,6 +25,8 @@ describe('new TokenBucket()', () => {
     [{ rate: 1, burst: -1 }, /burst/],
     [{ rate: 1, burst: Infinity }, /burst/],
     [{ rate: '3' as unknown as number, burst: 1 }, /rate/],
+    [{ rate: 1, burst: 2, tokens: 3 }, /Expected tokens to be a finite number in \[0, 2\], got 3/],
+    [{ rate: 1, burst: 1, clock: {} as Clock }, /Expected clock to be a Clock, got {}/],
   ])('throws a TypeError for %o', (options, message) => {
     expect(() => new TokenBucket(options)).toThrow(TypeError);
     expect(() => new TokenBucket(options)).toThrow(message);
