@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { formatDuration } from '../validation/duration.ts';
-import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, checkString } from '../validation/checks.ts';
 
 /**
  * Where a breaker stands. `closed` admits every call; `open` admits none until `reopensAtMs`;
@@ -206,7 +206,7 @@ export class CircuitBreaker {
     const probeSuccessesToClose = options.probeSuccessesToClose ?? halfOpenProbes;
     checkInteger('probeSuccessesToClose', probeSuccessesToClose, 1);
     checkClock('clock', clock);
-    if (name !== undefined && typeof name !== 'string') throw expected('name', 'a string', name);
+    if (name !== undefined) checkString('name', name, { allowEmpty: true });
     this.name = name;
     this.#failureThreshold = failureThreshold;
     this.#ratio = failureRatio === undefined ? undefined : { ...failureRatio };
