@@ -6,14 +6,14 @@ export interface TokenBucketOptions {
   readonly rate: number;
   /** Capacity in tokens: the most that can be taken at one instant. */
   readonly burst: number;
-  /** Tokens at the start, in [0, burst]. Default `burst`: the bucket starts full. */
+  /** Tokens at the start, in [0, burst]. @default burst (the bucket starts full) */
   readonly tokens?: number;
-  /** Time source; defaults to {@link systemClock}. Tests pass a `ManualClock`. */
+  /** Time source. Tests pass a `ManualClock`. @default systemClock */
   readonly clock?: Clock;
 }
 
 export interface ReserveOptions {
-  /** Refuse (not ok, nothing taken) when the reservation could act only after this many ms. Default: no limit. */
+  /** Refuse (not ok, nothing taken) when the reservation could act only after this many ms. @default Infinity (no limit) */
   readonly maxDelayMs?: number;
 }
 
@@ -23,15 +23,17 @@ export interface AcquireOptions {
   /**
    * Reject at once with {@link MaxWaitExceededError}, taking nothing, when the tokens cannot be
    * granted within this many ms. (An AbortSignal cannot tell its deadline ahead, this can.)
+   * @default Infinity (no limit)
    */
   readonly maxWaitMs?: number;
   /**
    * Where the waiter lines up: the queue is served in order of rank (lower first), then of arrival.
-   * Default `Infinity`: behind every ranked waiter, first come first served — so without ranks the
-   * queue is plain FIFO. A ranked waiter never goes ahead of a `reserve()` made before it (whose
+   * Unranked, a waiter lines up behind every ranked one, first come first served — so without ranks
+   * the queue is plain FIFO. A ranked waiter never goes ahead of a `reserve()` made before it (whose
    * time is fixed), and those it goes ahead of wait longer; their own `maxWaitMs` was checked when
    * they lined up. The pipeline ranks an article's calls by the order the articles started, so
    * work under way finishes before work started after it.
+   * @default Infinity (unranked)
    */
   readonly rank?: number;
 }

@@ -11,9 +11,9 @@
 import { checkDurationMs, checkFunction, checkInteger, checkNumber, checkOneOf } from '../validation/checks.ts';
 
 export interface BackoffOptions {
-  /** Delay after the first failure, before jitter, in milliseconds. Default 100; must be > 0. */
+  /** Delay after the first failure, before jitter, in milliseconds; > 0. @default 100 */
   baseMs?: number;
-  /** No delay exceeds this, in milliseconds. Default 2000; must be >= `baseMs`. */
+  /** No delay exceeds this, in milliseconds; >= `baseMs`. @default 2000 */
   capMs?: number;
 }
 

@@ -74,15 +74,15 @@ export function checkInteger(name: string, value: unknown, min: number, max = Nu
 }
 
 export interface NumberRange {
-  /** Smallest allowed value. Default `-Infinity`. */
+  /** Smallest allowed value. @default -Infinity */
   readonly min?: number;
-  /** Whether `min` itself is refused. Default false. */
+  /** Whether `min` itself is refused. @default false */
   readonly minExclusive?: boolean;
-  /** Largest allowed value. Default `Infinity`. */
+  /** Largest allowed value. @default Infinity */
   readonly max?: number;
-  /** Whether `max` itself is refused. Default false. */
+  /** Whether `max` itself is refused. @default false */
   readonly maxExclusive?: boolean;
-  /** Refuse `Infinity` (and `-Infinity`). Default true. */
+  /** Refuse `Infinity` (and `-Infinity`). @default true */
   readonly finite?: boolean;
   /** What the number counts, said in parentheses after the range: `ms`, `calls per second`. */
   readonly unit?: string;
