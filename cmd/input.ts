@@ -35,8 +35,11 @@ export interface RunInput {
  * checked as it streams and a bad line stops the run there. `--skip-invalid` skips bad lines
  * either way, saying which.
  */
-export async function openInput(flags: RunFlags, warn: (text: string) => void): Promise<RunInput> {
+export async function openInput(flags: RunFlags, warn: (text: string) => void, taskFields: readonly string[] = []): Promise<RunInput> {
   const { input, skipInvalid } = flags;
+  // With --skip-invalid, a line that lacks a field the tasks read is skipped like any bad line;
+  // without, its article fails (a dead letter naming the field) before any call.
+  const requiredFields = skipInvalid ? taskFields : [];
   if (input === undefined) {
     return {
       name: 'generated',
@@ -58,7 +61,7 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
       name: input === '-' ? 'stdin' : input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid }),
+      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid, requiredFields }),
       repeatable: false,
     };
   }
@@ -74,12 +77,12 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
       name: input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(input, { skipInvalid, onInvalid }),
+      open: () => readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields }),
       repeatable: false,
     };
   }
   let count = 0;
-  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid })) {
+  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields })) {
     void article;
     count++;
   }
@@ -90,7 +93,7 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
     name: input,
     count,
     skipped: () => checkedSkips,
-    open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid }),
+    open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid, requiredFields }),
     repeatable: true,
   };
 }

@@ -8,17 +8,21 @@ import {
   isConfigError,
   isInputError,
   isMissingPackageError,
+  isTasksError,
   isOutputError,
   ResultsFileError,
   runPipeline,
   type OutputError,
+  type Budget,
   type RunStop,
   type RunSummary,
+  type TaskSet,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
+import { localBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -122,6 +126,7 @@ async function main(argv: readonly string[]): Promise<number> {
       error instanceof ResultsFileError ||
       isInputError(error) ||
       isConfigError(error) ||
+      isTasksError(error) ||
       isMissingPackageError(error)
     ) {
       process.stderr.write(`error: ${error.message}\n`);
@@ -142,10 +147,12 @@ async function run(flags: MainFlags): Promise<number> {
   // before any file is read or written.
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
+  const budget = localBudget(flags, tasks, assigned, setups.providers);
   await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
-    return await runWith(flags, setups, logger, shared?.note);
+    return await runWith(flags, { ...setups, tasks, budget }, logger, shared?.note);
   } finally {
     await shared?.close();
   }
@@ -186,6 +193,15 @@ const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: Finished
     };
   },
   provider: (stop, { keyVariables }) => ({ code: EXIT_USAGE, line: formatStop(stop, keyVariables.get(stop.provider!)) }),
+  budget: (stop, { flags, summary }) => {
+    const notStarted =
+      summary.notStarted === null ? 'the rest of the input was not read' : `${plural(summary.notStarted, 'article')} not started`;
+    const again =
+      flags.output === undefined || flags.output === '-'
+        ? 'run again with a larger --max-cost (and --output, to keep what is done)'
+        : 'run again with --resume --max-cost … to go on';
+    return { code: EXIT_FAILED, line: `error: ${stop.message}; intake stopped, ${notStarted}: ${again}` };
+  },
 };
 
 /** The endings in the order they are asked: the first that applies decides the exit code. */
@@ -214,15 +230,15 @@ function ending(run: FinishedRun): Ending {
 
 async function runWith(
   flags: MainFlags,
-  setups: Awaited<ReturnType<typeof providerSetups>>,
+  setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
   logger: Logger,
   sharedNote: string | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables } = setups;
+  const { providers, routes, keyVariables, tasks, budget } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
-  const input = await openInput(flags, (text) => early.push(text));
+  const input = await openInput(flags, (text) => early.push(text), tasks.inputFields);
   const output = await openOutput(flags, input, (text) => early.push(text));
   const terminal = new Terminal({
     out: output.human,
@@ -230,7 +246,8 @@ async function runWith(
     onClosed: () => controller.abort(new CancelledError('stdout closed')),
   });
   for (const text of early) terminal.notice(text);
-  const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
+  const skipping =
+    output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!, output.partial);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
   const stopSignal = handleSignals(
@@ -250,6 +267,8 @@ async function runWith(
       total,
       providers,
       routes,
+      tasks,
+      budget,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },

@@ -6,15 +6,30 @@
 // provider over HTTP), `news-processor/bench` (sweeps and charts), `news-processor/testing`.
 
 // The run: articles in, one result per article out, figures at the end.
-export { runPipeline, PIPELINE_DEFAULTS, CancelledError, isCancelledError, RunStoppedError, isRunStoppedError } from './pipeline/run.ts';
+export {
+  runPipeline,
+  taskProviders,
+  PIPELINE_DEFAULTS,
+  CancelledError,
+  isCancelledError,
+  RunStoppedError,
+  isRunStoppedError,
+} from './pipeline/run.ts';
 export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
-export type { RunSummary, RunStop, BoundBy, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
+export type { RunSummary, RunStop, BoundBy, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
+
+// Tasks: what each article is asked, as data — a prompt with placeholders, a schema, what it needs first.
+export { defineTasks, requestFor, TasksError, isTasksError } from './tasks/task-set.ts';
+export type { TaskSpec, Task, TaskSet } from './tasks/task-set.ts';
+export { loadTasksFile, parseTasksFile, loadBuiltinTasks } from './tasks/tasks-file.ts';
+export { MissingFieldError, isMissingFieldError } from './tasks/template.ts';
+export type { Template, Placeholder } from './tasks/template.ts';
 
 // Sources: where articles come from.
 export type { Article } from './sources/article.ts';
 export { generateArticles, generatedArticle } from './sources/generated.ts';
-export type { GenerateArticlesOptions } from './sources/generated.ts';
+export type { GenerateArticlesOptions, GeneratedArticle } from './sources/generated.ts';
 export { readArticlesJsonl, InputError, isInputError } from './sources/jsonl.ts';
 export type { InputIssue, ReadArticlesJsonlOptions } from './sources/jsonl.ts';
 
@@ -28,7 +43,7 @@ export type { KeptResults } from './sinks/results-file.ts';
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
 export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
 export { providerSetupProblem, checkProviderSetup } from './gate/provider-options.ts';
-export type { ProviderSetup, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
+export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 
 // The limits: the seam every implementation sits behind, the in-process one, and the adaptive rate.
 export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './limits/provider-limits.ts';
@@ -45,12 +60,14 @@ export { LocalLimits } from './limits/local-limits.ts';
 export type { LocalLimitsOptions } from './limits/local-limits.ts';
 export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
 export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limits/adaptive-rate.ts';
+// The budget: a limit with no refill, in USD; every call holds its worst case first.
+export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './limits/budget.ts';
+export type { Budget, BudgetHold, LocalBudgetOptions } from './limits/budget.ts';
 // Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
 export { LimiterUnavailableError, isLimiterUnavailableError } from './limiter/limiter-unavailable-error.ts';
 
 // Providers: the interface, its failures, the simulated one, and the HTTP APIs through their official SDKs.
 export {
-  TASKS,
   ProviderError,
   RateLimitError,
   ServerError,
@@ -81,10 +98,6 @@ export type {
   LlmRequest,
   LlmResponse,
   LlmOutput,
-  SummarizeOutput,
-  SentimentOutput,
-  Sentiment,
-  TaskName,
   TokenUsage,
   ResponseHeaders,
   ProviderErrorOptions,
@@ -97,6 +110,7 @@ export { HttpApiProvider, OpenAiProvider, AnthropicProvider } from './provider/h
 export { OPENAI_DEFAULTS, ANTHROPIC_DEFAULTS } from './provider/vendor-defaults.ts';
 export { createHttpProvider } from './provider/provider-types.ts';
 export type { ProviderType, HttpProviderType } from './provider/provider-types.ts';
+export type { JsonSchema } from './provider/json-schema.ts';
 export type { HttpProviderOptions, HttpProviderDefaults } from './provider/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
 export { MissingPackageError, isMissingPackageError } from './optional-package.ts';

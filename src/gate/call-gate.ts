@@ -22,8 +22,10 @@ import {
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkInteger, checkNumber } from '../validation/checks.ts';
-import { checkProviderSetup, type ProviderSetup } from './provider-options.ts';
+import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
+import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
 import { LocalLimits } from '../limits/local-limits.ts';
@@ -55,6 +57,8 @@ export type AttemptOutcome =
   | 'limiter-timeout'
   | 'circuit-open'
   | 'too-large'
+  /** The budget could not cover the call's worst case: nothing was sent. */
+  | 'over-budget'
   | 'aborted'
   | 'error';
 
@@ -84,6 +88,11 @@ export interface AttemptEvent {
   readonly error: unknown;
   /** The tokens the provider reported for a successful call. */
   readonly usage: TokenUsage | undefined;
+  /**
+   * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
+   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   */
+  readonly costUsd: number | undefined;
 }
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
@@ -102,6 +111,11 @@ export interface GateFigures {
 
 /** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
 export interface CallGateOptions extends ProviderSetup {
+  /**
+   * The run's money, shared by every gate: each attempt holds its worst case (at `price`) before it
+   * is sent, and settles at what it cost. Needs a `price`. @default none
+   */
+  readonly budget?: Budget | undefined;
   /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
   /** @default systemClock */
@@ -111,6 +125,8 @@ export interface CallGateOptions extends ProviderSetup {
 }
 
 export interface GateCallOptions {
+  /** The most tokens this call's answer may take (a task's own). @default the gate's `maxOutputTokens` */
+  readonly maxOutputTokens?: number | undefined;
   /** Aborts the limiter wait, the call in flight and the backoff sleep. */
   readonly signal?: AbortSignal | undefined;
   /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
@@ -123,9 +139,10 @@ export interface GateCallOptions {
   readonly workerId?: number | undefined;
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
-   * so spent its cost), `latencyMs` by the time the provider took to answer it.
+   * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
+   * what it cost at the provider's price (whole nano-dollars).
    */
-  readonly tally?: { calls: number; latencyMs: number } | undefined;
+  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -155,6 +172,8 @@ export class CallGate {
   readonly adaptive: AdaptiveRate | undefined;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
+  readonly #price: ProviderPrice | undefined;
+  readonly #budget: Budget | undefined;
   readonly #callTimeoutMs: number;
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
@@ -178,6 +197,16 @@ export class CallGate {
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
+    this.#price = options.price;
+    if (this.#price !== undefined) {
+      checkObject('price', this.#price);
+      checkNumber('price.inputPerMTok', this.#price.inputPerMTok, { min: 0, unit: 'USD per million tokens' });
+      checkNumber('price.outputPerMTok', this.#price.outputPerMTok, { min: 0, unit: 'USD per million tokens' });
+    }
+    this.#budget = options.budget;
+    if (this.#budget !== undefined && this.#price === undefined) {
+      throw expected(`the price of "${provider.name}"`, 'given with a budget (it is what the budget counts in)', undefined);
+    }
     this.#callTimeoutMs = options.callTimeoutMs ?? Infinity;
     checkNumber('callTimeoutMs', this.#callTimeoutMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
     this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
@@ -186,6 +215,7 @@ export class CallGate {
     const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#observers = [
       settleGrant,
+      ...(this.#budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
       ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
       ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
@@ -231,6 +261,7 @@ export class CallGate {
       if (attempt.called && tally !== undefined) {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
+        tally.costNanoUsd += attempt.costNanoUsd;
       }
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
@@ -301,15 +332,17 @@ export class CallGate {
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now());
+    const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
+      if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
+      const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, options)
-        : this.#inFlight(() => this.#send(attempt, cost, options)));
+        ? this.#send(attempt, cost, maxOutputTokens, options)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options)));
     } catch (error) {
       attempt.error = error;
     }
@@ -318,14 +351,25 @@ export class CallGate {
     return attempt;
   }
 
+  /**
+   * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
+   * whole answer included — or refuses it, sending nothing.
+   */
+  async #hold(attempt: Attempt, maxOutputTokens: number): Promise<void> {
+    const worstNano = worstCaseNanoUsd(attempt.request, maxOutputTokens, this.#price!);
+    const hold = await this.#budget!.reserve(worstNano);
+    if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
+    attempt.hold = hold;
+    attempt.worstNanoUsd = worstNano;
+  }
+
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
-  async #send(attempt: Attempt, cost: CallCost, options: GateCallOptions): Promise<LlmResponse> {
+  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions): Promise<LlmResponse> {
     const { signal, deadlineMs = Infinity, rank } = options;
     const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
     attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
     attempt.sentAtMs = this.clock.now();
     const leftMs = deadlineMs - attempt.sentAtMs;
-    const maxOutputTokens = this.#maxOutputTokens;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
     return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
@@ -369,8 +413,8 @@ export class CallGate {
     }
   }
 
-  async #cost(request: LlmRequest): Promise<CallCost> {
-    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: this.#maxOutputTokens };
+  async #cost(request: LlmRequest, maxOutputTokens: number): Promise<CallCost> {
+    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: maxOutputTokens };
   }
 }
 
@@ -391,6 +435,13 @@ class Attempt implements AttemptEvent {
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
+  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  hold: BudgetHold | undefined;
+  worstNanoUsd = 0;
+  readonly price: ProviderPrice | undefined;
+  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  costNanoUsd = 0;
+  costUsd: number | undefined;
   sentAtMs: number | undefined;
   response: LlmResponse | undefined;
   error: unknown;
@@ -402,7 +453,15 @@ class Attempt implements AttemptEvent {
   usage: TokenUsage | undefined;
   retryInMs: number | undefined;
 
-  constructor(provider: string, request: LlmRequest, attempt: number, workerId: number | undefined, startMs: number) {
+  constructor(
+    provider: string,
+    request: LlmRequest,
+    attempt: number,
+    workerId: number | undefined,
+    startMs: number,
+    price: ProviderPrice | undefined,
+  ) {
+    this.price = price;
     this.provider = provider;
     this.request = request;
     this.task = request.task;
@@ -434,6 +493,11 @@ class Attempt implements AttemptEvent {
     this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
     this.usage = this.response?.usage;
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
+    if (this.price !== undefined) {
+      const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
+      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costUsd = this.costNanoUsd / NANO_USD;
+    }
   }
 }
 
@@ -441,6 +505,19 @@ class Attempt implements AttemptEvent {
 const settleGrant: AttemptObserver = (attempt) => {
   if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
   else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
+};
+
+/**
+ * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
+ * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
+ * it may have been billed in full, and the budget must never be overspent.
+ */
+const settleBudget: AttemptObserver = (attempt) => {
+  const { hold } = attempt;
+  if (hold === undefined) return;
+  if (!attempt.called) return hold.settle(0);
+  const billed = billedUsage(attempt.usage, attempt.error);
+  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */
@@ -516,5 +593,6 @@ function classify(error: unknown, signal: AbortSignal | undefined, called: boole
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
   if (isBrokenCircuitError(error)) return 'circuit-open';
   if (isLimitTooSmallError(error)) return 'too-large';
+  if (isBudgetExhaustedError(error)) return 'over-budget';
   return 'error';
 }

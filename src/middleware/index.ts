@@ -5,6 +5,7 @@ export { rateLimit, RATE_LIMIT_DEFAULTS } from './rate-limit.ts';
 export type {
   RateLimitOptions,
   RateLimitMiddleware,
+  RequestRateLimit,
   LimitedRequest,
   RateLimitMessage,
   StoreErrorAction,

@@ -1,4 +1,5 @@
 import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
+import { isBudgetExhaustedError } from '../limits/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { BadRequestError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';
@@ -131,5 +132,24 @@ export const providerDown: StopRule = {
   },
 };
 
+/**
+ * The budget cannot cover the next call's worst case: intake stops, the way it does when a provider
+ * stays down, and the articles under way finish if their reservations fit.
+ */
+export const budgetSpent: StopRule = {
+  by: 'budget',
+  halts: 'intake',
+  watch: (run, stop) =>
+    run.onAttempt((event) => {
+      if (isBudgetExhaustedError(event.error)) stop(finding(undefined, event.error));
+    }),
+};
+
 /** The rules every run watches, in the order they are told of an attempt. */
-export const STOP_RULES: readonly StopRule[] = Object.freeze([refusedEveryCall, wrongAddress, limitsUnreachable, providerDown]);
+export const STOP_RULES: readonly StopRule[] = Object.freeze([
+  refusedEveryCall,
+  wrongAddress,
+  limitsUnreachable,
+  providerDown,
+  budgetSpent,
+]);

@@ -4,7 +4,7 @@ import {
   failureOf,
   httpProviderSettings,
   loadFetch,
-  WARM_UP_REQUESTS,
+  WARM_UP_REQUEST,
   type HttpProviderOptions,
   type RefetchableClient,
   type SdkWire,
@@ -90,8 +90,8 @@ function bind<Client extends RefetchableClient<Client>>(
       try {
         const { client, errors } = await sdk;
         const warm = (request: LlmRequest) =>
-          wire.send({ client: client.withOptions({ fetch: cannedFetch(wire.cannedAnswer(request)) }), errors }, request, {}, context);
-        await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
+          wire.send({ client: client.withOptions({ fetch: cannedFetch(wire.cannedAnswer()) }), errors }, request, {}, context);
+        await Promise.all([warm(WARM_UP_REQUEST), loadFetch()]);
       } catch {
         // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
       }

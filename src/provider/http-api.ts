@@ -17,14 +17,10 @@ import {
   TimeoutError,
   type CallOptions,
   type LlmRequest,
-  type LlmOutput,
   type LlmResponse,
   type ResponseHeaders,
-  type TaskName,
   type TokenUsage,
 } from './provider.ts';
-import { readAnswer } from './tasks/answer.ts';
-import type { Task } from './tasks/task.ts';
 
 /** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
 export interface HttpProviderOptions {
@@ -249,19 +245,6 @@ export function headersOf(headers: Headers | undefined): ResponseHeaders {
   return headers === undefined ? {} : Object.fromEntries(headers.entries());
 }
 
-/**
- * The output an answer means (see `readAnswer`); a malformed one is rejected with the response's
- * headers, so the limits still hear what the provider said about them.
- */
-export async function outputOf(task: Task, answer: unknown, headers: ResponseHeaders): Promise<LlmOutput> {
-  try {
-    return await readAnswer(task, answer);
-  } catch (error) {
-    if (!(error instanceof MalformedOutputError)) throw error;
-    throw new MalformedOutputError(error.message, { headers });
-  }
-}
-
 /** The first error down the `cause` chain with a system code (`ECONNREFUSED`, `ERR_SSL_…`, `UND_ERR_SOCKET`). */
 function systemCause(error: unknown): (Error & { code: string }) | undefined {
   const seen = new Set<unknown>();
@@ -292,20 +275,24 @@ function blankOut(text: string, secret: string): string {
 }
 
 /**
- * What a provider warms up on: one call of each task through the SDK to a canned answer (see
- * {@link cannedFetch}), nothing of it sent.
+ * What a provider warms up on: one call through the SDK to a canned answer (see
+ * {@link cannedFetch}), nothing of it sent. Its schema is a small one of its own: the run's tasks
+ * are compiled on their first call.
  */
-export const WARM_UP_REQUESTS: readonly LlmRequest[] = Object.freeze(
-  (['summarize', 'sentiment'] as const).map((task) =>
-    Object.freeze({ task, articleId: 'warm-up', title: 'Warm-up', text: 'A call made to a canned answer; nothing is sent.' }),
-  ),
-);
-
-/** What each task's warm-up call answers: an answer that fits the task's schema. */
-export const WARM_UP_ANSWERS: Readonly<Record<TaskName, Readonly<Record<string, unknown>>>> = Object.freeze({
-  summarize: Object.freeze({ summary: 'Warm-up.', keywords: Object.freeze(['warm-up']) }),
-  sentiment: Object.freeze({ sentiment: 'neutral', score: 0 }),
+export const WARM_UP_REQUEST: LlmRequest = Object.freeze({
+  task: 'warm_up',
+  articleId: 'warm-up',
+  prompt: 'A call made to a canned answer; nothing is sent.',
+  schema: Object.freeze({
+    type: 'object',
+    properties: Object.freeze({ ready: Object.freeze({ type: 'boolean' }) }),
+    required: Object.freeze(['ready']),
+    additionalProperties: false,
+  }),
 });
+
+/** What the warm-up call answers: a value that fits its schema. */
+export const WARM_UP_ANSWER: Readonly<Record<string, unknown>> = Object.freeze({ ready: true });
 
 /**
  * A `fetch` that answers every request with `body` as JSON and sends nothing: an SDK client made
@@ -352,8 +339,8 @@ export interface SdkWire<Client extends RefetchableClient<Client>> {
   load(settings: HttpProviderSettings): Promise<Sdk<Client>>;
   /** Sends one request through the SDK and reads its answer, or throws the failure's provider error. */
   send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse>;
-  /** The vendor's response body answering `request` as a model would: what the warm-up is answered with. */
-  cannedAnswer(request: LlmRequest): unknown;
+  /** The vendor's response body answering the warm-up call as a model would. */
+  cannedAnswer(): unknown;
   /** Reads an error body as the vendor shapes it. */
   readErrorBody(body: unknown): ErrorBody;
 }

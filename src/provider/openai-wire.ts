@@ -1,11 +1,10 @@
 import type { OpenAI } from 'openai';
 import {
   headersOf,
-  outputOf,
   sdkClientOptions,
   sdkRequestOptions,
   usageOf,
-  WARM_UP_ANSWERS,
+  WARM_UP_ANSWER,
   type ErrorBody,
   type Sdk,
   type SdkWire,
@@ -20,7 +19,7 @@ import {
   type LlmRequest,
   type LlmResponse,
 } from './provider.ts';
-import { TASK_DEFINITIONS, promptOf } from './tasks/answer.ts';
+import { readAnswer } from './answer.ts';
 import { loadOptional } from '../optional-package.ts';
 import { OPENAI_DEFAULTS } from './vendor-defaults.ts';
 
@@ -31,14 +30,14 @@ import { OPENAI_DEFAULTS } from './vendor-defaults.ts';
  * server that speaks it, through the official `openai` SDK — its own retries off, so that the call
  * gate's limiter, breaker and retries see every attempt.
  *
- * Each task is asked for in strict structured output (`response_format: json_schema`, the task's
- * schema, `strict: true`) with the call's max tokens as `max_completion_tokens`. The answer is read
+ * Each task is asked for in strict structured output (`response_format: json_schema` named after the
+ * task, its schema, `strict: true`) with the call's max tokens as `max_completion_tokens`. The answer is read
  * only when it finished: cut off by the token limit is a `TruncatedOutputError`, a refusal or the
  * content filter a `RefusalError`, and the JSON is checked against the schema again. Response
  * headers (rate-limit status, retry-after) come back on the response and on every error.
  *
  * The SDK is loaded when the provider is made, not when the library is imported; `ready()` also
- * runs a call of each task through it to a canned answer, sending nothing.
+ * runs a call through it to a canned answer, sending nothing.
  */
 export const OPENAI_WIRE: SdkWire<OpenAI> = {
   defaults: OPENAI_DEFAULTS,
@@ -49,13 +48,17 @@ export const OPENAI_WIRE: SdkWire<OpenAI> = {
   },
 
   async send({ client, errors }: Sdk<OpenAI>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse> {
-    const task = TASK_DEFINITIONS[request.task];
     const body = {
       model: context.model,
-      messages: [{ role: 'user' as const, content: promptOf(request) }],
+      messages: [{ role: 'user' as const, content: request.prompt }],
       response_format: {
         type: 'json_schema' as const,
-        json_schema: { name: task.name, description: task.description, schema: task.schema, strict: true },
+        json_schema: {
+          name: request.task,
+          description: request.description,
+          schema: request.schema as Record<string, unknown>,
+          strict: true,
+        },
       },
       max_completion_tokens: options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
     };
@@ -67,10 +70,11 @@ export const OPENAI_WIRE: SdkWire<OpenAI> = {
       });
 
     const headers = headersOf(response.headers);
-    // No status on these: the request succeeded, its answer did not.
-    const meta = { headers };
     // A server that is only nearly compatible may send any JSON: nothing below trusts the shape.
     const completion = data as Partial<OpenAI.ChatCompletion> | null;
+    const usage = usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens);
+    // No status on these: the request succeeded, its answer did not (and cost what it used).
+    const meta = { headers, usage };
     const choice = completion?.choices?.[0];
     if (choice?.message === undefined) throw new MalformedOutputError('the response has no choice with a message', meta);
     if (choice.finish_reason === 'length') {
@@ -81,15 +85,11 @@ export const OPENAI_WIRE: SdkWire<OpenAI> = {
     }
     if (choice.finish_reason === 'content_filter') throw new RefusalError('the content filter stopped the answer', meta);
     if (typeof choice.message.refusal === 'string') throw new RefusalError(`the model refused: ${choice.message.refusal}`, meta);
-    return {
-      output: await outputOf(task, choice.message.content, headers),
-      usage: usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens),
-      headers,
-    };
+    return { output: await readAnswer(request, choice.message.content, meta), usage, headers };
   },
 
-  /** A completion answering `request` as the warm-up does. */
-  cannedAnswer(request: LlmRequest): OpenAI.ChatCompletion {
+  /** A completion answering the warm-up call. */
+  cannedAnswer(): OpenAI.ChatCompletion {
     return {
       id: 'warm-up',
       object: 'chat.completion',
@@ -100,7 +100,7 @@ export const OPENAI_WIRE: SdkWire<OpenAI> = {
           index: 0,
           finish_reason: 'stop',
           logprobs: null,
-          message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWERS[request.task]), refusal: null },
+          message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWER), refusal: null },
         },
       ],
       usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },

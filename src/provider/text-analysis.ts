@@ -7,7 +7,9 @@
  */
 
 import { checkInteger, checkString } from '../validation/checks.ts';
-import type { Sentiment } from './provider.ts';
+
+/** A text's sentiment, as the built-in sentiment task answers it. */
+export type Sentiment = 'positive' | 'negative' | 'neutral';
 
 /** Summaries longer than this are cut at a word boundary and end with an ellipsis. */
 export const MAX_SUMMARY_CHARS = 240;

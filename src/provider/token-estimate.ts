@@ -1,5 +1,4 @@
 import type { LlmRequest } from './provider.ts';
-import { promptOf } from './tasks/answer.ts';
 import { loadOptional } from '../optional-package.ts';
 
 type Encoder = (text: string) => number;
@@ -16,10 +15,20 @@ export function loadTokenizer(): Promise<Encoder> {
   return encoder;
 }
 
+/** Each request's schema counted once: a run sends each task's schema, the same object, with every article. */
+const schemaTokens = new WeakMap<object, number>();
+
 /**
- * Counts the prompt's tokens with a real BPE tokenizer (gpt-tokenizer, o200k). The tokenizer is
- * loaded on first use only: runs without token limits never pay for it.
+ * Counts what a request sends with a real BPE tokenizer (gpt-tokenizer, o200k): its prompt, and its
+ * schema, which the providers put in the model's context too. The tokenizer is loaded on first use
+ * only: runs without token limits never pay for it.
  */
 export async function estimateInputTokens(request: LlmRequest): Promise<number> {
-  return (await loadTokenizer())(promptOf(request));
+  const count = await loadTokenizer();
+  let forSchema = schemaTokens.get(request.schema);
+  if (forSchema === undefined) {
+    forSchema = count(JSON.stringify(request.schema));
+    schemaTokens.set(request.schema, forSchema);
+  }
+  return count(request.prompt) + forSchema;
 }

@@ -54,6 +54,7 @@ describe('the per-attempt lines (cmd/format.ts)', () => {
     latencyMs: 0,
     atMs: 0,
     usage: undefined,
+    costUsd: undefined,
   };
 
   it('a refusal of the open circuit waits with the same attempt: no retry is counted', () => {

@@ -12,9 +12,8 @@
  * validates can try again and get something else.
  */
 
-import { createRandom } from '../provider/random.ts';
-import type { JsonSchema } from '../provider/tasks/task.ts';
-import { isRecord } from './chat-api.ts';
+import { createRandom } from './random.ts';
+import { isRecord, type JsonSchema } from './json-schema.ts';
 import { sampleRegex, type Choose } from './regex-sample.ts';
 
 /** A schema as it may appear anywhere in a JSON Schema: an object, or `true` / `false`. */

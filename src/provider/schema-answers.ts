@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from './json-schema.ts';
 import { valueForSchema } from './schema-value.ts';
 
 /** A schema the server cannot answer: it does not compile, or no value made for it validates. */
@@ -35,9 +36,16 @@ export class SchemaAnswers {
     this.#maxSchemas = maxSchemas;
   }
 
-  /** Loads ajv on first use: a server that is never started never pays for it. */
-  static async create(maxSchemas: number): Promise<SchemaAnswers> {
-    const [{ Ajv }, { Ajv2019 }, { Ajv2020 }] = await Promise.all([import('ajv'), import('ajv/dist/2019.js'), import('ajv/dist/2020.js')]);
+  /**
+   * Loads ajv (synchronously: it is CommonJS, and its ~40 ms are paid once) on first use — a run or a
+   * server that never needs it never pays for it — so that checking a schema or an answer never
+   * waits on anything.
+   */
+  static create(maxSchemas: number): SchemaAnswers {
+    const load = createRequire(import.meta.url);
+    const { Ajv } = load('ajv') as typeof import('ajv');
+    const { Ajv2019 } = load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
+    const { Ajv2020 } = load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
     return new SchemaAnswers({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
   }
 
@@ -93,4 +101,28 @@ export class SchemaAnswers {
     // Formats are made from a table of known shapes (the tests check them); unknown ones are not errors.
     return new Ajv({ strict: false, validateFormats: false, allErrors: false, logger: false }).compile(schema);
   }
+}
+
+/** Schemas the process keeps compiled for answers it reads or makes, most recently used. */
+const SHARED_SCHEMAS = 256;
+let shared: SchemaAnswers | undefined;
+const byObject = new WeakMap<JsonSchema, ValidateFunction>();
+
+/** The process's one {@link SchemaAnswers}, made (and ajv loaded) on first use. */
+export function sharedSchemaAnswers(): SchemaAnswers {
+  shared ??= SchemaAnswers.create(SHARED_SCHEMAS);
+  return shared;
+}
+
+/**
+ * The validator of `schema`, compiled once per schema object: a run asks each task's schema, the
+ * same object, for every article. Throws `SchemaError` when it does not compile.
+ */
+export function validatorOf(schema: JsonSchema): ValidateFunction {
+  let validate = byObject.get(schema);
+  if (validate === undefined) {
+    validate = sharedSchemaAnswers().validator(schema);
+    byObject.set(schema, validate);
+  }
+  return validate;
 }
