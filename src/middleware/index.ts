@@ -12,6 +12,8 @@ export type {
   FastifyLikeRequest,
   FastifyLikeReply,
 } from './rate-limit.ts';
+export type { FastifyHook } from './fastify-adapter.ts';
+export type { MetricsRegistry, MaybePromise } from './rate-limit-options.ts';
 export type { RateLimitFigures, RateLimitOutcome } from './rate-limit-metrics.ts';
 export { clientAddressKey, CLIENT_ADDRESS_DEFAULTS } from './client-address.ts';
 export type { ClientAddressOptions, TrustProxy, ProxyHeader } from './client-address.ts';

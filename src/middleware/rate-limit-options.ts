@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
 import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
 import type { ClientAddressOptions } from './client-address.ts';
 import type { RateLimitHeaderDraft } from './ietf-headers.ts';
@@ -67,6 +66,15 @@ export type RateLimitMessage = string | Readonly<Record<string, unknown>> | read
 
 /** What a per-request callback gives back: at once, or later. */
 export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * A prom-client `Registry`, as the middleware uses one: typed by what it calls, so that the
+ * declarations need no prom-client installed. Pass `new Registry()` or prom-client's `register`.
+ */
+export interface MetricsRegistry {
+  getSingleMetric(name: string): unknown;
+  registerMetric(metric: never): void;
+}
 
 /**
  * The options of `rateLimit()`. Where express-rate-limit has another name for the same thing, that
@@ -145,6 +153,6 @@ export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage>
   readonly onStoreError?: StoreErrorAction | undefined;
   /** express-rate-limit's boolean for `onStoreError`: `true` is `"allow"`, `false` is `"deny"` (a 503 here, not an error passed on). */
   readonly passOnStoreError?: boolean | undefined;
-  /** A prom-client registry to export the counters and the live-key gauge to. Default: none. */
-  readonly registry?: Registry | undefined;
+  /** A prom-client `Registry` to export the counters and the live-key gauge to. @default none */
+  readonly registry?: MetricsRegistry | undefined;
 }

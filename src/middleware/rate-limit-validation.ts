@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { KeyedLimiter, type RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { silentLogger } from '../silent-logger.ts';
 import {
@@ -18,6 +17,7 @@ import { RATE_LIMIT_HEADER_DRAFTS, type RateLimitHeaderDraft } from './ietf-head
 import {
   type LimitedRequest,
   type MaybePromise,
+  type MetricsRegistry,
   RATE_LIMIT_DEFAULTS,
   type RateLimitMessage,
   type RateLimitOptions,
@@ -42,7 +42,7 @@ export interface ResolvedRateLimitOptions<Req extends IncomingMessage> {
   readonly handler: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined;
   readonly requestPropertyName: string;
   readonly onStoreError: StoreErrorAction;
-  readonly registry: Registry | undefined;
+  readonly registry: MetricsRegistry | undefined;
   readonly logger: Logger;
   readonly clientAddress: Omit<ClientAddressOptions, 'logger'>;
 }

@@ -23,9 +23,9 @@ export interface BackoffOptions {
  */
 export type Backoff = (attempt: number, previousDelayMs: number) => number;
 
-const BACKOFF_KINDS = ['exponential', 'full', 'decorrelated'] as const;
+const BACKOFF_KINDS: readonly BackoffKind[] = ['exponential', 'full', 'decorrelated'];
 
-export type BackoffKind = (typeof BACKOFF_KINDS)[number];
+export type BackoffKind = 'exponential' | 'full' | 'decorrelated';
 
 /** The backoff {@link createBackoff} makes unless told otherwise. */
 export const BACKOFF_DEFAULTS = Object.freeze({ kind: 'full' as BackoffKind, baseMs: 100, capMs: 2000 });

@@ -123,6 +123,11 @@ describe('the packed package, installed into a fresh project', () => {
         join(dir, 'consumer.ts'),
         `import { TokenBucket, runPipeline, generateArticles, requestLimit, type RunSummary, type ProviderLimits } from 'news-processor';
         import { ScriptedProvider, ManualClock } from 'news-processor/testing';
+        // Entry points whose optional packages are not installed type-check all the same.
+        import type { RateLimitOptions } from 'news-processor/middleware';
+        import type { LlmServerOptions } from 'news-processor/server';
+        import type { BenchChartOptions } from 'news-processor/bench';
+        export type Unused = [RateLimitOptions, LlmServerOptions, BenchChartOptions];
         ${body}`,
       );
     await consumer(`
