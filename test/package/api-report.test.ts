@@ -39,7 +39,7 @@ const outcomeOf = (entry: (typeof ENTRY_POINTS)[number]) => {
 
 describe('the public API, entry point by entry point', () => {
   it.each(ENTRY_POINTS)(
-    '$name is as its committed report (docs/api/$name.api.md) says',
+    '$name is as its committed API report in docs/api says',
     async (entry) => {
       const outcome = outcomeOf(entry);
       expect(outcome.problems).toEqual([]);
