@@ -22,6 +22,7 @@ import {
 } from './run-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { openInput } from './input.ts';
+import { runTasks } from './task-options.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
 type Format = (typeof FORMATS)[number];
@@ -118,6 +119,9 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   // --adaptive at rate=inf) fails here rather than after the runs before it.
   const setupsOf = (setting: BenchSetting) => [providerSetup(flags, createProvider(flags), setting.rate, setting.burst)];
   for (const setting of settings) setupsOf(setting);
+  if (flags.maxCost !== undefined) throw new UsageError('--max-cost describes one run; a sweep makes many: leave it out of bench');
+  // A sweep's runs share its tasks: read (and checked against a provider) once, before any run.
+  const { tasks } = await runTasks(flags, setupsOf(settings[0]!), undefined);
   if (flags.chart !== undefined) {
     await checkWritable(flags.chart);
     await loadChartRenderer();
@@ -126,7 +130,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   // The table comes at the end; the only lines during the sweep are notices on stderr.
   const terminal = new Terminal({ printsLines: false });
   const logger = createLogger(flags);
-  const input = await openInput(flags, (text) => terminal.notice(text));
+  const input = await openInput(flags, (text) => terminal.notice(text), tasks.inputFields);
   if (!input.repeatable) throw new UsageError(`--input ${flags.input}: a sweep reads its input once per run: give a file, not a stream`);
   const count = input.count!;
 
@@ -154,6 +158,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       settings,
       repeat: flags.repeat,
       createProviders: setupsOf,
+      tasks,
       createSource: () => input.open(),
       timeline: flags.chart !== undefined,
       workers: flags.workers,

@@ -22,7 +22,7 @@ import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
-import { localBudget, runTasks } from './task-options.ts';
+import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -148,10 +148,18 @@ async function run(flags: MainFlags): Promise<number> {
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
   const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
-  const budget = localBudget(flags, tasks, assigned, setups.providers);
+  // A budget that cannot cover one call is refused before Redis is reached or any file opened.
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
   await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
+    const budget = runBudget(
+      flags,
+      tasks,
+      assigned,
+      setups.providers,
+      shared === undefined ? undefined : { connection: shared.connection, logger },
+    );
     return await runWith(flags, { ...setups, tasks, budget }, logger, shared?.note);
   } finally {
     await shared?.close();

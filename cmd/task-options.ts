@@ -12,6 +12,9 @@ import {
 } from '../src/index.ts';
 import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
 import { formatUsd, NANO_USD } from '../src/limits/budget.ts';
+import type { Logger } from 'pino';
+import { RedisBudget, type RedisConnection } from '../src/redis/index.ts';
+import type { RedisFlags } from './redis-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -29,19 +32,22 @@ export async function runTasks(
 }
 
 /**
- * The budget --max-cost asks for, in this process. Refused up front when every provider needs a
- * price and one has none, or when no call of any task could fit it: the least a call can hold is
- * its prompt's fixed text, its schema and the framing as input tokens, and its whole answer.
+ * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
+ * shared through. Refused up front when a provider has no price, or when no call of any task could
+ * fit it: the least a call can hold is its prompt's fixed text, its schema and the framing as input
+ * tokens, and its whole answer.
  */
-export function localBudget(
-  flags: Pick<RunFlags, 'maxCost' | 'config' | 'maxOutputTokens'>,
+export function runBudget(
+  flags: Pick<RunFlags, 'maxCost' | 'config'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
   tasks: TaskSet,
   assigned: ReadonlyMap<string, string>,
   providers: readonly ProviderSetup[],
+  redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
 ): Budget | undefined {
   if (flags.maxCost === undefined) return undefined;
   checkBudget(flags.maxCost, tasks, assigned, providers, flags.config);
-  return new LocalBudget({ maxUsd: flags.maxCost });
+  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost });
+  return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
 }
 
 /** Throws a UsageError unless every provider has a price and the cheapest call fits `maxUsd`. */
