@@ -52,42 +52,41 @@ export async function processArticle(article: Article, options: ProcessorOptions
   const deadlineMs = startMs + timeoutMs;
   const deadlineSignal = options.deadlines.signalFor(deadlineMs);
   const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
+  const { tasks } = options;
   const outputs: Record<string, unknown> = {};
-  for (const task of options.tasks.tasks)
-    if (article.outputs !== undefined && Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
+  if (article.outputs !== undefined) {
+    for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
+  }
   const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
-  const started = new Set<string>();
+  const started: Task[] = [];
   let failure: { task: string; error: unknown } | undefined;
+  const { onAttempt, workerId, expectedCallMs } = options;
 
   const run = async (task: Task): Promise<void> => {
-    started.add(task.name);
+    started.push(task);
     const gate = gates.get(task.name)!;
     admission?.calling(gate);
     try {
       const request = requestFor(task, article.id, fields, outputs);
-      const { response } = await gate.call(request, {
-        signal: deadlineSignal,
-        deadlineMs,
-        rank: deadlineMs - task.height * (options.expectedCallMs?.() ?? 0),
-        onAttempt: options.onAttempt,
-        workerId: options.workerId,
-        maxOutputTokens: task.maxOutputTokens,
-        tally,
-      });
-      outputs[task.name] = response.output;
+      const rank = deadlineMs - task.height * (expectedCallMs?.() ?? 0);
+      const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt, workerId, maxOutputTokens: task.maxOutputTokens, tally };
+      outputs[task.name] = (await gate.call(request, callOptions)).response.output;
     } catch (error) {
       failure ??= { task: task.name, error };
     }
   };
-  const pending = options.tasks.tasks.filter((task) => !Object.hasOwn(outputs, task.name));
-  const lacking = pending.flatMap((task) => {
-    const placeholder = missingInput(task.template.placeholders, fields);
-    return placeholder === undefined ? [] : [new MissingFieldError(placeholder.text, task.name)];
-  })[0];
+  const pending = article.outputs === undefined ? tasks.tasks : tasks.tasks.filter((task) => !Object.hasOwn(outputs, task.name));
+  const lacking = lackingField(pending, fields);
   if (lacking !== undefined) failure = { task: lacking.task, error: lacking };
-  else await runGraph(pending, outputs, run, () => failure !== undefined);
+  else if (tasks.serial) {
+    // One call after another, as a chain of tasks makes them: no graph to walk.
+    for (const task of pending) {
+      await run(task);
+      if (failure !== undefined) break;
+    }
+  } else await runGraph(pending, outputs, run, () => failure !== undefined);
 
-  admission?.finished(pendingGates(options.tasks, outputs, started, gates));
+  admission?.finished(pendingGates(tasks, outputs, started, gates));
   const result: Mutable<ArticleResult> = {
     id: article.id,
     title: article.title,
@@ -136,14 +135,27 @@ async function runGraph(
   await Promise.all(running);
 }
 
+/** The first field a pending task's prompt reads that the input line lacks, as the error the article fails with. */
+function lackingField(pending: readonly Task[], fields: Readonly<Record<string, unknown>>): MissingFieldError | undefined {
+  for (const task of pending) {
+    const placeholder = missingInput(task.template.placeholders, fields);
+    if (placeholder !== undefined) return new MissingFieldError(placeholder.text, task.name);
+  }
+  return undefined;
+}
+
 /** The gates of the tasks that will make no call: neither started nor done before. */
 function pendingGates(
   tasks: TaskSet,
   outputs: Readonly<Record<string, unknown>>,
-  started: ReadonlySet<string>,
+  started: readonly Task[],
   gates: ReadonlyMap<string, CallGate>,
 ): CallGate[] {
-  return tasks.tasks.filter((task) => !started.has(task.name) && !Object.hasOwn(outputs, task.name)).map((task) => gates.get(task.name)!);
+  const gatesLeft: CallGate[] = [];
+  // Every task started or done: the usual end of an article, with nothing to give back.
+  if (started.length === tasks.tasks.length) return gatesLeft;
+  for (const task of tasks.tasks) if (!started.includes(task) && !Object.hasOwn(outputs, task.name)) gatesLeft.push(gates.get(task.name)!);
+  return gatesLeft;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

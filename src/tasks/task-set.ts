@@ -42,6 +42,8 @@ export interface TaskSet {
   readonly source: string;
   /** The input line's fields the tasks' prompts read (dot paths), each once. */
   readonly inputFields: readonly string[];
+  /** Each task waits on the one before it (a chain, as the built-in pair is): an article's calls go one at a time. */
+  readonly serial: boolean;
 }
 
 /** A tasks file (or a list of task specs) that cannot run: `message` names the source, the task and what to fix. */
@@ -116,7 +118,8 @@ export function defineTasks(specs: readonly TaskSpec[], source = 'tasks'): TaskS
       task.template.placeholders.filter((placeholder) => placeholder.from === 'input').map((placeholder) => placeholder.text),
     ),
   );
-  return { tasks, depth: Math.max(...tasks.map((task) => task.height)), source, inputFields: [...inputFields] };
+  const serial = tasks.every((task, index) => index === 0 || task.dependsOn.includes(tasks[index - 1]!.name));
+  return { tasks, depth: Math.max(...tasks.map((task) => task.height)), source, inputFields: [...inputFields], serial };
 }
 
 function checkPlaceholder(

@@ -100,7 +100,9 @@ export function renderTemplate(
 
 /** The first of `placeholders`' input fields that `fields` lacks, or undefined. */
 export function missingInput(placeholders: readonly Placeholder[], fields: Readonly<Record<string, unknown>>): Placeholder | undefined {
-  return placeholders.find((placeholder) => placeholder.from === 'input' && valueAt(fields, placeholder.path) === undefined);
+  for (const placeholder of placeholders)
+    if (placeholder.from === 'input' && valueAt(fields, placeholder.path) === undefined) return placeholder;
+  return undefined;
 }
 
 /** The value at `path` (object keys, array indexes), or undefined when any step is missing. */
