@@ -20,6 +20,7 @@ import {
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
+import { stdoutFailureText, stdoutState } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { openInput } from './input.ts';
 import { runTasks } from './task-options.ts';
@@ -198,6 +199,12 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
     if (format === 'table') process.stdout.write(`Chart: ${flags.chart}\n`);
   }
   const signal = stopSignal();
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  if (stdoutState() === 'failed') {
+    process.stderr.write(`error: ${stdoutFailureText()}; the sweep's ${format === 'table' ? 'table' : 'figures'} could not be printed\n`);
+    return 1;
+  }
+  if (stdoutState() === 'closed') return 141;
   return result.interrupted && signal !== undefined ? STOP_SIGNALS[signal] : 0;
 }
 

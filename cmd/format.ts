@@ -31,6 +31,7 @@ const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = 
   truncated: 'output cut off',
   refused: 'refused to answer',
   malformed: 'malformed output',
+  'not-an-api': "not the API's answer",
   'limiter-timeout': 'no token before the deadline',
   'circuit-open': 'circuit open, not called',
   'too-large': 'too large for the limits',
@@ -129,7 +130,7 @@ export function formatSummary(summary: RunSummary): string[] {
       plural(t.calls, 'call'),
       `retries ${t.retries}`,
       `429s ${t.rateLimited}`,
-      `latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`,
+      ...(t.calls === 0 ? [] : [`latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`]),
       `tokens ${t.tokensUsed}`,
       ...(t.costUsd === undefined ? [] : [formatUsd(t.costUsd)]),
     ];
@@ -168,7 +169,12 @@ function formatBound(summary: RunSummary): string {
     plural(summary.deadLetters, 'dead letter'),
     plural(summary.wastedCalls, 'wasted call'),
   ].join(', ');
-  if (summary.boundBy === null || summary.efficiency === null) return `Least possible: none (no call made) | Efficiency: n/a | ${costs}`;
+  // A run that met 429s, retried or lost articles says so first: its efficiency measures only the
+  // time its calls took against the least they could have, and may be perfect while articles failed.
+  const trouble = summary.rateLimited + summary.retries + summary.deadLetters + summary.wastedCalls > 0;
+  const [before, after] = trouble ? [`${costs} | `, ''] : ['', ` | ${costs}`];
+  if (summary.boundBy === null || summary.efficiency === null)
+    return `${before}Least possible: none (no call made) | Efficiency: n/a${after}`;
   let why: string;
   if (summary.boundBy === 'rate') {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
@@ -180,7 +186,7 @@ function formatBound(summary: RunSummary): string {
   } else {
     why = `the workers: all calls' time / ${plural(summary.workers, 'worker')}`;
   }
-  return `Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}% | ${costs}`;
+  return `${before}Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}%${after}`;
 }
 
 function formatPercentiles(p: Percentiles): string {

@@ -57,6 +57,10 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void, t
     else if (skipped === NAMED_SKIPS + 1) warn('warning: skipping more invalid lines; the summary counts them');
   };
   if (input === '-' || STDIN_PATHS.includes(input)) {
+    // A person at a terminal would otherwise watch a progress line stuck at 0 articles.
+    if (process.stdin.isTTY === true) {
+      warn('reading articles from standard input, the terminal: one JSON object per line, Ctrl-D to end (or pipe a file in)');
+    }
     return {
       name: input === '-' ? 'stdin' : input,
       count: undefined,

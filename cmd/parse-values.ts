@@ -43,8 +43,8 @@ export function integer(min: number, max = MAX_COUNT): ValueParser<number> {
   const range = max === MAX_COUNT ? `>= ${min}` : `${min} to ${max}`;
   return accepting(range, (text) => {
     const value = Number(text.trim());
-    // Digits only: Number() would also take 0x10, 1e3 or 0b11.
-    if (!/^\s*\d+\s*$/.test(text) || !Number.isInteger(value) || value < min || value > max) {
+    // Decimal digits, with an exponent if it likes (1e3, 2.5e4 when whole): Number() would also take 0x10 or 0b11.
+    if (!/^\s*(\d+(\.\d*)?|\.\d+)(e\+?\d+)?\s*$/i.test(text) || !Number.isInteger(value) || value < min || value > max) {
       throw new InvalidArgumentError(`Expected a whole number ${max === MAX_COUNT ? range : `from ${range}`}.`);
     }
     return value;

@@ -10,6 +10,7 @@ import {
   BadRequestError,
   DEFAULT_MAX_OUTPUT_TOKENS,
   MalformedOutputError,
+  NotAnApiError,
   NetworkError,
   QuotaExhaustedError,
   RateLimitError,
@@ -53,6 +54,8 @@ export type AttemptOutcome =
   | 'truncated'
   | 'refused'
   | 'malformed'
+  /** A 2xx whose body is not the API's (a web page): see `NotAnApiError`. */
+  | 'not-an-api'
   /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
   | 'limiter-timeout'
   | 'circuit-open'
@@ -581,6 +584,7 @@ const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => 
   [TruncatedOutputError, 'truncated'],
   [RefusalError, 'refused'],
   [MalformedOutputError, 'malformed'],
+  [NotAnApiError, 'not-an-api'],
 ];
 
 function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {

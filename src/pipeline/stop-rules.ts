@@ -1,7 +1,7 @@
 import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
 import { isBudgetExhaustedError } from '../limits/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
-import { BadRequestError, stopsRun } from '../provider/provider.ts';
+import { BadRequestError, NotAnApiError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { RunStop } from './metrics.ts';
 import { isMissingPackageError } from '../optional-package.ts';
@@ -66,8 +66,9 @@ export const refusedEveryCall: StopRule = {
 const ANSWERED: ReadonlySet<AttemptEvent['outcome']> = new Set(['ok', 'rate-limited', 'truncated', 'refused', 'malformed']);
 
 /**
- * A 404 before the provider has answered anything: the base URL or the model is wrong, and every
- * call would meet it. After an answer, a 404 is that one request's.
+ * A 404, or a page that is not the API's (`NotAnApiError`), before the provider has answered
+ * anything: the base URL or the model is wrong, and every call would meet it. After an answer,
+ * either is that one request's.
  */
 export const wrongAddress: StopRule = {
   by: 'provider',
@@ -77,7 +78,8 @@ export const wrongAddress: StopRule = {
     return run.onAttempt((event) => {
       if (ANSWERED.has(event.outcome)) answered.add(event.provider);
       const { error } = event;
-      if (error instanceof BadRequestError && error.status === 404 && !answered.has(event.provider)) stop(finding(event.provider, error));
+      const wrong = (error instanceof BadRequestError && error.status === 404) || error instanceof NotAnApiError;
+      if (wrong && !answered.has(event.provider)) stop(finding(event.provider, error!));
     });
   },
 };

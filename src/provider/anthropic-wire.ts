@@ -1,5 +1,6 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import {
+  apiBodyOf,
   headersOf,
   sdkClientOptions,
   sdkRequestOptions,
@@ -71,7 +72,7 @@ export const ANTHROPIC_WIRE: SdkWire<Anthropic> = {
 
     const headers = headersOf(response.headers);
     // A server that is only nearly compatible may send any JSON: nothing below trusts the shape.
-    const message = data as Partial<Anthropic.Message> | null;
+    const message = apiBodyOf(data, response, { headers }) as Partial<Anthropic.Message>;
     const usage = usageOf(message?.usage?.input_tokens, message?.usage?.output_tokens);
     // No status on these: the request succeeded, its answer did not (and cost what it used).
     const meta = { headers, usage };

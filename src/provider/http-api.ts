@@ -11,6 +11,7 @@ import {
   BadRequestError,
   MalformedOutputError,
   NetworkError,
+  NotAnApiError,
   QuotaExhaustedError,
   RateLimitError,
   ServerError,
@@ -18,6 +19,7 @@ import {
   type CallOptions,
   type LlmRequest,
   type LlmResponse,
+  type ProviderErrorOptions,
   type ResponseHeaders,
   type TokenUsage,
 } from './provider.ts';
@@ -238,6 +240,21 @@ export function usageOf(inputTokens: unknown, outputTokens: unknown): TokenUsage
   return count(inputTokens) && count(outputTokens)
     ? { inputTokens: inputTokens as number, outputTokens: outputTokens as number }
     : undefined;
+}
+
+/**
+ * The body of a 2xx response, which must be a JSON object: the SDKs hand over a body that is not
+ * JSON as its text, and a web page answering 200 is no API's answer (`NotAnApiError`).
+ */
+export function apiBodyOf(data: unknown, response: Response, meta: ProviderErrorOptions): object {
+  if (typeof data === 'object' && data !== null) return data;
+  const type = response.headers.get('content-type')?.split(';')[0]?.trim();
+  const text = typeof data === 'string' ? data.trim().replace(/\s+/g, ' ') : (JSON.stringify(data) ?? String(data));
+  const start = text.length > 60 ? `${text.slice(0, 59)}…` : text;
+  throw new NotAnApiError(
+    `${response.status} with ${type === undefined || type === '' ? 'no content type' : type}, not a JSON object${start === '' ? '' : `: ${JSON.stringify(start)}`}`,
+    { ...meta, status: response.status },
+  );
 }
 
 /** Response headers as the gate reads them: a plain record, names lower-case. */

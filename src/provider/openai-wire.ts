@@ -1,5 +1,6 @@
 import type { OpenAI } from 'openai';
 import {
+  apiBodyOf,
   headersOf,
   sdkClientOptions,
   sdkRequestOptions,
@@ -71,7 +72,7 @@ export const OPENAI_WIRE: SdkWire<OpenAI> = {
 
     const headers = headersOf(response.headers);
     // A server that is only nearly compatible may send any JSON: nothing below trusts the shape.
-    const completion = data as Partial<OpenAI.ChatCompletion> | null;
+    const completion = apiBodyOf(data, response, { headers }) as Partial<OpenAI.ChatCompletion>;
     const usage = usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens);
     // No status on these: the request succeeded, its answer did not (and cost what it used).
     const meta = { headers, usage };

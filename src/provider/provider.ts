@@ -182,6 +182,16 @@ export class BadRequestError extends ProviderError {
   readonly retryable = false;
 }
 
+/**
+ * The address answered, but not as the API does: a 200 with a web page or plain text instead of
+ * JSON, so the base URL points at something else (a proxy's login page, a web server). Not
+ * retried; before the provider has answered once it stops the run, as a first 404 does.
+ */
+export class NotAnApiError extends ProviderError {
+  override readonly name = 'NotAnApiError';
+  readonly retryable = false;
+}
+
 /** 401 / 403: the provider refused the key. The run stops: every further call would be refused too. */
 export class AuthenticationError extends ProviderError {
   override readonly name = 'AuthenticationError';
@@ -220,6 +230,7 @@ export const isServerError = (error: unknown): error is ServerError => error ins
 export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
 export const isNetworkError = (error: unknown): error is NetworkError => error instanceof NetworkError;
 export const isBadRequestError = (error: unknown): error is BadRequestError => error instanceof BadRequestError;
+export const isNotAnApiError = (error: unknown): error is NotAnApiError => error instanceof NotAnApiError;
 export const isAuthenticationError = (error: unknown): error is AuthenticationError => error instanceof AuthenticationError;
 export const isQuotaExhaustedError = (error: unknown): error is QuotaExhaustedError => error instanceof QuotaExhaustedError;
 export const isTruncatedOutputError = (error: unknown): error is TruncatedOutputError => error instanceof TruncatedOutputError;

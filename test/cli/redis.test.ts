@@ -177,7 +177,7 @@ describe('news-processor --redis', () => {
       for (const failed of results.filter((r) => r.status === 'failed')) expect(failed.error?.type).toBe('LimiterUnavailableError');
       expect(result.stderr).toMatch(
         new RegExp(
-          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started$`,
+          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started: run again with --resume once it is back to finish the rest$`,
           'm',
         ),
       );
