@@ -134,6 +134,15 @@ export interface GateCallOptions {
   readonly signal?: AbortSignal | undefined;
   /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * For a call whose deadline starts when the limits grant it (an article's first call on limits
+   * other processes share: see `ProviderLimits.shared`). Until then it has no deadline (`signal`
+   * still aborts it) and takes a grant only when one is at most `maxWaitMs` off: further off, it
+   * takes nothing, sleeps until one would be that near and asks again — so an article not yet
+   * begun never queues ahead of the later calls of articles under way. At the grant, `granted`
+   * returns the deadline and its signal from then on, which replace `deadlineMs` and `signal`.
+   */
+  readonly startAtGrant?: StartAtGrant | undefined;
   /** Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order). */
   readonly rank?: number | undefined;
   /** Told after every attempt. */
@@ -146,6 +155,21 @@ export interface GateCallOptions {
    * what it cost at the provider's price (whole nano-dollars).
    */
   readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
+}
+
+/** A call whose deadline starts at its grant: see `GateCallOptions.startAtGrant`. */
+export interface StartAtGrant {
+  /** The longest wait for a grant to take, asked at each try. */
+  maxWaitMs(): number;
+  /** Told the grant's instant; returns the deadline and its signal from then on. */
+  granted(atMs: number): { readonly deadlineMs: number; readonly signal: AbortSignal | undefined };
+}
+
+/** The deadline and signal a call runs under; its first grant may set them (`startAtGrant`). */
+interface CallScope {
+  signal: AbortSignal | undefined;
+  deadlineMs: number;
+  startAtGrant: StartAtGrant | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -243,10 +267,13 @@ export class CallGate {
    * last attempt's error) when the retry policy gives up, or with `signal.reason` when aborted.
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
-    const { signal, deadlineMs = Infinity, onAttempt, tally } = options;
+    const { onAttempt, tally } = options;
+    const scope: CallScope = { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, startAtGrant: options.startAtGrant };
     let previousDelayMs = 0;
     for (let number = 1; ; ) {
-      const attempt = await this.#attempt(request, number, options);
+      const attempt = await this.#attempt(request, number, options, scope);
+      // The first grant may have started the deadline: read both afresh after every attempt.
+      const { signal, deadlineMs } = scope;
       // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
       // on this very failure) must not hide the failure as a cancellation.
       const aborted = signal?.aborted === true;
@@ -334,7 +361,7 @@ export class CallGate {
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
-  async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
+  async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
     const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
     const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
     try {
@@ -344,12 +371,12 @@ export class CallGate {
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, maxOutputTokens, options)
-        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options)));
+        ? this.#send(attempt, cost, maxOutputTokens, options.rank, scope)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options.rank, scope)));
     } catch (error) {
       attempt.error = error;
     }
-    attempt.end(this.clock.now(), options.signal);
+    attempt.end(this.clock.now(), scope.signal);
     for (const observe of this.#observers) observe(attempt);
     return attempt;
   }
@@ -367,15 +394,40 @@ export class CallGate {
   }
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
-  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions): Promise<LlmResponse> {
-    const { signal, deadlineMs = Infinity, rank } = options;
-    const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
-    attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
+  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, rank: number | undefined, scope: CallScope): Promise<LlmResponse> {
+    const start = scope.startAtGrant;
+    if (start === undefined) {
+      const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
+      attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+    } else {
+      attempt.grant = await this.#acquireNear(cost, start, scope.signal, rank);
+      ({ deadlineMs: scope.deadlineMs, signal: scope.signal } = start.granted(this.clock.now()));
+      scope.startAtGrant = undefined;
+    }
     attempt.sentAtMs = this.clock.now();
+    const { signal, deadlineMs } = scope;
     const leftMs = deadlineMs - attempt.sentAtMs;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
     return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
+  }
+
+  /**
+   * A grant at most `start.maxWaitMs()` off: a refusal took nothing and said how far off the grant
+   * was, so the call sleeps until it would be that near (at least a call's spacing at the current
+   * rate, so that processes refused together do not all ask again at once) and asks again.
+   */
+  async #acquireNear(cost: CallCost, start: StartAtGrant, signal: AbortSignal | undefined, rank: number | undefined): Promise<LimitGrant> {
+    for (;;) {
+      const maxWaitMs = Math.max(0, start.maxWaitMs());
+      try {
+        return await this.limits.acquire(cost, { signal, maxWaitMs, rank });
+      } catch (error) {
+        if (!isMaxWaitExceededError(error) || !Number.isFinite(error.waitMs)) throw error;
+        const spacingMs = this.limits.rate === Infinity ? 1 : 1000 / this.limits.rate;
+        await sleep(this.clock, Math.max(spacingMs, error.waitMs - maxWaitMs), signal);
+      }
+    }
   }
 
   /**

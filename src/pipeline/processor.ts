@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
+import type { AttemptEvent, CallGate, StartAtGrant } from '../gate/call-gate.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError } from '../provider/provider.ts';
@@ -32,6 +32,13 @@ export interface ProcessorOptions {
   readonly expectedCallMs?: (() => number) | undefined;
   /** Whether any provider has a price: the result then says what the article cost. */
   readonly priced?: boolean | undefined;
+  /**
+   * Set on limits other processes share, where admission cannot see all the demand (see
+   * `ProviderLimits.shared`): the article's deadline starts at its first call's grant rather
+   * than when it starts, and that grant is taken only when at most `maxWaitMs()` off — what
+   * admission would allow an article's waits in all. Absent: the deadline starts with the article.
+   */
+  readonly startAtGrant?: { readonly maxWaitMs: () => number } | undefined;
 }
 
 /**
@@ -49,8 +56,23 @@ export interface ProcessorOptions {
 export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
   const { clock, timeoutMs, signal: runSignal, gates, admission } = options;
   const startMs = clock.now();
-  const deadlineMs = startMs + timeoutMs;
-  const deadlineSignal = options.deadlines.signalFor(deadlineMs);
+  // On shared limits the deadline is set when the first call is granted (`startAtGrant`).
+  let deadlineMs = options.startAtGrant === undefined ? startMs + timeoutMs : Infinity;
+  let deadlineSignal = deadlineMs === Infinity ? runSignal : options.deadlines.signalFor(deadlineMs);
+  const startAtGrant: StartAtGrant | undefined =
+    options.startAtGrant === undefined
+      ? undefined
+      : {
+          maxWaitMs: options.startAtGrant.maxWaitMs,
+          granted: (atMs) => {
+            // Independent first tasks wait together: the first granted starts the clock for both.
+            if (deadlineMs === Infinity) {
+              deadlineMs = atMs + timeoutMs;
+              deadlineSignal = options.deadlines.signalFor(deadlineMs);
+            }
+            return { deadlineMs, signal: deadlineSignal };
+          },
+        };
   const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
   const { tasks } = options;
   const outputs: Record<string, unknown> = {};
@@ -69,7 +91,16 @@ export async function processArticle(article: Article, options: ProcessorOptions
     try {
       const request = requestFor(task, article.id, fields, outputs);
       const rank = deadlineMs - task.height * (expectedCallMs?.() ?? 0);
-      const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt, workerId, maxOutputTokens: task.maxOutputTokens, tally };
+      const callOptions = {
+        signal: deadlineSignal,
+        deadlineMs,
+        startAtGrant: deadlineMs === Infinity ? startAtGrant : undefined,
+        rank,
+        onAttempt,
+        workerId,
+        maxOutputTokens: task.maxOutputTokens,
+        tally,
+      };
       outputs[task.name] = (await gate.call(request, callOptions)).response.output;
     } catch (error) {
       failure ??= { task: task.name, error };

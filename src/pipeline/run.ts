@@ -153,13 +153,20 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // timeout until calls have answered — and the limits may have the rest, less a margin for timers
   // that fire late.
   const latency = new LatencyEstimate(timeoutMs / 2 / tasks.depth);
+  const waitBudgetMs = () => timeoutMs * (1 - ADMISSION_MARGIN) - tasks.depth * latency.highMs;
   const admission = new Admission(
     tasks.tasks.map((task) => gates.get(task.name)!),
     clock,
-    () => timeoutMs * (1 - ADMISSION_MARGIN) - tasks.depth * latency.highMs,
+    waitBudgetMs,
     signal,
   );
   const expectedCallMs = () => latency.meanMs;
+  // Limits other processes share hide their demand from admission: an article's deadline starts at
+  // its first grant, taken only when no further off than its share of what admission allows an
+  // article's waits — the queue its later calls will meet is then about as long, and they fit.
+  const startAtGrant = [...gatesByName.values()].some((gate) => gate.limits.shared === true)
+    ? { maxWaitMs: () => Math.max(0, waitBudgetMs() / tasks.depth) }
+    : undefined;
 
   let stoppedBy: RunStop | undefined;
   // A stop that halts intake only (limits out of reach): the articles in flight keep what they were granted.
@@ -206,6 +213,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       onAttempt: recordAttempt,
       admission,
       expectedCallMs,
+      startAtGrant,
     });
 
   try {

@@ -86,6 +86,8 @@ interface Reservation {
 export class RedisLimits implements ProviderLimits {
   readonly specs: readonly LimitSpec[];
   readonly countsTokens: boolean;
+  /** Other processes take from this quota: an article's deadline starts at its first grant. */
+  readonly shared = true;
   readonly #connection: RedisConnection;
   readonly #logger: Logger;
   /** The limits kept in Redis (finite rates), the request limit first. */

@@ -145,6 +145,19 @@ describe('news-processor --redis', () => {
     expect(help).toContain('(env: REDIS_URL)');
   });
 
+  it('oversubscribed processes on one shared quota lose nothing: three of 10 workers each at a shared 10/s succeed 90 of 90', async () => {
+    const args = ['--redis', redis.url, '--quota-key=oversubscribed', '--rate=10', '--burst=4', '--workers=10', '--articles=30', '--json'];
+    const results = await Promise.all([1, 2, 3].map((seed) => runCli([...args, `--seed=${seed}`], { killAfterMs: 90_000 })));
+    for (const result of results) {
+      const summary = JSON.parse(result.stdout) as RunSummary;
+      expect({ code: result.code, succeeded: summary.succeeded, reasons: summary.failureReasons }).toEqual({
+        code: 0,
+        succeeded: 30,
+        reasons: {},
+      });
+    }
+  });
+
   it('stops intake when Redis is killed mid-run: every started article in the results, those in flight failed, exit 1', async () => {
     const own = await startRedis();
     try {
