@@ -4,7 +4,6 @@ import { Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import {
   CancelledError,
-  formatDuration,
   isConfigError,
   isInputError,
   isMissingPackageError,
@@ -24,6 +23,7 @@ import { formatAttempt, formatResult, formatSummary, plural } from './format.ts'
 import { openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { buildQueueCommands } from './queue.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
@@ -39,6 +39,7 @@ import {
   type RunFlags,
 } from './run-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
+import { Progress } from './progress.ts';
 import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
@@ -91,6 +92,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     .enablePositionalOptions()
     .addCommand(buildBenchCommand(onExit))
     .addCommand(buildServeCommand(onExit));
+  for (const command of buildQueueCommands(onExit)) program.addCommand(command);
   addRunOptions(program, [
     new Option('--rate <calls/s>', 'calls per second to the provider').argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
@@ -413,46 +415,6 @@ function humanSummary(
     );
   }
   return `${context.printLines ? '\n' : ''}${lines.join('\n')}\n`;
-}
-
-/** The progress line of a run on a terminal, redrawn four times a second once the run has gone a second. */
-class Progress {
-  #finished = 0;
-  #failed = 0;
-  #calls = 0;
-  readonly #startedMs = performance.now();
-  readonly #timer: NodeJS.Timeout;
-
-  constructor(terminal: Terminal, total: number | undefined) {
-    this.#timer = setInterval(() => {
-      const elapsedMs = performance.now() - this.#startedMs;
-      if (elapsedMs >= 1000) terminal.status(progressLine(elapsedMs, this.#finished, total, this.#calls, this.#failed));
-    }, 250);
-  }
-
-  attempt(event: { readonly called: boolean }): void {
-    if (event.called) this.#calls++;
-  }
-
-  result(result: { readonly status: string }): void {
-    this.#finished++;
-    if (result.status === 'failed') this.#failed++;
-  }
-
-  stop(): void {
-    clearInterval(this.#timer);
-  }
-}
-
-/** `elapsed 1m02s · 120/400 articles 30% · 240 calls · 19.8 calls/s · 0 failed · eta 15m12s` */
-function progressLine(elapsedMs: number, finished: number, total: number | undefined, calls: number, failed: number): string {
-  const seconds = (ms: number) => formatDuration(Math.round(ms / 1000) * 1000);
-  const fields = [`elapsed ${seconds(elapsedMs)}`];
-  if (total === undefined || total === 0) fields.push(plural(finished, 'article'));
-  else fields.push(`${finished}/${plural(total, 'article')} ${Math.floor((finished * 100) / total)}%`);
-  fields.push(plural(calls, 'call'), `${((calls * 1000) / elapsedMs).toFixed(1)} calls/s`, `${failed} failed`);
-  if (total !== undefined && finished > 0 && finished < total) fields.push(`eta ${seconds(((total - finished) * elapsedMs) / finished)}`);
-  return fields.join(' · ');
 }
 
 const code = await main(process.argv.slice(2));

@@ -126,7 +126,7 @@ export function mismatch(output: string, inputName: string, detail: string): Usa
   return new UsageError(`--resume: ${output} is not a run of ${inputName}: ${detail}`);
 }
 
-async function nonEmptyFile(path: string): Promise<boolean> {
+export async function nonEmptyFile(path: string): Promise<boolean> {
   const stats = await stat(path).catch(() => undefined);
   return stats?.isFile() === true && stats.size > 0;
 }

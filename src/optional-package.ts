@@ -4,12 +4,21 @@
  * is told, in one line, which package to install. The versions are those the package is tested
  * with (a test holds them to `package.json`'s `peerDependencies`).
  */
-export type OptionalPackage = 'openai' | '@anthropic-ai/sdk' | 'ioredis' | 'gpt-tokenizer' | 'prom-client' | 'vega' | 'vega-lite';
+export type OptionalPackage =
+  | 'openai'
+  | '@anthropic-ai/sdk'
+  | 'ioredis'
+  | 'bullmq'
+  | 'gpt-tokenizer'
+  | 'prom-client'
+  | 'vega'
+  | 'vega-lite';
 
 export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Object.freeze({
   openai: '6.49.0',
   '@anthropic-ai/sdk': '1.14.0',
   ioredis: '6.0.0',
+  bullmq: '6.7.0',
   'gpt-tokenizer': '4.0.0',
   'prom-client': '15.1.3',
   vega: '6.4.0',

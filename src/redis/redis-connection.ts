@@ -275,7 +275,7 @@ export function checkKeyPart(name: string, value: unknown, allowEmpty: boolean):
 }
 
 /** `redis://user:secret@host:6379/0` → `redis://user:***@host:6379/0`; refuses anything but a redis:// or rediss:// URL. */
-function redactRedisUrl(url: string): string {
+export function redactRedisUrl(url: string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);

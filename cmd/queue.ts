@@ -1,0 +1,483 @@
+// The queue commands: a batch spread over any number of worker processes on BullMQ, one shared quota.
+//   enqueue · worker · status · collect · retry-failed · drain · obliterate
+import { Command, Option } from 'commander';
+import type { Logger } from 'pino';
+import { CancelledError, formatDuration, JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
+import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisAt, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
+import { REDIS_DEFAULTS } from '../src/redis/index.ts';
+import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
+import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
+import { openInput } from './input.ts';
+import { nonEmptyFile } from './output.ts';
+import { integer, duration } from './parse-values.ts';
+import { Progress } from './progress.ts';
+import { addRedisOptions, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
+import {
+  UsageError,
+  addRunOptions,
+  createLogger,
+  groupRunOptions,
+  loadProviderPackages,
+  oneLineErrors,
+  providerSetups,
+  validateRunFlags,
+  type RunFlags,
+} from './run-options.ts';
+import { rate } from './parse-values.ts';
+import { runBudget, runTasks } from './task-options.ts';
+import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
+
+/** Flags every queue command takes: where the queue is. */
+interface QueueFlags {
+  queue: string;
+  redis?: string;
+  redisPrefix: string;
+  redisTimeout: number;
+}
+
+/** Adds --queue and the Redis flags of a command that only talks to the queue. */
+function addQueueOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--queue <name>', 'the queue: letters, digits, ., _ or -').makeOptionMandatory())
+    .addOption(new Option('--redis <url>', 'the Redis that holds the queue (redis://host:port, rediss:// for TLS)').env('REDIS_URL'))
+    .addOption(new Option('--redis-prefix <prefix>', 'begins every Redis key').default(REDIS_DEFAULTS.prefix))
+    .addOption(
+      new Option('--redis-timeout <duration>', 'connecting to Redis may take this long')
+        .argParser(duration({ allowZero: false }))
+        .default(REDIS_DEFAULTS.timeoutMs, formatDuration(REDIS_DEFAULTS.timeoutMs)),
+    );
+}
+
+/** Checks the queue flags and opens the queue: one line and exit 2 for a bad name, an unreachable Redis or a refusing user. */
+async function openQueue(flags: QueueFlags): Promise<ArticleQueue> {
+  try {
+    checkQueueName(flags.queue);
+  } catch {
+    throw new UsageError(`--queue ${JSON.stringify(flags.queue)}: expected 1 to 100 letters, digits, '.', '_' or '-'`);
+  }
+  if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue');
+  if (!/^rediss?:\/\/./i.test(flags.redis)) throw new UsageError('--redis: expected a redis:// or rediss:// URL (rediss:// for TLS)');
+  const redis = await queueRedisAt(flags.redis);
+  let timer: NodeJS.Timeout | undefined;
+  const opening = ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix });
+  try {
+    return await Promise.race([
+      opening,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${formatDuration(flags.redisTimeout)}`)), flags.redisTimeout);
+      }),
+    ]);
+  } catch (error) {
+    opening.then((queue) => queue.close()).catch(() => {});
+    const message = (error as Error).message;
+    if (/NOPERM|no permissions/i.test(message)) {
+      throw new UsageError(`--redis ${redis.url}: the Redis user may not use the queue's keys or run scripts: ${message.split('\n')[0]}`);
+    }
+    throw new UsageError(`--redis: cannot use the queue at ${redis.url}: ${message.split('\n')[0]}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const EXAMPLES = `
+A batch over many processes: enqueue the articles once, start workers anywhere (each shares the
+provider's quota through the same Redis), collect the results.
+
+Examples (from a clone, put \`npm start --\` where \`news-processor\` stands):
+  $ news-processor enqueue --queue batch1 --redis redis://127.0.0.1:6379 --input fixtures/articles.jsonl
+  $ news-processor worker --queue batch1 --redis redis://127.0.0.1:6379 --rate=10 --workers=10 --exit-when-drained
+  $ news-processor status --queue batch1 --redis redis://127.0.0.1:6379
+  $ news-processor collect --queue batch1 --redis redis://127.0.0.1:6379 --output results.jsonl --follow
+  $ news-processor retry-failed --queue batch1 --redis redis://127.0.0.1:6379
+  $ news-processor obliterate --queue batch1 --redis redis://127.0.0.1:6379 --yes
+
+REDIS_URL stands in for --redis. See docs/queue.md.`;
+
+/** The queue subcommands; `onExit` receives each one's exit code. */
+export function buildQueueCommands(onExit: (code: number) => void): Command[] {
+  return [enqueueCommand(onExit), workerCommand(onExit), statusCommand(onExit), collectCommand(onExit), ...cleanUpCommands(onExit)];
+}
+
+interface EnqueueFlags extends QueueFlags, RunFlags {}
+
+function enqueueCommand(onExit: (code: number) => void): Command {
+  const command = addQueueOptions(new Command('enqueue'))
+    .description('Add one job per article to the queue (the job id is the article id: enqueueing an input twice adds nothing)')
+    .addOption(new Option('--input <file.jsonl>', "read the articles from JSONL; '-' for standard input"))
+    .addOption(new Option('--articles <n>', 'generate this many articles (as a run does)').argParser(integer(1, 1e9)).default(5))
+    .addOption(new Option('--seed <n>', 'seed of the generated articles').argParser(integer(0)).default(42))
+    .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
+    .addOption(new Option('--quiet', 'print nothing but errors').default(false))
+    .addOption(new Option('--json', 'print the counts as JSON').default(false))
+    .addHelpText('after', EXAMPLES);
+  oneLineErrors(command);
+  command.action(async (flags: EnqueueFlags) => {
+    if (flags.input !== undefined && command.getOptionValueSource('articles') === 'cli') {
+      throw new UsageError('--input and --articles disagree: give one of them');
+    }
+    if (flags.skipInvalid && flags.input === undefined) throw new UsageError('--skip-invalid applies to --input files only');
+    const queue = await openQueue(flags);
+    try {
+      const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`));
+      const startedMs = performance.now();
+      const interactive = process.stderr.isTTY === true && !flags.quiet;
+      const counts = await queue.enqueue(input.open(), {
+        onBatch: (added, existing) => {
+          if (interactive) process.stderr.write(`\r\x1b[2K${added + existing} articles read · ${added} added`);
+        },
+      });
+      if (interactive) process.stderr.write('\r\x1b[2K');
+      if (flags.json) process.stdout.write(`${JSON.stringify({ queue: queue.name, ...counts, skippedLines: input.skipped() })}\n`);
+      else if (!flags.quiet) {
+        process.stdout.write(
+          `Queue ${queue.name}: ${plural(counts.added, 'article')} added, ${counts.existing} already there ` +
+            `(${formatMs(performance.now() - startedMs)})${input.skipped() > 0 ? `; ${plural(input.skipped(), 'input line')} skipped` : ''}\n`,
+        );
+      }
+      onExit(0);
+    } finally {
+      await queue.close();
+    }
+  });
+  return command;
+}
+
+interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags {
+  queue: string;
+  rate: number;
+  burst: number;
+  exitWhenDrained: boolean;
+  grace: number;
+  lockDuration: number;
+  stalledInterval: number;
+}
+
+function workerCommand(onExit: (code: number) => void): Command {
+  const command = new Command('worker').description(
+    'Take jobs from the queue and run their articles as a run does — the same limits, retries, breaker and budget — ' +
+      "with each provider's quota shared through the queue's Redis; as many workers as you like, on any machines",
+  );
+  addRunOptions(command, [
+    new Option('--rate <calls/s>', 'calls per second to the provider, shared by every worker').argParser(rate).default(3),
+    new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
+  ]);
+  addClientOptions(command);
+  addRedisOptions(command);
+  command
+    .addOption(new Option('--queue <name>', 'the queue to take jobs from').makeOptionMandatory())
+    .addOption(
+      new Option('--exit-when-drained', 'exit once nothing is left on the queue (waiting, delayed or running anywhere)').default(false),
+    )
+    .addOption(
+      new Option('--grace <duration>', 'after SIGINT or SIGTERM: how long the calls under way may finish before their jobs are put back')
+        .argParser(duration({ allowZero: true }))
+        .default(QUEUE_WORKER_DEFAULTS.graceMs, formatDuration(QUEUE_WORKER_DEFAULTS.graceMs)),
+    )
+    .addOption(
+      new Option('--lock-duration <duration>', "a job's lock, renewed while the worker lives: a killed worker's jobs wait this long")
+        .argParser(duration({ allowZero: false }))
+        .default(QUEUE_WORKER_DEFAULTS.lockDurationMs, formatDuration(QUEUE_WORKER_DEFAULTS.lockDurationMs)),
+    )
+    .addOption(
+      new Option('--stalled-interval <duration>', 'how often to put back the jobs of workers that died (one script each time)')
+        .argParser(duration({ allowZero: false }))
+        .default(QUEUE_WORKER_DEFAULTS.stalledIntervalMs, formatDuration(QUEUE_WORKER_DEFAULTS.stalledIntervalMs)),
+    );
+  oneLineErrors(groupRunOptions(command)).addHelpText('after', EXAMPLES);
+  command.action(async (flags: WorkerFlags) => {
+    for (const option of ['articles', 'input', 'skipInvalid']) {
+      if (command.getOptionValueSource(option) === 'cli') {
+        throw new UsageError(
+          `--${option === 'skipInvalid' ? 'skip-invalid' : option} belongs to enqueue: a worker takes its articles from the queue`,
+        );
+      }
+    }
+    if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue and the quota');
+    validateRedisFlags(flags, command);
+    validateClientFlags(flags, (field) => command.getOptionValueSource(field) === 'cli');
+    validateRunFlags(flags);
+    onExit(await work(flags));
+  });
+  return command;
+}
+
+async function work(flags: WorkerFlags): Promise<number> {
+  const logger = createLogger(flags);
+  const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  await loadProviderPackages(setups.providers);
+  const queue = await openQueue(flags);
+  const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger).catch(async (error: unknown) => {
+    await queue.close();
+    throw error;
+  });
+  try {
+    const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared!.connection, logger });
+    return await workOn(queue, flags, { ...setups, tasks, budget }, logger);
+  } finally {
+    await shared?.close();
+    await queue.close();
+  }
+}
+
+async function workOn(
+  queue: ArticleQueue,
+  flags: WorkerFlags,
+  setups: Awaited<ReturnType<typeof providerSetups>> & {
+    readonly tasks: Awaited<ReturnType<typeof runTasks>>['tasks'];
+    readonly budget: ReturnType<typeof runBudget>;
+  },
+  logger: Logger,
+): Promise<number> {
+  const printLines = !flags.json && !flags.quiet;
+  const terminal = new Terminal({ printsLines: printLines });
+  const stop = new AbortController();
+  const stopSignal = handleSignals(
+    terminal,
+    stop,
+    `taking no more jobs; the calls under way have ${formatDuration(flags.grace)}, then their jobs go back to the queue`,
+    (signal) => new CancelledError(`interrupted (${signal})`),
+  );
+  const progress = new Progress(terminal, undefined);
+  if (printLines) terminal.notice(`worker on queue ${queue.name} at ${queue.redis.url}: ${plural(flags.workers, 'article')} at a time`);
+  let summary: Awaited<ReturnType<typeof runQueueWorker>>;
+  try {
+    summary = await runQueueWorker({
+      queue,
+      providers: setups.providers,
+      routes: setups.routes,
+      tasks: setups.tasks,
+      budget: setups.budget,
+      workers: flags.workers,
+      timeoutMs: flags.timeout,
+      retry: { maxAttempts: flags.maxAttempts },
+      logger,
+      stopSignal: stop.signal,
+      exitWhenDrained: flags.exitWhenDrained,
+      graceMs: flags.grace,
+      lockDurationMs: flags.lockDuration,
+      stalledIntervalMs: flags.stalledInterval,
+      onAttempt: (event) => {
+        progress.attempt(event);
+        if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
+      },
+      onResult: (result: ArticleResult) => {
+        progress.result(result);
+        if (printLines) terminal.line(formatResult(result));
+      },
+    });
+  } finally {
+    progress.stop();
+    await terminal.close();
+  }
+  const signal = stopSignal();
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ queue: queue.name, ...summary, signal }, (_, v: unknown) => (v === Infinity ? 'inf' : v), 2)}\n`,
+    );
+  } else {
+    const lines = formatSummary(summary);
+    lines.push(
+      `Worker: ${plural(summary.articles, 'job')} taken from queue ${queue.name}` +
+        (summary.returned > 0 ? `, ${summary.returned} put back unfinished for another worker` : '') +
+        (signal === undefined ? '' : ` (stopped by ${signal})`),
+    );
+    process.stdout.write(`${printLines ? '\n' : ''}${lines.join('\n')}\n`);
+  }
+  if (summary.stoppedBy !== undefined) {
+    process.stderr.write(`error: ${summary.stoppedBy.message}; the worker stopped, its unfinished jobs went back to the queue\n`);
+    return summary.stoppedBy.by === 'provider' ? 2 : 1;
+  }
+  if (signal !== undefined) return STOP_SIGNALS[signal];
+  return summary.failed > 0 ? 1 : 0;
+}
+
+interface StatusFlags extends QueueFlags {
+  json: boolean;
+  watch: boolean;
+  interval: number;
+}
+
+function statusCommand(onExit: (code: number) => void): Command {
+  const command = addQueueOptions(new Command('status'))
+    .description('How the queue stands: waiting, active, completed, failed, delayed; the rate of the last minute, an ETA, the workers')
+    .addOption(new Option('--json', 'print the status as JSON').default(false))
+    .addOption(new Option('--watch', 'print it again every --interval until Ctrl-C').default(false))
+    .addOption(new Option('--interval <duration>', 'with --watch: how often').argParser(duration({ allowZero: false })).default(1000, '1s'))
+    .addHelpText('after', EXAMPLES);
+  oneLineErrors(command);
+  command.action(async (flags: StatusFlags) => {
+    const queue = await openQueue(flags);
+    try {
+      const controller = new AbortController();
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+      do {
+        const status = await queue.status();
+        process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : `${formatStatus(status)}\n`);
+        if (!flags.watch) break;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, flags.interval);
+          controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+        });
+      } while (!controller.signal.aborted);
+      onExit(0);
+    } finally {
+      await queue.close();
+    }
+  });
+  return command;
+}
+
+/** `Queue batch1: 120 waiting · 10 active · 370 completed · 2 failed · 0 delayed | 9.8/s · eta 13s | 2 workers | 760 calls, 3 repeated` */
+export function formatStatus(status: QueueStatus): string {
+  const eta =
+    status.etaMs === null
+      ? 'no ETA (nothing finished in the last minute)'
+      : `eta ${formatDuration(Math.round(status.etaMs / 1000) * 1000)}`;
+  return (
+    `Queue ${status.name}: ${status.waiting} waiting · ${status.active} active · ${status.completed} completed · ` +
+    `${status.failed} failed · ${status.delayed} delayed | ${status.finishedPerSecond.toFixed(1)}/s · ${eta} | ` +
+    `${plural(status.workers.length, 'worker')}${status.workers.length > 0 ? ` (${status.workers.join(', ')})` : ''} | ` +
+    `${plural(status.calls, 'call')}, ${status.repeatedCalls} repeated`
+  );
+}
+
+interface CollectFlags extends QueueFlags {
+  output: string;
+  follow: boolean;
+  resume: boolean;
+  overwrite: boolean;
+  quiet: boolean;
+}
+
+function collectCommand(onExit: (code: number) => void): Command {
+  const command = addQueueOptions(new Command('collect'))
+    .description("Write every finished article's result (succeeded and failed, as a run's --output) to a file, once each")
+    .addOption(new Option('--output <file.jsonl>', "the results file; '-' for standard output").makeOptionMandatory())
+    .addOption(new Option('--follow', 'keep writing results as they finish, until the queue is drained').default(false))
+    .addOption(new Option('--resume', "take up an earlier collect's file: keep its successes, write the rest").default(false))
+    .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
+    .addOption(new Option('--quiet', 'print nothing but errors').default(false))
+    .addHelpText('after', EXAMPLES);
+  oneLineErrors(command);
+  command.action(async (flags: CollectFlags) => {
+    if (flags.resume && flags.overwrite) throw new UsageError('--resume and --overwrite disagree: give one of them');
+    if (flags.output === '-' && flags.resume) throw new UsageError('--resume needs a results file, not standard output');
+    let kept = new Set<string>();
+    if (flags.output !== '-') {
+      if (flags.resume) kept = new Set((await keepSucceeded(flags.output)).succeeded.keys());
+      else if (!flags.overwrite && (await nonEmptyFile(flags.output))) {
+        throw new UsageError(`--output ${flags.output} exists and is not empty: --resume to add what is new, --overwrite to replace it`);
+      }
+    }
+    const queue = await openQueue(flags);
+    const writer =
+      flags.output === '-' ? JsonlWriter.to(process.stdout, 'stdout') : await JsonlWriter.open(flags.output, { append: flags.resume });
+    const human = flags.output === '-' ? process.stderr : process.stdout;
+    const controller = new AbortController();
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+    let written = 0;
+    let unfinished = 0;
+    try {
+      const write = async (result: ArticleResult) => {
+        if (kept.has(result.id)) return;
+        kept.add(result.id);
+        await writer.write(result);
+        written++;
+      };
+      // Dead letters are written once the queue is drained (or now, without --follow): one put back
+      // by retry-failed meanwhile then has one line, its last.
+      let afterMs = 0;
+      for (;;) {
+        const drained = await queue.drained();
+        for await (const { result, finishedOn } of queue.finished({ states: ['completed'], afterMs })) {
+          await write(result);
+          afterMs = Math.max(afterMs, finishedOn);
+        }
+        if (!flags.follow || drained || controller.signal.aborted) {
+          for await (const { result } of queue.finished({ states: ['failed'] })) await write(result);
+          if (!drained) {
+            const counts = await queue.counts();
+            unfinished = counts.waiting + counts.active + counts.delayed;
+          }
+          break;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 500);
+          controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+        });
+      }
+    } finally {
+      await writer.close().catch(() => {});
+      await queue.close();
+    }
+    if (!flags.quiet) {
+      human.write(
+        `Collected ${plural(written, 'result')} from queue ${queue.name} into ${flags.output === '-' ? 'stdout' : flags.output}` +
+          (unfinished > 0 ? `; ${plural(unfinished, 'job')} not finished yet: collect again with --resume (or --follow)` : '') +
+          '\n',
+      );
+    }
+    onExit(controller.signal.aborted ? 130 : 0);
+  });
+  return command;
+}
+
+interface CleanUpFlags extends QueueFlags {
+  yes: boolean;
+  force: boolean;
+}
+
+function cleanUpCommands(onExit: (code: number) => void): Command[] {
+  const retry = addQueueOptions(new Command('retry-failed'))
+    .description('Put every failed job (dead letter) back on the queue for the workers')
+    .addHelpText('after', EXAMPLES);
+  retry.action(async (flags: QueueFlags) => {
+    const queue = await openQueue(flags);
+    try {
+      const count = await queue.retryFailed();
+      process.stdout.write(`Queue ${queue.name}: ${plural(count, 'failed job')} put back\n`);
+      onExit(0);
+    } finally {
+      await queue.close();
+    }
+  });
+  const drain = addQueueOptions(new Command('drain'))
+    .description('Remove the jobs not yet started (waiting and delayed); running and finished ones stay')
+    .addOption(new Option('--yes', 'confirm: the removed jobs are gone').default(false))
+    .addHelpText('after', EXAMPLES);
+  drain.action(async (flags: CleanUpFlags) => {
+    if (!flags.yes) throw new UsageError('drain removes every waiting job: give --yes to confirm');
+    const queue = await openQueue(flags);
+    try {
+      const count = await queue.drain();
+      process.stdout.write(`Queue ${queue.name}: ${plural(count, 'job')} removed\n`);
+      onExit(0);
+    } finally {
+      await queue.close();
+    }
+  });
+  const obliterate = addQueueOptions(new Command('obliterate'))
+    .description('Remove the queue and everything in it, results included')
+    .addOption(new Option('--yes', 'confirm: the queue and its results are gone').default(false))
+    .addOption(new Option('--force', 'even while jobs are running').default(false))
+    .addHelpText('after', EXAMPLES);
+  obliterate.action(async (flags: CleanUpFlags) => {
+    if (!flags.yes) throw new UsageError('obliterate removes the queue and its results: give --yes to confirm');
+    const queue = await openQueue(flags);
+    try {
+      await queue.obliterate(flags.force).catch((error: Error) => {
+        throw new UsageError(
+          `cannot obliterate queue ${queue.name}: ${error.message}${flags.force ? '' : ' (--force to do it while jobs run)'}`,
+        );
+      });
+      process.stdout.write(`Queue ${queue.name}: removed\n`);
+      onExit(0);
+    } finally {
+      await queue.close();
+    }
+  });
+  for (const command of [retry, drain, obliterate]) oneLineErrors(command);
+  return [retry, drain, obliterate];
+}

@@ -1,0 +1,315 @@
+import type { Queue as BullQueue, Job } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import { loadOptional } from '../optional-package.ts';
+import type { ArticleResult } from '../pipeline/result.ts';
+import type { Article } from '../sources/article.ts';
+import { checkObject, checkString } from '../validation/checks.ts';
+import { articleIdOf, checkQueueName, jobIdOf } from './job-ids.ts';
+
+/** What the article queues do unless told otherwise. */
+export const QUEUE_DEFAULTS = Object.freeze({
+  /**
+   * Every key of a queue begins with this and the queue's name, in braces: a Redis Cluster keeps
+   * a queue's keys in one slot, as BullMQ's scripts need, and different queues on different nodes.
+   */
+  prefix: 'news-processor:',
+  /** Articles added to Redis in one round trip by `enqueue`. */
+  batchSize: 500,
+});
+
+/**
+ * Where the queue's Redis is, as BullMQ needs it: a new client for each of its connections (a
+ * worker holds a blocking one), built with the settings of the connection the limits use (URL,
+ * TLS files, cluster mode) and BullMQ's own over them.
+ */
+export interface QueueRedis {
+  /** The URL with its password hidden: for messages. */
+  readonly url: string;
+  /** A new client; BullMQ connects it (`lazyConnect`) and asks `maxRetriesPerRequest: null` of a worker's. */
+  createClient(options: QueueClientOptions): Redis | Cluster;
+}
+
+/** The ioredis settings BullMQ's connections need. */
+export interface QueueClientOptions {
+  readonly maxRetriesPerRequest: null;
+  readonly enableOfflineQueue: boolean;
+}
+
+export interface ArticleQueueOptions {
+  readonly redis: QueueRedis;
+  /** Letters, digits, `.`, `_` and `-`: it is part of every key. */
+  readonly name: string;
+  /** @default QUEUE_DEFAULTS.prefix */
+  readonly prefix?: string | undefined;
+}
+
+/** A job's data: the article, and once it failed, its result (a dead letter's outputs and reason). */
+export interface ArticleJobData {
+  readonly article: Article;
+  readonly result?: ArticleResult | undefined;
+}
+
+/** How many jobs are in each state. */
+export interface QueueCounts {
+  readonly waiting: number;
+  readonly active: number;
+  readonly delayed: number;
+  readonly completed: number;
+  readonly failed: number;
+}
+
+/** What `status` says of a queue. */
+export interface QueueStatus extends QueueCounts {
+  readonly name: string;
+  /** Jobs finished (completed or failed) in the last minute, per second. */
+  readonly finishedPerSecond: number;
+  /** Until waiting, delayed and active are done at that rate, in ms; `null` with nothing finishing. */
+  readonly etaMs: number | null;
+  /** Worker processes connected to the queue now, by the name each gave (`host:pid`). */
+  readonly workers: readonly string[];
+  /** Provider calls the workers made, every processing counted. */
+  readonly calls: number;
+  /**
+   * Calls made by a processing that did not finish its article — a worker killed, or stopped past
+   * its grace period — and so made again by the one that did.
+   */
+  readonly repeatedCalls: number;
+}
+
+/** Names of this project's hashes beside BullMQ's keys (in the queue's slot). */
+const CALLS_KEY = 'np:calls';
+const STATS_KEY = 'np:stats';
+
+/** Settles a finished job's calls: what its earlier processings spent beyond this one's is repeated. */
+const SETTLE_CALLS = `
+local n = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+redis.call('HDEL', KEYS[1], ARGV[1])
+local repeated = n - tonumber(ARGV[2])
+if repeated < 0 then repeated = 0 end
+redis.call('HINCRBY', KEYS[2], 'repeatedCalls', repeated)
+return repeated`;
+
+/**
+ * A batch of articles on a BullMQ queue in Redis: one job per article, its id made from the
+ * article's (so enqueueing the same input twice adds nothing), processed by any number of
+ * `runQueueWorker` processes, its results read back by `finished`.
+ */
+export class ArticleQueue {
+  readonly name: string;
+  readonly queue: BullQueue<ArticleJobData, ArticleResult>;
+  /** The client the queue's own commands go through (not a worker's). */
+  readonly client: Redis | Cluster;
+  readonly redis: QueueRedis;
+  /** BullMQ's prefix for this queue: `<prefix>{<name>}`, one Redis Cluster slot per queue. */
+  readonly bullPrefix: string;
+  readonly #keyBase: string;
+
+  private constructor(options: ArticleQueueOptions, queue: BullQueue<ArticleJobData, ArticleResult>, client: Redis | Cluster) {
+    this.name = options.name;
+    this.redis = options.redis;
+    this.queue = queue;
+    this.client = client;
+    this.bullPrefix = bullPrefixOf(options);
+    this.#keyBase = `${this.bullPrefix}:${options.name}:`;
+  }
+
+  /**
+   * Opens the queue and checks, with one read of its counts (a script on its keys), that the
+   * Redis user may use it: `NOPERM` or a missing `+@scripting` rejects here, before any job moves.
+   */
+  static async open(options: ArticleQueueOptions): Promise<ArticleQueue> {
+    checkObject('options', options);
+    checkQueueName(options.name);
+    if (options.prefix !== undefined) checkString('prefix', options.prefix, { allowEmpty: true });
+    const { Queue } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
+    const client = options.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const queue = new Queue<ArticleJobData, ArticleResult>(options.name, { connection: client, prefix: bullPrefixOf(options) });
+    // The queue reports a lost connection as an error event; its callers see the failed call.
+    queue.on('error', () => {});
+    const opened = new ArticleQueue(options, queue, client);
+    try {
+      await queue.getJobCounts('waiting');
+    } catch (error) {
+      await opened.close();
+      throw error;
+    }
+    return opened;
+  }
+
+  /** The Redis key of one of this queue's own names (`np:stats`, BullMQ's `completed`). */
+  key(name: string): string {
+    return `${this.#keyBase}${name}`;
+  }
+
+  /**
+   * Adds a job for every article not on the queue yet (waiting, running or finished), in
+   * batches; says how many were added and how many were there already.
+   */
+  async enqueue(
+    articles: Iterable<Article> | AsyncIterable<Article>,
+    options: { readonly batchSize?: number; readonly onBatch?: (added: number, existing: number) => void } = {},
+  ): Promise<{ added: number; existing: number }> {
+    const batchSize = options.batchSize ?? QUEUE_DEFAULTS.batchSize;
+    let added = 0;
+    let existing = 0;
+    let batch: Article[] = [];
+    const flush = async () => {
+      // An id twice in one batch is one job: the first is kept, as BullMQ keeps the first added.
+      const unique = new Map<string, Article>();
+      for (const article of batch) if (!unique.has(article.id)) unique.set(article.id, article);
+      const ids = [...unique.keys()];
+      const present = await Promise.all(ids.map((id) => this.client.exists(this.key(jobIdOf(id)))));
+      const fresh = ids.filter((_, index) => present[index] === 0);
+      if (fresh.length > 0) {
+        await this.queue.addBulk(
+          fresh.map((id) => ({ name: 'article', data: { article: unique.get(id)! }, opts: { jobId: jobIdOf(id), attempts: 1 } })),
+        );
+      }
+      added += fresh.length;
+      existing += batch.length - fresh.length;
+      options.onBatch?.(added, existing);
+      batch = [];
+    };
+    for await (const article of articles) {
+      batch.push(article);
+      if (batch.length >= batchSize) await flush();
+    }
+    if (batch.length > 0) await flush();
+    return { added, existing };
+  }
+
+  async counts(): Promise<QueueCounts> {
+    const counts = await this.queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed');
+    return {
+      waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+      active: counts.active ?? 0,
+      delayed: counts.delayed ?? 0,
+      completed: counts.completed ?? 0,
+      failed: counts.failed ?? 0,
+    };
+  }
+
+  /** The counts, the rate of the last minute, an ETA, the workers connected and the calls. */
+  async status(nowMs = Date.now()): Promise<QueueStatus> {
+    const [counts, completedLastMinute, failedLastMinute, workers, stats] = await Promise.all([
+      this.counts(),
+      this.client.zcount(this.key('completed'), nowMs - 60_000, '+inf'),
+      this.client.zcount(this.key('failed'), nowMs - 60_000, '+inf'),
+      this.queue.getWorkers().catch(() => [] as { [index: string]: string }[]),
+      this.client.hgetall(this.key(STATS_KEY)),
+    ]);
+    const finishedPerSecond = (completedLastMinute + failedLastMinute) / 60;
+    const left = counts.waiting + counts.delayed + counts.active;
+    return {
+      name: this.name,
+      ...counts,
+      finishedPerSecond,
+      etaMs: left === 0 ? 0 : finishedPerSecond > 0 ? (left / finishedPerSecond) * 1000 : null,
+      workers: workers.map((worker) => worker.name ?? worker.addr ?? '?').sort(),
+      calls: Number(stats.calls ?? 0),
+      repeatedCalls: Number(stats.repeatedCalls ?? 0),
+    };
+  }
+
+  /** Whether nothing is left to do: no job waiting, delayed or running. */
+  async drained(): Promise<boolean> {
+    const { waiting, delayed, active } = await this.counts();
+    return waiting + delayed + active === 0;
+  }
+
+  /**
+   * Every finished article's result — succeeded (`completed`), or failed with its reason — in the
+   * order they finished, from `afterMs` on (a job's finish instant, ms: pass the last one seen to
+   * go on). Each result comes with the instant it finished.
+   */
+  async *finished(
+    options: { readonly states?: readonly ('completed' | 'failed')[]; readonly afterMs?: number; readonly pageSize?: number } = {},
+  ): AsyncIterable<{ readonly result: ArticleResult; readonly finishedOn: number }> {
+    const { states = ['completed', 'failed'], afterMs = 0, pageSize = 500 } = options;
+    for (const state of states) {
+      const fromMs = afterMs;
+      let offset = 0;
+      for (;;) {
+        const page = await this.client.zrangebyscore(this.key(state), fromMs, '+inf', 'WITHSCORES', 'LIMIT', offset, pageSize);
+        if (page.length === 0) break;
+        const ids: string[] = [];
+        const scores: number[] = [];
+        for (let i = 0; i < page.length; i += 2) {
+          ids.push(page[i]!);
+          scores.push(Number(page[i + 1]));
+        }
+        const jobs = await Promise.all(ids.map((id) => this.queue.getJob(id)));
+        for (let i = 0; i < ids.length; i++) {
+          const job = jobs[i];
+          if (job === undefined) continue;
+          const result = resultOf(job, state);
+          if (result !== undefined) yield { result, finishedOn: scores[i]! };
+        }
+        offset += ids.length;
+        if (ids.length < pageSize) break;
+      }
+    }
+  }
+
+  /** Puts every failed job (dead letter) back on the queue; resolves with how many. */
+  async retryFailed(): Promise<number> {
+    const { failed } = await this.counts();
+    if (failed > 0) await this.queue.retryJobs({ state: 'failed', count: 1000 });
+    return failed;
+  }
+
+  /** Removes every job not yet started (waiting and delayed); running and finished ones stay. */
+  async drain(): Promise<number> {
+    const { waiting, delayed } = await this.counts();
+    await this.queue.drain(true);
+    return waiting + delayed;
+  }
+
+  /** Removes the queue and everything in it, results included. Refused while jobs run, unless `force`. */
+  async obliterate(force = false): Promise<void> {
+    await this.queue.obliterate({ force });
+    await this.client.del(this.key(CALLS_KEY), this.key(STATS_KEY));
+  }
+
+  /** A worker made a call for this job (counted so that a repeated one can be told). */
+  countCall(jobId: string): void {
+    this.#fire(this.client.multi().hincrby(this.key(CALLS_KEY), jobId, 1).hincrby(this.key(STATS_KEY), 'calls', 1).exec());
+  }
+
+  /** The job finished after `attempts` calls of its last processing: the rest of its calls were repeats. */
+  async settleCalls(jobId: string, attempts: number): Promise<void> {
+    await this.client.eval(SETTLE_CALLS, 2, this.key(CALLS_KEY), this.key(STATS_KEY), jobId, attempts);
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close().catch(() => {});
+    this.client.disconnect();
+  }
+
+  #fire(pending: Promise<unknown>): void {
+    pending.catch(() => {});
+  }
+}
+
+function bullPrefixOf(options: ArticleQueueOptions): string {
+  return `${options.prefix ?? QUEUE_DEFAULTS.prefix}{${options.name}}`;
+}
+
+/** A finished job's result: a completed one's return value, a failed one's recorded result or its reason. */
+function resultOf(job: Job<ArticleJobData, ArticleResult>, state: 'completed' | 'failed'): ArticleResult | undefined {
+  if (state === 'completed') return job.returnvalue ?? undefined;
+  if (job.data?.result !== undefined) return job.data.result;
+  // Failed by BullMQ itself (stalled too often: the worker died each time it held it).
+  const article = job.data?.article;
+  const id = article?.id ?? articleIdOf(job.id ?? '') ?? job.id ?? '?';
+  return {
+    id,
+    title: article?.title ?? '',
+    status: 'failed',
+    outputs: {},
+    attempts: 0,
+    elapsedMs: 0,
+    callMs: 0,
+    error: { type: 'QueueError', message: job.failedReason || 'failed in the queue' },
+  };
+}
