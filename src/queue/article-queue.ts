@@ -191,14 +191,20 @@ export class ArticleQueue {
 
   /** The counts, the rate of the last minute, an ETA, the workers connected and the calls. */
   async status(nowMs = Date.now()): Promise<QueueStatus> {
-    const [counts, completedLastMinute, failedLastMinute, workers, stats] = await Promise.all([
+    const sinceMs = nowMs - 60_000;
+    const [counts, completedLastMinute, failedLastMinute, firstCompleted, firstFailed, workers, stats] = await Promise.all([
       this.counts(),
-      this.client.zcount(this.key('completed'), nowMs - 60_000, '+inf'),
-      this.client.zcount(this.key('failed'), nowMs - 60_000, '+inf'),
+      this.client.zcount(this.key('completed'), sinceMs, '+inf'),
+      this.client.zcount(this.key('failed'), sinceMs, '+inf'),
+      this.client.zrangebyscore(this.key('completed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
+      this.client.zrangebyscore(this.key('failed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
       this.queue.getWorkers().catch(() => [] as { [index: string]: string }[]),
       this.client.hgetall(this.key(STATS_KEY)),
     ]);
-    const finishedPerSecond = (completedLastMinute + failedLastMinute) / 60;
+    // Over the last minute, or since the first finish in it when the batch began less than a minute ago.
+    const firstMs = Math.min(Number(firstCompleted[1] ?? Infinity), Number(firstFailed[1] ?? Infinity));
+    const windowMs = Math.max(1000, nowMs - Math.max(sinceMs, Number.isFinite(firstMs) ? firstMs : nowMs));
+    const finishedPerSecond = ((completedLastMinute + failedLastMinute) * 1000) / windowMs;
     const left = counts.waiting + counts.delayed + counts.active;
     return {
       name: this.name,

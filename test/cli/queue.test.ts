@@ -1,0 +1,319 @@
+// The queue commands against a real redis-server of the test's own: enqueue, worker processes
+// (one killed with kill -9, one stopped with SIGTERM), a Redis restarted mid-run, collect.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ArticleResult } from '../../src/index.ts';
+import type { QueueStatus } from '../../src/queue/index.ts';
+import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
+import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
+
+let redis: TestRedis;
+let temp: Awaited<ReturnType<typeof makeTempDir>>;
+let queues = 0;
+/** A queue name no other test uses. */
+const newQueue = () => `q${++queues}-${process.pid}`;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  temp = await makeTempDir();
+});
+afterAll(async () => {
+  await redis?.stop();
+  await temp?.remove();
+});
+
+const QUICK = ['--min-latency=1ms', '--max-latency=2ms'];
+
+async function resultsOf(path: string): Promise<ArticleResult[]> {
+  return (await readFile(path, 'utf8'))
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as ArticleResult);
+}
+
+async function statusOf(queue: string, url = redis.url): Promise<QueueStatus> {
+  const result = await runCli(['status', '--queue', queue, '--redis', url, '--json']);
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as QueueStatus;
+}
+
+/** Collects the queue into a fresh file and returns its results, checking each article is there once. */
+async function collected(queue: string, url = redis.url): Promise<ArticleResult[]> {
+  const output = join(temp.dir, `${queue}-${Date.now()}.jsonl`);
+  const result = await runCli(['collect', '--queue', queue, '--redis', url, '--output', output]);
+  expect(result.code, result.stderr).toBe(0);
+  const results = await resultsOf(output);
+  expect(new Set(results.map((r) => r.id)).size, 'an article twice').toBe(results.length);
+  return results;
+}
+
+/** A usage error: exit 2, one `error: …` line, no stack. */
+function expectOneLine(result: CliResult, mention: RegExp): void {
+  expect(result.timedOut, 'hung').toBe(false);
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+  expect(result.stderr).toMatch(/^error: \S.*\n$/);
+  expect(result.stderr).toMatch(mention);
+}
+
+async function until(check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('news-processor enqueue', () => {
+  it('adds one job per article: enqueueing the same input twice adds nothing, and ids that are numbers or hold a colon work', async () => {
+    const queue = newQueue();
+    const input = join(temp.dir, 'odd-ids.jsonl');
+    const ids = ['1', '2', 'a:b', '50%', '%3A', 'x'];
+    await writeFile(input, ids.map((id) => JSON.stringify({ id, title: `t${id}`, content: `Article ${id} says something.` })).join('\n'));
+    const first = await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--input', input]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(new RegExp(`^Queue ${queue}: 6 articles added, 0 already there \\(`));
+    const again = await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--input', input, '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ queue, added: 0, existing: 6 });
+    expect(await statusOf(queue)).toMatchObject({ waiting: 6, active: 0, completed: 0, failed: 0 });
+
+    const work = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--json']);
+    expect(work.code, work.stderr).toBe(0);
+    const results = await collected(queue);
+    expect(results.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+  });
+
+  it('refuses a bad queue name, an unreachable Redis and a Redis user without the permissions, in one line, before any job moves', async () => {
+    expectOneLine(await runCli(['enqueue', '--queue', 'a:b', '--redis', redis.url]), /--queue "a:b": expected 1 to 100 letters/);
+    expectOneLine(await runCli(['status', '--queue', 'has space', '--redis', redis.url]), /--queue "has space"/);
+    expectOneLine(await runCli(['enqueue', '--queue', 'ok', '--redis', 'http://x']), /--redis: expected a redis:\/\/ or rediss:\/\/ URL/);
+    const closed = `redis://127.0.0.1:${await freePort()}`;
+    expectOneLine(
+      await runCli(['enqueue', '--queue', 'ok', '--redis', closed, '--redis-timeout=1s']),
+      /cannot use the queue at redis:\/\/127\.0\.0\.1:\d+/,
+    );
+    const admin = new Redis(redis.url);
+    try {
+      await admin.call('ACL', 'SETUSER', 'cramped', 'on', '>pw', '~other:*', '+@all');
+      const url = `redis://cramped:pw@127.0.0.1:${redis.port}`;
+      const refused = await runCli(['enqueue', '--queue', 'ok', '--redis', url, '--articles=3']);
+      expectOneLine(refused, /the Redis user may not use the queue's keys or run scripts: NOPERM/);
+      expect(refused.stderr).not.toContain(':pw@');
+    } finally {
+      admin.disconnect();
+    }
+    const worker = await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--articles=3']);
+    expectOneLine(worker, /--articles belongs to enqueue: a worker takes its articles from the queue/);
+  });
+});
+
+describe('news-processor worker', () => {
+  it('three workers, one killed with kill -9 mid-run: its jobs come back, every article is collected once, all succeeded', async () => {
+    const queue = newQueue();
+    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=60']);
+    const args = [
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=30',
+      '--burst=3',
+      '--workers=4',
+      '--min-latency=100ms',
+      '--max-latency=200ms',
+      '--lock-duration=2s',
+      '--stalled-interval=1s',
+      '--exit-when-drained',
+    ];
+    const victim = startCli(args, { killAfterMs: 90_000 });
+    const others = [startCli(args, { killAfterMs: 90_000 }), startCli(args, { killAfterMs: 90_000 })];
+    // Once it has finished a few, the victim holds jobs under way: kill it then.
+    await until(() => (victim.stdout().match(/^✓ /gm) ?? []).length >= 3, 30_000);
+    victim.send('SIGKILL');
+    const killed = await victim.result;
+    expect(killed.signal).toBe('SIGKILL');
+    const survivors = await Promise.all(others.map((run) => run.result));
+    for (const survivor of survivors) expect(survivor.code, survivor.stderr).toBe(0);
+    const results = await collected(queue);
+    expect(results).toHaveLength(60);
+    expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
+    const status = await statusOf(queue);
+    expect(status).toMatchObject({ waiting: 0, active: 0, completed: 60, failed: 0 });
+    // Every call counted; those the killed worker had made for the jobs it held were made again.
+    expect(status.calls).toBeGreaterThanOrEqual(120);
+    expect(status.calls - status.repeatedCalls).toBe(120);
+  });
+
+  it('SIGTERM: stops taking jobs, cuts the calls under way after --grace and puts their jobs back; exit 143 with its summary', async () => {
+    const queue = newQueue();
+    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=20']);
+    const slow = startCli([
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=inf',
+      '--workers=5',
+      '--min-latency=300ms',
+      '--max-latency=600ms',
+      '--grace=0s',
+    ]);
+    await until(() => /^✓ /m.test(slow.stdout()), 30_000);
+    slow.send('SIGTERM');
+    const stopped = await slow.result;
+    expect(stopped.code, stopped.stderr).toBe(143);
+    expect(stopped.stderr).toMatch(/SIGTERM: taking no more jobs; the calls under way have 0s, then their jobs go back to the queue/);
+    expect(stopped.stdout).toMatch(
+      /^Worker: \d+ jobs taken from queue \S+, \d+ put back unfinished for another worker \(stopped by SIGTERM\)$/m,
+    );
+    const after = await statusOf(queue);
+    expect(after.active).toBe(0);
+    expect(after.waiting).toBeGreaterThan(0);
+    expect(after.waiting + after.completed).toBe(20);
+    const rest = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    expect(rest.code, rest.stderr).toBe(0);
+    const results = await collected(queue);
+    expect(results).toHaveLength(20);
+    expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+  });
+
+  it('oversubscribed workers on one shared quota lose nothing: three processes of 10 at a shared 10/s', async () => {
+    const queue = newQueue();
+    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=60']);
+    const args = [
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=10',
+      '--burst=4',
+      '--workers=10',
+      '--exit-when-drained',
+      '--json',
+    ];
+    const runs = await Promise.all([1, 2, 3].map(() => runCli(args, { killAfterMs: 90_000 })));
+    for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    const results = await collected(queue);
+    expect(results).toHaveLength(60);
+    expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
+  });
+
+  it('a dead letter fails its job with its result; retry-failed puts it back; collect --resume writes the new result once', async () => {
+    const queue = newQueue();
+    const input = join(temp.dir, 'missing-field.jsonl');
+    await writeFile(
+      input,
+      `${JSON.stringify({ id: 'ok', title: 'fine', content: 'Plenty of text here.' })}\n${JSON.stringify({ id: 'bad', title: 'no content' })}\n`,
+    );
+    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--input', input]);
+    const work = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    expect(work.code).toBe(1);
+    const output = join(temp.dir, `${queue}.jsonl`);
+    await runCli(['collect', '--queue', queue, '--redis', redis.url, '--output', output]);
+    const first = await resultsOf(output);
+    expect(first.map((r) => [r.id, r.status, r.error?.type]).sort()).toEqual([
+      ['bad', 'failed', 'MissingFieldError'],
+      ['ok', 'succeeded', undefined],
+    ]);
+    expect(await statusOf(queue)).toMatchObject({ completed: 1, failed: 1 });
+    const retried = await runCli(['retry-failed', '--queue', queue, '--redis', redis.url]);
+    expect(retried.stdout).toBe(`Queue ${queue}: 1 failed job put back\n`);
+    expect(await statusOf(queue)).toMatchObject({ waiting: 1, failed: 0 });
+    // Still failing (the field is still missing): the file keeps one line per article.
+    await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    const again = await runCli(['collect', '--queue', queue, '--redis', redis.url, '--output', output, '--resume']);
+    expect(again.code, again.stderr).toBe(0);
+    expect((await resultsOf(output)).map((r) => r.id).sort()).toEqual(['bad', 'ok']);
+  });
+});
+
+describe('a Redis restarted mid-run (persisting its data, as production runs it)', () => {
+  it('the workers reconnect and go on: every article collected once, all succeeded', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'news-processor-aof-'));
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    let server = await launchPersistent(port, dir);
+    try {
+      const queue = newQueue();
+      await runCli(['enqueue', '--queue', queue, '--redis', url, '--articles=40']);
+      const worker = startCli(
+        [
+          'worker',
+          '--queue',
+          queue,
+          '--redis',
+          url,
+          '--rate=20',
+          '--workers=4',
+          '--min-latency=50ms',
+          '--max-latency=100ms',
+          '--exit-when-drained',
+          '--lock-duration=3s',
+          '--stalled-interval=1s',
+          '--redis-timeout=5s',
+        ],
+        { killAfterMs: 90_000 },
+      );
+      await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 5, 30_000);
+      server.kill('SIGKILL');
+      await once(server, 'exit');
+      server = await launchPersistent(port, dir);
+      const done = await worker.result;
+      expect(done.timedOut).toBe(false);
+      expect(done.stderr).not.toMatch(/^\s+at /m);
+      const results = await collected(queue, url);
+      // A call in flight when Redis went may fail its article (LimiterUnavailableError): then a
+      // second worker, started once Redis is back, puts it through.
+      if (results.length < 40 || results.some((r) => r.status !== 'succeeded')) {
+        await runCli(['retry-failed', '--queue', queue, '--redis', url]);
+        const rest = await runCli([
+          'worker',
+          '--queue',
+          queue,
+          '--redis',
+          url,
+          '--rate=inf',
+          ...QUICK,
+          '--exit-when-drained',
+          '--quiet',
+          '--stalled-interval=1s',
+        ]);
+        expect(rest.code, rest.stderr).toBe(0);
+      }
+      const finished = await collected(queue, url);
+      expect(finished).toHaveLength(40);
+      expect(finished.filter((r) => r.status !== 'succeeded')).toEqual([]);
+    } finally {
+      server.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A redis-server that writes every change to its append-only file before answering: a restart loses nothing. */
+async function launchPersistent(port: number, dir: string): Promise<ChildProcess> {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+  });
+  child.removeAllListeners('exit');
+  return child;
+}
