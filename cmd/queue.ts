@@ -332,9 +332,11 @@ function statusCommand(onExit: (code: number) => void): Command {
 /** `Queue batch1: 120 waiting · 10 active · 370 completed · 2 failed · 0 delayed | 9.8/s · eta 13s | 2 workers | 760 calls, 3 repeated` */
 export function formatStatus(status: QueueStatus): string {
   const eta =
-    status.etaMs === null
-      ? 'no ETA (nothing finished in the last minute)'
-      : `eta ${formatDuration(Math.round(status.etaMs / 1000) * 1000)}`;
+    status.etaMs === 0
+      ? 'done'
+      : status.etaMs === null
+        ? 'no ETA (nothing finished in the last minute)'
+        : `eta ${formatDuration(Math.round(status.etaMs / 1000) * 1000)}`;
   return (
     `Queue ${status.name}: ${status.waiting} waiting · ${status.active} active · ${status.completed} completed · ` +
     `${status.failed} failed · ${status.delayed} delayed | ${status.finishedPerSecond.toFixed(1)}/s · ${eta} | ` +
