@@ -14,6 +14,8 @@
 //   <!-- sample head=6 tail=7 -->  … keeping the first 6 and last 7 lines of each output, `…` between
 //   <!-- sample exit=1 -->       … the commands are expected to exit 1 (default 0)
 //   <!-- examples -->            each command line is run and must exit 0 (or `# exit N` at its end)
+// A document whose blocks name `$REDIS_URL` gets a redis-server of its own (Debian's redis-server
+// on the PATH), on a free loopback port, for those commands.
 // Each document's commands run one after another in a scratch folder of its own holding `fixtures/`,
 // so an example may use a file an earlier one on the same page wrote. `npm start --` runs the
 // compiled command (build first: `npm run readme` does).
@@ -21,6 +23,8 @@
 // Every relative link and `#anchor` of every document must resolve (scripts/doc-links.ts): the
 // links are checked first, whatever the other flags, and a broken one fails the run.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -75,12 +79,12 @@ interface Ran {
   readonly ms: number;
 }
 
-function run(command: string, cwd: string): Promise<Ran> {
+function run(command: string, cwd: string, env: Readonly<Record<string, string>> = {}): Promise<Ran> {
   const startMs = performance.now();
   return new Promise((done, fail) => {
     const child = spawn('bash', ['-o', 'pipefail', '-c', localCommand(command, BIN)], {
       cwd,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -118,6 +122,30 @@ function selectedBlocks(document: string, text: string): RunnableBlock[] {
   );
 }
 
+/**
+ * A redis-server of the document's own on a free loopback port, for the blocks that name
+ * `$REDIS_URL` (the queue's and the shared quotas' pages): nothing persisted, stopped after them.
+ */
+async function startRedis(): Promise<{ readonly url: string; stop(): void }> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  probe.close();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let output = '';
+  await new Promise<void>((ready, fail) => {
+    child.once('error', fail);
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) ready();
+    });
+  });
+  child.stdout.resume();
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
+}
+
 const failures: string[] = [];
 let blockCount = 0;
 const scratchRoot = await mkdtemp(join(tmpdir(), 'news-processor-readme-'));
@@ -132,30 +160,39 @@ try {
     await mkdir(scratch);
     await symlink(join(ROOT, 'fixtures'), join(scratch, 'fixtures'));
 
+    const needsRedis = blocks.some((block) =>
+      (block.kind === 'sample' ? block.commands : block.commands.map((c) => c.command)).some((c) => c.includes('$REDIS_URL')),
+    );
+    const redis = needsRedis ? await startRedis() : undefined;
+    const env: Record<string, string> = redis === undefined ? {} : { REDIS_URL: redis.url };
     const samples: { commands: readonly string[]; body: string[] }[] = [];
-    for (const block of blocks) {
-      if (block.kind === 'examples') {
-        for (const { command, exit } of block.commands) {
-          process.stderr.write(`  ${command}\n`);
-          const ran = await run(command, scratch);
-          const verdict = ran.code === exit ? 'ok' : `FAIL: exit ${ran.code}, expected ${exit}`;
-          process.stderr.write(`    ${verdict} (${(ran.ms / 1000).toFixed(1)} s)\n`);
-          if (ran.code !== exit)
-            failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${exit}\n${said(ran)}`);
+    try {
+      for (const block of blocks) {
+        if (block.kind === 'examples') {
+          for (const { command, exit } of block.commands) {
+            process.stderr.write(`  ${command}\n`);
+            const ran = await run(command, scratch, env);
+            const verdict = ran.code === exit ? 'ok' : `FAIL: exit ${ran.code}, expected ${exit}`;
+            process.stderr.write(`    ${verdict} (${(ran.ms / 1000).toFixed(1)} s)\n`);
+            if (ran.code !== exit)
+              failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${exit}\n${said(ran)}`);
+          }
+          continue;
         }
-        continue;
-      }
-      const outputs: string[] = [];
-      for (const command of block.commands) {
-        process.stderr.write(`$ ${command}\n`);
-        const ran = await run(command, scratch);
-        process.stderr.write(`    exit ${ran.code} (${(ran.ms / 1000).toFixed(1)} s)\n`);
-        if (ran.code !== block.options.exit) {
-          failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${block.options.exit}\n${said(ran)}`);
+        const outputs: string[] = [];
+        for (const command of block.commands) {
+          process.stderr.write(`$ ${command}\n`);
+          const ran = await run(command, scratch, env);
+          process.stderr.write(`    exit ${ran.code} (${(ran.ms / 1000).toFixed(1)} s)\n`);
+          if (ran.code !== block.options.exit) {
+            failures.push(`${document} line ${block.start}: ${command}: exit ${ran.code}, expected ${block.options.exit}\n${said(ran)}`);
+          }
+          outputs.push(ran.stdout);
         }
-        outputs.push(ran.stdout);
+        samples.push({ commands: block.commands, body: sampleBody(block, outputs) });
       }
-      samples.push({ commands: block.commands, body: sampleBody(block, outputs) });
+    } finally {
+      redis?.stop();
     }
 
     if (!dry && samples.length > 0) {
