@@ -316,10 +316,7 @@ function statusCommand(onExit: (code: number) => void): Command {
         const status = await queue.status();
         process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : `${formatStatus(status)}\n`);
         if (!flags.watch) break;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, flags.interval);
-          controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-        });
+        await pause(flags.interval, controller.signal);
       } while (!controller.signal.aborted);
       onExit(0);
     } finally {
@@ -405,10 +402,7 @@ function collectCommand(onExit: (code: number) => void): Command {
           }
           break;
         }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 500);
-          controller.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-        });
+        await pause(500, controller.signal);
       }
     } finally {
       await writer.close().catch(() => {});
@@ -482,4 +476,17 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
   });
   for (const command of [retry, drain, obliterate]) oneLineErrors(command);
   return [retry, drain, obliterate];
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

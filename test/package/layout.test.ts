@@ -7,7 +7,21 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /** The mechanisms that know nothing of LLMs or articles, and the folders that do. */
 const GENERIC = ['limiter', 'retry', 'breaker', 'middleware', 'validation'];
-const DOMAIN = ['sources', 'tasks', 'pipeline', 'gate', 'limits', 'provider', 'sinks', 'config', 'bench', 'server', 'redis', 'queue', 'testing'];
+const DOMAIN = [
+  'sources',
+  'tasks',
+  'pipeline',
+  'gate',
+  'limits',
+  'provider',
+  'sinks',
+  'config',
+  'bench',
+  'server',
+  'redis',
+  'queue',
+  'testing',
+];
 
 /** Each folder of src/ (a top-level file counts as a folder of its own), and the folders it imports from. */
 async function folderImports(): Promise<Map<string, Set<string>>> {
