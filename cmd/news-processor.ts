@@ -74,12 +74,12 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output or stdout failed, the shared quota's
-Redis went away mid-run, a provider stayed down past --breaker-give-up, or --max-cost was spent),
-2 bad usage or input (or --redis unreachable at start, or a provider refused the key, has no quota
-left, or answered its first call 404 or with a web page: the run stops), 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head). A run stopped
-with work left and an --output file says that --resume finishes it.`;
+Exit codes: 0 all succeeded, 1 some article failed (or --output or stdout failed, the shared
+quota's Redis went away mid-run, a provider stayed down past --breaker-give-up, or --max-cost was
+spent), 2 bad usage or input (or --redis unreachable at start, or a provider refused the key, has
+no quota left, or answered its first call 404 or with a web page: the run stops), 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head). A
+run stopped with work left and an --output file says that --resume finishes it.`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')

@@ -63,6 +63,8 @@ const FREE_TEXT = new Set([
   '--redis',
   '--quota-key',
   '--redis-prefix',
+  '--budget-key',
+  '--queue',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =
