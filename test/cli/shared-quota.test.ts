@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateArticles, type RunSummary } from '../../src/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { startRedis, type TestRedis } from '../redis/redis-server.ts';
-import { envelopeExcess } from '../redis/shared-quota.ts';
+import { envelopeExcess, stray429s } from '../redis/shared-quota.ts';
 import type { ArrivalsServerSettings } from './arrivals-server-child.ts';
 import { type CliRun, runCli, startCli } from './run-cli.ts';
 
@@ -130,9 +130,11 @@ describe('news-processor --redis: three commands on one quota', () => {
       for (const run of runs) expect(run.code, run.stderr).toBe(0);
       const summaries = runs.map((run) => JSON.parse(run.stdout) as RunSummary);
       for (const summary of summaries) expect([summary.articles, summary.succeeded, summary.failed]).toEqual([articles, articles, 0]);
-      expect(summaries.map((summary) => summary.rateLimited)).toEqual([0, 0, 0]);
-      expect(statuses).toEqual({ 200: calls });
-      expect(arrivalsMs).toHaveLength(calls);
+      const refused = statuses[429] ?? 0;
+      expect(refused).toBeLessThanOrEqual(stray429s(calls));
+      expect(summaries.reduce((sum, summary) => sum + summary.rateLimited, 0)).toBe(refused);
+      expect(statuses).toEqual(refused === 0 ? { 200: calls } : { 200: calls, 429: refused });
+      expect(arrivalsMs).toHaveLength(calls + refused);
       // Judged by when each call arrived at the server (the command has no send times to give). One
       // call of allowance, as the issue allows: it covers the first call's longer trip (above).
       const excess = envelopeExcess(arrivalsMs, rate, burst);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envelopeExcess, runSharedQuota } from './shared-quota.ts';
+import { envelopeExcess, runSharedQuota, stray429s } from './shared-quota.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 
 let redis: TestRedis;
@@ -26,9 +26,10 @@ describe('a quota shared through Redis by three processes', () => {
       serverQuota: { rate, burst },
       quotaKey: 'precision',
     });
-    expect(run.refused).toBe(0);
-    expect(run.arrivedAtMs).toHaveLength(180);
-    for (const summary of run.summaries) expect([summary.succeeded, summary.failed, summary.rateLimited]).toEqual([30, 0, 0]);
+    expect(run.refused).toBeLessThanOrEqual(stray429s(180));
+    expect(run.arrivedAtMs).toHaveLength(180 + run.refused);
+    for (const summary of run.summaries) expect([summary.succeeded, summary.failed]).toEqual([30, 0]);
+    expect(run.summaries.reduce((sum, summary) => sum + summary.rateLimited, 0)).toBe(run.refused);
     // Judged by when each call left, on the clock the processes share: on a loaded machine the
     // server's own reading of an arrival lags by up to a couple of hundred ms (a process waiting
     // for a core), bunching calls that left evenly. One token of loopback jitter, as the issue allows.
