@@ -34,6 +34,8 @@ export const anthropicApi: ChatApi = {
   headerStyle: 'anthropic',
   requestIdHeader: 'request-id',
   retryAfterMs: false,
+  missingKeyMessage: 'x-api-key header is required',
+  schemaParam: 'tools',
 
   keyOf(headers) {
     const key = headers['x-api-key'];

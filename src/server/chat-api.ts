@@ -92,6 +92,10 @@ export interface ChatApi {
   readonly requestIdHeader: string;
   /** Whether a 429 also says `retry-after-ms` (OpenAI does; Anthropic says whole seconds only). */
   readonly retryAfterMs: boolean;
+  /** The 401's message when a request carries no key. */
+  readonly missingKeyMessage: string;
+  /** The request field a schema that cannot be answered is blamed on. */
+  readonly schemaParam: string;
   /** The API key the request carries, or undefined. */
   keyOf(headers: IncomingHttpHeaders): string | undefined;
   /** The request, or an {@link InvalidRequestError} naming the field at fault. */

@@ -18,6 +18,7 @@ import { extractKeywords } from '../provider/text-analysis.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
 import { anthropicApi } from './anthropic-api.ts';
+import { readBody } from './request-body.ts';
 import { type ChatAnswer, type ChatApi, type ChatRequest, type Failure, InvalidRequestError } from './chat-api.ts';
 import { openAiApi } from './openai-api.ts';
 import { SchemaAnswers, SchemaError } from './schema-answers.ts';
@@ -100,6 +101,44 @@ interface Exchange {
   readonly requestId: string;
   readonly startedMs: number;
   key: string | undefined;
+}
+
+/** A prepared request: what the API read, and for a schema its validator and the value made for it (absent for the pipeline's own tasks). */
+interface Prepared {
+  readonly request: ChatRequest;
+  readonly validate?: ValidateFunction;
+  readonly schemaValue?: unknown;
+}
+
+/** The answer before it is measured: words, or a value. */
+interface Draft {
+  readonly text?: string;
+  readonly value?: unknown;
+}
+
+/** What a failure's headers describe: the decisions that refused it (else the key's quota as it stands), its wait, whether to close. */
+interface LimitContext {
+  readonly requests?: RateLimitDecision | undefined;
+  readonly tokens?: RateLimitDecision | undefined;
+  readonly retryAfterMs?: number | undefined;
+  readonly close?: boolean;
+}
+
+/** A request the server answers with a failure, thrown by the step that finds it. */
+class Refusal extends Error {
+  override readonly name = 'Refusal';
+
+  constructor(
+    readonly failure: Failure,
+    readonly limits: LimitContext = {},
+  ) {
+    super(failure.message);
+  }
+}
+
+/** The client went away before the answer: nothing to send, counted as 499. */
+class ClientGone extends Error {
+  override readonly name = 'ClientGone';
 }
 
 const ROUTES = new Set(['/v1/chat/completions', '/v1/messages', '/v1/models', '/healthz', '/metrics']);
@@ -284,115 +323,114 @@ export class LlmServer {
     }
   }
 
+  /**
+   * The story of a chat request, the same on every chat route: each step says what it does and
+   * returns what the next needs, or throws a {@link Refusal} (answered in the route's API shape) or
+   * {@link ClientGone}. What differs per route — parsing, the answer's shape, errors — is the
+   * `ChatApi`'s.
+   */
   async #chat(exchange: Exchange): Promise<void> {
-    const { req, res, api } = exchange;
-    const { schemas, countTokens, firstTokens } = this.#loaded!;
-    const key = api.keyOf(req.headers);
-    if (key === undefined) {
-      const message =
-        api === openAiApi
-          ? "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."
-          : 'x-api-key header is required';
-      return this.#fail(exchange, { kind: 'authentication', message });
+    try {
+      this.#authenticate(exchange);
+      this.#refuseDeclaredOversize(exchange);
+      this.#admit(exchange);
+      const body = await this.#readJson(exchange);
+      const prepared = this.#prepare(exchange, body);
+      const draft = await this.#generate(exchange, prepared);
+      const answer = this.#complete(prepared.request, draft);
+      const tokens = this.#chargeTokens(exchange, answer);
+      this.#deliver(exchange, prepared.request, answer, tokens);
+    } catch (error) {
+      this.#answerStop(exchange, error);
     }
-    exchange.key = key;
-    const declaredBytes = Number(req.headers['content-length']);
-    if (declaredBytes > this.#maxBodyBytes) return this.#tooLarge(exchange);
+  }
 
-    const admitted = this.#requests.take(key);
-    if (!admitted.allowed) {
-      const message = `Rate limit reached for requests: limit ${admitted.limit}, remaining 0. Please try again in ${Math.ceil(admitted.retryAfterMs)}ms.`;
-      return this.#fail(
-        exchange,
-        { kind: 'rate-limited', limit: 'requests', message },
-        { requests: admitted, retryAfterMs: admitted.retryAfterMs },
-      );
-    }
+  /** 401 without an API key; the key is the exchange's from here on. */
+  #authenticate(exchange: Exchange): void {
+    exchange.key = exchange.api.keyOf(exchange.req.headers);
+    if (exchange.key === undefined) throw new Refusal({ kind: 'authentication', message: exchange.api.missingKeyMessage });
+  }
 
+  /** 413 by the declared length, before a byte is read. */
+  #refuseDeclaredOversize(exchange: Exchange): void {
+    if (Number(exchange.req.headers['content-length']) > this.#maxBodyBytes) throw this.#tooLarge();
+  }
+
+  /** Takes a request from the key's quota, or 429 with the wait. */
+  #admit(exchange: Exchange): void {
+    const admitted = this.#requests.take(exchange.key!);
+    if (admitted.allowed) return;
+    const message = `Rate limit reached for requests: limit ${admitted.limit}, remaining 0. Please try again in ${Math.ceil(admitted.retryAfterMs)}ms.`;
+    throw new Refusal({ kind: 'rate-limited', limit: 'requests', message }, { requests: admitted, retryAfterMs: admitted.retryAfterMs });
+  }
+
+  /** The body, read up to the cap and parsed as JSON: 413 past the cap, 400 for what does not parse. */
+  async #readJson(exchange: Exchange): Promise<unknown> {
+    const { req, res } = exchange;
+    // Only now that the request is admitted is the client told to send its body.
     if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
     const body = await readBody(req, this.#maxBodyBytes);
-    if (body === 'too-large') return this.#tooLarge(exchange);
-    if (body === 'gone') return this.#finish(exchange, CLIENT_CLOSED);
-
-    let request: ChatRequest;
-    let validate: ValidateFunction | undefined;
-    let schemaValue: unknown;
+    if (body === 'too-large') throw this.#tooLarge();
+    if (body === 'gone') throw new ClientGone();
     try {
-      let json: unknown;
-      try {
-        json = JSON.parse(body.toString('utf8'));
-      } catch (error) {
-        throw new InvalidRequestError(`We could not parse the JSON body of your request: ${(error as Error).message}`);
-      }
-      request = api.parse(json);
+      return JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      throw new Refusal({
+        kind: 'invalid-request',
+        message: `We could not parse the JSON body of your request: ${(error as Error).message}`,
+      });
+    }
+  }
+
+  /**
+   * The request as the API reads it, and for a schema its validator and (unless it is one of the
+   * pipeline's tasks) the value to answer: a schema that does not compile, or admits nothing, is
+   * refused before any latency is spent.
+   */
+  #prepare(exchange: Exchange, body: unknown): Prepared {
+    const { api } = exchange;
+    const { schemas } = this.#loaded!;
+    try {
+      const request = api.parse(body);
       const { shape } = request;
-      // A schema that does not compile, or admits nothing, is refused before any latency is spent.
-      if (shape.kind === 'schema' || shape.kind === 'tool') {
-        validate = schemas.validator(shape.schema);
-        if (taskOf(shape.name, shape.schema) === undefined) {
-          const { title, text } = articleOf(request.lastUserText);
-          schemaValue = schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate);
-        }
-      }
+      if (shape.kind !== 'schema' && shape.kind !== 'tool') return { request };
+      const validate = schemas.validator(shape.schema);
+      if (taskOf(shape.name, shape.schema) !== undefined) return { request, validate };
+      const { title, text } = articleOf(request.lastUserText);
+      return {
+        request,
+        validate,
+        schemaValue: schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate),
+      };
     } catch (error) {
-      if (error instanceof InvalidRequestError) {
-        return this.#fail(exchange, { kind: 'invalid-request', message: error.message, param: error.param, code: error.code });
-      }
-      if (error instanceof SchemaError) return this.#fail(exchange, invalidSchema(api, error));
-      throw error;
+      throw asRefusal(api, error);
     }
-
-    const abort = new AbortController();
-    res.once('close', () => {
-      if (!res.writableEnded) abort.abort(new Error('the client closed the connection'));
-    });
-    let answer: { text?: string; value?: unknown };
-    try {
-      answer = await this.#answer(request, validate, schemaValue, exchange.requestId, abort.signal);
-    } catch (error) {
-      if (abort.signal.aborted) return this.#finish(exchange, CLIENT_CLOSED);
-      // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
-      if (error instanceof SchemaError) return this.#fail(exchange, invalidSchema(api, error));
-      const failure = simulatedFailure(error);
-      if (failure === undefined) throw error;
-      const retryAfterMs = (error as { retryAfterMs?: number }).retryAfterMs;
-      return this.#fail(exchange, failure, { retryAfterMs });
-    }
-
-    let content = answer.text ?? JSON.stringify(answer.value);
-    let outputTokens = countTokens(content);
-    // An answer longer than the request allows stops there, as a model's does: the vendor's "cut off" reason, its first tokens.
-    const truncated = request.maxOutputTokens !== undefined && outputTokens > request.maxOutputTokens;
-    if (truncated) {
-      outputTokens = request.maxOutputTokens!;
-      content = firstTokens(content, outputTokens);
-    }
-    const usage = { inputTokens: countTokens(request.promptText), outputTokens };
-    const tokens = this.#tokens?.take(key, usage.inputTokens + usage.outputTokens);
-    if (tokens !== undefined && !tokens.allowed) {
-      const needed = usage.inputTokens + usage.outputTokens;
-      const message =
-        tokens.retryAfterMs === Infinity
-          ? `Request too large for tokens per min: the answer needs ${needed} tokens, the limit is ${tokens.limit}.`
-          : `Rate limit reached for tokens: limit ${tokens.limit}, remaining ${tokens.remaining}, requested ${needed}. Please try again in ${Math.ceil(tokens.retryAfterMs)}ms.`;
-      return this.#fail(exchange, { kind: 'rate-limited', limit: 'tokens', message }, { tokens, retryAfterMs: tokens.retryAfterMs });
-    }
-    const full: ChatAnswer = { ...answer, content, ...usage, truncated };
-    this.#send(exchange, 200, api.respond(request, full, exchange.requestId), this.#limitHeaders(exchange, { tokens }));
   }
 
   /**
    * The answer after the simulated provider's latency, or its failure: the pipeline's tasks and
    * free text come from the provider's own analysis of the article; a schema's value was made
-   * already, and the provider's call only decides when, and whether, it is sent.
+   * already, and the provider's call only decides when, and whether, it is sent. A client that
+   * goes away meanwhile ends the wait.
    */
-  async #answer(
-    request: ChatRequest,
-    validate: ValidateFunction | undefined,
-    schemaValue: unknown,
-    id: string,
-    signal: AbortSignal,
-  ): Promise<{ text?: string; value?: unknown }> {
+  async #generate(exchange: Exchange, prepared: Prepared): Promise<Draft> {
+    const { res, api } = exchange;
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableEnded) abort.abort(new Error('the client closed the connection'));
+    });
+    try {
+      return await this.#draft(prepared, exchange.requestId, abort.signal);
+    } catch (error) {
+      if (abort.signal.aborted) throw new ClientGone();
+      const failure = simulatedFailure(error);
+      if (failure !== undefined) throw new Refusal(failure, { retryAfterMs: (error as { retryAfterMs?: number }).retryAfterMs });
+      // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
+      throw asRefusal(api, error);
+    }
+  }
+
+  async #draft({ request, validate, schemaValue }: Prepared, id: string, signal: AbortSignal): Promise<Draft> {
     const { shape } = request;
     const article = articleOf(request.lastUserText);
     const call = (task: LlmRequest['task'], title: string, text: string) =>
@@ -412,6 +450,46 @@ export class LlmServer {
     return { value: this.#loaded!.schemas.valueFor(shape.schema, Object.values(value).flat().map(String), validate) };
   }
 
+  /**
+   * The draft as sent, with its usage: an answer longer than the request allows stops there, as a
+   * model's does — its first tokens, and the vendor's "cut off" reason.
+   */
+  #complete(request: ChatRequest, draft: Draft): ChatAnswer {
+    const { countTokens, firstTokens } = this.#loaded!;
+    let content = draft.text ?? JSON.stringify(draft.value);
+    let outputTokens = countTokens(content);
+    const truncated = request.maxOutputTokens !== undefined && outputTokens > request.maxOutputTokens;
+    if (truncated) {
+      outputTokens = request.maxOutputTokens!;
+      content = firstTokens(content, outputTokens);
+    }
+    return { ...draft, content, inputTokens: countTokens(request.promptText), outputTokens, truncated };
+  }
+
+  /** With a token limit, takes the answer's prompt and output tokens from the key's, or 429. */
+  #chargeTokens(exchange: Exchange, answer: ChatAnswer): RateLimitDecision | undefined {
+    const needed = answer.inputTokens + answer.outputTokens;
+    const tokens = this.#tokens?.take(exchange.key!, needed);
+    if (tokens === undefined || tokens.allowed) return tokens;
+    const message =
+      tokens.retryAfterMs === Infinity
+        ? `Request too large for tokens per min: the answer needs ${needed} tokens, the limit is ${tokens.limit}.`
+        : `Rate limit reached for tokens: limit ${tokens.limit}, remaining ${tokens.remaining}, requested ${needed}. Please try again in ${Math.ceil(tokens.retryAfterMs)}ms.`;
+    throw new Refusal({ kind: 'rate-limited', limit: 'tokens', message }, { tokens, retryAfterMs: tokens.retryAfterMs });
+  }
+
+  /** The answer in the API's shape, with the key's quota as it stands after it. */
+  #deliver(exchange: Exchange, request: ChatRequest, answer: ChatAnswer, tokens: RateLimitDecision | undefined): void {
+    this.#send(exchange, 200, exchange.api.respond(request, answer, exchange.requestId), this.#limitHeaders(exchange, { tokens }));
+  }
+
+  /** What a step's throw becomes: the refusal answered, or 499 for a client gone; anything else is the server's own error. */
+  #answerStop(exchange: Exchange, error: unknown): void {
+    if (error instanceof Refusal) this.#fail(exchange, error.failure, error.limits);
+    else if (error instanceof ClientGone) this.#finish(exchange, CLIENT_CLOSED);
+    else throw error;
+  }
+
   #listModels(exchange: Exchange): void {
     const { api, req } = exchange;
     exchange.key = api.keyOf(req.headers);
@@ -426,22 +504,13 @@ export class LlmServer {
     this.#finish(exchange, 200);
   }
 
-  #tooLarge(exchange: Exchange): void {
+  #tooLarge(): Refusal {
     const message = `Request body too large: the limit is ${this.#maxBodyBytes} bytes.`;
     // The rest of the body is not read: the connection closes once the answer is out.
-    this.#fail(exchange, { kind: 'too-large', message, code: 'request_too_large' }, { close: true });
+    return new Refusal({ kind: 'too-large', message, code: 'request_too_large' }, { close: true });
   }
 
-  #fail(
-    exchange: Exchange,
-    failure: Failure,
-    limits: {
-      requests?: RateLimitDecision;
-      tokens?: RateLimitDecision | undefined;
-      retryAfterMs?: number | undefined;
-      close?: boolean;
-    } = {},
-  ): void {
+  #fail(exchange: Exchange, failure: Failure, limits: LimitContext = {}): void {
     const { status, body } = exchange.api.fail(failure, `req_${exchange.requestId}`);
     const headers = exchange.key === undefined ? {} : this.#limitHeaders(exchange, limits);
     // A limit that can never be met (a request bigger than the bucket) is not worth retrying.
@@ -451,10 +520,7 @@ export class LlmServer {
   }
 
   /** The vendor's rate-limit headers for the exchange's key, as they stand now unless a decision is given. */
-  #limitHeaders(
-    exchange: Exchange,
-    limits: { requests?: RateLimitDecision; tokens?: RateLimitDecision | undefined; retryAfterMs?: number | undefined },
-  ): Record<string, string> {
+  #limitHeaders(exchange: Exchange, limits: LimitContext): Record<string, string> {
     const key = exchange.key!;
     const status: LimitSnapshot[] = [snapshot('requests', limits.requests ?? this.#requests.take(key, 0))];
     if (this.#tokens !== undefined) status.push(snapshot('tokens', limits.tokens ?? this.#tokens.take(key, 0)));
@@ -502,9 +568,15 @@ function snapshot(kind: 'requests' | 'tokens', decision: RateLimitDecision): Lim
   return { kind, limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs };
 }
 
-function invalidSchema(api: ChatApi, error: SchemaError): Failure {
-  const param = api === openAiApi ? 'response_format.json_schema.schema' : 'tools';
-  return { kind: 'invalid-request', param, message: `Invalid schema: ${error.message}` };
+/** A request the API refused as it stands, or a schema it cannot answer, as the 400 that says so. */
+function asRefusal(api: ChatApi, error: unknown): Refusal {
+  if (error instanceof InvalidRequestError) {
+    return new Refusal({ kind: 'invalid-request', message: error.message, param: error.param, code: error.code });
+  }
+  if (error instanceof SchemaError) {
+    return new Refusal({ kind: 'invalid-request', param: api.schemaParam, message: `Invalid schema: ${error.message}` });
+  }
+  throw error;
 }
 
 /** The simulated provider's failure as the server answers it; undefined for anything else. */
@@ -522,48 +594,4 @@ function pickSimulation(simulation: LlmServerSimulation): LlmServerSimulation {
   const picked: Record<string, unknown> = { minLatencyMs, maxLatencyMs, profile, seed, outage, hangMs };
   for (const [name, value] of Object.entries(picked)) if (value === undefined) delete picked[name];
   return picked as LlmServerSimulation;
-}
-
-/**
- * The request body, up to `maxBytes`: `'too-large'` as soon as it grows past them (the rest is
- * left unread), `'gone'` when the client goes away first.
- */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'gone'> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    const stop = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    const onData = (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > maxBytes) {
-        stop();
-        req.pause();
-        resolve('too-large');
-      } else {
-        chunks.push(chunk);
-      }
-    };
-    const onEnd = () => {
-      stop();
-      resolve(Buffer.concat(chunks, bytes));
-    };
-    const onError = (error: Error) => {
-      stop();
-      if ((error as NodeJS.ErrnoException).code === 'ECONNRESET') resolve('gone');
-      else reject(error);
-    };
-    const onClose = () => {
-      stop();
-      resolve('gone');
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
 }

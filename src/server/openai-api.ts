@@ -23,6 +23,9 @@ export const openAiApi: ChatApi = {
   headerStyle: 'openai',
   requestIdHeader: 'x-request-id',
   retryAfterMs: true,
+  missingKeyMessage:
+    "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY).",
+  schemaParam: 'response_format.json_schema.schema',
 
   keyOf: bearerToken,
 
