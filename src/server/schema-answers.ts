@@ -1,6 +1,16 @@
 import type { ValidateFunction } from 'ajv';
 import type { JsonSchema } from '../provider/tasks/task.ts';
+import { withDescribedConstraints } from './described-constraints.ts';
 import { valueForSchema } from './schema-value.ts';
+
+/** The first candidate that `fits`, or undefined after {@link ATTEMPTS}. */
+function search(schema: JsonSchema, words: readonly string[], fits: (value: unknown) => boolean): unknown {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const value = valueForSchema(schema, { words, attempt });
+    if (value !== undefined && fits(value)) return value;
+  }
+  return undefined;
+}
 
 /** A schema the server cannot answer: it does not compile, or no value made for it validates. */
 export class SchemaError extends Error {
@@ -46,11 +56,22 @@ export class SchemaAnswers {
    * `validate` saves a second cache lookup when the caller has the schema's validator already.
    */
   valueFor(schema: JsonSchema, words: readonly string[], validate: ValidateFunction = this.validator(schema)): unknown {
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const value = valueForSchema(schema, { words, attempt });
-      if (value !== undefined && validate(value)) return value;
+    // Constraints the schema states in words are kept to when they can be; the schema as sent always is.
+    const described = withDescribedConstraints(schema);
+    if (described !== schema) {
+      let narrower: ValidateFunction | undefined;
+      try {
+        narrower = this.validator(described);
+      } catch {
+        // Words that make no schema are words only.
+      }
+      const value =
+        narrower === undefined ? undefined : search(described, words, (candidate) => narrower(candidate) && validate(candidate));
+      if (value !== undefined) return value;
     }
-    throw new SchemaError(`no value was found that fits the schema (${ATTEMPTS} tried)`);
+    const value = search(schema, words, validate);
+    if (value === undefined) throw new SchemaError(`no value was found that fits the schema (${ATTEMPTS} tried)`);
+    return value;
   }
 
   /** The compiled validator, from the cache or compiled now. */

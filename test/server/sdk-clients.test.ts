@@ -91,7 +91,8 @@ describe('the official openai client against serve', () => {
     const error = refused as InstanceType<typeof OpenAI.RateLimitError>;
     expect(error.status).toBe(429);
     expect(error.error).toMatchObject({ type: 'requests', code: 'rate_limit_exceeded' });
-    expect(error.headers.get('x-ratelimit-limit-requests')).toBe('2');
+    // One a minute, as the header says it.
+    expect(error.headers.get('x-ratelimit-limit-requests')).toBe('1');
     expect(error.headers.get('x-ratelimit-remaining-requests')).toBe('0');
     // A minute per request: the token comes back in just under 60 s.
     expect(Number(error.headers.get('retry-after-ms'))).toBeGreaterThan(55_000);
@@ -149,7 +150,7 @@ describe('the official @anthropic-ai/sdk client against serve', () => {
     expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
     const error = refused as InstanceType<typeof Anthropic.RateLimitError>;
     expect(error.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-    expect(error.headers.get('anthropic-ratelimit-requests-limit')).toBe('2');
+    expect(error.headers.get('anthropic-ratelimit-requests-limit')).toBe('1');
     expect(error.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
     expect(error.headers.get('retry-after')).toBe('60');
     expect(error.headers.get('retry-after-ms')).toBeNull();
