@@ -98,15 +98,40 @@ function bracedConstraints(description: string): Record<string, unknown> {
   if (!text.endsWith('}')) return {};
   const start = matchingBrace(text);
   if (start === undefined) return {};
-  const body = text.slice(start + 1, -1);
-  // The values are JSON already; only the keys need quotes.
-  const json = `{${body.replace(/(^|,\s*)([A-Za-z$_][\w$]*)\s*:\s/g, '$1"$2": ')}}`;
-  try {
-    const parsed: unknown = JSON.parse(json);
-    return isRecord(parsed) ? pickKeywords(parsed) : {};
-  } catch {
-    return {};
+  const constraints: Record<string, unknown> = {};
+  for (const member of topLevelMembers(text.slice(start + 1, -1))) {
+    const match = /^\s*([A-Za-z$_][\w$]*)\s*:\s*([\s\S]*?)\s*$/.exec(member);
+    if (match === null) return {};
+    try {
+      constraints[match[1]!] = JSON.parse(match[2]!);
+    } catch {
+      return {};
+    }
   }
+  return pickKeywords(constraints);
+}
+
+/** `a: 1, b: [1, 2], c: "x, y"` split at the commas that separate members (not inside brackets or strings). */
+function topLevelMembers(body: string): string[] {
+  const members: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let index = 0; index < body.length; index++) {
+    const char = body[index];
+    if (quoted) {
+      if (char === '\\') index++;
+      else if (char === '"') quoted = false;
+    } else if (char === '"') quoted = true;
+    else if (char === '[' || char === '{') depth++;
+    else if (char === ']' || char === '}') depth--;
+    else if (char === ',' && depth === 0) {
+      members.push(body.slice(start, index));
+      start = index + 1;
+    }
+  }
+  members.push(body.slice(start));
+  return members;
 }
 
 /** Where the `{` that the final `}` closes is, outside JSON strings. */

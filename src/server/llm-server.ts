@@ -610,6 +610,8 @@ export class LlmServer {
       ...this.#limitHeaders(exchange, { tokens }),
       ...this.#connection(),
     });
+    // The client knows the stream has begun before the first token comes.
+    res.flushHeaders();
     const events = api.stream(request, answer, requestId);
     const outage: Failure = { kind: 'overloaded', message: 'The server is overloaded or down: service unavailable (503): outage.' };
     const outcome = await writeStream(res, events, {

@@ -70,7 +70,8 @@ export async function writeStream(res: ServerResponse, events: readonly StreamEv
       }
       batch += formatEvent(event);
       if (index === dropAfter) {
-        await flush();
+        // Destroyed once what went before is on the wire: the client sees the tokens, then the cut.
+        await new Promise<void>((resolve) => res.write(batch, () => resolve()));
         res.destroy();
         return 'dropped';
       }
