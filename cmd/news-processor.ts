@@ -11,6 +11,7 @@ import {
   ResultsFileError,
   runPipeline,
   type OutputError,
+  type RunStop,
   type RunSummary,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
@@ -31,7 +32,7 @@ import {
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
-import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
+import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
 const EXIT_OK = 0;
@@ -141,6 +142,67 @@ async function run(flags: MainFlags): Promise<number> {
   }
 }
 
+/** What a finished run leaves for its summary and its exit code. */
+interface FinishedRun {
+  readonly flags: MainFlags;
+  readonly summary: RunSummary;
+  /** The results file that failed mid-run, if one did. */
+  readonly outputError: OutputError | undefined;
+  /** Standard output's reader went away (`… | head -1`). */
+  readonly stdoutClosed: boolean;
+  /** The signal that stopped the run, if one did. */
+  readonly signal: StopSignal | undefined;
+  /** With --resume: articles of the results file the input does not hold. */
+  readonly unseen: number;
+  readonly inputName: string;
+  /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
+  readonly keyVariables: ReadonlyMap<string, string>;
+}
+
+/** An exit code, and the one line on stderr that says why (when the summary does not say it all). */
+interface Ending {
+  readonly code: number;
+  readonly line?: string | undefined;
+}
+
+/** How a run the library stopped early ends: each `stoppedBy.by` with its exit code and its line. */
+const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: FinishedRun) => Ending>> = {
+  source: (stop) => ({ code: EXIT_USAGE, line: `error: ${stop.message}; the run was stopped there` }),
+  limits: (stop) => ({ code: EXIT_FAILED, line: redisStopLine(stop) }),
+  'provider-down': ({ provider, message }, { flags }) => {
+    const again = flags.output === undefined || flags.output === '-' ? 'run again' : 'run again with --resume to finish the rest';
+    return {
+      code: EXIT_FAILED,
+      line: `error: provider "${provider}" is ${message}; the run was stopped: ${again} once it is back (see --breaker-give-up)`,
+    };
+  },
+  provider: (stop, { keyVariables }) => ({ code: EXIT_USAGE, line: formatStop(stop, keyVariables.get(stop.provider!)) }),
+};
+
+/** The endings in the order they are asked: the first that applies decides the exit code. */
+const ENDINGS: readonly ((run: FinishedRun) => Ending | undefined)[] = [
+  (run) => (run.stdoutClosed ? { code: EXIT_STDOUT_CLOSED } : undefined),
+  (run) =>
+    run.outputError === undefined
+      ? undefined
+      : { code: EXIT_FAILED, line: `error: --output ${run.outputError.message}; the run was stopped` },
+  (run) => (run.summary.stoppedBy === undefined ? undefined : STOP_ENDINGS[run.summary.stoppedBy.by](run.summary.stoppedBy, run)),
+  (run) =>
+    run.unseen > 0 && !run.summary.interrupted
+      ? { code: EXIT_USAGE, line: `error: ${mismatch(run.flags.output!, run.inputName, notInInput(run.unseen)).message}` }
+      : undefined,
+  (run) => (run.summary.interrupted && run.signal !== undefined ? { code: STOP_SIGNALS[run.signal] } : undefined),
+  (run) => ({ code: run.summary.failed > 0 ? EXIT_FAILED : EXIT_OK }),
+];
+
+function ending(run: FinishedRun): Ending {
+  for (const ask of ENDINGS) {
+    const found = ask(run);
+    if (found !== undefined) return found;
+  }
+  return { code: EXIT_OK };
+}
+
 async function runWith(
   flags: MainFlags,
   setups: Awaited<ReturnType<typeof providerSetups>>,
@@ -168,16 +230,7 @@ async function runWith(
     'stopping intake, cancelling calls in flight',
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-
-  let finished = 0;
-  let failed = 0;
-  let calls = 0;
-  const startedMs = performance.now();
-  const progressTimer = setInterval(() => {
-    const elapsedMs = performance.now() - startedMs;
-    if (elapsedMs < 1000) return;
-    terminal.status(progressLine(elapsedMs, finished, total, calls, failed));
-  }, 250);
+  const progress = new Progress(terminal, total);
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
@@ -194,12 +247,11 @@ async function runWith(
       logger,
       signal: controller.signal,
       onAttempt: (event) => {
-        if (event.called) calls++;
+        progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
       },
       onResult: async (result) => {
-        finished++;
-        if (result.status === 'failed') failed++;
+        progress.result(result);
         if (printLines) terminal.line(formatResult(result));
         if (writer === undefined || outputError !== undefined) return;
         try {
@@ -213,7 +265,7 @@ async function runWith(
       },
     });
   } finally {
-    clearInterval(progressTimer);
+    progress.stop();
     // The handlers stay until the results are flushed: a slow disk or pipe is exactly when a
     // second Ctrl-C must still quit at once. close() rejects only with the OutputError of a write that failed.
     await writer?.close().catch((error: OutputError) => {
@@ -222,76 +274,104 @@ async function runWith(
     await terminal.close();
   }
 
+  const run: FinishedRun = {
+    flags,
+    summary,
+    outputError,
+    stdoutClosed: terminal.closed,
+    signal: stopSignal(),
+    unseen: skipping?.unseen() ?? 0,
+    inputName: input.name,
+    keyVariables,
+  };
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
   // stdout (--output -) the human output is on stderr, which still has a reader: the summary goes
   // there as after a Ctrl-C; otherwise there is no one to print for.
-  const human = output.human;
-  const stdoutClosed = terminal.closed;
-  if (stdoutClosed && human === process.stdout) return EXIT_STDOUT_CLOSED;
-  const resumed = skipping?.resumed() ?? 0;
-  if (flags.json) {
-    // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
-    const { rate, burst } = summary.providers[0]!;
-    const figures = {
-      ...summary,
-      rate,
-      burst,
-      resumed,
-      skippedLines: input.skipped(),
-      maxRssBytes: process.resourceUsage().maxRSS * 1024,
-      // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
-      signal: stopSignal(),
-    };
-    human.write(`${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`);
-  } else {
-    if (printLines) human.write('\n');
-    const lines = formatSummary(summary);
-    const signal = stopSignal();
-    const stopped = signal ?? (stdoutClosed ? 'stdout closed' : undefined);
-    if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
-    if (resumed > 0) lines.push(`Resumed: ${plural(resumed, 'article')} had succeeded before and were skipped`);
-    if (sharedNote !== undefined) lines.push(sharedNote);
-    if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
-    if (writer !== undefined && outputError === undefined && !stdoutClosed) {
-      const kept = output.kept?.size ?? 0;
-      lines.push(
-        `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
-      );
-    }
-    human.write(`${lines.join('\n')}\n`);
-  }
-  if (stdoutClosed) return EXIT_STDOUT_CLOSED;
-  if (outputError !== undefined) {
-    process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
-    return EXIT_FAILED;
-  }
-  if (summary.stoppedBy?.by === 'source') {
-    process.stderr.write(`error: ${summary.stoppedBy.message}; the run was stopped there\n`);
-    return EXIT_USAGE;
-  }
-  if (summary.stoppedBy?.by === 'limits') {
-    process.stderr.write(`${redisStopLine(summary.stoppedBy)}\n`);
-    return EXIT_FAILED;
-  }
-  if (summary.stoppedBy?.by === 'provider-down') {
-    const { provider, message } = summary.stoppedBy;
-    const again = flags.output === undefined || flags.output === '-' ? 'run again' : `run again with --resume to finish the rest`;
-    process.stderr.write(
-      `error: provider "${provider}" is ${message}; the run was stopped: ${again} once it is back (see --breaker-give-up)\n`,
+  if (!(run.stdoutClosed && output.human === process.stdout)) {
+    const resumed = skipping?.resumed() ?? 0;
+    output.human.write(
+      flags.json
+        ? jsonSummary(run, resumed, input.skipped())
+        : humanSummary(run, { printLines, resumed, skippedLines: input.skipped(), sharedNote, writer, kept: output.kept?.size ?? 0 }),
     );
-    return EXIT_FAILED;
   }
-  if (summary.stoppedBy?.by === 'provider') {
-    process.stderr.write(`${formatStop(summary.stoppedBy, keyVariables.get(summary.stoppedBy.provider!))}\n`);
-    return EXIT_USAGE;
+  const { code, line } = ending(run);
+  if (line !== undefined) process.stderr.write(`${line}\n`);
+  return code;
+}
+
+/** The --json object: the summary, and what only the command knows. */
+function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number): string {
+  const { summary } = run;
+  const { rate, burst } = summary.providers[0]!;
+  const figures = {
+    ...summary,
+    rate,
+    burst,
+    resumed,
+    skippedLines,
+    // The process's peak resident memory, so a script can check it stays flat.
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
+    signal: run.signal,
+  };
+  return `${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`;
+}
+
+/** The summary for a person: the library's figures, then what this run read, kept and shared. */
+function humanSummary(
+  run: FinishedRun,
+  context: {
+    readonly printLines: boolean;
+    readonly resumed: number;
+    readonly skippedLines: number;
+    readonly sharedNote: string | undefined;
+    readonly writer: { readonly lines: number; readonly path: string } | undefined;
+    readonly kept: number;
+  },
+): string {
+  const lines = formatSummary(run.summary);
+  const stopped = run.signal ?? (run.stdoutClosed ? 'stdout closed' : undefined);
+  if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
+  if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
+  if (context.sharedNote !== undefined) lines.push(context.sharedNote);
+  if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
+  const { writer, kept } = context;
+  if (writer !== undefined && run.outputError === undefined && !run.stdoutClosed) {
+    lines.push(
+      `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
+    );
   }
-  if (skipping !== undefined && !summary.interrupted && skipping.unseen() > 0) {
-    process.stderr.write(`error: ${mismatch(flags.output!, input.name, notInInput(skipping.unseen())).message}\n`);
-    return EXIT_USAGE;
+  return `${context.printLines ? '\n' : ''}${lines.join('\n')}\n`;
+}
+
+/** The progress line of a run on a terminal, redrawn four times a second once the run has gone a second. */
+class Progress {
+  #finished = 0;
+  #failed = 0;
+  #calls = 0;
+  readonly #startedMs = performance.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(terminal: Terminal, total: number | undefined) {
+    this.#timer = setInterval(() => {
+      const elapsedMs = performance.now() - this.#startedMs;
+      if (elapsedMs >= 1000) terminal.status(progressLine(elapsedMs, this.#finished, total, this.#calls, this.#failed));
+    }, 250);
   }
-  const signal = stopSignal();
-  if (summary.interrupted && signal !== undefined) return STOP_SIGNALS[signal];
-  return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;
+
+  attempt(event: { readonly called: boolean }): void {
+    if (event.called) this.#calls++;
+  }
+
+  result(result: { readonly status: string }): void {
+    this.#finished++;
+    if (result.status === 'failed') this.#failed++;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 }
 
 /** `elapsed 1m02s · 120/400 articles 30% · 240 calls · 19.8 calls/s · 0 failed · eta 15m12s` */

@@ -10,6 +10,7 @@ import {
   SIMULATED_DEFAULTS,
   formatDuration,
   requestLimit,
+  providerSetupProblem,
   PROFILE_NAMES,
   SimulatedProvider,
   loadProvidersConfig,
@@ -274,13 +275,6 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
     throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
   }
-  // A call reserves its prompt's tokens plus --max-output-tokens at once: a minute's budget no
-  // larger than that fails every article at run time, so it is refused here.
-  if (flags.tpm !== undefined && flags.maxOutputTokens >= flags.tpm) {
-    throw new UsageError(
-      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
-    );
-  }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
   }
@@ -318,9 +312,7 @@ export function providerQuota(flags: Pick<RunFlags, 'providerRate' | 'providerBu
 export function providerSetup(flags: RunFlags, provider: Provider, rate: number, burst: number): ProviderSetup {
   const limits: LimitSpec[] = requestLimit(rate, burst);
   if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
-  if (flags.adaptive && rate === Infinity)
-    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
-  return {
+  const setup: ProviderSetup = {
     provider,
     limits,
     adaptive: flags.adaptive ? {} : undefined,
@@ -332,6 +324,16 @@ export function providerSetup(flags: RunFlags, provider: Provider, rate: number,
         ? undefined
         : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown, giveUpAfterMs: flags.breakerGiveUp },
   };
+  const problem = providerSetupProblem(setup);
+  // A minute's token budget no larger than a call's reservation would fail every article at run time.
+  if (problem?.rule === 'token-burst') {
+    throw new UsageError(
+      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
+    );
+  }
+  if (problem?.rule === 'adaptive-rate')
+    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
+  return setup;
 }
 
 /**
@@ -365,17 +367,12 @@ export async function providerSetups(
   for (const p of config.providers) if (p.quotaKey !== undefined) quotaKeys.set(p.name, p.quotaKey);
   const providers = config.providers.map(
     (p, index): ProviderSetup => ({
+      ...p,
       // Each provider draws its own numbers: the same seed would give both the same fate per call.
       provider:
         known(httpClientFromConfig(p, source, process.env)) ?? createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
-      limits: p.limits,
-      adaptive: p.adaptive,
-      syncHeaders: p.syncHeaders,
-      maxOutputTokens: p.maxOutputTokens,
       // The file's own, else the flag's: --call-timeout is a run-wide default.
       callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
-      breaker: p.breaker,
-      maxConcurrent: p.maxConcurrent,
     }),
   );
   return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };

@@ -4,7 +4,7 @@
 
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, CancelledError, RunStoppedError, PIPELINE_DEFAULTS } from './pipeline/run.ts';
-export type { BreakerSetup, PipelineOptions, ProviderSetup, PipelineAttemptEvent } from './pipeline/run.ts';
+export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
 export type { RunSummary, RunStop, BoundBy, ProviderFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
@@ -24,6 +24,8 @@ export type { KeptResults } from './sinks/results-file.ts';
 
 // The gate in front of each provider: breaker, limits, call, retry; the limits behind their seam.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
+export { providerSetupProblem, checkProviderSetup } from './gate/provider-options.ts';
+export type { ProviderSetup, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
 export { LimitTooSmallError, isLimitTooSmallError, requestLimit, LIMIT_KINDS } from './limits/provider-limits.ts';
 export type {
@@ -174,7 +176,7 @@ export type { RateLimitHeaderDraft } from './middleware/ietf-headers.ts';
 
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, parseOutageWindow, ConfigError, isConfigError } from './config/providers-config.ts';
-export type { ProvidersConfig, ProviderConfig, BreakerConfig, SimulatedConfig } from './config/providers-config.ts';
+export type { ProvidersConfig, ProviderConfig, SimulatedConfig } from './config/providers-config.ts';
 export type { ApiConfig } from './config/providers-config.ts';
 export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
 

@@ -1,7 +1,8 @@
 import { systemClock } from '../clock.ts';
 import type { Article } from '../sources/article.ts';
 import type { BoundBy, RunSummary } from '../pipeline/metrics.ts';
-import { runPipeline, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
+import type { ProviderSetup } from '../gate/provider-options.ts';
+import { runPipeline, type PipelineOptions } from '../pipeline/run.ts';
 
 /** One limiter setting to measure. */
 export interface BenchSetting {

@@ -1,7 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
-import type { BreakerPermit, BrokenCircuitError, CircuitBreaker } from '../breaker/circuit-breaker.ts';
-import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import { CircuitBreaker, isBrokenCircuitError, type BreakerPermit, type BrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { parseRateLimitHeaders, type RateLimitInfo } from '../provider/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
@@ -24,8 +23,10 @@ import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber } from '../validation/checks.ts';
+import { checkProviderSetup, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
-import type { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import { LocalLimits } from '../limits/local-limits.ts';
 import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from '../limits/provider-limits.ts';
 
 /** What a gate does unless told otherwise. */
@@ -99,32 +100,13 @@ export interface GateFigures {
   readonly rateCuts: number;
 }
 
-export interface CallGateOptions {
-  readonly provider: Provider;
-  /** The provider's limits, shared by every caller: each attempt, retries included, takes its cost first. */
-  readonly limits: ProviderLimits;
-  /** Opens on consecutive server errors and timeouts; while open, attempts fail at once with nothing spent. */
-  readonly breaker?: CircuitBreaker | undefined;
-  /** Cuts the request rate on 429s and probes back up. */
-  readonly adaptive?: AdaptiveRate | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. Default {@link GATE_DEFAULTS}. */
-  readonly syncHeaders?: boolean | undefined;
-  /** Output tokens reserved per call until its usage is known (token limits only). Default {@link GATE_DEFAULTS}. */
-  readonly maxOutputTokens?: number | undefined;
-  /** Input tokens of a request, for token limits. Default: the prompt counted with a real tokenizer. */
-  readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
-  /** Calls in flight at once to this provider, an integer >= 1. Default: no cap (the workers bound them). */
-  readonly maxConcurrent?: number | undefined;
-  /**
-   * How long one attempt may wait for the provider's answer, in ms (> 0). One that outlasts it is
-   * aborted with a retryable `TimeoutError` and tried again within the deadline, so a call that
-   * hangs does not take the whole deadline with it. Default `Infinity`: an attempt may take what
-   * is left of the deadline, and a timeout then ends the call.
-   */
-  readonly callTimeoutMs?: number | undefined;
-  /** Attempts, backoff and retry-after cap. Defaults: `RETRY_DEFAULTS`, full-jitter backoff. */
+/** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
+export interface CallGateOptions extends ProviderSetup {
+  /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /** @default systemClock */
   readonly clock?: Clock | undefined;
+  /** @default silent */
   readonly logger?: Logger | undefined;
 }
 
@@ -167,8 +149,10 @@ export class CallGate {
   readonly provider: Provider;
   readonly limits: ProviderLimits;
   readonly clock: Clock;
-  readonly #breaker: CircuitBreaker | undefined;
-  readonly #adaptive: AdaptiveRate | undefined;
+  /** The circuit breaker the setup asked for, if any. */
+  readonly breaker: CircuitBreaker | undefined;
+  /** The adaptive rate the setup asked for, if any: its `onChange` tells each move of the rate. */
+  readonly adaptive: AdaptiveRate | undefined;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
   readonly #callTimeoutMs: number;
@@ -177,26 +161,35 @@ export class CallGate {
   readonly #observers: readonly AttemptObserver[];
 
   constructor(options: CallGateOptions) {
-    const { provider, limits, breaker, adaptive, maxConcurrent } = options;
+    const { provider, maxConcurrent } = options;
+    checkProviderSetup(options, provider.name);
     this.provider = provider;
-    this.limits = limits;
     this.clock = options.clock ?? systemClock;
-    this.#breaker = breaker;
-    this.#adaptive = adaptive;
+    const limits = Array.isArray(options.limits)
+      ? new LocalLimits({ limits: options.limits as readonly LimitSpec[], clock: this.clock })
+      : (options.limits as ProviderLimits);
+    this.limits = limits;
+    const logger = options.logger ?? silentLogger;
+    if (options.breaker !== undefined) {
+      const { giveUpAfterMs: _, ...breakerOptions } = options.breaker;
+      this.breaker = new CircuitBreaker({ ...breakerOptions, clock: this.clock, name: provider.name, logger });
+    }
+    if (options.adaptive !== undefined) this.adaptive = new AdaptiveRate({ ...options.adaptive, limits, clock: this.clock });
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+    checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
     this.#callTimeoutMs = options.callTimeoutMs ?? Infinity;
     checkNumber('callTimeoutMs', this.#callTimeoutMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
     this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
     if (maxConcurrent !== undefined) checkInteger('maxConcurrent', maxConcurrent, 1);
     this.#inFlight = maxConcurrent === undefined ? undefined : pLimit(maxConcurrent);
-    const logger = (options.logger ?? silentLogger).child({ component: 'call-gate', provider: provider.name });
+    const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#observers = [
       settleGrant,
-      ...(breaker === undefined ? [] : [tellBreaker]),
-      ...(adaptive === undefined ? [] : [adaptRate(adaptive)]),
-      ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, logger)] : []),
-      logFailure(logger),
+      ...(this.breaker === undefined ? [] : [tellBreaker]),
+      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
+      ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
+      logFailure(log),
     ];
   }
 
@@ -207,8 +200,8 @@ export class CallGate {
       limits: this.limits.specs,
       rate: this.limits.rate,
       countsTokens: this.limits.countsTokens,
-      breakerOpens: this.#breaker?.opens ?? 0,
-      rateCuts: this.#adaptive?.decreases ?? 0,
+      breakerOpens: this.breaker?.opens ?? 0,
+      rateCuts: this.adaptive?.decreases ?? 0,
     };
   }
 
@@ -270,7 +263,7 @@ export class CallGate {
 
   /** Sleeps `ms`, or less: any change of the circuit's state (the probe settled) ends the wait. */
   #untilCircuitMoves(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const breaker = this.#breaker!;
+    const breaker = this.breaker!;
     return new Promise<void>((resolve, reject) => {
       const finish = (error?: unknown) => {
         cancelTimer();
@@ -294,8 +287,8 @@ export class CallGate {
    */
   circuitWaitMs(): number {
     // Asked before every article starts: a circuit that never opened needs no state read.
-    if (this.#breaker === undefined || this.#breaker.opens === 0) return 0;
-    const state = this.#breaker.state;
+    if (this.breaker === undefined || this.breaker.opens === 0) return 0;
+    const state = this.breaker.state;
     if (state === undefined || state.kind === 'closed') return 0;
     if (state.kind === 'open') return Math.max(0, state.reopensAtMs - this.clock.now());
     return Infinity;
@@ -303,14 +296,14 @@ export class CallGate {
 
   /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */
   onCircuitChange(listener: () => void): () => void {
-    return this.#breaker?.onStateChange(listener) ?? (() => {});
+    return this.breaker?.onStateChange(listener) ?? (() => {});
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
     const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now());
     try {
-      attempt.permit = this.#breaker?.acquirePermit();
+      attempt.permit = this.breaker?.acquirePermit();
       const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();

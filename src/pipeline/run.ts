@@ -1,23 +1,19 @@
 import type { Logger } from 'pino';
-import { CircuitBreaker, type CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { AdaptiveRate, type AdaptiveTuning } from '../limits/adaptive-rate.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
-import { LocalLimits } from '../limits/local-limits.ts';
-import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
-import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
-import type { Provider, TaskName } from '../provider/provider.ts';
-import { BadRequestError, TASKS, stopsRun } from '../provider/provider.ts';
+import type { ProviderSetup } from '../gate/provider-options.ts';
+import type { TaskName } from '../provider/provider.ts';
+import { TASKS } from '../provider/provider.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, checkNumber, expected } from '../validation/checks.ts';
-import { formatDuration } from '../validation/duration.ts';
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
+import { STOP_RULES, type WatchedRun } from './stop-rules.ts';
 import type { ArticleResult } from './result.ts';
 
 /** What a run does unless told otherwise. */
@@ -34,44 +30,8 @@ export const PIPELINE_DEFAULTS = Object.freeze({
   giveUpAfterMs: 30_000,
 });
 
-/** A circuit breaker's options in a run, and how long the run waits for the provider to come back. */
-export interface BreakerSetup extends Omit<CircuitBreakerOptions, 'clock' | 'name' | 'logger'> {
-  /**
-   * Once the circuit has been open this long, every probe failing, the run stops as on Ctrl-C: the
-   * articles in flight end `cancelled`, the rest are not started, all left for a resume. Ms;
-   * Infinity never gives up. Default {@link PIPELINE_DEFAULTS}.
-   */
-  readonly giveUpAfterMs?: number | undefined;
-}
-
 /** The share of an article's timeout admission keeps back for timers and calls that run late (a loaded event loop stalls for tens of ms). */
 const ADMISSION_MARGIN = 0.1;
-
-/** A provider and the client-side mechanisms in front of it. */
-export interface ProviderSetup {
-  readonly provider: Provider;
-  /**
-   * Every limit the provider sets (requests, tokens, input/output tokens; `requestLimit(rate,
-   * burst)` for a request rate alone), kept in this process — or limits kept elsewhere (shared
-   * through Redis), as a {@link ProviderLimits}.
-   */
-  readonly limits: readonly LimitSpec[] | ProviderLimits;
-  /** A circuit breaker in front of the provider, with these options. Absent: none. */
-  readonly breaker?: BreakerSetup | undefined;
-  /** Adapt the request rate to 429s (never above the configured rate), tuned so; `{}` for the defaults. Absent: fixed rate. */
-  readonly adaptive?: AdaptiveTuning | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. Default `GATE_DEFAULTS`. */
-  readonly syncHeaders?: boolean | undefined;
-  /** Output tokens reserved per call before its usage is known (token limits only). Default `GATE_DEFAULTS`. */
-  readonly maxOutputTokens?: number | undefined;
-  /** Calls in flight at once to this provider. Default: no cap beyond the workers. */
-  readonly maxConcurrent?: number | undefined;
-  /**
-   * How long one attempt may wait for the answer, in ms: one that outlasts it is retried within the
-   * article's timeout. Default: what is left of the article's timeout (a timeout ends the article).
-   */
-  readonly callTimeoutMs?: number | undefined;
-}
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
 export class CancelledError extends Error {
@@ -141,15 +101,15 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
   const gatesByName = new Map<string, CallGate>();
-  const breakers: { readonly name: string; readonly breaker: CircuitBreaker; readonly giveUpAfterMs: number }[] = [];
+  const watchedGates: { gate: CallGate; giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
     const { name } = setup.provider;
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const { gate, breaker } = buildGate(setup, options, clock);
+    const gate = new CallGate({ ...setup, retry: options.retry, clock, logger: options.logger });
     gatesByName.set(name, gate);
-    if (breaker !== undefined) breakers.push({ name, breaker, giveUpAfterMs });
+    watchedGates.push({ gate, giveUpAfterMs });
   }
   const defaultProvider = options.providers[0]!.provider.name;
   const gates = Object.fromEntries(
@@ -183,44 +143,34 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const expectedCallMs = () => latency.meanMs;
 
   let stoppedBy: RunStop | undefined;
-  // Limits that cannot be reached (a shared quota whose Redis is gone) stop intake only: the
-  // articles in flight keep what they were granted and fail at their next limiter call.
+  // A stop that halts intake only (limits out of reach): the articles in flight keep what they were granted.
   const intake = new AbortController();
-  // Providers that have answered a call: a 404 after that is one request's, not the address's.
-  const answered = new Set<string>();
-  // What each provider last failed with: what a provider that stays down is said to be failing with.
-  const lastFailure = new Map<string, Error>();
+  const attemptListeners: ((event: AttemptEvent) => void)[] = [];
+  const watched: WatchedRun = {
+    gates: watchedGates,
+    onAttempt(listener) {
+      attemptListeners.push(listener);
+      return () => attemptListeners.splice(attemptListeners.indexOf(listener), 1);
+    },
+  };
+  const unwatch = STOP_RULES.map((rule) =>
+    rule.watch(watched, (found) => {
+      const halted = rule.halts === 'run' ? stop : intake;
+      // A stop of the whole run says more than an earlier stop of intake; nothing says more than the first.
+      if (signal.aborted || (halted === intake && intake.signal.aborted)) return;
+      stoppedBy = { by: rule.by, provider: found.provider, type: found.type, message: found.message };
+      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
+      logger.warn({ provider: found.provider, by: rule.by, err: found.cause }, 'run stopped');
+      if (rule.halts === 'run') stop.abort(new RunStoppedError(found.provider ?? 'run', found.cause));
+      else intake.abort(found.cause);
+    }),
+  );
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
-    if (ANSWERED.has(event.outcome)) answered.add(event.provider);
-    // A 404 is the route or the model: before this provider has answered anything, it is the base
-    // URL or the model name that is wrong, and every call would meet it.
-    const wrongAddress = isNotFound(event.error) && !answered.has(event.provider);
-    if ((stopsRun(event.error) || wrongAddress) && !signal.aborted) {
-      stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
-      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
-      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
-      stop.abort(new RunStoppedError(event.provider, event.error));
-    }
-    if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
-      stoppedBy ??= { by: 'limits', provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
-      intake.abort(event.error);
-    }
-    if (event.called && event.outcome !== 'ok' && event.error instanceof Error) lastFailure.set(event.provider, event.error);
+    for (const listener of attemptListeners) listener(event);
     onAttempt?.(event as PipelineAttemptEvent);
   };
-  const unwatch = breakers.map(({ name, breaker, giveUpAfterMs }) =>
-    watchDowntime(breaker, giveUpAfterMs, (downMs) => {
-      if (signal.aborted) return;
-      const last = lastFailure.get(name);
-      const message = `down for ${formatDuration(downMs)}, its circuit open and every probe failing${last === undefined ? '' : ` (the last: ${last.name}: ${last.message})`}`;
-      stoppedBy ??= { by: 'provider-down', provider: name, type: last?.name ?? 'BrokenCircuitError', message };
-      logger.warn({ provider: name, downMs, err: last }, 'run stopped: the provider stays down');
-      stop.abort(new RunStoppedError(name, new Error(message)));
-    }),
-  );
   // One options object per worker slot, made when the slot first runs: the per-article path
   // allocates little, and slots a run never fills cost nothing.
   const processorOptions: ProcessorOptions[] = [];
@@ -270,55 +220,4 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   );
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   return summary;
-}
-
-/** Outcomes that prove the provider's address and model right: it answered the request itself. */
-const ANSWERED: ReadonlySet<AttemptEvent['outcome']> = new Set(['ok', 'rate-limited', 'truncated', 'refused', 'malformed']);
-
-/** A 404 from a provider's HTTP API. */
-const isNotFound = (error: unknown): error is BadRequestError => error instanceof BadRequestError && error.status === 404;
-
-/**
- * Calls `onDown` when a probe fails once the circuit has been open — every probe failing since
- * it opened from closed — for `giveUpAfterMs`. Returns a function that stops watching.
- */
-function watchDowntime(breaker: CircuitBreaker, giveUpAfterMs: number, onDown: (downMs: number) => void): () => void {
-  let downSinceMs: number | undefined;
-  return breaker.onStateChange(({ from, to, atMs }) => {
-    if (to === 'closed') downSinceMs = undefined;
-    else if (to === 'open' && from === 'closed') downSinceMs = atMs;
-    else if (to === 'open' && downSinceMs !== undefined && atMs - downSinceMs >= giveUpAfterMs) onDown(atMs - downSinceMs);
-  });
-}
-
-/** The gate for one provider: its limits, and the breaker and adaptive rate it asks for. */
-function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock): { gate: CallGate; breaker: CircuitBreaker | undefined } {
-  const { provider } = setup;
-  const limits = Array.isArray(setup.limits)
-    ? new LocalLimits({ limits: setup.limits as readonly LimitSpec[], clock })
-    : (setup.limits as ProviderLimits);
-  let adaptive: AdaptiveRate | undefined;
-  if (setup.adaptive !== undefined) {
-    if (!(limits.rate < Infinity)) throw expected(`the request limit of "${provider.name}"`, 'finite for the adaptive rate', limits.rate);
-    adaptive = new AdaptiveRate({ ...setup.adaptive, limits, clock });
-  }
-  let breaker: CircuitBreaker | undefined;
-  if (setup.breaker !== undefined) {
-    const { giveUpAfterMs: _, ...breakerOptions } = setup.breaker;
-    breaker = new CircuitBreaker({ ...breakerOptions, clock, name: provider.name, logger: options.logger });
-  }
-  const gate = new CallGate({
-    provider,
-    limits,
-    breaker,
-    adaptive,
-    clock,
-    syncHeaders: setup.syncHeaders,
-    maxOutputTokens: setup.maxOutputTokens,
-    maxConcurrent: setup.maxConcurrent,
-    callTimeoutMs: setup.callTimeoutMs,
-    retry: options.retry,
-    logger: options.logger,
-  });
-  return { gate, breaker };
 }

@@ -27,7 +27,7 @@ const good = {
 };
 
 describe('parseProvidersConfig()', () => {
-  it('reads a good file into per-second limits, defaults filled in', () => {
+  it('reads a good file into per-second limits, leaving what it does not say to the gate\'s defaults', () => {
     const config = parseProvidersConfig(good, 'providers.json');
     expect(config.routes).toEqual({ summarize: 'fast', sentiment: 'careful' });
     expect(config.providers[0]).toMatchObject({
@@ -37,10 +37,10 @@ describe('parseProvidersConfig()', () => {
         { kind: 'tokens', rate: 1000, burst: 60000 },
       ],
       adaptive: {},
-      syncHeaders: false,
-      maxOutputTokens: 256,
+      syncHeaders: undefined,
+      maxOutputTokens: undefined,
       callTimeoutMs: undefined,
-      breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1, giveUpAfterMs: 30_000 },
+      breaker: {},
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
@@ -49,6 +49,9 @@ describe('parseProvidersConfig()', () => {
       breaker: { failureThreshold: 3, cooldownMs: 2000 },
       simulated: { outage: { startMs: 2000, endMs: 8000 } },
     });
+    // A breaker the file does not mention is on, with the breaker's own defaults; one it sets says only what it sets.
+    expect(config.providers[0]!.breaker).toEqual({});
+    expect(config.providers[1]!.breaker).toEqual({ failureThreshold: 3, cooldownMs: 2000 });
   });
 
   it("reads how long the breaker waits for a provider that stays down: a duration or 'inf'", () => {
@@ -193,6 +196,11 @@ describe('parseProvidersConfig()', () => {
         c.providers[0].limits[1] = { kind: 'output-tokens', rate: 6000, per: 'minute', burst: 499 };
       },
       'p.json: providers[0].limits[1].burst: expected at least maxOutputTokens (500; a call takes that many at once), got 499',
+    ],
+    [
+      'an adaptive rate over an unlimited request rate (nothing to adapt below)',
+      (c) => (c.providers[0].limits[0] = { kind: 'requests', rate: 'inf' }),
+      'p.json: providers[0].adaptive: expected left out over an unlimited request rate (it adapts below a finite one), got true',
     ],
     [
       'min above max latency',
