@@ -268,7 +268,13 @@ export class AdaptiveRate {
     const wasAtCeiling = this.#rate >= this.#ceiling;
     this.#ceiling = ceiling;
     this.#peakRate = Math.min(this.#peakRate, ceiling);
-    if (this.#rate > ceiling || wasAtCeiling) this.#set(ceiling, ceiling < this.#rate ? 'throttled' : 'probe');
+    if (this.#rate > ceiling) {
+      // Coming down to a stated limit is a cut made now: the 429s of calls sent before it, at the
+      // rate that was too fast, belong to it and cut nothing more.
+      this.#cutAtMs = this.#clock.now();
+      this.#cutRate = this.#rate;
+      this.#set(ceiling, 'throttled');
+    } else if (wasAtCeiling) this.#set(ceiling, 'probe');
   }
 
   /**

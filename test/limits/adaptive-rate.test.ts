@@ -256,7 +256,8 @@ describe('AdaptiveRate', () => {
     adaptive.onStatedLimit(50);
     expect(adaptive.rate).toBe(20);
     adaptive.onStatedLimit(12);
-    // Someone else on the same quota: a 429 still cuts, and the climb stops at the stated limit.
+    // Someone else on the same quota: a later 429 still cuts, and the climb stops at the stated limit.
+    await clock.advance(1000);
     adaptive.onRateLimited();
     expect(adaptive.rate).toBe(6);
     await clock.advance(60_000);
@@ -264,6 +265,25 @@ describe('AdaptiveRate', () => {
     expect(adaptive.rate).toBe(12);
     expect(events.map((event) => event.rate)).toEqual([12, 20, 12, 6, 12]);
     expect(() => adaptive.onStatedLimit(0)).toThrow(/Expected ratePerSecond to be a finite number > 0 \(calls per second\), got 0/);
+  });
+
+  it('.onStatedLimit() - coming down to a stated limit is a cut: 429s of calls sent before it cut nothing more', async () => {
+    const { clock, adaptive } = setup();
+    await clock.advance(100);
+    const sentBeforeMs = clock.now();
+    await clock.advance(50);
+    adaptive.onStatedLimit(12);
+    expect(adaptive.rate).toBe(12);
+    // The answers to what went out at 20/s before the limit was known: by their send time, or without one, soon after.
+    await clock.advance(100);
+    adaptive.onRateLimited();
+    await clock.advance(2000);
+    adaptive.onRateLimited({ sentAtMs: sentBeforeMs });
+    expect(adaptive.rate).toBe(12);
+    expect(adaptive.decreases).toBe(0);
+    // A call sent after it, refused, is news: the quota is shared.
+    adaptive.onRateLimited({ sentAtMs: clock.now() - 10 });
+    expect(adaptive.rate).toBe(6);
   });
 
   it('.onChange() - tells every change with its reason, until disposed', async () => {
