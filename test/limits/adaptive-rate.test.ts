@@ -222,10 +222,50 @@ describe('AdaptiveRate', () => {
     adaptive.onRateLimited({ sentAtMs: 2 });
     expect(adaptive.rate).toBe(8);
     expect(adaptive.decreases).toBe(2);
-    // At the floor the peak is 8: 20 calls of quiet and two recoveries of 200 calls, at 8/s.
-    await clock.advance(2500 + 2 * 25_000);
+    // At the floor the peak is 8 and the cut has no depth: the climb probes past it at once, at
+    // the pace a full cut's recovery sets — 8 · (1 − β) · (t / K)³ more, K = 200 calls at 8/s.
+    await clock.advance(2500 + 25_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(12);
+  });
+
+  it('.onRateLimited() - about all that was sent got through: cuts just under it, and climbs back sooner than from a full cut', async () => {
+    const { clock, adaptive } = setup();
+    // 20/s sent, 20/s through: the quota was reached just now.
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(50);
+      adaptive.onSuccess({ sentAtMs: clock.now() - 10 });
+    }
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBeCloseTo(20 * 0.97, 9);
+    expect(adaptive.decreases).toBe(1);
+    // K for a 3 % cut is the cube root of 0.03 / 0.5 of the full recovery's 10 s: 3.9 s, after 1 s of quiet.
+    await clock.advance(1000 + 3900);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBeGreaterThan(19.9);
+  });
+
+  it('.onRateLimited() - much less got through than was sent: the quota is overrun, cut by the factor', async () => {
+    const { clock, adaptive } = setup();
+    // 20/s sent, one in two through.
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(100);
+      adaptive.onSuccess({ sentAtMs: clock.now() - 10 });
+    }
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBe(10);
+  });
+
+  it('.onRateLimited() - successes sent long ago, or too few, say nothing: cut by the factor', async () => {
+    const { clock, adaptive } = setup();
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(50);
+      adaptive.onSuccess({ sentAtMs: clock.now() });
+    }
+    // 64 calls' time at 20/s is 3.2 s: these are older.
+    await clock.advance(5000);
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBe(10);
   });
 
   it('.onSuccess() - raises in steps of at least 1 % of the rate, not on every call', async () => {
