@@ -7,17 +7,22 @@ import {
   formatDuration,
   isConfigError,
   isInputError,
+  isMissingPackageError,
+  isTasksError,
   isOutputError,
   ResultsFileError,
   runPipeline,
   type OutputError,
+  type Budget,
   type RunStop,
   type RunSummary,
+  type TaskSet,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
+import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -28,10 +33,12 @@ import {
   createLogger,
   groupRunOptions,
   oneLineErrors,
+  loadProviderPackages,
   providerSetups,
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
+import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
@@ -66,16 +73,17 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed, the shared quota's Redis went
-away mid-run, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or --redis
-unreachable at start, or a provider refused the key, has no quota left, or answered its first call
-404: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up
-(SIGHUP), 141 stdout closed early (… | head).`;
+Exit codes: 0 all succeeded, 1 some article failed (or --output or stdout failed, the shared quota's
+Redis went away mid-run, a provider stayed down past --breaker-give-up, or --max-cost was spent),
+2 bad usage or input (or --redis unreachable at start, or a provider refused the key, has no quota
+left, or answered its first call 404 or with a web page: the run stops), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head). A run stopped
+with work left and an --output file says that --resume finishes it.`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
     .description(
-      'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool, ' +
+      'Push a batch of articles through rate-limited LLM calls (summarize, then sentiment, or the tasks of --tasks FILE): a worker pool, ' +
         'a token bucket in front of every call, retries with backoff for 429s and 5xx. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
@@ -97,6 +105,7 @@ function buildProgram(onExit: (code: number) => void): Command {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  watchStdout();
   let exitCode = EXIT_OK;
   const program = buildProgram((code) => (exitCode = code));
   program.action(async (flags: MainFlags) => {
@@ -113,9 +122,20 @@ async function main(argv: readonly string[]): Promise<number> {
     await program.parseAsync(normalizeGoFlags(argv), { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
+      if (error.code !== 'commander.helpDisplayed' && error.code !== 'commander.version') return EXIT_USAGE;
+      await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+      if (stdoutState() !== 'failed') return EXIT_OK;
+      process.stderr.write(`error: ${stdoutFailureText()}\n`);
+      return EXIT_FAILED;
     }
-    if (error instanceof UsageError || error instanceof ResultsFileError || isInputError(error) || isConfigError(error)) {
+    if (
+      error instanceof UsageError ||
+      error instanceof ResultsFileError ||
+      isInputError(error) ||
+      isConfigError(error) ||
+      isTasksError(error) ||
+      isMissingPackageError(error)
+    ) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
@@ -134,9 +154,20 @@ async function run(flags: MainFlags): Promise<number> {
   // before any file is read or written.
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
+  // A budget that cannot cover one call is refused before Redis is reached or any file opened.
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
-    return await runWith(flags, setups, logger, shared?.note);
+    const budget = runBudget(
+      flags,
+      tasks,
+      assigned,
+      setups.providers,
+      shared === undefined ? undefined : { connection: shared.connection, logger },
+    );
+    return await runWith(flags, { ...setups, tasks, budget }, logger, shared?.note);
   } finally {
     await shared?.close();
   }
@@ -148,8 +179,8 @@ interface FinishedRun {
   readonly summary: RunSummary;
   /** The results file that failed mid-run, if one did. */
   readonly outputError: OutputError | undefined;
-  /** Standard output's reader went away (`… | head -1`). */
-  readonly stdoutClosed: boolean;
+  /** Standard output's reader went away (`… | head -1`), or it could not be written (`> /dev/full`). */
+  readonly stdout: 'closed' | 'failed' | undefined;
   /** The signal that stopped the run, if one did. */
   readonly signal: StopSignal | undefined;
   /** With --resume: articles of the results file the input does not hold. */
@@ -165,23 +196,52 @@ interface Ending {
   readonly line?: string | undefined;
 }
 
+/** What a stopped run's line ends with: how to finish it (with a results file, `--resume` does). */
+function finishHint(flags: MainFlags, when = ''): string {
+  return flags.output === undefined || flags.output === '-' ? `run again${when}` : `run again with --resume${when} to finish the rest`;
+}
+
 /** How a run the library stopped early ends: each `stoppedBy.by` with its exit code and its line. */
 const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: FinishedRun) => Ending>> = {
   source: (stop) => ({ code: EXIT_USAGE, line: `error: ${stop.message}; the run was stopped there` }),
-  limits: (stop) => ({ code: EXIT_FAILED, line: redisStopLine(stop) }),
-  'provider-down': ({ provider, message }, { flags }) => {
-    const again = flags.output === undefined || flags.output === '-' ? 'run again' : 'run again with --resume to finish the rest';
-    return {
-      code: EXIT_FAILED,
-      line: `error: provider "${provider}" is ${message}; the run was stopped: ${again} once it is back (see --breaker-give-up)`,
-    };
-  },
+  limits: (stop, { flags }) => ({ code: EXIT_FAILED, line: `${redisStopLine(stop)}: ${finishHint(flags, ' once it is back')}` }),
+  'provider-down': ({ provider, message }, { flags }) => ({
+    code: EXIT_FAILED,
+    line: `error: provider "${provider}" is ${message}; the run was stopped: ${finishHint(flags, ' once it is back')} (see --breaker-give-up)`,
+  }),
   provider: (stop, { keyVariables }) => ({ code: EXIT_USAGE, line: formatStop(stop, keyVariables.get(stop.provider!)) }),
+  budget: (stop, { flags, summary }) => {
+    const notStarted =
+      summary.notStarted === null ? 'the rest of the input was not read' : `${plural(summary.notStarted, 'article')} not started`;
+    const again =
+      flags.output === undefined || flags.output === '-'
+        ? 'run again with a larger --max-cost (and --output, to keep what is done)'
+        : 'run again with --resume --max-cost … to go on';
+    return { code: EXIT_FAILED, line: `error: ${stop.message}; intake stopped, ${notStarted}: ${again}` };
+  },
 };
 
 /** The endings in the order they are asked: the first that applies decides the exit code. */
 const ENDINGS: readonly ((run: FinishedRun) => Ending | undefined)[] = [
-  (run) => (run.stdoutClosed ? { code: EXIT_STDOUT_CLOSED } : undefined),
+  // `… | head -1` is how a reader says it has seen enough: silent, as a C tool, unless a results
+  // file holds a run cut short.
+  (run) =>
+    run.stdout !== 'closed'
+      ? undefined
+      : {
+          code: EXIT_STDOUT_CLOSED,
+          line:
+            run.flags.output === undefined || run.flags.output === '-'
+              ? undefined
+              : `stopped: standard output was closed by its reader; the results so far are in ${run.flags.output}: ${finishHint(run.flags)}`,
+        },
+  (run) => {
+    if (run.stdout !== 'failed') return undefined;
+    // Found by the summary, after the last article: nothing was stopped, only the summary lost.
+    if (!run.summary.interrupted) return { code: EXIT_FAILED, line: `error: ${stdoutFailureText()}; the summary could not be printed` };
+    const file = run.flags.output === undefined || run.flags.output === '-' ? '' : `: ${finishHint(run.flags)}`;
+    return { code: EXIT_FAILED, line: `error: ${stdoutFailureText()}; the run was stopped${file}` };
+  },
   (run) =>
     run.outputError === undefined
       ? undefined
@@ -205,23 +265,25 @@ function ending(run: FinishedRun): Ending {
 
 async function runWith(
   flags: MainFlags,
-  setups: Awaited<ReturnType<typeof providerSetups>>,
+  setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
   logger: Logger,
   sharedNote: string | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables } = setups;
+  const { providers, routes, keyVariables, tasks, budget } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
-  const input = await openInput(flags, (text) => early.push(text));
+  const input = await openInput(flags, (text) => early.push(text), tasks.inputFields);
   const output = await openOutput(flags, input, (text) => early.push(text));
   const terminal = new Terminal({
     out: output.human,
     printsLines: printLines,
-    onClosed: () => controller.abort(new CancelledError('stdout closed')),
+    onClosed: () =>
+      controller.abort(new CancelledError(stdoutState() === 'closed' ? 'standard output was closed by its reader' : stdoutFailureText())),
   });
   for (const text of early) terminal.notice(text);
-  const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
+  const skipping =
+    output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!, output.partial);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
   const stopSignal = handleSignals(
@@ -241,6 +303,8 @@ async function runWith(
       total,
       providers,
       routes,
+      tasks,
+      budget,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
@@ -278,7 +342,7 @@ async function runWith(
     flags,
     summary,
     outputError,
-    stdoutClosed: terminal.closed,
+    stdout: stdoutState(),
     signal: stopSignal(),
     unseen: skipping?.unseen() ?? 0,
     inputName: input.name,
@@ -287,15 +351,17 @@ async function runWith(
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
   // stdout (--output -) the human output is on stderr, which still has a reader: the summary goes
   // there as after a Ctrl-C; otherwise there is no one to print for.
-  if (!(run.stdoutClosed && output.human === process.stdout)) {
+  if (!(run.stdout !== undefined && output.human === process.stdout)) {
     const resumed = skipping?.resumed() ?? 0;
     output.human.write(
       flags.json
         ? jsonSummary(run, resumed, input.skipped())
         : humanSummary(run, { printLines, resumed, skippedLines: input.skipped(), sharedNote, writer, kept: output.kept?.size ?? 0 }),
     );
+    // The summary may be what finds standard output unwritable (`--json > /dev/full`).
+    await new Promise<void>((resolve) => output.human.write('', () => resolve()));
   }
-  const { code, line } = ending(run);
+  const { code, line } = ending({ ...run, stdout: stdoutState() });
   if (line !== undefined) process.stderr.write(`${line}\n`);
   return code;
 }
@@ -331,13 +397,17 @@ function humanSummary(
   },
 ): string {
   const lines = formatSummary(run.summary);
-  const stopped = run.signal ?? (run.stdoutClosed ? 'stdout closed' : undefined);
+  const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
   if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
+  // A signal's stop is said by the summary alone: it says how to finish.
+  if (run.summary.interrupted && run.signal !== undefined && context.writer !== undefined && run.flags.output !== '-') {
+    lines[lines.length - 1] = `${lines.at(-1)!.replace(/\.$/, '')}: ${finishHint(run.flags)}.`;
+  }
   if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
   if (context.sharedNote !== undefined) lines.push(context.sharedNote);
   if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
   const { writer, kept } = context;
-  if (writer !== undefined && run.outputError === undefined && !run.stdoutClosed) {
+  if (writer !== undefined && run.outputError === undefined && run.stdout === undefined) {
     lines.push(
       `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
     );

@@ -1,16 +1,8 @@
 // The flags that share each provider's quota through Redis, their checks, and the limits they build.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Logger } from 'pino';
-import {
-  REDIS_DEFAULTS,
-  RedisLimits,
-  connectRedis,
-  formatDuration,
-  isRedisConnectError,
-  type LimitSpec,
-  type ProviderSetup,
-  type RunStop,
-} from '../src/index.ts';
+import { REDIS_DEFAULTS, RedisLimits, connectRedis, isRedisConnectError, type RedisConnection } from '../src/redis/index.ts';
+import { formatDuration, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './run-options.ts';
 
@@ -24,6 +16,9 @@ export interface RedisFlags {
   redisFallback: (typeof FALLBACKS)[number];
   fallbackShare?: number;
   config?: string;
+  /** --budget-key: share --max-cost's budget through Redis under this name. */
+  budgetKey?: string;
+  maxCost?: number;
 }
 
 export function addRedisOptions(command: Command): Command {
@@ -53,6 +48,12 @@ export function addRedisOptions(command: Command): Command {
       new Option('--fallback-share <share>', 'with --redis-fallback=local: the share of every limit this process takes alone').argParser(
         share,
       ),
+    )
+    .addOption(
+      new Option(
+        '--budget-key <name>',
+        'with --redis and --max-cost: share the budget under this name: every process on it spends one budget, never more',
+      ).argParser(keyName(false)),
     );
 }
 
@@ -60,7 +61,7 @@ export function addRedisOptions(command: Command): Command {
 export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   const given = (option: string) => command.getOptionValueSource(option) === 'cli';
   if (flags.redis === undefined) {
-    for (const option of ['quotaKey', 'redisPrefix', 'redisTimeout', 'redisFallback', 'fallbackShare']) {
+    for (const option of ['quotaKey', 'redisPrefix', 'redisTimeout', 'redisFallback', 'fallbackShare', 'budgetKey']) {
       if (given(option)) throw new UsageError(`--${kebab(option)} needs --redis (the Redis that keeps the shared quota)`);
     }
     return;
@@ -78,6 +79,9 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
       '--redis-fallback=local needs --fallback-share: the share of the quota this process may use alone (0.33 for one of three)',
     );
   }
+  if (flags.budgetKey !== undefined && flags.maxCost === undefined) {
+    throw new UsageError('--budget-key needs --max-cost: the budget to share');
+  }
   if (flags.fallbackShare !== undefined && flags.redisFallback !== 'local') {
     throw new UsageError('--fallback-share applies with --redis-fallback=local');
   }
@@ -85,6 +89,8 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
 
 /** The connection the limits share: to close when the run is over. */
 export interface SharedLimits {
+  /** The connection the limits share, for whatever else the run keeps in the same Redis (the budget). */
+  readonly connection: RedisConnection;
   close(): Promise<void>;
   /** For the summary: which quotas were shared, and that the figures are this process's part. */
   readonly note: string;
@@ -130,7 +136,7 @@ export async function shareLimits(
   const note =
     `Shared quota ${shared.join(', ')} through Redis: the calls and the efficiency above are this process's; ` +
     'other processes on the same quota take their share of the rate';
-  return { close: () => connection.close(), note };
+  return { connection, close: () => connection.close(), note };
 }
 
 /** The line that says a run stopped because its shared limits could not be reached (Redis went away). */

@@ -12,6 +12,7 @@ import { requestLimit } from '../../src/limits/provider-limits.ts';
 import type { HeaderStyle } from '../../src/provider/rate-limit-headers.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
+import { builtinRequest } from '../../test/requests.ts';
 
 export interface ScenarioOptions {
   /** Successful calls to make. */
@@ -121,7 +122,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
 
   const worker = async (): Promise<void> => {
     while (next < options.calls) {
-      const request: LlmRequest = { task: 'sentiment', articleId: String(next++), title: 'Markets', text: 'Shares rose.' };
+      const request: LlmRequest = builtinRequest('sentiment', String(next++), 'Markets', 'Shares rose.');
       await gate.call(request);
       successesAtMs.push(clock.now() - startMs);
     }

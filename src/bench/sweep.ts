@@ -126,7 +126,7 @@ export interface SweepRunStart {
 }
 
 export interface SweepOptions
-  extends Pick<PipelineOptions, 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
+  extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. Default 3. */
   readonly repeat?: number;
@@ -173,6 +173,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
       const summary = await runPipeline({
         source: options.createSource(),
         providers: options.createProviders(setting),
+        tasks: options.tasks,
         routes: options.routes,
         clock,
         workers: options.workers,

@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
-import { providerSetupProblem, type BreakerSetup, type ProviderSetup } from '../gate/provider-options.ts';
+import { providerSetupProblem, type BreakerSetup, type ProviderPrice, type ProviderSetup } from '../gate/provider-options.ts';
 import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limits/provider-limits.ts';
 import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
-import { TASKS, type TaskName } from '../provider/provider.ts';
 import { hasCredentials, isHttpUrl, maskCredentials } from '../provider/http-api.ts';
 import {
   HTTP_PROVIDER_DEFAULTS,
@@ -36,8 +35,11 @@ import { fileErrorDetail } from '../validation/file-error.ts';
  */
 export interface ProvidersConfig {
   readonly providers: readonly ProviderConfig[];
-  /** Every task, routed to a provider by name. */
-  readonly routes: Readonly<Record<TaskName, string>>;
+  /**
+   * Tasks routed to a provider by name (task name → provider name): those that name no provider
+   * themselves in the tasks file. A task neither names goes to the first provider.
+   */
+  readonly routes: Readonly<Record<string, string>>;
 }
 
 /**
@@ -126,14 +128,13 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
     names.add(provider.name);
   });
   const routesJson = root.routes === undefined ? {} : at.object(root.routes, 'routes');
-  at.only(routesJson, 'routes', TASKS);
   const routes = Object.fromEntries(
-    TASKS.map((task) => {
-      const name = routesJson[task] === undefined ? providers[0]!.name : at.string(routesJson[task], `routes.${task}`);
+    Object.entries(routesJson).map(([task, provider]) => {
+      const name = at.string(provider, `routes.${task}`);
       if (!names.has(name)) at.fail(`routes.${task}`, `one of the provider names (${[...names].join(', ')})`, name);
       return [task, name];
     }),
-  ) as Record<TaskName, string>;
+  );
   return { providers, routes };
 }
 
@@ -149,6 +150,7 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     'breaker',
     'simulated',
     'quotaKey',
+    'price',
     ...CLIENT_FIELDS,
   ]);
   const name = at.string(o.name, `${path}.name`);
@@ -168,7 +170,8 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   };
   // A burst that cannot hold a call, an adaptive rate with nothing to adapt: refused here, not at run time.
   const problem = providerSetupProblem(setup);
-  if (problem !== undefined) at.fail(`${path}.${problem.field}`, problem.expected, problem.field === 'adaptive' ? o.adaptive : problem.value);
+  if (problem !== undefined)
+    at.fail(`${path}.${problem.field}`, problem.expected, problem.field === 'adaptive' ? o.adaptive : problem.value);
   return {
     name,
     ...setup,
@@ -177,6 +180,7 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),
     simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
     quotaKey: o.quotaKey === undefined ? undefined : readQuotaKey(at, o.quotaKey, `${path}.quotaKey`),
+    price: o.price === undefined ? undefined : readPrice(at, o.price, `${path}.price`),
     ...readClient(at, o, path),
   };
 }
@@ -210,6 +214,19 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
     apiKeyEnv: (o.apiKeyEnv as string | undefined) ?? defaults.apiKeyEnv,
   };
   return { type, api, maxConcurrent };
+}
+
+/** `"price": { "inputPerMTok": 0.4, "outputPerMTok": 1.6 }`: USD per million tokens. */
+function readPrice(at: Reader, json: unknown, path: string): ProviderPrice {
+  const o = at.object(json, path);
+  at.only(o, path, ['inputPerMTok', 'outputPerMTok']);
+  const perMTok = (value: unknown, field: string): number => {
+    if (value === undefined) return at.fail(`${path}.${field}`, 'USD per million tokens (a number >= 0)', value);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      at.fail(`${path}.${field}`, 'a number >= 0 (USD per million tokens)', value);
+    return value as number;
+  };
+  return { inputPerMTok: perMTok(o.inputPerMTok, 'inputPerMTok'), outputPerMTok: perMTok(o.outputPerMTok, 'outputPerMTok') };
 }
 
 /** A Redis key part: Redis Cluster hashes only what is between `{` and `}`, so neither may appear. */

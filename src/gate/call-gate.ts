@@ -10,6 +10,7 @@ import {
   BadRequestError,
   DEFAULT_MAX_OUTPUT_TOKENS,
   MalformedOutputError,
+  NotAnApiError,
   NetworkError,
   QuotaExhaustedError,
   RateLimitError,
@@ -22,8 +23,10 @@ import {
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkInteger, checkNumber } from '../validation/checks.ts';
-import { checkProviderSetup, type ProviderSetup } from './provider-options.ts';
+import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
+import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
 import { LocalLimits } from '../limits/local-limits.ts';
@@ -51,10 +54,14 @@ export type AttemptOutcome =
   | 'truncated'
   | 'refused'
   | 'malformed'
+  /** A 2xx whose body is not the API's (a web page): see `NotAnApiError`. */
+  | 'not-an-api'
   /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
   | 'limiter-timeout'
   | 'circuit-open'
   | 'too-large'
+  /** The budget could not cover the call's worst case: nothing was sent. */
+  | 'over-budget'
   | 'aborted'
   | 'error';
 
@@ -84,6 +91,11 @@ export interface AttemptEvent {
   readonly error: unknown;
   /** The tokens the provider reported for a successful call. */
   readonly usage: TokenUsage | undefined;
+  /**
+   * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
+   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   */
+  readonly costUsd: number | undefined;
 }
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
@@ -102,6 +114,11 @@ export interface GateFigures {
 
 /** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
 export interface CallGateOptions extends ProviderSetup {
+  /**
+   * The run's money, shared by every gate: each attempt holds its worst case (at `price`) before it
+   * is sent, and settles at what it cost. Needs a `price`. @default none
+   */
+  readonly budget?: Budget | undefined;
   /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
   /** @default systemClock */
@@ -111,10 +128,21 @@ export interface CallGateOptions extends ProviderSetup {
 }
 
 export interface GateCallOptions {
+  /** The most tokens this call's answer may take (a task's own). @default the gate's `maxOutputTokens` */
+  readonly maxOutputTokens?: number | undefined;
   /** Aborts the limiter wait, the call in flight and the backoff sleep. */
   readonly signal?: AbortSignal | undefined;
   /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * For a call whose deadline starts when the limits grant it (an article's first call on limits
+   * other processes share: see `ProviderLimits.shared`). Until then it has no deadline (`signal`
+   * still aborts it) and takes a grant only when one is at most `maxWaitMs` off: further off, it
+   * takes nothing, sleeps until one would be that near and asks again — so an article not yet
+   * begun never queues ahead of the later calls of articles under way. At the grant, `granted`
+   * returns the deadline and its signal from then on, which replace `deadlineMs` and `signal`.
+   */
+  readonly startAtGrant?: StartAtGrant | undefined;
   /** Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order). */
   readonly rank?: number | undefined;
   /** Told after every attempt. */
@@ -123,9 +151,25 @@ export interface GateCallOptions {
   readonly workerId?: number | undefined;
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
-   * so spent its cost), `latencyMs` by the time the provider took to answer it.
+   * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
+   * what it cost at the provider's price (whole nano-dollars).
    */
-  readonly tally?: { calls: number; latencyMs: number } | undefined;
+  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
+}
+
+/** A call whose deadline starts at its grant: see `GateCallOptions.startAtGrant`. */
+export interface StartAtGrant {
+  /** The longest wait for a grant to take, asked at each try. */
+  maxWaitMs(): number;
+  /** Told the grant's instant; returns the deadline and its signal from then on. */
+  granted(atMs: number): { readonly deadlineMs: number; readonly signal: AbortSignal | undefined };
+}
+
+/** The deadline and signal a call runs under; its first grant may set them (`startAtGrant`). */
+interface CallScope {
+  signal: AbortSignal | undefined;
+  deadlineMs: number;
+  startAtGrant: StartAtGrant | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -155,6 +199,8 @@ export class CallGate {
   readonly adaptive: AdaptiveRate | undefined;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
+  readonly #price: ProviderPrice | undefined;
+  readonly #budget: Budget | undefined;
   readonly #callTimeoutMs: number;
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
@@ -178,6 +224,16 @@ export class CallGate {
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
+    this.#price = options.price;
+    if (this.#price !== undefined) {
+      checkObject('price', this.#price);
+      checkNumber('price.inputPerMTok', this.#price.inputPerMTok, { min: 0, unit: 'USD per million tokens' });
+      checkNumber('price.outputPerMTok', this.#price.outputPerMTok, { min: 0, unit: 'USD per million tokens' });
+    }
+    this.#budget = options.budget;
+    if (this.#budget !== undefined && this.#price === undefined) {
+      throw expected(`the price of "${provider.name}"`, 'given with a budget (it is what the budget counts in)', undefined);
+    }
     this.#callTimeoutMs = options.callTimeoutMs ?? Infinity;
     checkNumber('callTimeoutMs', this.#callTimeoutMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
     this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
@@ -186,6 +242,7 @@ export class CallGate {
     const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#observers = [
       settleGrant,
+      ...(this.#budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
       ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
       ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
@@ -210,10 +267,13 @@ export class CallGate {
    * last attempt's error) when the retry policy gives up, or with `signal.reason` when aborted.
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
-    const { signal, deadlineMs = Infinity, onAttempt, tally } = options;
+    const { onAttempt, tally } = options;
+    const scope: CallScope = { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, startAtGrant: options.startAtGrant };
     let previousDelayMs = 0;
     for (let number = 1; ; ) {
-      const attempt = await this.#attempt(request, number, options);
+      const attempt = await this.#attempt(request, number, options, scope);
+      // The first grant may have started the deadline: read both afresh after every attempt.
+      const { signal, deadlineMs } = scope;
       // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
       // on this very failure) must not hide the failure as a cancellation.
       const aborted = signal?.aborted === true;
@@ -231,6 +291,7 @@ export class CallGate {
       if (attempt.called && tally !== undefined) {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
+        tally.costNanoUsd += attempt.costNanoUsd;
       }
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
@@ -300,35 +361,73 @@ export class CallGate {
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
-  async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now());
+  async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
+    const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
+      if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
+      const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, options)
-        : this.#inFlight(() => this.#send(attempt, cost, options)));
+        ? this.#send(attempt, cost, maxOutputTokens, options.rank, scope)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options.rank, scope)));
     } catch (error) {
       attempt.error = error;
     }
-    attempt.end(this.clock.now(), options.signal);
+    attempt.end(this.clock.now(), scope.signal);
     for (const observe of this.#observers) observe(attempt);
     return attempt;
   }
 
+  /**
+   * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
+   * whole answer included — or refuses it, sending nothing.
+   */
+  async #hold(attempt: Attempt, maxOutputTokens: number): Promise<void> {
+    const worstNano = worstCaseNanoUsd(attempt.request, maxOutputTokens, this.#price!);
+    const hold = await this.#budget!.reserve(worstNano);
+    if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
+    attempt.hold = hold;
+    attempt.worstNanoUsd = worstNano;
+  }
+
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
-  async #send(attempt: Attempt, cost: CallCost, options: GateCallOptions): Promise<LlmResponse> {
-    const { signal, deadlineMs = Infinity, rank } = options;
-    const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
-    attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
+  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, rank: number | undefined, scope: CallScope): Promise<LlmResponse> {
+    const start = scope.startAtGrant;
+    if (start === undefined) {
+      const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
+      attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+    } else {
+      attempt.grant = await this.#acquireNear(cost, start, scope.signal, rank);
+      ({ deadlineMs: scope.deadlineMs, signal: scope.signal } = start.granted(this.clock.now()));
+      scope.startAtGrant = undefined;
+    }
     attempt.sentAtMs = this.clock.now();
+    const { signal, deadlineMs } = scope;
     const leftMs = deadlineMs - attempt.sentAtMs;
-    const maxOutputTokens = this.#maxOutputTokens;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
     return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
+  }
+
+  /**
+   * A grant at most `start.maxWaitMs()` off: a refusal took nothing and said how far off the grant
+   * was, so the call sleeps until it would be that near (at least a call's spacing at the current
+   * rate, so that processes refused together do not all ask again at once) and asks again.
+   */
+  async #acquireNear(cost: CallCost, start: StartAtGrant, signal: AbortSignal | undefined, rank: number | undefined): Promise<LimitGrant> {
+    for (;;) {
+      const maxWaitMs = Math.max(0, start.maxWaitMs());
+      try {
+        return await this.limits.acquire(cost, { signal, maxWaitMs, rank });
+      } catch (error) {
+        if (!isMaxWaitExceededError(error) || !Number.isFinite(error.waitMs)) throw error;
+        const spacingMs = this.limits.rate === Infinity ? 1 : 1000 / this.limits.rate;
+        await sleep(this.clock, Math.max(spacingMs, error.waitMs - maxWaitMs), signal);
+      }
+    }
   }
 
   /**
@@ -369,8 +468,8 @@ export class CallGate {
     }
   }
 
-  async #cost(request: LlmRequest): Promise<CallCost> {
-    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: this.#maxOutputTokens };
+  async #cost(request: LlmRequest, maxOutputTokens: number): Promise<CallCost> {
+    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: maxOutputTokens };
   }
 }
 
@@ -391,6 +490,13 @@ class Attempt implements AttemptEvent {
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
+  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  hold: BudgetHold | undefined;
+  worstNanoUsd = 0;
+  readonly price: ProviderPrice | undefined;
+  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  costNanoUsd = 0;
+  costUsd: number | undefined;
   sentAtMs: number | undefined;
   response: LlmResponse | undefined;
   error: unknown;
@@ -402,7 +508,15 @@ class Attempt implements AttemptEvent {
   usage: TokenUsage | undefined;
   retryInMs: number | undefined;
 
-  constructor(provider: string, request: LlmRequest, attempt: number, workerId: number | undefined, startMs: number) {
+  constructor(
+    provider: string,
+    request: LlmRequest,
+    attempt: number,
+    workerId: number | undefined,
+    startMs: number,
+    price: ProviderPrice | undefined,
+  ) {
+    this.price = price;
     this.provider = provider;
     this.request = request;
     this.task = request.task;
@@ -434,6 +548,11 @@ class Attempt implements AttemptEvent {
     this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
     this.usage = this.response?.usage;
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
+    if (this.price !== undefined) {
+      const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
+      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costUsd = this.costNanoUsd / NANO_USD;
+    }
   }
 }
 
@@ -441,6 +560,19 @@ class Attempt implements AttemptEvent {
 const settleGrant: AttemptObserver = (attempt) => {
   if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
   else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
+};
+
+/**
+ * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
+ * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
+ * it may have been billed in full, and the budget must never be overspent.
+ */
+const settleBudget: AttemptObserver = (attempt) => {
+  const { hold } = attempt;
+  if (hold === undefined) return;
+  if (!attempt.called) return hold.settle(0);
+  const billed = billedUsage(attempt.usage, attempt.error);
+  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */
@@ -519,6 +651,7 @@ const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => 
   [TruncatedOutputError, 'truncated'],
   [RefusalError, 'refused'],
   [MalformedOutputError, 'malformed'],
+  [NotAnApiError, 'not-an-api'],
 ];
 
 function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
@@ -531,5 +664,6 @@ function classify(error: unknown, signal: AbortSignal | undefined, called: boole
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
   if (isBrokenCircuitError(error)) return 'circuit-open';
   if (isLimitTooSmallError(error)) return 'too-large';
+  if (isBudgetExhaustedError(error)) return 'over-budget';
   return 'error';
 }

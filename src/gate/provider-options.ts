@@ -48,10 +48,23 @@ export interface ProviderSetup {
    */
   readonly callTimeoutMs?: number | undefined;
   /**
+   * What the provider charges, in USD per million tokens: every call's cost is its usage at this
+   * price, and a budget reserves each call's worst case at it. @default none (no cost figures; no budget)
+   */
+  readonly price?: ProviderPrice | undefined;
+  /**
    * Input tokens of a request, for token limits.
    * @default the prompt counted with a real tokenizer (gpt-tokenizer, o200k)
    */
   readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
+}
+
+/** A model's price, USD per million tokens. */
+export interface ProviderPrice {
+  /** USD per million input (prompt) tokens, finite, >= 0. */
+  readonly inputPerMTok: number;
+  /** USD per million output tokens, finite, >= 0. */
+  readonly outputPerMTok: number;
 }
 
 /** A circuit breaker's options in front of a provider, and how long a run waits for the provider to come back. */

@@ -64,6 +64,14 @@ export interface ProviderLimits {
   readonly specs: readonly LimitSpec[];
   /** Whether any limit counts LLM tokens (and so a call needs a token estimate). */
   readonly countsTokens: boolean;
+  /**
+   * Whether other processes take from these limits too (a quota shared through Redis). This
+   * process then cannot see all the demand ahead of an article, so admission cannot promise its
+   * calls a grant in time: an article's deadline starts at its first call's grant instead, and an
+   * article waiting for that grant has not started — it cannot fail for the other processes'
+   * share of the queue. @default false
+   */
+  readonly shared?: boolean | undefined;
   /** The request limit's rate now, in calls per second (moved by the adaptive rate); `Infinity` without one. */
   readonly rate: number;
   /**

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
-import type { ProviderSetup } from '../gate/provider-options.ts';
-import type { TaskName } from '../provider/provider.ts';
-import { TASKS } from '../provider/provider.ts';
+import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
+import type { Budget } from '../limits/budget.ts';
+import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
+import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
@@ -38,6 +40,8 @@ export class CancelledError extends Error {
   override readonly name = 'CancelledError';
 }
 
+export const isCancelledError = (error: unknown): error is CancelledError => error instanceof CancelledError;
+
 /**
  * The run stopped because a provider answered in a way no retry can mend (it refused the key, the
  * account has no credit): intake stopped and the articles in flight end `cancelled`, to be run
@@ -55,6 +59,8 @@ export class RunStoppedError extends Error {
   }
 }
 
+export const isRunStoppedError = (error: unknown): error is RunStoppedError => error instanceof RunStoppedError;
+
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
   readonly workerId: number;
@@ -67,8 +73,19 @@ export interface PipelineOptions {
   readonly total?: number | undefined;
   /** One gate (limits, breaker, adaptive rate) is made per provider and shared by every worker. */
   readonly providers: readonly ProviderSetup[];
-  /** Which provider (by name) serves each task. Default: the first provider serves all. */
-  readonly routes?: Partial<Record<TaskName, string>> | undefined;
+  /** Every article's tasks (`defineTasks`, `loadTasksFile`). @default the built-in summarize, then sentiment */
+  readonly tasks?: TaskSet | undefined;
+  /**
+   * Which provider (by name) serves each task that names none itself (task name → provider name).
+   * @default the first provider serves them
+   */
+  readonly routes?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The run's money: every call holds its worst case at its provider's `price` first, so the run
+   * never spends more; when the next call cannot be covered, intake stops (`stoppedBy.by` is
+   * `"budget"`). Every provider needs a `price`. @default none
+   */
+  readonly budget?: Budget | undefined;
   /** Articles processed at once. Default {@link PIPELINE_DEFAULTS}. */
   readonly workers?: number | undefined;
   /** Per-article budget in ms for limiter waits and calls together. Default {@link PIPELINE_DEFAULTS}. */
@@ -100,6 +117,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   checkDurationMs('timeoutMs', timeoutMs, { positive: true });
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
+  const tasks = options.tasks ?? loadBuiltinTasks();
   const gatesByName = new Map<string, CallGate>();
   const watchedGates: { gate: CallGate; giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
@@ -107,23 +125,24 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const gate = new CallGate({ ...setup, retry: options.retry, clock, logger: options.logger });
+    const gate = new CallGate({ ...setup, budget: options.budget, retry: options.retry, clock, logger: options.logger });
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
-  const defaultProvider = options.providers[0]!.provider.name;
-  const gates = Object.fromEntries(
-    TASKS.map((task) => {
-      const name = options.routes?.[task] ?? defaultProvider;
-      const gate = gatesByName.get(name);
-      if (gate === undefined) throw expected(`task "${task}"`, 'routed to a known provider', name);
-      return [task, gate];
-    }),
-  ) as Record<TaskName, CallGate>;
+  const gates = new Map([...taskProviders(tasks, options.providers, options.routes)].map(([task, name]) => [task, gatesByName.get(name)!]));
   // Loaded before the first token is taken: a call must leave when its token is granted.
   await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
 
-  const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()], total: options.total });
+  const priced = options.providers.some((setup) => setup.price !== undefined);
+  const metrics = new Metrics({
+    startMs: clock.now(),
+    workers,
+    providers: [...gatesByName.keys()],
+    tasks: tasks.tasks.map((task) => ({ name: task.name, provider: gates.get(task.name)!.provider.name })),
+    priced: options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name),
+    total: options.total,
+    budget: options.budget,
+  });
   const { onResult, onAttempt } = options;
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
@@ -133,14 +152,21 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // An article's calls take what calls have been taking (allowing for the slow ones) — half its
   // timeout until calls have answered — and the limits may have the rest, less a margin for timers
   // that fire late.
-  const latency = new LatencyEstimate(timeoutMs / 2 / TASKS.length);
+  const latency = new LatencyEstimate(timeoutMs / 2 / tasks.depth);
+  const waitBudgetMs = () => timeoutMs * (1 - ADMISSION_MARGIN) - tasks.depth * latency.highMs;
   const admission = new Admission(
-    TASKS.map((task) => gates[task]),
+    tasks.tasks.map((task) => gates.get(task.name)!),
     clock,
-    () => timeoutMs * (1 - ADMISSION_MARGIN) - TASKS.length * latency.highMs,
+    waitBudgetMs,
     signal,
   );
   const expectedCallMs = () => latency.meanMs;
+  // Limits other processes share hide their demand from admission: an article's deadline starts at
+  // its first grant, taken only when no further off than its share of what admission allows an
+  // article's waits — the queue its later calls will meet is then about as long, and they fit.
+  const startAtGrant = [...gatesByName.values()].some((gate) => gate.limits.shared === true)
+    ? { maxWaitMs: () => Math.max(0, waitBudgetMs() / tasks.depth) }
+    : undefined;
 
   let stoppedBy: RunStop | undefined;
   // A stop that halts intake only (limits out of reach): the articles in flight keep what they were granted.
@@ -176,7 +202,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const processorOptions: ProcessorOptions[] = [];
   const optionsFor = (workerId: number): ProcessorOptions =>
     (processorOptions[workerId] ??= {
+      tasks,
       gates,
+      priced,
       timeoutMs,
       clock,
       deadlines,
@@ -185,6 +213,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       onAttempt: recordAttempt,
       admission,
       expectedCallMs,
+      startAtGrant,
     });
 
   try {
@@ -220,4 +249,53 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   );
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   return summary;
+}
+
+/**
+ * Which provider serves each task: the one it names, else the one `routes` names for it, else the
+ * first. Throws a {@link TasksError} (its message begins with where the tasks came from) for a
+ * provider that is not among `providers`, a route for a task that is not there, and a task whose
+ * `maxOutputTokens` its provider's token limits cannot hold — before any call.
+ */
+export function taskProviders(
+  tasks: TaskSet,
+  providers: readonly ProviderSetup[],
+  routes?: Readonly<Record<string, string>> | undefined,
+): Map<string, string> {
+  const names = providers.map((setup) => setup.provider.name);
+  const fail = (message: string): never => {
+    throw new TasksError(`${tasks.source}: ${message}`);
+  };
+  for (const task of Object.keys(routes ?? {})) {
+    if (!tasks.tasks.some((candidate) => candidate.name === task)) {
+      fail(`the routes name task "${task}", which is not one of these tasks (${tasks.tasks.map((t) => t.name).join(', ')})`);
+    }
+  }
+  const assigned = new Map<string, string>();
+  for (const task of tasks.tasks) {
+    const name = task.provider ?? routes?.[task.name] ?? names[0]!;
+    const setup = providers.find((candidate) => candidate.provider.name === name);
+    if (setup === undefined) {
+      return fail(
+        `task "${task.name}" asks for provider "${name}", which is not one of the run's (${names.map((n) => `"${n}"`).join(', ')})`,
+      );
+    }
+    if (task.maxOutputTokens !== undefined) {
+      const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
+      if (problem?.rule === 'token-burst') {
+        const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
+        fail(
+          `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${name}" ` +
+            `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
+            'give the task a smaller maxOutputTokens, or the provider a larger limit',
+        );
+      }
+    }
+    assigned.set(task.name, name);
+  }
+  return assigned;
+}
+
+function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
+  return Array.isArray(limits) ? (limits as readonly LimitSpec[]) : (limits as ProviderLimits).specs;
 }

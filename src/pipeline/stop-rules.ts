@@ -1,8 +1,10 @@
 import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
+import { isBudgetExhaustedError } from '../limits/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
-import { BadRequestError, stopsRun } from '../provider/provider.ts';
+import { BadRequestError, NotAnApiError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { RunStop } from './metrics.ts';
+import { isMissingPackageError } from '../optional-package.ts';
 
 /** What a rule found: the provider concerned (when one is), and the failure, as `stoppedBy` shows it. */
 export interface StopFinding {
@@ -47,13 +49,16 @@ const finding = (provider: string | undefined, error: Error): StopFinding => ({
   cause: error,
 });
 
-/** A provider refused what no retry can mend (the key, an empty account): every further call would be refused too. */
+/**
+ * A provider refused what no retry can mend (the key, an empty account), or cannot be called at all
+ * (its SDK is not installed): every further call would fail the same way.
+ */
 export const refusedEveryCall: StopRule = {
   by: 'provider',
   halts: 'run',
   watch: (run, stop) =>
     run.onAttempt((event) => {
-      if (stopsRun(event.error)) stop(finding(event.provider, event.error));
+      if (stopsRun(event.error) || isMissingPackageError(event.error)) stop(finding(event.provider, event.error));
     }),
 };
 
@@ -61,8 +66,9 @@ export const refusedEveryCall: StopRule = {
 const ANSWERED: ReadonlySet<AttemptEvent['outcome']> = new Set(['ok', 'rate-limited', 'truncated', 'refused', 'malformed']);
 
 /**
- * A 404 before the provider has answered anything: the base URL or the model is wrong, and every
- * call would meet it. After an answer, a 404 is that one request's.
+ * A 404, or a page that is not the API's (`NotAnApiError`), before the provider has answered
+ * anything: the base URL or the model is wrong, and every call would meet it. After an answer,
+ * either is that one request's.
  */
 export const wrongAddress: StopRule = {
   by: 'provider',
@@ -72,7 +78,8 @@ export const wrongAddress: StopRule = {
     return run.onAttempt((event) => {
       if (ANSWERED.has(event.outcome)) answered.add(event.provider);
       const { error } = event;
-      if (error instanceof BadRequestError && error.status === 404 && !answered.has(event.provider)) stop(finding(event.provider, error));
+      const wrong = (error instanceof BadRequestError && error.status === 404) || error instanceof NotAnApiError;
+      if (wrong && !answered.has(event.provider)) stop(finding(event.provider, error!));
     });
   },
 };
@@ -127,5 +134,24 @@ export const providerDown: StopRule = {
   },
 };
 
+/**
+ * The budget cannot cover the next call's worst case: intake stops, the way it does when a provider
+ * stays down, and the articles under way finish if their reservations fit.
+ */
+export const budgetSpent: StopRule = {
+  by: 'budget',
+  halts: 'intake',
+  watch: (run, stop) =>
+    run.onAttempt((event) => {
+      if (isBudgetExhaustedError(event.error)) stop(finding(undefined, event.error));
+    }),
+};
+
 /** The rules every run watches, in the order they are told of an attempt. */
-export const STOP_RULES: readonly StopRule[] = Object.freeze([refusedEveryCall, wrongAddress, limitsUnreachable, providerDown]);
+export const STOP_RULES: readonly StopRule[] = Object.freeze([
+  refusedEveryCall,
+  wrongAddress,
+  limitsUnreachable,
+  providerDown,
+  budgetSpent,
+]);

@@ -5,6 +5,7 @@ import { silentLogger } from '../silent-logger.ts';
 import { checkDurationMs, checkString, expected } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { RedisScript } from './scripts.ts';
+import { loadOptional } from '../optional-package.ts';
 
 /** What the Redis-backed limits do unless told otherwise. */
 export const REDIS_DEFAULTS = Object.freeze({
@@ -62,7 +63,7 @@ export async function connectRedis(url: string, options: RedisConnectOptions = {
   const timeoutMs = options.timeoutMs ?? REDIS_DEFAULTS.timeoutMs;
   checkDurationMs('timeoutMs', timeoutMs, { positive: true });
   // Loaded here, so that importing the library costs nothing to those who never share a quota.
-  const { Redis } = await import('ioredis');
+  const { Redis } = await loadOptional('ioredis', 'sharing limits through Redis', () => import('ioredis'));
   const client = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,

@@ -5,7 +5,7 @@
  * errors in Anthropic's shapes.
  */
 
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import {
   type AnswerShape,
   type ChatApi,

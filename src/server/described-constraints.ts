@@ -7,7 +7,7 @@
  * as it does against the real model.
  */
 
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import { isRecord } from './chat-api.ts';
 
 /** The keywords taken back from descriptions: those that narrow a value (not `not`, not `$schema`). */

@@ -7,14 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
-import { isRateLimitError, isServerError, isTimeoutError, type LlmRequest } from '../provider/provider.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
+import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../provider/rate-limit-headers.ts';
 import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow, type SimulatedProviderOptions } from '../provider/simulated.ts';
-import { extractKeywords } from '../provider/text-analysis.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkBoolean, checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
 import { anthropicApi, countTokensPrompt } from './anthropic-api.ts';
@@ -25,11 +24,13 @@ import { schemaInPrompt } from './prompt-schema.ts';
 import { readBody } from './request-body.ts';
 import { ResponseStore } from './response-store.ts';
 import { responsesApi } from './responses-api.ts';
-import { SchemaAnswers, SchemaError } from './schema-answers.ts';
+import { SchemaAnswers, SchemaError } from '../provider/schema-answers.ts';
+import { knownTask } from '../provider/simulated-answers.ts';
+import { loadOptional } from '../optional-package.ts';
+import { withDescribedConstraints } from './described-constraints.ts';
 import { ServerMetrics, keyFingerprint } from './server-metrics.ts';
 import { StreamFaults } from './stream-faults.ts';
 import { writeStream } from './stream-writer.ts';
-import { answerOf, articleOf, taskOf } from './task-answers.ts';
 
 /** What `serve` is unless told otherwise. */
 export const LLM_SERVER_DEFAULTS = Object.freeze({
@@ -122,11 +123,14 @@ interface Exchange {
   key: string | undefined;
 }
 
-/** A prepared request: what the API read, and for a schema its validator and the value made for it (absent for the pipeline's own tasks). */
+/**
+ * A prepared request: what the API read, and the schema the answer is made for — the request's own,
+ * with the constraints its descriptions state when those can be kept to; for free text and JSON mode
+ * the simulation's summary, or the schema the prompt gives.
+ */
 interface Prepared {
   readonly request: ChatRequest;
-  readonly validate?: ValidateFunction;
-  readonly schemaValue?: unknown;
+  readonly answerSchema: JsonSchema;
 }
 
 /** What a failure's headers describe: the decisions that refused it (else the key's quota as it stands), its wait, whether to close. */
@@ -179,8 +183,13 @@ const ROUTES: ReadonlySet<string> = new Set<Route>([
 ]);
 /** Paths whose last segment is an id. */
 const WITH_ID = /^(\/v1\/(?:responses|models))\/([^/]+)$/;
-/** Words a string in a schema answer is made of, at most: the prompt's keywords. */
-const ANSWER_WORDS = 8;
+/** What free text and `json_object` answers are: the simulation's summary of the article in the prompt. */
+const SUMMARY_SCHEMA: JsonSchema = Object.freeze({
+  type: 'object',
+  properties: { summary: { type: 'string' }, keywords: { type: 'array', items: { type: 'string' } } },
+  required: ['summary', 'keywords'],
+  additionalProperties: false,
+});
 /** nginx's status for a client that closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
 /** The whole requests a per-minute limit states: rounded down, so a client taking it as its rate is never over. */
@@ -335,7 +344,7 @@ export class LlmServer {
         requests: this.#requests.take(key, 0).remaining,
         tokens: this.#tokens?.take(key, 0).remaining,
       })),
-      import('gpt-tokenizer'),
+      loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
     ]);
     return {
       schemas,
@@ -462,98 +471,101 @@ export class LlmServer {
   }
 
   /**
-   * The request as the API reads it, and for a schema its validator and (unless it is one of the
-   * pipeline's tasks) the value to answer: a schema that does not compile, or admits nothing, is
-   * refused before any latency is spent.
+   * The request as the API reads it, and the schema its answer is made for: one that does not
+   * compile, or admits nothing, is refused before any latency is spent.
    */
   #prepare(exchange: Exchange, body: unknown): Prepared {
     const { api } = exchange;
-    const { schemas } = this.#loaded!;
     const key = exchange.key!;
     try {
       const request = api.parse(body, { ...this.#parseOptions, previousResponse: (id) => this.#responses.find(key, id) });
       const { shape } = request;
-      if (shape.kind === 'json-object') return { request, ...this.#promptedValue(request) };
-      if (shape.kind !== 'schema' && shape.kind !== 'tool') return { request };
-      const validate = schemas.validator(shape.schema);
-      if (taskOf(shape.name, shape.schema) !== undefined) return { request, validate };
-      const { title, text } = articleOf(request.lastUserText);
-      return {
-        request,
-        validate,
-        schemaValue: schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate),
-      };
+      if (shape.kind === 'text') return { request, answerSchema: SUMMARY_SCHEMA };
+      if (shape.kind === 'json-object') return { request, answerSchema: this.#promptedSchema(request) ?? SUMMARY_SCHEMA };
+      return { request, answerSchema: this.#schemaToAnswer(shape.name, shape.schema) };
     } catch (error) {
       throw asRefusal(api, error);
     }
   }
 
   /**
-   * For JSON mode, a value fitting the schema the prompt gives, when it gives one that can be
-   * answered; nothing otherwise (the answer is then the article's summary as JSON). A prompt's
-   * schema is the client's text, not a parameter: one that cannot be answered is no error.
+   * The request's schema, checked: it compiles and admits a value (SchemaError otherwise). With the
+   * constraints its descriptions state added, when values fit that and the schema as sent alike.
    */
-  #promptedValue(request: ChatRequest): { schemaValue?: unknown } {
+  #schemaToAnswer(name: string, schema: JsonSchema): JsonSchema {
+    const { schemas } = this.#loaded!;
+    const validate = schemas.validator(schema);
+    // The pipeline's own tasks are answered from the article; any other schema must admit a value.
+    if (knownTask(name, schema) !== undefined) return schema;
+    const described = withDescribedConstraints(schema);
+    if (described !== schema) {
+      try {
+        const value = schemas.valueFor(described, [], schemas.validator(described));
+        if (validate(value)) return described;
+      } catch (error) {
+        // Words that make no schema, or one nothing fits, are words only.
+        if (!(error instanceof SchemaError)) throw error;
+      }
+    }
+    schemas.valueFor(schema, [], validate);
+    return schema;
+  }
+
+  /**
+   * For JSON mode, the schema the prompt gives, when it gives one that can be answered; undefined
+   * otherwise (the answer is then the article's summary as JSON). A prompt's schema is the client's
+   * text, not a parameter: one that cannot be answered is no error.
+   */
+  #promptedSchema(request: ChatRequest): JsonSchema | undefined {
     const schema = schemaInPrompt(request.promptText);
-    if (schema === undefined) return {};
+    if (schema === undefined) return undefined;
     try {
-      // The words come from what the prompt says around the schema, not from the schema.
-      const { title, text } = articleOf(request.lastUserText.replace(/```[\s\S]*?```/g, ''));
-      return { schemaValue: this.#loaded!.schemas.valueFor(schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS)) };
+      return this.#schemaToAnswer('json_object', schema);
     } catch (error) {
-      if (error instanceof SchemaError) return {};
+      if (error instanceof SchemaError) return undefined;
       throw error;
     }
   }
 
   /**
    * The answer after the simulated provider's latency (a stream's first token), or its failure: the
-   * pipeline's tasks and free text come from the provider's own analysis of the article; a schema's
-   * value was made already, and the provider's call only decides when, and whether, it is sent. A
-   * client that goes away meanwhile ends the wait.
+   * provider answers as it answers in process — the built-in tasks (and free text, its summary) from
+   * its own analysis of the article, any other schema with a value made to fit. A client that goes
+   * away meanwhile ends the wait.
    */
-  async #generate(exchange: Exchange, prepared: Prepared): Promise<Draft> {
+  async #generate(exchange: Exchange, { request, answerSchema }: Prepared): Promise<Draft> {
     const { res, api } = exchange;
     const abort = new AbortController();
     const onClose = () => {
       if (!res.writableEnded) abort.abort(new Error('the client closed the connection'));
     };
     res.once('close', onClose);
+    const { shape } = request;
+    const named = shape.kind === 'schema' || shape.kind === 'tool' ? shape.name : 'summarize';
+    // A schema the prompt gave is answered from what the prompt says around it.
+    const prompt =
+      answerSchema === SUMMARY_SCHEMA || named !== 'summarize' ? request.lastUserText : request.lastUserText.replace(/```[\s\S]*?```/g, '');
     try {
-      return await this.#draft(prepared, exchange.requestId, abort.signal);
+      const { output } = await this.#provider.call(
+        {
+          task: answerSchema === SUMMARY_SCHEMA ? 'summarize' : shape.kind === 'json-object' ? 'json_object' : named,
+          articleId: exchange.requestId,
+          prompt,
+          schema: answerSchema,
+        },
+        { signal: abort.signal },
+      );
+      return shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
     } catch (error) {
       if (abort.signal.aborted) throw new ClientGone();
+      // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
+      if (error instanceof BadRequestError && error.cause instanceof SchemaError) throw asRefusal(api, error.cause);
       const failure = simulatedFailure(error);
       if (failure !== undefined) throw new Refusal(failure, { retryAfterMs: (error as { retryAfterMs?: number }).retryAfterMs });
-      // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
-      throw asRefusal(api, error);
+      throw error;
     } finally {
       res.off('close', onClose);
     }
-  }
-
-  async #draft({ request, validate, schemaValue }: Prepared, id: string, signal: AbortSignal): Promise<Draft> {
-    const { shape } = request;
-    const article = articleOf(request.lastUserText);
-    const call = (task: LlmRequest['task'], title: string, text: string) =>
-      this.#provider.call({ task, articleId: id, title, text }, { signal });
-    if (shape.kind === 'json-object' && schemaValue !== undefined) {
-      await call('sentiment', '', '');
-      return { value: schemaValue };
-    }
-    if (shape.kind === 'text' || shape.kind === 'json-object') {
-      const { output } = await call('summarize', article.title, article.text);
-      return shape.kind === 'text' && output.task === 'summarize' ? { text: output.summary } : { value: answerOf(output) };
-    }
-    const task = taskOf(shape.name, shape.schema);
-    if (task === undefined) {
-      await call('sentiment', '', '');
-      return { value: schemaValue };
-    }
-    const value = answerOf((await call(task, article.title, article.text)).output);
-    // A client's schema of the same shape may ask more (a maxItems, a pattern): then it gets a made value.
-    if (validate!(value)) return { value };
-    return { value: this.#loaded!.schemas.valueFor(shape.schema, Object.values(value).flat().map(String), validate) };
   }
 
   /** The draft as sent, once per choice asked for, each ended as a model's output ends; and the usage. */

@@ -5,7 +5,7 @@
  * probabilities; answers and errors in OpenAI's shapes.
  */
 
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import {
   type AnswerShape,
   type ChatAnswer,

@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import { isRecord } from './chat-api.ts';
 
 /**

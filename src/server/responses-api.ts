@@ -6,7 +6,7 @@
  * what it answered). Keys, headers and errors are OpenAI's, as on its Chat Completions route.
  */
 
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import {
   type AnswerChoice,
   type AnswerShape,

@@ -7,7 +7,7 @@
  * refuses (openai-node's `lib/transform`), and `oneOf` (strict mode takes `anyOf` only).
  */
 
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 import { isRecord } from './chat-api.ts';
 
 const UNSUPPORTED_KEYWORDS = [

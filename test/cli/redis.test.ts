@@ -2,7 +2,8 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, REDIS_DEFAULTS, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { formatDuration, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
 import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
 import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
 
@@ -144,6 +145,19 @@ describe('news-processor --redis', () => {
     expect(help).toContain('(env: REDIS_URL)');
   });
 
+  it('oversubscribed processes on one shared quota lose nothing: three of 10 workers each at a shared 10/s succeed 90 of 90', async () => {
+    const args = ['--redis', redis.url, '--quota-key=oversubscribed', '--rate=10', '--burst=4', '--workers=10', '--articles=30', '--json'];
+    const results = await Promise.all([1, 2, 3].map((seed) => runCli([...args, `--seed=${seed}`], { killAfterMs: 90_000 })));
+    for (const result of results) {
+      const summary = JSON.parse(result.stdout) as RunSummary;
+      expect({ code: result.code, succeeded: summary.succeeded, reasons: summary.failureReasons }).toEqual({
+        code: 0,
+        succeeded: 30,
+        reasons: {},
+      });
+    }
+  });
+
   it('stops intake when Redis is killed mid-run: every started article in the results, those in flight failed, exit 1', async () => {
     const own = await startRedis();
     try {
@@ -176,7 +190,7 @@ describe('news-processor --redis', () => {
       for (const failed of results.filter((r) => r.status === 'failed')) expect(failed.error?.type).toBe('LimiterUnavailableError');
       expect(result.stderr).toMatch(
         new RegExp(
-          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started$`,
+          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started: run again with --resume once it is back to finish the rest$`,
           'm',
         ),
       );

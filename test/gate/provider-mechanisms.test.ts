@@ -11,8 +11,9 @@ import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { builtinRequest } from '../requests.ts';
 
-const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
+const request: LlmRequest = builtinRequest('summarize', '1');
 const fixedBackoff = () => 100;
 
 describe('CallGate - circuit breaker', () => {

@@ -1,9 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectRedis, RedisLimits } from '../../src/redis/index.ts';
 import {
-  connectRedis,
   generateArticles,
-  RedisLimits,
   requestLimit,
   runPipeline,
   type ArticleResult,
@@ -23,6 +22,22 @@ class HookedProvider implements Provider {
   async call(request: LlmRequest): Promise<LlmResponse> {
     this.callsAtMs.push(performance.now());
     await this.onCall(this.callsAtMs.length);
+    return request.task === 'summarize'
+      ? { output: { task: 'summarize', summary: 's', keywords: ['k'] } }
+      : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+  }
+}
+
+/** Answers after `latencyMs`, recording when each call came. */
+class LatencyProvider implements Provider {
+  readonly name = 'latency';
+  readonly callsAtMs: number[] = [];
+
+  constructor(private readonly latencyMs: number) {}
+
+  async call(request: LlmRequest): Promise<LlmResponse> {
+    this.callsAtMs.push(performance.now());
+    await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     return request.task === 'summarize'
       ? { output: { task: 'summarize', summary: 's', keywords: ['k'] } }
       : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
@@ -115,6 +130,37 @@ describe('a pipeline on a quota shared through Redis', () => {
     } finally {
       await connection.close();
       await own.stop();
+    }
+  });
+
+  it('oversubscribed processes on one quota lose nothing: an article not granted its first call has not started', async () => {
+    // Four "processes" (each its own connection, limits and pipeline) of 20 workers on one 20/s
+    // quota, a 2 s timeout: 80 articles at once would wait 8 s for their later calls if all began.
+    const pipelines = await Promise.all(
+      [1, 2, 3, 4].map(async (seed) => {
+        const connection = await connectRedis(redis.url);
+        const provider = new LatencyProvider(40);
+        const limits = new RedisLimits({ connection, limits: requestLimit(20, 2), quotaKey: 'oversubscribed' });
+        return { connection, provider, limits, seed };
+      }),
+    );
+    try {
+      const startedMs = performance.now();
+      const summaries = await Promise.all(
+        pipelines.map(({ provider, limits, seed }) =>
+          runPipeline({ source: generateArticles(15, { seed }), providers: [{ provider, limits }], workers: 20, timeoutMs: 2000 }),
+        ),
+      );
+      const elapsedMs = performance.now() - startedMs;
+      for (const summary of summaries) {
+        expect({ succeeded: summary.succeeded, reasons: summary.failureReasons }).toEqual({ succeeded: 15, reasons: {} });
+      }
+      // 120 calls at 20/s after a burst of 2: the shared rate held them (physics: at least 5.9 s).
+      expect(elapsedMs).toBeGreaterThanOrEqual(5800);
+      const calls = pipelines.flatMap(({ provider }) => provider.callsAtMs).sort((a, b) => a - b);
+      expect(calls).toHaveLength(120);
+    } finally {
+      await Promise.all(pipelines.map(({ connection }) => connection.close()));
     }
   });
 });

@@ -7,7 +7,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { generateObject, generateText, streamText, type LanguageModel } from 'ai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { LlmServer } from '../../src/index.ts';
+import { LlmServer } from '../../src/server/index.ts';
 import { summarize } from '../../src/provider/text-analysis.ts';
 
 let server: LlmServer;

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { LlmServer, type LlmServerOptions } from '../../src/index.ts';
+import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get } from './http.ts';
 
