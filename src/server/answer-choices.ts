@@ -41,7 +41,8 @@ export function answerChoice(request: ChatRequest, draft: Draft, tokenizer: Toke
     finish = 'length';
     stopSequence = undefined;
   }
-  const pieces = tokenizer.pieces(tokens);
+  // Split token by token only when something reads the pieces: a stream, or log probabilities.
+  const pieces = request.stream !== undefined || request.logprobs !== undefined ? tokenizer.pieces(tokens) : [];
   return {
     // Cut short, a value is not what was sent: only the JSON's first tokens were.
     ...(finish === 'end' || finish === 'tool' ? { value: draft.value } : {}),

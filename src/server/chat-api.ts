@@ -54,7 +54,7 @@ export interface AnswerChoice {
   readonly value?: unknown;
   /** What is sent: the text, or the value's JSON — the first tokens of it when cut off. */
   readonly content: string;
-  /** `content` token by token, as a stream sends it. */
+  /** `content` token by token, as a stream sends it; empty unless the request streams or asks for log probabilities. */
   readonly pieces: readonly string[];
   readonly outputTokens: number;
   readonly finish: FinishReason;
