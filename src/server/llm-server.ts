@@ -541,18 +541,9 @@ export class LlmServer {
     };
     res.once('close', onClose);
     const { shape } = request;
-    const named = shape.kind === 'schema' || shape.kind === 'tool' ? shape.name : 'summarize';
-    // A schema the prompt gave is answered from what the prompt says around it.
-    const prompt =
-      answerSchema === SUMMARY_SCHEMA || named !== 'summarize' ? request.lastUserText : request.lastUserText.replace(/```[\s\S]*?```/g, '');
     try {
       const { output } = await this.#provider.call(
-        {
-          task: answerSchema === SUMMARY_SCHEMA ? 'summarize' : shape.kind === 'json-object' ? 'json_object' : named,
-          articleId: exchange.requestId,
-          prompt,
-          schema: answerSchema,
-        },
+        { ...taskOfAnswer(request, answerSchema), articleId: exchange.requestId, schema: answerSchema },
         { signal: abort.signal },
       );
       return shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
@@ -769,6 +760,18 @@ export class LlmServer {
       this.#logger.info(key === undefined ? fields : { ...fields, key: keyFingerprint(key) }, 'request');
     }
   }
+}
+
+/**
+ * What the simulated provider is asked: the summary (free text, and JSON mode without a schema),
+ * the request's schema under its name, or for JSON mode the schema its prompt gives — answered from
+ * what the prompt says around it, not from the schema's own words.
+ */
+function taskOfAnswer(request: ChatRequest, answerSchema: JsonSchema): { task: string; prompt: string } {
+  const { shape, lastUserText } = request;
+  if (answerSchema === SUMMARY_SCHEMA) return { task: 'summarize', prompt: lastUserText };
+  if (shape.kind === 'schema' || shape.kind === 'tool') return { task: shape.name, prompt: lastUserText };
+  return { task: 'json_object', prompt: lastUserText.replace(/```[\s\S]*?```/g, '') };
 }
 
 /** The API a request outside the chat routes speaks, by its headers: Anthropic's name their key and version. */
