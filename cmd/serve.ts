@@ -1,8 +1,8 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
 import { SIMULATED_DEFAULTS, isMissingPackageError, type ProfileName } from '../src/index.ts';
-import { integer, oneOf, rate } from './parse-values.ts';
+import { accepting, integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
 import { systemErrorText } from './stdout.ts';
 import { quitNow } from './terminal.ts';
@@ -13,6 +13,9 @@ interface ServeFlags {
   rate: number;
   burst: number;
   tpm?: number;
+  tokensPerSecond: number;
+  failMidStream: number;
+  lenientSchemas: boolean;
   minLatency: number;
   maxLatency: number;
   profile: ProfileName;
@@ -22,19 +25,39 @@ interface ServeFlags {
 }
 
 const EXAMPLES = `
-Routes: POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic), GET /v1/models, GET /healthz,
-GET /metrics (Prometheus). The API key is Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic);
-each key has its own quota, and every answer carries the vendor's rate-limit headers.
+Routes: POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and
+POST /v1/messages/count_tokens (Anthropic), GET /v1/responses/ID, GET /v1/models[/ID], GET /healthz,
+GET /metrics (Prometheus); each chat route answers whole or streamed (stream: true). The API key is
+Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic); each key has its own quota, which the
+vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute, at most --burst at once).
 
 Examples:
   $ news-processor serve                                        on http://127.0.0.1:8080, 10 requests/s per key
   $ news-processor serve --port=0 --rate=2 --burst=2            a free port; the third request in a burst gets 429
   $ news-processor serve --tpm=40000 --profile=production       a token quota too, and real-world failures
   $ news-processor serve --min-latency=0ms --max-latency=0ms --rate=inf    as fast as it goes
+  $ news-processor serve --tokens-per-second=20 --fail-mid-stream=0.2      slow streams, one in five cut
 
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second
 one exits at once. Exit codes: 0 stopped cleanly, 2 bad usage or the address cannot be had.`;
+
+/** Output tokens per second: a number > 0, or `inf` to send a stream at once. */
+const tokensPerSecond = accepting("a number > 0, or 'inf' for all at once", (text) => {
+  const trimmed = text.trim().toLowerCase();
+  if (trimmed === 'inf') return Infinity;
+  const value = /^(\d+(\.\d*)?|\.\d+)$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+  if (!(value > 0)) throw new InvalidArgumentError("Expected tokens per second (a number > 0) or 'inf'.");
+  return value;
+});
+
+/** A share of requests: a number from 0 to 1. */
+const share = accepting('0 to 1', (text) => {
+  const trimmed = text.trim();
+  const value = /^(\d+(\.\d*)?|\.\d+)$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+  if (!(value >= 0 && value <= 1)) throw new InvalidArgumentError('Expected a share from 0 to 1, such as 0.1.');
+  return value;
+});
 
 /** The `serve` subcommand; `onExit` receives its exit code once it has stopped. */
 export function buildServeCommand(onExit: (code: number) => void): Command {
@@ -53,7 +76,23 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         .argParser(integer(1, 1e9))
         .default(LLM_SERVER_DEFAULTS.burst),
     )
-    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens (prompt plus answer) per minute per API key').argParser(integer(1)));
+    .addOption(new Option('--tpm <tokens/min>', 'also limit LLM tokens (prompt plus answer) per minute per API key').argParser(integer(1)))
+    .addOption(
+      new Option('--tokens-per-second <n>', 'pace of a streamed answer after its first token, which comes after the latency')
+        .argParser(tokensPerSecond)
+        .default(LLM_SERVER_DEFAULTS.tokensPerSecond),
+    )
+    .addOption(
+      new Option('--fail-mid-stream <share>', 'drop the connection of this share of streams after some of their tokens')
+        .argParser(share)
+        .default(LLM_SERVER_DEFAULTS.failMidStream),
+    )
+    .addOption(
+      new Option(
+        '--lenient-schemas',
+        "take any schema marked strict, as other OpenAI-compatible servers do, instead of OpenAI's strict-mode rules",
+      ).default(false),
+    );
   for (const option of simulationOptions()) command.addOption(option);
   command
     .addOption(
@@ -62,9 +101,10 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         .default(SIMULATED_DEFAULTS.seed),
     )
     .addOption(
-      new Option('--outage <window>', 'answer 503 (529 on the Anthropic route) in this window after start, e.g. 2s..8s').argParser(
-        outageWindow,
-      ),
+      new Option(
+        '--outage <window>',
+        'answer 503 (529 on the Anthropic route), and cut the streams under way, in this window after start, e.g. 2s..8s',
+      ).argParser(outageWindow),
     )
     .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
@@ -82,6 +122,9 @@ async function serve(flags: ServeFlags): Promise<number> {
     rate: flags.rate,
     burst: flags.burst,
     tokensPerMinute: flags.tpm,
+    tokensPerSecond: flags.tokensPerSecond,
+    failMidStream: flags.failMidStream,
+    lenientSchemas: flags.lenientSchemas,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,

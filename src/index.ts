@@ -59,7 +59,14 @@ export type {
 export { LocalLimits } from './limits/local-limits.ts';
 export type { LocalLimitsOptions } from './limits/local-limits.ts';
 export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
-export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limits/adaptive-rate.ts';
+export type {
+  AdaptiveRateOptions,
+  AdaptiveTuning,
+  RateLimitedInfo,
+  SucceededInfo,
+  RateChangeEvent,
+  RateChangeListener,
+} from './limits/adaptive-rate.ts';
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
 export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './limits/budget.ts';
 export type { Budget, BudgetHold, LocalBudgetOptions } from './limits/budget.ts';

@@ -597,16 +597,20 @@ const tellBreaker: AttemptObserver = (attempt) => {
  */
 function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
   return (attempt) => {
-    const stated = attempt.rateLimitInfo?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
-    if (stated !== undefined && stated.limit! > 0) adaptive.onStatedLimit((stated.limit! * 1000) / stated.windowMs!);
-    if (attempt.outcome === 'ok') adaptive.onSuccess();
+    const stated = statedRequestRate(attempt.rateLimitInfo);
+    if (stated !== undefined) adaptive.onStatedLimit(stated);
+    if (attempt.outcome === 'ok') adaptive.onSuccess({ sentAtMs: attempt.sentAtMs });
     else if (attempt.outcome === 'rate-limited') {
       adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
     }
   };
 }
 
-/** Lowers each limit to what the provider says remains of it; never raises one. */
+/**
+ * Lowers each limit to what the provider says remains of it, and the request rate to the limit it
+ * states (a bucket refilling faster than the provider's would only fill with 429s); never raises
+ * either. With an adaptive rate, which runs first, the stated rate is the adaptive rate's already.
+ */
 function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
   return (attempt) => {
     for (const status of attempt.rateLimitInfo?.limits ?? []) {
@@ -614,7 +618,18 @@ function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
       limits.lowerTo(status.kind, status.remaining);
       logger.debug({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
     }
+    const stated = statedRequestRate(attempt.rateLimitInfo);
+    if (stated !== undefined && stated < limits.rate) {
+      limits.setRate(stated);
+      logger.debug({ kind: 'requests', rate: stated }, 'rate synced to headers');
+    }
   };
+}
+
+/** The request limit the headers state, in requests per second (their limit over their window); undefined when they state none. */
+function statedRequestRate(info: RateLimitInfo | undefined): number | undefined {
+  const stated = info?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
+  return stated === undefined || !(stated.limit! > 0) ? undefined : (stated.limit! * 1000) / stated.windowMs!;
 }
 
 function logFailure(logger: Logger): AttemptObserver {

@@ -30,7 +30,7 @@ export interface ProviderSetup {
    * @default none (a fixed rate)
    */
   readonly adaptive?: AdaptiveTuning | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. @default false */
+  /** Lower the limits to what the provider's rate-limit headers say remains, and the request rate to the limit they state; never raise either. @default false */
   readonly syncHeaders?: boolean | undefined;
   /**
    * Output tokens a call may take: what it reserves from token limits until its usage is known, and

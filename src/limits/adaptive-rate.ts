@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { checkClock, checkDurationMs, checkFunction, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { DeliveryRate } from './delivery-rate.ts';
 import type { ProviderLimits } from './provider-limits.ts';
 
 /** How the adaptive rate behaves unless told otherwise; see {@link AdaptiveRateOptions} for why. */
@@ -24,8 +25,9 @@ export interface AdaptiveTuning {
    */
   readonly minRate?: number;
   /**
-   * A cut multiplies the rate by this factor. Default 0.8: gentler than AWS adaptive retry's 0.7,
-   * which leaves too much of the quota unused (see the class comment). In (0, 1).
+   * A cut multiplies the rate by this factor when it is not known what got through (too few calls
+   * succeeded lately to say); otherwise the cut goes just under that (see the class comment).
+   * Default 0.8: gentler than AWS adaptive retry's 0.7, which leaves too much of the quota unused. In (0, 1).
    */
   readonly decreaseFactor?: number;
   /**
@@ -34,10 +36,10 @@ export interface AdaptiveTuning {
    */
   readonly quietPeriodCalls?: number;
   /**
-   * Once climbing, the curve gets back from the cut rate to the rate that drew the 429 (CUBIC's
-   * K) in the time this many calls take at that rate; after that it rises ever faster, up to
-   * `maxRate`. Default 150 (15 s at 10/s, 150 ms at 1,000/s). More means fewer 429s (about one
-   * per recovery) but a slower climb when the quota grows. > 0.
+   * Once climbing, the curve gets back from a full cut (`decreaseFactor`) to the peak it aims at
+   * (CUBIC's K) in the time this many calls take at that rate — from a shallow cut sooner; after
+   * that it rises ever faster, up to `maxRate`. Default 150 (15 s at 10/s, 150 ms at 1,000/s).
+   * More means fewer 429s (about one per cycle) but a slower climb when the quota grows. > 0.
    */
   readonly recoveryCalls?: number;
   /**
@@ -56,6 +58,15 @@ export interface AdaptiveRateOptions extends AdaptiveTuning {
   readonly limits: ProviderLimits;
   /** Time source; pass the limits'. Default {@link systemClock}. */
   readonly clock?: Clock;
+}
+
+/** What is known about a call that got through. */
+export interface SucceededInfo {
+  /**
+   * Clock reading when the call was sent. The rate successes were sent at is what a cut comes down
+   * to; without it, the instant the success is reported stands in (the latency's spread blurs it).
+   */
+  readonly sentAtMs?: number | undefined;
 }
 
 /** What is known about a 429. Every field is optional. */
@@ -85,32 +96,45 @@ const MIN_DEFAULT_MIN_RATE = 0.1;
  * recovery is a couple of dozen steps (and events), not one per successful call.
  */
 const MIN_PROBE_SHARE = 0.01;
-
+/** Successes whose send instants say what gets through; fewer than the minimum say nothing. */
+const DELIVERY_SAMPLES = 32;
+const MIN_DELIVERY_SAMPLES = 8;
+/** Successes sent longer ago than this many calls' time at the current rate are not news. */
+const DELIVERY_HORIZON_CALLS = 64;
+/** A shallow cut goes this share under what got through: near enough for the dip to cost little, far enough not to be refused at once again. */
+const DELIVERY_MARGIN = 0.03;
 /**
  * Adapts a provider's request rate ({@link ProviderLimits.rate}) to a quota that is unknown or
- * lower than configured: cut multiplicatively on a 429, climb back along a CUBIC-like curve after a
- * quiet period, never above the configured `maxRate` nor below `minRate` — and when the provider
- * states its limit in its headers ({@link onStatedLimit}), take that instead of searching.
+ * lower than configured: cut on a 429, climb back along a CUBIC curve after a quiet period, never
+ * above the configured `maxRate` nor below `minRate` — and when the provider states its limit in
+ * its headers ({@link onStatedLimit}), take that instead of searching.
  *
- * The model, after the AWS SDKs' adaptive retry mode (itself TCP CUBIC applied to request rates):
- * a 429 at rate `peak` cuts the rate to `peak · β` (β = `decreaseFactor`, never below `minRate`).
- * Once the quiet period has passed since the last 429 (and its retry-after), the rate follows
+ * The model, after TCP CUBIC (and the AWS SDKs' adaptive retry mode, which applies it to request
+ * rates), with one thing CUBIC cannot see: what got through. A 429 starts a cut. If about all that
+ * was sent lately got through (the send instants of the last successes, {@link onSuccess}'s
+ * `sentAtMs`, span about the rate), the climb has just reached the quota — or, on a real clock, a
+ * send that left late drew the 429, a burst-1 quota refusing the call after a late one — and the
+ * rate is about right: it comes down only 3 % under what got through, and the climb aims at that.
+ * If much less got through, the quota is being overrun, and what gets through then says little (a
+ * paced client just over a burst-1 quota gets about half of it through): the rate is cut to
+ * `rate · β` (β = `decreaseFactor`), aiming at the rate that drew the 429, as CUBIC does. Once the
+ * quiet period has passed since the last 429 (and its retry-after), the rate follows
  *
- *     rate(t) = peak · (1 − (1 − β) · (1 − t / K)³),   t = ms since the climb began,
+ *     rate(t) = peak + C · (t − K)³,   t = ms since the climb began,
  *
- * concave up to `peak` — fast at first, then lingering just under the rate that failed — and convex
- * beyond it, probing for more. The quiet period, K and the cluster window are counted in calls (the
- * time so many calls take at the rate concerned), not in seconds: the search takes the same number
- * of calls, and draws the same share of 429s, at 10 calls/s and at 1,000 — constants in seconds
- * tuned at one quota leave a larger one's run over before the curve gets back up. The climb is
- * driven by successes ({@link onSuccess}), so an idle client neither probes nor needs a timer.
+ * concave up to `peak` — fast at first, then lingering just under it — and convex beyond, probing
+ * for more. C is set so that a full cut (`peak · β`) gets back in `recoveryCalls` calls' time; a
+ * shallow one gets back sooner (K is the cube root of its depth over C), and every climb probes
+ * past the peak at the same pace. The quiet period, the recovery and the cluster window are counted
+ * in calls (the time so many calls take at the rate concerned), not in seconds: the search takes
+ * the same number of calls, and draws the same share of 429s, at 10 calls/s and at 1,000. The climb
+ * is driven by successes, so an idle client neither probes nor needs a timer.
  *
- * Why this curve and these defaults: against a steady quota every cycle ends in about one 429, so
- * the 429 share is set by the cycle length and the throughput by the curve's average. A linear
- * (AIMD) climb from `peak · β` averages `(1 + β) / 2` of the peak; the cubic one `1 − (1 − β) / 4`,
- * because it spends its time near the peak. AWS's β 0.7 with C 0.4 (K ≈ 2 s at 10/s) cycles every
- * ~2 s: in bench/adaptive.bench.ts, 5.7 % 429s and 8.7/s against a 10/s quota. β 0.8 with a
- * 150-call recovery gives under 1 % and 93 % of the quota, at 10/s, 40/s, 200/s and 1,000/s alike.
+ * Why: against a steady quota every cycle ends in about one 429, so the 429 share is set by the
+ * cycle length and the throughput by how far under the quota the cycle dips. A fixed factor dips
+ * by it every time: β 0.8 averages 93 % of the quota (AWS's β 0.7 with C 0.4, 87 % with 5.7 %
+ * 429s). Coming down 3 % under what got through dips by 3 %: in bench/adaptive.bench.ts 97–98 %
+ * of the quota with under 1 % 429s on the ManualClock, at 10/s, 40/s, 200/s and 1,000/s alike.
  *
  * Several calls are in flight at once, so one overload comes back as a cluster of 429s; only the
  * first cuts. The others are known by their send time (`sentAtMs`, exact) or else by arriving
@@ -140,8 +164,11 @@ export class AdaptiveRate {
   /** The ceiling now: `maxRate`, or lower when the provider states a lower limit. */
   #ceiling: number;
   #rate: number;
-  /** The rate that drew the last cut's 429 (CUBIC's W_max). */
+  /** What the climb aims at: the rate that drew the last cut's 429, or what got through then when that was less (CUBIC's W_max). */
   #peakRate: number;
+  /** The rate the last cut went to: the curve climbs from it to the peak. */
+  #floorRate: number;
+  readonly #delivery = new DeliveryRate(DELIVERY_SAMPLES);
   #cutAtMs = -Infinity;
   /** The rate at the last cut, which the cluster window is measured in. */
   #cutRate = Infinity;
@@ -184,6 +211,7 @@ export class AdaptiveRate {
     this.#ceiling = maxRate;
     this.#rate = maxRate;
     this.#peakRate = maxRate;
+    this.#floorRate = maxRate * this.#decreaseFactor;
     if (limits.rate > maxRate) limits.setRate(maxRate);
     else if (limits.rate < maxRate) {
       // Cut already (by another process sharing the limits): start there, as if just cut from the
@@ -236,18 +264,43 @@ export class AdaptiveRate {
 
     this.#cutAtMs = nowMs;
     this.#cutRate = this.#rate;
-    this.#peakRate = this.#rate;
-    const cutRate = Math.max(this.#minRate, this.#rate * this.#decreaseFactor);
+    const cutRate = Math.max(this.#minRate, this.#cutTarget(nowMs));
+    this.#floorRate = cutRate;
     if (cutRate === this.#rate) return;
     this.#decreases += 1;
     this.#set(cutRate, 'throttled');
   }
 
+  /**
+   * Where a 429 that starts a cut brings the rate, and the peak the climb then aims at. What got
+   * through lately says how deep to cut: about all that was sent, the climb has just reached the
+   * quota (or, on a real clock, a send that left late drew the 429, a burst-1 quota refusing the
+   * call after a late one) — the rate is about right: come down only `DELIVERY_MARGIN` under what
+   * got through, and aim at the rate reached, or at the peak aimed at before when that is higher
+   * (one late send below the quota does not lower the aim). Much less than was sent, the quota is
+   * being overrun — and then what gets through tells little (a paced client just over a burst-1
+   * quota gets about half of it through): cut by the factor, and aim at the rate that drew the 429,
+   * as CUBIC does. Not knowing, the same.
+   */
+  #cutTarget(nowMs: number): number {
+    const rate = this.#rate;
+    const delivered = this.#delivery.perSecond(nowMs - this.#callsMs(DELIVERY_HORIZON_CALLS, rate), MIN_DELIVERY_SAMPLES);
+    const full = rate * this.#decreaseFactor;
+    const shallow = delivered === undefined ? full : Math.min(rate, delivered) * (1 - DELIVERY_MARGIN);
+    if (shallow <= full) {
+      this.#peakRate = rate;
+      return full;
+    }
+    this.#peakRate = Math.min(rate, delivered!);
+    return shallow;
+  }
+
   /** A call succeeded (was not throttled). After the quiet period, moves the rate up the curve. */
-  onSuccess(): void {
-    if (this.#limits.rate !== this.#rate) this.#follow(this.#clock.now());
-    if (this.#rate >= this.#ceiling) return;
+  onSuccess(info: SucceededInfo = {}): void {
     const nowMs = this.#clock.now();
+    this.#delivery.record(info.sentAtMs ?? nowMs);
+    if (this.#limits.rate !== this.#rate) this.#follow(nowMs);
+    if (this.#rate >= this.#ceiling) return;
     if (nowMs < this.#holdUntilMs) return;
     const target = Math.min(this.#ceiling, this.#curve(nowMs - this.#holdUntilMs));
     if (target < this.#ceiling && target - this.#rate < this.#rate * MIN_PROBE_SHARE) return;
@@ -268,7 +321,14 @@ export class AdaptiveRate {
     const wasAtCeiling = this.#rate >= this.#ceiling;
     this.#ceiling = ceiling;
     this.#peakRate = Math.min(this.#peakRate, ceiling);
-    if (this.#rate > ceiling || wasAtCeiling) this.#set(ceiling, ceiling < this.#rate ? 'throttled' : 'probe');
+    this.#floorRate = Math.min(this.#floorRate, ceiling);
+    if (this.#rate > ceiling) {
+      // Coming down to a stated limit is a cut made now: the 429s of calls sent before it, at the
+      // rate that was too fast, belong to it and cut nothing more.
+      this.#cutAtMs = this.#clock.now();
+      this.#cutRate = this.#rate;
+      this.#set(ceiling, 'throttled');
+    } else if (wasAtCeiling) this.#set(ceiling, 'probe');
   }
 
   /**
@@ -283,6 +343,7 @@ export class AdaptiveRate {
       this.#cutAtMs = nowMs;
       this.#cutRate = this.#rate;
       this.#peakRate = this.#rate;
+      this.#floorRate = shared;
       this.#holdUntilMs = Math.max(this.#holdUntilMs, nowMs + this.#callsMs(this.#quietPeriodCalls, shared));
     }
     this.#rate = shared;
@@ -309,13 +370,16 @@ export class AdaptiveRate {
   }
 
   /**
-   * The CUBIC curve `climbMs` into the climb: `peak · β` at 0, `peak` after `recoveryCalls` calls'
-   * time at the peak rate. Its span is `peak · (1 − β)` even when the floor held the cut higher,
-   * so a client cut at the floor still climbs past it.
+   * The CUBIC curve `climbMs` into the climb, TCP CUBIC's `W(t) = C · (t − K)³ + W_max`: the cut's
+   * rate at 0, the peak at K, convex beyond. C is set so that a cut by the full factor (`peak · β`)
+   * gets back in `recoveryCalls` calls' time at the peak rate; a shallower cut gets back sooner
+   * (K is the cube root of its depth over C), and every climb probes past the peak at the same pace.
    */
   #curve(climbMs: number): number {
-    const remaining = 1 - climbMs / this.#callsMs(this.#recoveryCalls, this.#peakRate);
-    return this.#peakRate * (1 - (1 - this.#decreaseFactor) * remaining ** 3);
+    const recoveryMs = this.#callsMs(this.#recoveryCalls, this.#peakRate);
+    const c = (this.#peakRate * (1 - this.#decreaseFactor)) / recoveryMs ** 3;
+    const backMs = Math.cbrt(Math.max(0, this.#peakRate - this.#floorRate) / c);
+    return Math.max(this.#floorRate, this.#peakRate + c * (climbMs - backMs) ** 3);
   }
 
   #set(rate: number, reason: RateChangeEvent['reason']): void {

@@ -1,6 +1,7 @@
 /**
- * What the server's two APIs have in common: a chat request reduced to what the answer depends on,
- * the answer, and the failures each API words in its own error shape.
+ * What the server's APIs have in common: a chat request reduced to what the answer depends on,
+ * the answer, and what each API words in its own way — parsing, the response, the stream's events
+ * and the failures.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -24,17 +25,62 @@ export interface ChatRequest {
   readonly shape: AnswerShape;
   /** The most output tokens the request allows (`max_tokens`, OpenAI's `max_completion_tokens`); a longer answer is cut off there. */
   readonly maxOutputTokens?: number | undefined;
+  /** Answers to make (OpenAI's `n`), each counted in the usage. Default 1. */
+  readonly choices?: number | undefined;
+  /** Stop sequences: a text answer ends before the first of them it contains. Default none. */
+  readonly stop?: readonly string[] | undefined;
+  /** Streamed as server-sent events; `includeUsage` adds OpenAI's usage chunk. Default: one response. */
+  readonly stream?: { readonly includeUsage: boolean } | undefined;
+  /** Each output token's log probability, with this many alternatives. Default: none. */
+  readonly logprobs?: { readonly top: number } | undefined;
+  /** What the API echoes back in its answer (the Responses API's request fields). */
+  readonly echo?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** The answer: text, or a value (a JSON-schema answer, a tool's input); `content` is what the output tokens are counted on. */
-export interface ChatAnswer {
-  readonly text?: string;
+/** Why an answer ended, in no API's words: done, cut off at the token limit, at a stop sequence, or a tool call. */
+export type FinishReason = 'end' | 'length' | 'stop-sequence' | 'tool';
+
+/** One output token's log probability and its likeliest alternatives. */
+export interface TokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  readonly bytes: readonly number[];
+  readonly top: readonly { readonly token: string; readonly logprob: number; readonly bytes: readonly number[] }[];
+}
+
+/** One answer (of `choices`). */
+export interface AnswerChoice {
+  /** A tool's input or a schema's value, when the answer is one and it was finished. */
   readonly value?: unknown;
+  /** What is sent: the text, or the value's JSON — the first tokens of it when cut off. */
   readonly content: string;
-  readonly inputTokens: number;
+  /** `content` token by token, as a stream sends it; empty unless the request streams or asks for log probabilities. */
+  readonly pieces: readonly string[];
   readonly outputTokens: number;
-  /** Cut off at the request's output token limit: `content` is its first tokens; a value (a tool's input) never finished. */
-  readonly truncated?: boolean;
+  readonly finish: FinishReason;
+  /** The stop sequence that ended it (with `finish: 'stop-sequence'`). */
+  readonly stopSequence?: string | undefined;
+  /** Per token of `pieces`, when the request asked for them. */
+  readonly logprobs?: readonly TokenLogprob[] | undefined;
+}
+
+/** The answer: one choice or more, and the usage they make together. */
+export interface ChatAnswer {
+  readonly choices: readonly AnswerChoice[];
+  readonly inputTokens: number;
+  /** Every choice's output tokens. */
+  readonly outputTokens: number;
+  /** When the answer was made, Unix seconds (what `created` fields say). */
+  readonly createdSeconds: number;
+}
+
+/** One server-sent event: `event:` (when the API names its events) and `data:`, and the output tokens it carries. */
+export interface StreamEvent {
+  readonly event?: string | undefined;
+  /** The data line, as sent: JSON, or OpenAI's `[DONE]`. */
+  readonly data: string;
+  /** Output tokens this event delivers: what the stream's pacing waits for. 0 for framing events. */
+  readonly tokens: number;
 }
 
 /** The failures a request can meet, each of which an API words its own way. */
@@ -84,24 +130,48 @@ export class InvalidRequestError extends Error {
   }
 }
 
-/** One API's wording: where the key comes from, what a request looks like, how answers and errors are shaped. */
+/** How requests are read: whether OpenAI's strict-mode schema rules are enforced, and what the key was answered before. */
+export interface ParseOptions {
+  /** Take any schema with `strict: true`, as other OpenAI-compatible servers do. */
+  readonly lenientSchemas: boolean;
+  /** The conversation of an earlier response to the same key, by its id (the Responses API's `previous_response_id`). */
+  readonly previousResponse?: ((id: string) => { readonly promptText: string } | undefined) | undefined;
+}
+
+/**
+ * One API's wording: where the key comes from, what a request looks like, how answers, streams and
+ * errors are shaped. The server runs every chat route through the same steps and asks its API at
+ * each one that differs.
+ */
 export interface ChatApi {
-  readonly name: 'openai' | 'anthropic';
+  readonly name: 'openai' | 'anthropic' | 'responses';
   readonly headerStyle: HeaderStyle;
   /** The response header that carries the request's id. */
   readonly requestIdHeader: string;
   /** Whether a 429 also says `retry-after-ms` (OpenAI does; Anthropic says whole seconds only). */
   readonly retryAfterMs: boolean;
+  /** The 401's message when a request carries no key. */
+  readonly missingKeyMessage: string;
+  /** The request field a schema that cannot be answered is blamed on. */
+  readonly schemaParam: string;
   /** The API key the request carries, or undefined. */
   keyOf(headers: IncomingHttpHeaders): string | undefined;
   /** The request, or an {@link InvalidRequestError} naming the field at fault. */
-  parse(body: unknown): ChatRequest;
+  parse(body: unknown, options: ParseOptions): ChatRequest;
   /** The response body for an answer. */
   respond(request: ChatRequest, answer: ChatAnswer, id: string): unknown;
+  /** The answer as this API streams it, event by event. */
+  stream(request: ChatRequest, answer: ChatAnswer, id: string): StreamEvent[];
+  /** The event that ends a stream which failed midway (the provider went down). */
+  streamFailure(failure: Failure, requestId: string): StreamEvent;
   /** The status and body of a failure. */
   fail(failure: Failure, requestId: string): { status: number; body: unknown };
   /** The body of `GET /v1/models`. */
   models(ids: readonly string[]): unknown;
+  /** The body of `GET /v1/models/{id}`. */
+  model(id: string): unknown;
+  /** The id `GET /v1/responses/{id}` finds this answer by, when the API keeps its answers and the request lets it. */
+  keptAs?(request: ChatRequest, id: string): string | undefined;
 }
 
 export { isRecord } from '../provider/json-schema.ts';
@@ -127,4 +197,9 @@ export function readTokenLimit(body: Record<string, unknown>, field: string): nu
     throw new InvalidRequestError(`Invalid '${field}': expected an integer >= 1, got ${JSON.stringify(value)}.`, field);
   }
   return value as number;
+}
+
+/** One server-sent event as it goes on the wire. */
+export function formatEvent(event: StreamEvent): string {
+  return event.event === undefined ? `data: ${event.data}\n\n` : `event: ${event.event}\ndata: ${event.data}\n\n`;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { loadOptional } from '../optional-package.ts';
+import type { StreamOutcome } from './stream-writer.ts';
 
 /** What the token gauge reads: the whole tokens a key has left, per limit. */
 export type RemainingTokens = (key: string) => { readonly requests: number; readonly tokens?: number | undefined };
@@ -26,6 +27,7 @@ export class ServerMetrics {
   readonly #registry: Registry;
   readonly #requests: Counter<'route' | 'status' | 'key'>;
   readonly #latency: Histogram<'route'>;
+  readonly #streams: Counter<'route' | 'outcome'>;
   /** Key → its label, for the keys that have one of their own. */
   readonly #labels = new Map<string, string>();
   readonly #maxKeyLabels: number;
@@ -45,6 +47,12 @@ export class ServerMetrics {
       help: 'Time from a request to its response, simulated latency included, by route.',
       labelNames: ['route'],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#streams = new prom.Counter({
+      name: 'serve_streams_total',
+      help: 'Streamed answers by route and how they ended: completed, client_closed (the client went away mid-stream, ending the generation), dropped (the mid-stream fault cut the connection), failed (the provider went down mid-stream).',
+      labelNames: ['route', 'outcome'],
       registers,
     });
     const labels = this.#labels;
@@ -88,6 +96,11 @@ export class ServerMetrics {
   observe(route: string, status: number, keyLabel: string, seconds: number): void {
     this.#requests.inc({ route, status, key: keyLabel });
     this.#latency.observe({ route }, seconds);
+  }
+
+  /** Counts one stream that ended as `outcome`. */
+  streamEnded(route: string, outcome: StreamOutcome): void {
+    this.#streams.inc({ route, outcome: outcome.replace('-', '_') });
   }
 
   get contentType(): string {

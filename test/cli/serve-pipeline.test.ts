@@ -82,6 +82,9 @@ let articles: Map<string, { title: string; content: string }>;
 let open: Serve;
 /** A quota well under what the client sends. */
 let throttled: Serve;
+/** A quota stated in the headers, per minute, with a second's worth of burst: what the vendors' quotas look like. */
+let stated: Serve;
+const STATED_RATE = 20;
 
 beforeAll(async () => {
   temp = await makeTempDir();
@@ -93,9 +96,10 @@ beforeAll(async () => {
   const referenceOutput = join(temp.dir, 'in-process.jsonl');
   const zeroLatency = ['--min-latency=0ms', '--max-latency=0ms'];
   let inProcess: CliResult;
-  [open, throttled, inProcess] = await Promise.all([
+  [open, throttled, stated, inProcess] = await Promise.all([
     startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=20ms']),
     startServe(['--rate=5', '--burst=1', ...zeroLatency]),
+    startServe([`--rate=${STATED_RATE}`, `--burst=${STATED_RATE}`, '--min-latency=10ms', '--max-latency=30ms']),
     runCli([`--input=${input}`, '--rate=inf', ...zeroLatency, `--output=${referenceOutput}`, '--quiet']),
   ]);
   expect(inProcess.code, inProcess.stderr).toBe(0);
@@ -106,8 +110,8 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     // SIGTERM: each stops taking connections and exits 0 once its requests are answered.
-    for (const serve of [open, throttled]) serve?.run.send('SIGTERM');
-    for (const serve of [open, throttled]) {
+    for (const serve of [open, throttled, stated]) serve?.run.send('SIGTERM');
+    for (const serve of [open, throttled, stated]) {
       if (serve === undefined) continue;
       const stopped = await serve.run.result;
       expect(stopped.timedOut).toBe(false);
@@ -122,7 +126,7 @@ afterAll(async () => {
       expect(stopped.stderr).not.toContain(KEY);
     }
   } finally {
-    for (const serve of [open, throttled]) serve?.run.send('SIGKILL');
+    for (const serve of [open, throttled, stated]) serve?.run.send('SIGKILL');
     await temp?.remove();
   }
 });
@@ -214,6 +218,30 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
         `error: provider "${vendor}" stopped the run: 404 request rejected: Invalid URL (${route}); check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model, then run again (finished results are kept)`,
       );
       expect(result.stderr).not.toContain(KEY);
+    },
+  );
+
+  it.each<[Vendor, string]>([
+    ['openai', '--adaptive'],
+    ['anthropic', '--adaptive'],
+    ['openai', '--sync-headers'],
+    ['anthropic', '--sync-headers'],
+  ])(
+    "--provider=%s %s at twice serve's quota: takes the limit its headers state, at least 90 percent of the quota, under 3 percent 429s",
+    async (vendor, flag) => {
+      const articles = 40;
+      const result = await runCli(
+        [...against(stated, vendor), `--articles=${articles}`, `--rate=${2 * STATED_RATE}`, '--burst=1', '--workers=16', flag, '--json'],
+        // A key of its own: each run has the quota to itself.
+        { env: { ...ENV, [KEY_VARIABLE]: `${KEY}-${vendor}${flag}` } },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const summary = JSON.parse(result.stdout);
+      expect(summary).toMatchObject({ articles, succeeded: articles });
+      const [provider] = summary.providers;
+      expect(provider.achievedRate).toBeGreaterThanOrEqual(0.9 * STATED_RATE);
+      expect(summary.rateLimited / summary.calls).toBeLessThan(0.03);
+      expect(provider.finalRate).toBeCloseTo(STATED_RATE, 6);
     },
   );
 

@@ -62,7 +62,8 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     try {
       const url = await listening(run);
       const key = { authorization: 'Bearer k' };
-      expect((await post(`${url}/v1/chat/completions`, HELLO, key)).headers['x-ratelimit-limit-requests']).toBe('1');
+      // 1 a second is 60 a minute, as the header states it.
+      expect((await post(`${url}/v1/chat/completions`, HELLO, key)).headers['x-ratelimit-limit-requests']).toBe('60');
       const refused = await post(`${url}/v1/chat/completions`, HELLO, key);
       expect(refused.status).toBe(429);
       expect(Number(refused.headers['retry-after-ms'])).toBeGreaterThan(0);
@@ -97,6 +98,14 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     [['--burst=0'], "error: option '--burst <requests>' argument '0' is invalid. Expected a whole number from 1 to 1000000000."],
     [['--tpm=x'], "error: option '--tpm <tokens/min>' argument 'x' is invalid. Expected a whole number >= 1."],
     [
+      ['--tokens-per-second=0'],
+      "error: option '--tokens-per-second <n>' argument '0' is invalid. Expected tokens per second (a number > 0) or 'inf'.",
+    ],
+    [
+      ['--fail-mid-stream=1.5'],
+      "error: option '--fail-mid-stream <share>' argument '1.5' is invalid. Expected a share from 0 to 1, such as 0.1.",
+    ],
+    [
       ['--profile=calm'],
       "error: option '--profile <name>' argument 'calm' is invalid. Expected one of: default, production, stress, outage.",
     ],
@@ -122,6 +131,8 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
       ['--port <n>', String(LLM_SERVER_DEFAULTS.port)],
       ['--rate <requests/s>', String(LLM_SERVER_DEFAULTS.rate)],
       ['--burst <requests>', String(LLM_SERVER_DEFAULTS.burst)],
+      ['--tokens-per-second <n>', String(LLM_SERVER_DEFAULTS.tokensPerSecond)],
+      ['--fail-mid-stream <share>', String(LLM_SERVER_DEFAULTS.failMidStream)],
       ['--min-latency <duration>', formatDuration(SIMULATED_DEFAULTS.minLatencyMs)],
       ['--max-latency <duration>', formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)],
       ['--profile <name>', JSON.stringify(SIMULATED_DEFAULTS.profile)],

@@ -223,10 +223,50 @@ describe('AdaptiveRate', () => {
     adaptive.onRateLimited({ sentAtMs: 2 });
     expect(adaptive.rate).toBe(8);
     expect(adaptive.decreases).toBe(2);
-    // At the floor the peak is 8: 20 calls of quiet and two recoveries of 200 calls, at 8/s.
-    await clock.advance(2500 + 2 * 25_000);
+    // At the floor the peak is 8 and the cut has no depth: the climb probes past it at once, at
+    // the pace a full cut's recovery sets — 8 · (1 − β) · (t / K)³ more, K = 200 calls at 8/s.
+    await clock.advance(2500 + 25_000);
     adaptive.onSuccess();
     expect(adaptive.rate).toBe(12);
+  });
+
+  it('.onRateLimited() - about all that was sent got through: cuts just under it, and climbs back sooner than from a full cut', async () => {
+    const { clock, adaptive } = setup();
+    // 20/s sent, 20/s through: the quota was reached just now.
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(50);
+      adaptive.onSuccess({ sentAtMs: clock.now() - 10 });
+    }
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBeCloseTo(20 * 0.97, 9);
+    expect(adaptive.decreases).toBe(1);
+    // K for a 3 % cut is the cube root of 0.03 / 0.5 of the full recovery's 10 s: 3.9 s, after 1 s of quiet.
+    await clock.advance(1000 + 3900);
+    adaptive.onSuccess();
+    expect(adaptive.rate).toBeGreaterThan(19.9);
+  });
+
+  it('.onRateLimited() - much less got through than was sent: the quota is overrun, cut by the factor', async () => {
+    const { clock, adaptive } = setup();
+    // 20/s sent, one in two through.
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(100);
+      adaptive.onSuccess({ sentAtMs: clock.now() - 10 });
+    }
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBe(10);
+  });
+
+  it('.onRateLimited() - successes sent long ago, or too few, say nothing: cut by the factor', async () => {
+    const { clock, adaptive } = setup();
+    for (let i = 0; i < 20; i++) {
+      await clock.advance(50);
+      adaptive.onSuccess({ sentAtMs: clock.now() });
+    }
+    // 64 calls' time at 20/s is 3.2 s: these are older.
+    await clock.advance(5000);
+    adaptive.onRateLimited({ sentAtMs: clock.now() });
+    expect(adaptive.rate).toBe(10);
   });
 
   it('.onSuccess() - raises in steps of at least 1 % of the rate, not on every call', async () => {
@@ -257,7 +297,8 @@ describe('AdaptiveRate', () => {
     adaptive.onStatedLimit(50);
     expect(adaptive.rate).toBe(20);
     adaptive.onStatedLimit(12);
-    // Someone else on the same quota: a 429 still cuts, and the climb stops at the stated limit.
+    // Someone else on the same quota: a later 429 still cuts, and the climb stops at the stated limit.
+    await clock.advance(1000);
     adaptive.onRateLimited();
     expect(adaptive.rate).toBe(6);
     await clock.advance(60_000);
@@ -265,6 +306,25 @@ describe('AdaptiveRate', () => {
     expect(adaptive.rate).toBe(12);
     expect(events.map((event) => event.rate)).toEqual([12, 20, 12, 6, 12]);
     expect(() => adaptive.onStatedLimit(0)).toThrow(/Expected ratePerSecond to be a finite number > 0 \(calls per second\), got 0/);
+  });
+
+  it('.onStatedLimit() - coming down to a stated limit is a cut: 429s of calls sent before it cut nothing more', async () => {
+    const { clock, adaptive } = setup();
+    await clock.advance(100);
+    const sentBeforeMs = clock.now();
+    await clock.advance(50);
+    adaptive.onStatedLimit(12);
+    expect(adaptive.rate).toBe(12);
+    // The answers to what went out at 20/s before the limit was known: by their send time, or without one, soon after.
+    await clock.advance(100);
+    adaptive.onRateLimited();
+    await clock.advance(2000);
+    adaptive.onRateLimited({ sentAtMs: sentBeforeMs });
+    expect(adaptive.rate).toBe(12);
+    expect(adaptive.decreases).toBe(0);
+    // A call sent after it, refused, is news: the quota is shared.
+    adaptive.onRateLimited({ sentAtMs: clock.now() - 10 });
+    expect(adaptive.rate).toBe(6);
   });
 
   it('.onChange() - tells every change with its reason, until disposed', async () => {

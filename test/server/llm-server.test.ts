@@ -82,7 +82,8 @@ describe('LlmServer routes', () => {
         { id: 'gpt-4o-mini', object: 'model', created: 0, owned_by: 'news-processor' },
       ],
     });
-    expect(openai.headers['x-ratelimit-limit-requests']).toBe(String(LLM_SERVER_DEFAULTS.burst));
+    // Per minute, as OpenAI states its limits.
+    expect(openai.headers['x-ratelimit-limit-requests']).toBe(String(LLM_SERVER_DEFAULTS.rate * 60));
     const anthropic = await get(`${url}/v1/models`, anthropicKey());
     expect(anthropic.body).toMatchObject({
       data: [
@@ -91,7 +92,7 @@ describe('LlmServer routes', () => {
       ],
       has_more: false,
     });
-    expect(anthropic.headers['anthropic-ratelimit-requests-limit']).toBe(String(LLM_SERVER_DEFAULTS.burst));
+    expect(anthropic.headers['anthropic-ratelimit-requests-limit']).toBe(String(LLM_SERVER_DEFAULTS.rate * 60));
     expect((await get(`${url}/v1/models`)).status).toBe(401);
   });
 
@@ -260,7 +261,8 @@ describe('LlmServer answers any schema with a value that validates', () => {
       {
         model: 'm',
         messages: [{ role: 'user', content: ARTICLE.text }],
-        response_format: { type: 'json_schema', json_schema: { name: 'extract', schema, strict: true } },
+        // Not strict: `people.items` is an object strict mode would refuse without additionalProperties.
+        response_format: { type: 'json_schema', json_schema: { name: 'extract', schema } },
       },
       openAiKey(),
     );
@@ -382,8 +384,6 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
       "Invalid type for 'messages[0].content'",
       'messages[0].content',
     ],
-    ['streaming', { ...HELLO, stream: true }, 'serve does not stream: set stream to false.', 'stream'],
-    ['several choices', { ...HELLO, n: 2 }, 'serve makes one choice: set n to 1.', 'n'],
     ['max_tokens of 0', { ...HELLO, max_tokens: 0 }, "Invalid 'max_tokens': expected an integer >= 1, got 0.", 'max_tokens'],
     [
       'an unknown response_format',
@@ -418,6 +418,152 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
       "Invalid 'tool_choice'",
       'tool_choice',
     ],
+    [
+      'a field it does not know',
+      { ...HELLO, reasoning: { effort: 'low' } },
+      'Unrecognized request argument supplied: reasoning',
+      'reasoning',
+    ],
+    [
+      'a temperature out of range',
+      { ...HELLO, temperature: 3 },
+      "Invalid 'temperature': integer above maximum value. Expected a value <= 2, but got 3 instead.",
+      'temperature',
+    ],
+    [
+      'a temperature that is not a number',
+      { ...HELLO, temperature: 'hot' },
+      "Invalid type for 'temperature': expected a decimal, but got a string instead.",
+      'temperature',
+    ],
+    [
+      'logit_bias',
+      { ...HELLO, logit_bias: { '50256': -100 } },
+      "Unsupported parameter: 'logit_bias' is not supported by serve",
+      'logit_bias',
+    ],
+    ['store', { ...HELLO, store: true }, "Unsupported parameter: 'store' is not supported by serve", 'store'],
+    ['audio output', { ...HELLO, modalities: ['text', 'audio'] }, "Unsupported parameter: 'modalities'", 'modalities'],
+    ['the deprecated functions', { ...HELLO, functions: [] }, "Unsupported parameter: 'functions' is deprecated", 'functions'],
+    ['no choice at all', { ...HELLO, n: 0 }, "Invalid 'n': integer below minimum value. Expected a value >= 1, but got 0 instead.", 'n'],
+    [
+      'five stop sequences',
+      { ...HELLO, stop: ['a', 'b', 'c', 'd', 'e'] },
+      "Invalid 'stop': array too long. Expected an array with maximum length 4",
+      'stop',
+    ],
+    ['a stop that is not text', { ...HELLO, stop: 7 }, "Invalid type for 'stop': expected a string or an array of strings", 'stop'],
+    [
+      'top_logprobs without logprobs',
+      { ...HELLO, top_logprobs: 2 },
+      "Invalid value for 'top_logprobs': 'logprobs' must be set to true",
+      'top_logprobs',
+    ],
+    [
+      'too many top_logprobs',
+      { ...HELLO, logprobs: true, top_logprobs: 21 },
+      "Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20",
+      'top_logprobs',
+    ],
+    [
+      'stream_options without stream',
+      { ...HELLO, stream_options: { include_usage: true } },
+      "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+      'stream_options',
+    ],
+    [
+      'a strict schema with a property left out of required',
+      {
+        ...HELLO,
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'place',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { city: { type: 'string' }, zip: { type: 'string' } },
+              required: ['city'],
+              additionalProperties: false,
+            },
+          },
+        },
+      },
+      "Invalid schema for response_format 'place': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing 'zip'.",
+      'response_format',
+    ],
+    [
+      'a strict schema with an open nested object',
+      {
+        ...HELLO,
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'place',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { at: { type: 'object', properties: { lat: { type: 'number' } }, required: ['lat'] } },
+              required: ['at'],
+              additionalProperties: false,
+            },
+          },
+        },
+      },
+      "Invalid schema for response_format 'place': In context=('properties', 'at'), 'additionalProperties' is required to be supplied and to be false.",
+      'response_format',
+    ],
+    [
+      'a strict schema with a keyword strict mode does not take',
+      {
+        ...HELLO,
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'tags',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } },
+              required: ['tags'],
+              additionalProperties: false,
+            },
+          },
+        },
+      },
+      "Invalid schema for response_format 'tags': In context=('properties', 'tags'), 'uniqueItems' is not permitted.",
+      'response_format',
+    ],
+    [
+      'a strict schema whose root is not an object',
+      {
+        ...HELLO,
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'list', strict: true, schema: { type: 'array', items: { type: 'string' } } },
+        },
+      },
+      `Invalid schema for response_format 'list': schema must be a JSON Schema of 'type: "object"', got 'type: "array"'.`,
+      'response_format',
+    ],
+    [
+      'a strict function whose parameters are open',
+      {
+        ...HELLO,
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'lookup',
+              strict: true,
+              parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+            },
+          },
+        ],
+      },
+      "Invalid schema for function 'lookup': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+      'tools[0].function.parameters',
+    ],
   ];
 
   it.each(openAiCases)('OpenAI, %s: 400', async (_, body, message, param) => {
@@ -448,7 +594,30 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
       { ...HELLO_ANTHROPIC, messages: [{ role: 'user', content: [{ text: 'x' }] }] },
       'messages.0.content.0: Input should be a valid dictionary with a type',
     ],
-    ['streaming', { ...HELLO_ANTHROPIC, stream: true }, 'stream: serve does not stream, set it to false'],
+    ['a field it does not know', { ...HELLO_ANTHROPIC, logprobs: true }, 'logprobs: Extra inputs are not permitted'],
+    ['thinking', { ...HELLO_ANTHROPIC, thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking: serve does not think'],
+    ['a temperature out of range', { ...HELLO_ANTHROPIC, temperature: 1.5 }, 'temperature: Input should be less than or equal to 1'],
+    ['stop_sequences that are not a list', { ...HELLO_ANTHROPIC, stop_sequences: '.' }, 'stop_sequences: Input should be a valid list'],
+    [
+      'a blank stop sequence',
+      { ...HELLO_ANTHROPIC, stop_sequences: [' '] },
+      'stop_sequences: each stop sequence must contain non-whitespace',
+    ],
+    [
+      'an output format that is not a JSON schema',
+      { ...HELLO_ANTHROPIC, output_config: { format: { type: 'xml' } } },
+      "output_config.format.type: Input should be 'json_schema'",
+    ],
+    [
+      'an output format without a schema',
+      { ...HELLO_ANTHROPIC, output_config: { format: { type: 'json_schema' } } },
+      'output_config.format.schema: Field required',
+    ],
+    [
+      'a server tool',
+      { ...HELLO_ANTHROPIC, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+      'tools.0.type: serve runs custom tools only',
+    ],
     ['a tool without a name', { ...HELLO_ANTHROPIC, tools: [{ input_schema: {} }] }, 'tools.0.name: Field required'],
     [
       'tool_choice naming no tool',
@@ -554,8 +723,9 @@ describe('LlmServer quotas: a token bucket per API key, and the vendor’s heade
     const clock = new ManualClock();
     const { url } = await start({ rate: 1, burst: 2, clock });
     const first = await post(`${url}/v1/chat/completions`, HELLO, openAiKey('key-a'));
+    // 1/s is 60 a minute; one of the two the burst allows is left, back in a second.
     expect(first.headers).toMatchObject({
-      'x-ratelimit-limit-requests': '2',
+      'x-ratelimit-limit-requests': '60',
       'x-ratelimit-remaining-requests': '1',
       'x-ratelimit-reset-requests': '1s',
     });
@@ -567,11 +737,11 @@ describe('LlmServer quotas: a token bucket per API key, and the vendor’s heade
       'retry-after': '1',
       'retry-after-ms': '1000',
       'x-ratelimit-remaining-requests': '0',
-      'x-ratelimit-limit-requests': '2',
+      'x-ratelimit-limit-requests': '60',
     });
     expect(third.body).toEqual({
       error: {
-        message: 'Rate limit reached for requests: limit 2, remaining 0. Please try again in 1000ms.',
+        message: 'Rate limit reached on requests per min (RPM): Limit 60, Remaining 0, Requested 1. Please try again in 1000ms.',
         type: 'requests',
         param: null,
         code: 'rate_limit_exceeded',
@@ -592,7 +762,7 @@ describe('LlmServer quotas: a token bucket per API key, and the vendor’s heade
     const { url } = await start({ rate: 2, burst: 1, clock });
     const before = Date.now();
     const first = await post(`${url}/v1/messages`, HELLO_ANTHROPIC, anthropicKey());
-    expect(first.headers).toMatchObject({ 'anthropic-ratelimit-requests-limit': '1', 'anthropic-ratelimit-requests-remaining': '0' });
+    expect(first.headers).toMatchObject({ 'anthropic-ratelimit-requests-limit': '120', 'anthropic-ratelimit-requests-remaining': '0' });
     const resetMs = Date.parse(first.headers['anthropic-ratelimit-requests-reset']!) - before;
     expect(resetMs).toBeGreaterThanOrEqual(500);
     expect(resetMs).toBeLessThan(5_000);
@@ -631,14 +801,15 @@ describe('LlmServer quotas: a token bucket per API key, and the vendor’s heade
     expect(never.status).toBe(429);
     expect(never.headers['x-should-retry']).toBe('false');
     expect(never.headers['retry-after']).toBeUndefined();
-    expect(never.body.error.message).toContain(`Request too large for tokens per min: the answer needs `);
+    expect(never.body.error.message).toContain(`Request too large on tokens per min (TPM): Limit ${tpm}, Requested `);
   });
 
-  it('rate inf: no 429 however fast, the headers still there', async () => {
-    const { url } = await start({ rate: Infinity, burst: 1 });
+  it('rate inf: no 429 however fast, and no request limit stated', async () => {
+    const { url } = await start({ rate: Infinity, burst: 1, tokensPerMinute: 1_000_000 });
     const statuses = await Promise.all(Array.from({ length: 30 }, () => post(`${url}/v1/chat/completions`, HELLO, openAiKey())));
     expect(statuses.map((response) => response.status)).toEqual(Array(30).fill(200));
-    expect(statuses[29]!.headers['x-ratelimit-remaining-requests']).toBe('1');
+    expect(statuses[29]!.headers['x-ratelimit-limit-requests']).toBeUndefined();
+    expect(statuses[29]!.headers['x-ratelimit-limit-tokens']).toBe('1000000');
   });
 });
 
@@ -809,6 +980,9 @@ describe('LlmServer options', () => {
     [{ rate: 0 }, 'Expected rate to be a number > 0 (requests per second), got 0'],
     [{ burst: 1.5 }, 'Expected burst to be an integer >= 1, got 1.5'],
     [{ tokensPerMinute: 0 }, 'Expected tokensPerMinute to be an integer >= 1, got 0'],
+    [{ tokensPerSecond: 0 }, 'Expected tokensPerSecond to be a number > 0 (tokens per second), got 0'],
+    [{ failMidStream: 1.5 }, 'Expected failMidStream to be a finite number in [0, 1], got 1.5'],
+    [{ lenientSchemas: 'yes' }, 'Expected lenientSchemas to be a boolean, got "yes"'],
     [{ maxBodyBytes: -1 }, 'Expected maxBodyBytes to be an integer >= 1, got -1'],
     [{ models: 'gpt' }, 'Expected models to be an array of model ids, got "gpt"'],
     [{ models: [''] }, 'Expected each model to be a non-empty string, got ""'],

@@ -1,8 +1,11 @@
 // The official SDKs against `LlmServer` on loopback: what anyone's OpenAI or Anthropic code sees.
 import Anthropic from '@anthropic-ai/sdk';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
+import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get } from './http.ts';
@@ -91,7 +94,8 @@ describe('the official openai client against serve', () => {
     const error = refused as InstanceType<typeof OpenAI.RateLimitError>;
     expect(error.status).toBe(429);
     expect(error.error).toMatchObject({ type: 'requests', code: 'rate_limit_exceeded' });
-    expect(error.headers.get('x-ratelimit-limit-requests')).toBe('2');
+    // One a minute, as the header says it.
+    expect(error.headers.get('x-ratelimit-limit-requests')).toBe('1');
     expect(error.headers.get('x-ratelimit-remaining-requests')).toBe('0');
     // A minute per request: the token comes back in just under 60 s.
     expect(Number(error.headers.get('retry-after-ms'))).toBeGreaterThan(55_000);
@@ -149,7 +153,7 @@ describe('the official @anthropic-ai/sdk client against serve', () => {
     expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
     const error = refused as InstanceType<typeof Anthropic.RateLimitError>;
     expect(error.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-    expect(error.headers.get('anthropic-ratelimit-requests-limit')).toBe('2');
+    expect(error.headers.get('anthropic-ratelimit-requests-limit')).toBe('1');
     expect(error.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
     expect(error.headers.get('retry-after')).toBe('60');
     expect(error.headers.get('retry-after-ms')).toBeNull();
@@ -170,5 +174,122 @@ describe('the official @anthropic-ai/sdk client against serve', () => {
     const key = keyFingerprint('key-retry');
     expect(text).toContain(`serve_requests_total{route="/v1/messages",status="200",key="${key}"} 3`);
     expect(text).toContain(`serve_requests_total{route="/v1/messages",status="429",key="${key}"} 1`);
+  });
+});
+
+/** Objects, arrays with bounds, enums, bounded numbers and nullable fields, as a zod schema. */
+const PLACE = z.object({
+  city: z.string(),
+  country: z.enum(['FR', 'IT', 'DE']),
+  visitors: z.number().int().min(0).max(10_000_000),
+  rating: z.number().min(1).max(5),
+  nearby: z
+    .array(z.object({ name: z.string(), km: z.number().min(0) }))
+    .min(1)
+    .max(3),
+  closedOn: z.string().nullable(),
+});
+const LOUVRE = 'Where is the Louvre? It is in Paris, on the Seine.';
+
+describe("the official SDKs' helpers against serve", () => {
+  const fast = () => start({ rate: Infinity, tokensPerSecond: 10_000 });
+
+  it('openai chat.completions.stream: content events, then the final completion with its usage', async () => {
+    const url = await fast();
+    const stream = openai(url, 'sk-h').chat.completions.stream({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: LOUVRE }],
+      stream_options: { include_usage: true },
+    });
+    const deltas: string[] = [];
+    stream.on('content', (delta) => deltas.push(delta));
+    const completion = await stream.finalChatCompletion();
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(completion.choices[0]!.message.content).toBe(deltas.join(''));
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.usage!.completion_tokens).toBe(deltas.length);
+  });
+
+  it('openai chat.completions.parse with zodResponseFormat: message.parsed', async () => {
+    const url = await fast();
+    const completion = await openai(url, 'sk-h').chat.completions.parse({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: LOUVRE }],
+      response_format: zodResponseFormat(PLACE, 'place'),
+    });
+    const parsed = completion.choices[0]!.message.parsed!;
+    expect(PLACE.parse(parsed)).toEqual(parsed);
+  });
+
+  it('openai responses.create and responses.stream: output_text, a parsed text.format, the final response', async () => {
+    const url = await fast();
+    const client = openai(url, 'sk-h');
+    const created = await client.responses.create({ model: 'gpt-4o-mini', input: LOUVRE });
+    expect(created.output_text).toBe('Where is the Louvre? It is in Paris, on the Seine.');
+    expect((await client.responses.retrieve(created.id)).output_text).toBe(created.output_text);
+    const parsed = await client.responses.parse({ model: 'gpt-4o-mini', input: LOUVRE, text: { format: zodTextFormat(PLACE, 'place') } });
+    expect(PLACE.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
+
+    const stream = client.responses.stream({ model: 'gpt-4o-mini', input: LOUVRE });
+    const deltas: string[] = [];
+    stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
+    const final = await stream.finalResponse();
+    expect(final.status).toBe('completed');
+    expect(final.output_text).toBe(deltas.join(''));
+    expect(deltas.length).toBeGreaterThan(3);
+  });
+
+  it('openai models.retrieve: the model named', async () => {
+    const url = await fast();
+    expect(await openai(url, 'sk-h').models.retrieve('gpt-4o-mini')).toMatchObject({ id: 'gpt-4o-mini', object: 'model' });
+  });
+
+  it('anthropic messages.stream: text events, then the final message with its usage', async () => {
+    const url = await fast();
+    const stream = anthropic(url, 'sk-h').messages.stream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: LOUVRE }],
+    });
+    const deltas: string[] = [];
+    stream.on('text', (delta) => deltas.push(delta));
+    const message = await stream.finalMessage();
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(message.content).toMatchObject([{ type: 'text', text: deltas.join('') }]);
+    expect(message.stop_reason).toBe('end_turn');
+    expect(message.usage.output_tokens).toBe(deltas.length);
+  });
+
+  it('anthropic messages.parse with zodOutputFormat: parsed_output; messages.countTokens: the input tokens', async () => {
+    const url = await fast();
+    const client = anthropic(url, 'sk-h');
+    const message = await client.messages.parse({
+      model: 'claude-haiku-4-5',
+      max_tokens: 1024,
+      messages: [{ role: 'user', content: LOUVRE }],
+      output_config: { format: zodOutputFormat(PLACE) },
+    });
+    expect(PLACE.parse(message.parsed_output)).toEqual(message.parsed_output);
+    const counted = await client.messages.countTokens({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: LOUVRE }] });
+    expect(counted.input_tokens).toBe(message.usage.input_tokens);
+    expect(await client.models.retrieve('claude-haiku-4-5')).toMatchObject({ id: 'claude-haiku-4-5', type: 'model' });
+  });
+
+  it('openai with maxRetries: 2 rides out two 429s in a row, waiting the retry-after-ms each time', async () => {
+    // One request every 250 ms, burst 1: of three at once one goes through, and each of the two
+    // refused is told to wait until a token is back; the last of them is refused twice.
+    const url = await start({ rate: 4, burst: 1 });
+    const client = openai(url, 'key-twice', 2);
+    const startedMs = performance.now();
+    const answers = await Promise.all(
+      [0, 1, 2].map((i) => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `Call ${i}.` }] })),
+    );
+    expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(['Call 0.', 'Call 1.', 'Call 2.']);
+    // The third token is there 500 ms after the first: not before.
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(500);
+    const { text } = await get(`${url}/metrics`);
+    const key = keyFingerprint('key-twice');
+    expect(text).toContain(`serve_requests_total{route="/v1/chat/completions",status="200",key="${key}"} 3`);
+    expect(text).toContain(`serve_requests_total{route="/v1/chat/completions",status="429",key="${key}"} 3`);
   });
 });
