@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import { Command, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { LimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkDurationMs, checkString, expected } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
-import type { RedisScript } from './scripts.ts';
+import { PROBE, RATE_MEMORY_MS, type RedisScript } from './scripts.ts';
 
 /** What the Redis-backed limits do unless told otherwise. */
 export const REDIS_DEFAULTS = Object.freeze({
@@ -21,7 +21,7 @@ export const REDIS_DEFAULTS = Object.freeze({
    * in ms, even when the bucket is full again: a short pause must not bring back the rate that drew
    * the 429s. After it, the configured rate applies, as it does for a process that starts afresh.
    */
-  rateMemoryMs: 60_000,
+  rateMemoryMs: RATE_MEMORY_MS,
 });
 
 /** Reconnection attempts are this far apart at most: a restarted Redis is found again well within the timeout. */
@@ -96,11 +96,12 @@ export async function connectRedis(url: string, options: RedisConnectOptions = {
  * One connection to Redis, shared by every provider's limits and store of a process. Each call is
  * one script, sent by its SHA (`EVALSHA`) and as source only when Redis answers `NOSCRIPT` (after a
  * restart or `SCRIPT FLUSH`); no script is ever sent twice otherwise, since one whose reply was lost
- * may have run.
+ * may have run. Calls made in the same tick leave in one write: a socket write is most of what a
+ * call costs the client, and a batch read most of what it saves Redis.
  *
  * A call gets an answer within `timeoutMs` — waiting for a lost connection to come back included —
  * or fails with `LimiterUnavailableError`. From then on calls fail at once, without waiting, until a
- * ping every 250 ms gets an answer again. The client reconnects by itself; scripts are reloaded on
+ * probe every 250 ms gets an answer again. The client reconnects by itself; scripts are reloaded on
  * the new connection.
  */
 export class RedisConnection {
@@ -109,9 +110,20 @@ export class RedisConnection {
   readonly timeoutMs: number;
   readonly #client: Redis;
   readonly #logger: Logger;
-  readonly #defined = new Set<string>();
+  /** Calls sent on a ready connection, oldest first: their deadlines come in the same order, so one timer serves them all. */
+  readonly #inFlight: InFlight[] = [];
+  #inFlightHead = 0;
+  #watchdog: NodeJS.Timeout | undefined;
+  #corked: { uncork(): void } | undefined;
+  readonly #uncork = () => {
+    const stream = this.#corked;
+    this.#corked = undefined;
+    stream?.uncork();
+  };
   #lastError: unknown;
   #unavailable: LimiterUnavailableError | undefined;
+  /** The keys of the call that found Redis unavailable: the probe asks the node that serves them. */
+  #probeKeys: readonly string[] = [];
   #probe: NodeJS.Timeout | undefined;
   #probing = false;
   #ready: Promise<void> | undefined;
@@ -131,7 +143,7 @@ export class RedisConnection {
     });
   }
 
-  /** False from a call that got no usable answer until Redis answers a ping again. */
+  /** False from a call that got no usable answer until Redis answers a probe again. */
   get available(): boolean {
     return this.#unavailable === undefined;
   }
@@ -141,35 +153,14 @@ export class RedisConnection {
    * `LimiterUnavailableError` when no answer comes within the timeout, when Redis answers with an
    * error, and at once while Redis is known to be unavailable or the connection is closed.
    */
-  async run(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.#closed) throw new LimiterUnavailableError(`the connection to Redis at ${this.url} is closed`);
-    if (this.#unavailable !== undefined) throw this.#unavailable;
-    const deadlineMs = performance.now() + this.timeoutMs;
-    try {
-      while (this.#client.status !== 'ready') await this.#whenReady(deadlineMs);
-      if (!this.#defined.has(script.name)) {
-        this.#client.defineCommand(script.name, { lua: script.lua });
-        this.#defined.add(script.name);
-      }
-      const command = (this.#client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[script.name]!;
-      for (;;) {
-        try {
-          return await this.#within(command.call(this.#client, keys.length, ...keys, ...args), deadlineMs);
-        } catch (error) {
-          // Refused before it was written (the connection dropped an instant ago): not sent, so
-          // safe to send once the connection is back.
-          if (!isNotWritable(error)) throw error;
-          await this.#whenReady(deadlineMs);
-        }
-      }
-    } catch (error) {
-      const unavailable =
-        error instanceof LimiterUnavailableError
-          ? error
-          : new LimiterUnavailableError(`Redis at ${this.url} answered with an error: ${describe(error)}`, { cause: error });
-      this.#markUnavailable(unavailable);
+  run(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new LimiterUnavailableError(`the connection to Redis at ${this.url} is closed`));
+    if (this.#unavailable !== undefined) return Promise.reject(this.#unavailable);
+    return this.#execute(script, keys, args).catch((error: unknown) => {
+      const unavailable = this.#unavailableError(error);
+      this.#markUnavailable(unavailable, keys);
       throw unavailable;
-    }
+    });
   }
 
   /** Closes the connection; calls after it fail at once. */
@@ -182,7 +173,83 @@ export class RedisConnection {
       await this.#within(this.#client.quit(), performance.now() + this.timeoutMs).catch(() => {});
     }
     this.#client.disconnect();
+    clearTimeout(this.#watchdog);
   }
+
+  /** The call on a ready connection: sent at once, timed by the shared watchdog; any other case waits in {@link #executeLater}. */
+  #execute(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.#client.status !== 'ready') return this.#executeLater(script, keys, args, performance.now() + this.timeoutMs);
+    const deadlineMs = performance.now() + this.timeoutMs;
+    const command = this.#send(script, keys, args);
+    this.#inFlight.push({ command, deadlineMs });
+    if (this.#watchdog === undefined) this.#armWatchdog(deadlineMs);
+    return command.promise.catch((error: unknown) => {
+      // Not run, so safe to send again; anything else is the caller's to see, including a timeout
+      // (sent, maybe run: never sent twice).
+      if (!command.notRun(error)) throw error;
+      return this.#executeLater(script, keys, args, deadlineMs);
+    });
+  }
+
+  /** A call that must wait for the connection, or be sent as source: each step within the call's own deadline. */
+  async #executeLater(
+    script: RedisScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    deadlineMs: number,
+  ): Promise<unknown> {
+    for (;;) {
+      while (this.#client.status !== 'ready') await this.#whenReady(deadlineMs);
+      const command = this.#send(script, keys, args);
+      try {
+        return await this.#within(command.promise, deadlineMs);
+      } catch (error) {
+        if (!command.notRun(error)) throw error;
+        // Refused unwritten: the connection is going down, though not yet said so; wait until it is back.
+        if (!isNoScript(error)) await this.#whenReady(deadlineMs);
+      }
+    }
+  }
+
+  #send(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): ScriptCommand {
+    const command = new ScriptCommand(script, keys, args);
+    const stream = this.#client.stream;
+    if (this.#corked === undefined && stream !== undefined) {
+      stream.cork();
+      this.#corked = stream;
+      process.nextTick(this.#uncork);
+    }
+    void this.#client.sendCommand(command);
+    return command;
+  }
+
+  #armWatchdog(atMs: number): void {
+    this.#watchdog = setTimeout(this.#watch, Math.max(0, atMs - performance.now()));
+    this.#watchdog.unref();
+  }
+
+  /** Fails the calls past their deadline, forgets the answered ones, and waits for the next deadline. */
+  readonly #watch = () => {
+    this.#watchdog = undefined;
+    const nowMs = performance.now();
+    const queue = this.#inFlight;
+    let head = this.#inFlightHead;
+    for (; head < queue.length; head++) {
+      const { command, deadlineMs } = queue[head]!;
+      if (command.isSettled) continue;
+      if (deadlineMs > nowMs) break;
+      command.reject(this.#timeoutError());
+    }
+    if (head === queue.length) {
+      queue.length = 0;
+      head = 0;
+    } else if (head > 1024 && head * 2 > queue.length) {
+      queue.splice(0, head);
+      head = 0;
+    }
+    this.#inFlightHead = head;
+    if (head < queue.length) this.#armWatchdog(queue[head]!.deadlineMs);
+  };
 
   #within<T>(promise: Promise<T>, deadlineMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -225,18 +292,26 @@ export class RedisConnection {
     return new LimiterUnavailableError(`Redis at ${this.url} did not answer within ${formatDuration(this.timeoutMs)}${status}`);
   }
 
-  #markUnavailable(error: LimiterUnavailableError): void {
+  /** What a failed call tells its caller: a `LimiterUnavailableError` naming the URL. */
+  #unavailableError(error: unknown): LimiterUnavailableError {
+    if (error instanceof LimiterUnavailableError) return error;
+    return new LimiterUnavailableError(`Redis at ${this.url} answered with an error: ${describe(error)}`, { cause: error });
+  }
+
+  #markUnavailable(error: LimiterUnavailableError, keys: readonly string[]): void {
     if (this.#unavailable !== undefined || this.#closed) return;
     this.#unavailable = error;
+    this.#probeKeys = keys;
     this.#logger.warn({ url: this.url, err: error }, 'Redis unavailable');
     this.#probe = setInterval(() => this.#ping(), PROBE_EVERY_MS);
     this.#probe.unref();
   }
 
+  /** A script that does nothing, on the keys of the call that failed: the user may run it wherever it may run the limiter's. */
   #ping(): void {
     if (this.#probing || this.#client.status !== 'ready') return;
     this.#probing = true;
-    this.#within(this.#client.ping(), performance.now() + this.timeoutMs).then(
+    this.#execute(PROBE, this.#probeKeys, []).then(
       () => {
         this.#probing = false;
         if (this.#closed || this.#unavailable === undefined) return;
@@ -293,8 +368,65 @@ function redactRedisUrl(url: string): string {
   return shown;
 }
 
-function isNotWritable(error: unknown): boolean {
-  return error instanceof Error && error.message.includes("Stream isn't writeable");
+/** Per script, the sockets it was sent on as source: there it goes by SHA. */
+const loadedOn = new WeakMap<RedisScript, WeakSet<object>>();
+
+function socketsLoaded(script: RedisScript): WeakSet<object> {
+  let loaded = loadedOn.get(script);
+  if (loaded === undefined) {
+    loaded = new WeakSet();
+    loadedOn.set(script, loaded);
+  }
+  return loaded;
+}
+
+/**
+ * `EVALSHA`, sent as `EVAL` with the source the first time on each socket (a new connection, a
+ * node of a cluster): the calls that follow it on that socket find the script loaded, in the order
+ * they were made — a settlement fired before a reservation is applied before it.
+ */
+class ScriptCommand extends Command {
+  readonly #script: RedisScript;
+  #socket: object | undefined;
+
+  constructor(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]) {
+    super('evalsha', [script.sha, keys.length, ...keys, ...args], { replyEncoding: 'utf8' });
+    this.#script = script;
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    this.#socket = socket;
+    const loaded = socketsLoaded(this.#script);
+    if (!loaded.has(socket)) {
+      loaded.add(socket);
+      this.name = 'eval';
+      this.args[0] = this.#script.lua;
+    }
+    return super.toWritable(socket);
+  }
+
+  /**
+   * Whether `error` says this command did not run, so that sending it again cannot spend twice:
+   * refused before it was written (the connection dropped an instant ago), or unknown by its SHA
+   * (a restart or `SCRIPT FLUSH`: the next send on the socket carries the source).
+   */
+  notRun(error: unknown): boolean {
+    if (isNoScript(error)) {
+      if (this.#socket !== undefined) socketsLoaded(this.#script).delete(this.#socket);
+      return true;
+    }
+    return error instanceof Error && error.message.includes("Stream isn't writeable");
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** A call sent on a ready connection, and when it must have been answered (`performance.now()` ms). */
+interface InFlight {
+  readonly command: Command;
+  readonly deadlineMs: number;
 }
 
 function describe(error: unknown): string {
