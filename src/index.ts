@@ -41,8 +41,21 @@ export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
 export type { AdaptiveRateOptions, AdaptiveTuning, RateLimitedInfo, RateChangeEvent, RateChangeListener } from './limits/adaptive-rate.ts';
 
 // Sharing the limits through Redis: a provider's quota across processes, and a store for the per-key limits of servers (below).
-export { connectRedis, RedisConnection, RedisConnectError, isRedisConnectError, REDIS_DEFAULTS } from './redis/redis-connection.ts';
+export { connectRedis, RedisConnection, REDIS_DEFAULTS } from './redis/redis-connection.ts';
 export type { RedisConnectOptions } from './redis/redis-connection.ts';
+export {
+  RedisConnectError,
+  isRedisConnectError,
+  RedisTlsFileError,
+  isRedisTlsFileError,
+  RedisPermissionError,
+  isRedisPermissionError,
+  RedisRedirectError,
+  isRedisRedirectError,
+} from './redis/redis-errors.ts';
+export type { RedisConnectReason } from './redis/redis-errors.ts';
+export { RedisTarget, REDIS_URL_PARAMETERS } from './redis/redis-target.ts';
+export type { RedisTlsOptions } from './redis/redis-target.ts';
 export type { RedisScript } from './redis/scripts.ts';
 export { RedisLimits } from './redis/redis-limits.ts';
 export type { RedisLimitsOptions } from './redis/redis-limits.ts';

@@ -21,6 +21,7 @@ import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { isRedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
 export interface RedisLimitsOptions {
@@ -88,6 +89,7 @@ export class RedisLimits implements ProviderLimits {
   readonly #requests: SharedLimit | undefined;
   readonly #fallback: LocalLimits | undefined;
   readonly #fallbackShare: number;
+  readonly #prefix: string;
   #onFallback = false;
   /** The request rate in force, and as Redis wrote it (what a compare-and-set compares). */
   #rate: number;
@@ -124,6 +126,7 @@ export class RedisLimits implements ProviderLimits {
     this.#rate = this.#requests?.spec.rate ?? Infinity;
     this.#rateText = this.#requests?.rateText ?? '';
     this.#fallbackShare = fallbackShare ?? 0;
+    this.#prefix = prefix;
     this.#fallback =
       fallbackShare === undefined
         ? undefined
@@ -144,6 +147,17 @@ export class RedisLimits implements ProviderLimits {
 
   get rate(): number {
     return this.#rate;
+  }
+
+  /**
+   * Makes sure, before the first call, that this quota can be kept where it is: that the Redis
+   * user may run the scripts on its keys (`RedisPermissionError` names what it lacks and the key
+   * pattern it needs), and that the server serves them (`RedisRedirectError` from a cluster node
+   * reached out of cluster mode). Changes nothing in the buckets.
+   */
+  async check(): Promise<void> {
+    if (this.#keys.length === 0) return;
+    await this.#connection.checkAccess(this.#keys, [RESERVE, CANCEL, SETTLE, LOWER, SET_RATE], `${this.#prefix}*`);
   }
 
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
@@ -167,7 +181,8 @@ export class RedisLimits implements ProviderLimits {
     try {
       reply = (await abandonOnAbort(pending, signal, (late) => this.#cancelLate(late, cost))) as readonly unknown[];
     } catch (error) {
-      if (this.#fallback === undefined || !isLimiterUnavailableError(error)) throw error;
+      // A redirect says the quota is not where this process looks: a local bucket would not share it either.
+      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || isRedisRedirectError(error)) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
     const waitMs = readMicroseconds(reply[1]);

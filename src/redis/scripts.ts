@@ -264,6 +264,39 @@ return { verdict, math.max(0, math.floor(t + 1e-9)), reset, retry }
 `,
 );
 
+/**
+ * Whether this user may do on the keys what the limiter's scripts do, without doing it:
+ * `redis.acl_check_cmd` (Redis 7) asks of every command the scripts run, with the keys, and of
+ * `EVALSHA` and `EVAL` themselves (Redis checked `EVAL` of this script already, or `EVALSHA`).
+ * Before Redis 7 there is no asking without doing, so only what changes nothing runs: `TIME`, `GET`.
+ *
+ * KEYS: the keys the scripts use. ARGV: their SHA1s.
+ * Reply: nil when all is allowed, else the first command line refused.
+ */
+export const CHECK = script(
+  'check',
+  `
+local function refused(...)
+  if redis.acl_check_cmd(...) then return nil end
+  return table.concat({ ... }, ' ')
+end
+if not redis.acl_check_cmd then
+  redis.call('TIME')
+  for i = 1, #KEYS do redis.call('GET', KEYS[i]) end
+  return false
+end
+local found = refused('time')
+for i = 1, #KEYS do
+  found = found or refused('get', KEYS[i]) or refused('set', KEYS[i], '0', 'PX', '1') or refused('del', KEYS[i])
+end
+for i = 1, #ARGV do
+  found = found or refused('evalsha', ARGV[i], #KEYS, unpack(KEYS)) or refused('eval', 'return 1', #KEYS, unpack(KEYS))
+end
+return found or false
+`,
+  '',
+);
+
 /** Does nothing, on the keys given: whether the node that serves them answers, for a user that may run scripts there and nothing else. */
 export const PROBE = script('probe', 'return 1', '');
 
