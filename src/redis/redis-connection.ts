@@ -28,6 +28,12 @@ export const REDIS_DEFAULTS = Object.freeze({
   cluster: 'auto' as const,
 });
 
+/**
+ * Calls made in the same tick leave in one socket write, this many at most: a write is most of what
+ * a call costs the client (and a batch read saves Redis as much), while a batch of every call in
+ * flight would keep Redis idle while the client writes it, and the client idle while Redis answers.
+ */
+const CALLS_PER_WRITE = 8;
 /** Reconnection attempts are this far apart at most: a restarted Redis is found again well within the timeout. */
 const MAX_RECONNECT_DELAY_MS = 200;
 /** A call refused unsent by a cluster node that is connecting is sent again after this many ms. */
@@ -191,8 +197,7 @@ async function isClusterNode(client: Redis, timeoutMs: number): Promise<boolean>
  * One connection to Redis, shared by every provider's limits and store of a process. Each call is
  * one script, sent by its SHA (`EVALSHA`) and as source only when Redis answers `NOSCRIPT` (after a
  * restart or `SCRIPT FLUSH`); no script is ever sent twice otherwise, since one whose reply was lost
- * may have run. Calls made in the same tick leave in one write: a socket write is most of what a
- * call costs the client, and a batch read most of what it saves Redis.
+ * may have run. Calls made in the same tick leave together, a few to a socket write.
  *
  * A call gets an answer within `timeoutMs` — waiting for a lost connection to come back included —
  * or fails with `LimiterUnavailableError`. From then on calls fail at once, without waiting, until a
@@ -209,10 +214,11 @@ export class RedisConnection {
   readonly #logger: Logger;
   readonly #ScriptCommand: ScriptCommandClass;
   /** Calls sent on a ready connection, oldest first: their deadlines come in the same order, so one timer serves them all. */
-  readonly #inFlight: InFlight[] = [];
+  readonly #inFlight: ScriptCommand[] = [];
   #inFlightHead = 0;
   #watchdog: NodeJS.Timeout | undefined;
   #corked: { uncork(): void } | undefined;
+  #batched = 0;
   readonly #uncork = () => {
     const stream = this.#corked;
     this.#corked = undefined;
@@ -257,13 +263,16 @@ export class RedisConnection {
   run(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.#closed) return Promise.reject(new LimiterUnavailableError(`the connection to Redis at ${this.url} is closed`));
     if (this.#unavailable !== undefined) return Promise.reject(this.#unavailable);
-    return this.#execute(script, keys, args).catch((error: unknown) => {
-      const unavailable = this.#unavailableError(error, keys);
-      // A redirect is a setting to fix, not a Redis gone: nothing to wait for.
-      if (!(unavailable instanceof RedisRedirectError)) this.#markUnavailable(unavailable, keys);
-      throw unavailable;
-    });
+    return this.#execute(script, keys, args, this.#failed);
   }
+
+  /** What a call that failed tells its caller, once Redis is marked unavailable (unless the reason is a setting). */
+  readonly #failed = (error: unknown, keys: readonly string[]): never => {
+    const unavailable = this.#unavailableError(error, keys);
+    // A redirect is a setting to fix, not a Redis gone: nothing to wait for.
+    if (!(unavailable instanceof RedisRedirectError)) this.#markUnavailable(unavailable, keys);
+    throw unavailable;
+  };
 
   /**
    * Checks, before the first call, that the limiter can work on `keys`: that the user may run
@@ -280,6 +289,7 @@ export class RedisConnection {
         CHECK,
         keys,
         scripts.map((script) => script.sha),
+        rethrow,
       );
     } catch (error) {
       const message = describe(error);
@@ -304,19 +314,47 @@ export class RedisConnection {
     clearTimeout(this.#watchdog);
   }
 
-  /** The call on a ready connection: sent at once, timed by the shared watchdog; any other case waits in {@link #executeLater}. */
-  #execute(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.#client.status !== 'ready') return this.#executeLater(script, keys, args, performance.now() + this.timeoutMs);
+  /**
+   * The call on a ready connection: sent at once, timed by the shared watchdog; any other case
+   * waits in {@link #executeLater}. A failure that is final goes to `failed`.
+   */
+  #execute(
+    script: RedisScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    failed: (error: unknown, keys: readonly string[]) => never,
+  ): Promise<unknown> {
     const deadlineMs = performance.now() + this.timeoutMs;
+    if (this.#client.status !== 'ready') return this.#executeLater(script, keys, args, deadlineMs).catch((error) => failed(error, keys));
     const command = this.#send(script, keys, args);
-    this.#inFlight.push({ command, deadlineMs });
-    if (this.#watchdog === undefined) this.#armWatchdog(deadlineMs);
+    command.deadlineMs = deadlineMs;
+    this.#track(command);
     return command.promise.catch((error: unknown) => {
       // Not run, so safe to send again; anything else is the caller's to see, including a timeout
       // (sent, maybe run: never sent twice).
-      if (!command.notRun(error)) throw error;
-      return this.#executeLater(script, keys, args, deadlineMs);
+      if (!command.notRun(error)) return failed(error, keys);
+      return this.#executeLater(script, keys, args, deadlineMs).catch((later) => failed(later, keys));
     });
+  }
+
+  /**
+   * Puts a sent call under the watchdog. The answered calls at the head go first: replies come in
+   * the order sent, so the queue holds about the calls in flight, not every call of the timeout.
+   */
+  #track(command: ScriptCommand): void {
+    const queue = this.#inFlight;
+    let head = this.#inFlightHead;
+    while (head < queue.length && queue[head]!.isSettled) head++;
+    if (head === queue.length) {
+      queue.length = 0;
+      head = 0;
+    } else if (head >= 64 && head * 2 >= queue.length) {
+      queue.splice(0, head);
+      head = 0;
+    }
+    this.#inFlightHead = head;
+    queue.push(command);
+    if (this.#watchdog === undefined) this.#armWatchdog(command.deadlineMs);
   }
 
   /** A call that must wait for the connection, or be sent as source: each step within the call's own deadline. */
@@ -348,9 +386,14 @@ export class RedisConnection {
     if (this.#corked === undefined && stream !== undefined) {
       stream.cork();
       this.#corked = stream;
+      this.#batched = 0;
       process.nextTick(this.#uncork);
     }
     void this.#client.sendCommand(command);
+    if (this.#corked !== undefined && ++this.#batched >= CALLS_PER_WRITE) {
+      this.#corked.uncork();
+      this.#corked = undefined;
+    }
     return command;
   }
 
@@ -366,9 +409,9 @@ export class RedisConnection {
     const queue = this.#inFlight;
     let head = this.#inFlightHead;
     for (; head < queue.length; head++) {
-      const { command, deadlineMs } = queue[head]!;
+      const command = queue[head]!;
       if (command.isSettled) continue;
-      if (deadlineMs > nowMs) break;
+      if (command.deadlineMs > nowMs) break;
       command.reject(this.#timeoutError());
     }
     if (head === queue.length) {
@@ -461,7 +504,7 @@ export class RedisConnection {
   #ping(): void {
     if (this.#probing || this.#client.status !== 'ready') return;
     this.#probing = true;
-    this.#execute(PROBE, this.#probeKeys, []).then(
+    this.#execute(PROBE, this.#probeKeys, [], rethrow).then(
       () => {
         this.#probing = false;
         if (this.#closed || this.#unavailable === undefined) return;
@@ -520,6 +563,8 @@ function scriptCommandClass(Base: typeof Command) {
   return class ScriptCommand extends Base {
     readonly #script: RedisScript;
     #socket: object | undefined;
+    /** When it must have been answered (`performance.now()` ms), once sent on a ready connection. */
+    deadlineMs = Infinity;
 
     constructor(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]) {
       super('evalsha', [script.sha, keys.length, ...keys, ...args], { replyEncoding: 'utf8' });
@@ -556,14 +601,13 @@ function scriptCommandClass(Base: typeof Command) {
 type ScriptCommandClass = ReturnType<typeof scriptCommandClass>;
 type ScriptCommand = InstanceType<ScriptCommandClass>;
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+/** For calls whose caller reads the error itself. */
+function rethrow(error: unknown): never {
+  throw error;
 }
 
-/** A call sent on a ready connection, and when it must have been answered (`performance.now()` ms). */
-interface InFlight {
-  readonly command: Command;
-  readonly deadlineMs: number;
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
 /** An error's message; OpenSSL's (`808C…:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca:…`) as its words alone. */
