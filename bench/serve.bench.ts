@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { generateArticles } from '../src/index.ts';
-import { TASK_DEFINITIONS, promptOf } from '../src/provider/tasks/answer.ts';
+import { builtinRequest } from '../test/requests.ts';
 import { formatRatio } from './lib/format.ts';
 import { median } from './lib/stats.ts';
 import { markdownTable } from './lib/table.ts';
@@ -40,7 +40,7 @@ const LIMITS = {
 type Limiting = keyof typeof LIMITS;
 
 const [article] = generateArticles(1, { seed: 1 });
-const prompt = promptOf({ task: 'summarize', articleId: article!.id, title: article!.title, text: article!.content });
+const { prompt, schema } = builtinRequest('summarize', article!.id, article!.title, article!.content);
 const SCENARIOS = [
   {
     name: 'OpenAI route, the summarize task',
@@ -50,7 +50,7 @@ const SCENARIOS = [
     body: {
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: prompt }],
-      response_format: { type: 'json_schema', json_schema: { name: 'summarize', schema: TASK_DEFINITIONS.summarize.schema, strict: true } },
+      response_format: { type: 'json_schema', json_schema: { name: 'summarize', schema, strict: true } },
     },
   },
   {

@@ -3,8 +3,8 @@
  * memory a million clients take. Prints Markdown tables on stdout (progress on stderr) and writes
  * bench/results/server.json.
  *
- * - Throughput: wrk (one thread, 32 connections, a `key` header cycling through 10,000 keys)
- *   against servers each in a child process: bare node:http vs node:http with `rateLimit()`, and
+ * - Throughput: autocannon (32 connections, a `key` header cycling through 10,000 keys) against
+ *   servers each in a child process: bare node:http vs node:http with `rateLimit()`, and
  *   Express 5 with `rateLimit()` vs Express 5 with express-rate-limit (memory store, same limits);
  *   two references split the node:http cost into the limiter's and the response headers'.
  *   Rounds interleave the servers, each pair in turns, so both sides of a ratio share the
@@ -17,6 +17,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { formatRatio } from './lib/format.ts';
@@ -30,11 +31,11 @@ const ROUNDS = quick ? 2 : 8;
 const RUN_SECONDS = quick ? 2 : 3;
 const WARMUP_SECONDS = 2;
 const CONNECTIONS = 32;
+const KEYS = 10_000;
 const MEMORY = { clients: 1_000_000, perSecond: 200_000 };
 
 const APP = fileURLToPath(new URL('./server/app.ts', import.meta.url));
 const MEMORY_SCRIPT = fileURLToPath(new URL('./server/memory.ts', import.meta.url));
-const WRK_SCRIPT = fileURLToPath(new URL('./server/keys.lua', import.meta.url));
 
 /** The pairs measured side by side; those without a target are references that say where the cost lies. */
 const PAIRS: readonly { name: string; baseline: ServerKind; ours: ServerKind; target: number | undefined }[] = [
@@ -50,7 +51,7 @@ const MEMORY_LABELS: Record<MemoryImplementation, string> = {
   rlf: 'rate-limiter-flexible RateLimiterMemory (60 per 60 s)',
 };
 
-interface WrkFigures {
+interface LoadFigures {
   readonly requests: number;
   readonly durationUs: number;
   readonly socketErrors: number;
@@ -77,16 +78,48 @@ function startServer(kind: ServerKind): Promise<number> {
   });
 }
 
-function wrk(port: number, seconds: number): WrkFigures {
-  const out = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', WRK_SCRIPT, `http://127.0.0.1:${port}/`], {
-    encoding: 'utf8',
+/** The part of autocannon's API the benchmark drives (it ships no types). */
+type Autocannon = (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  requests: readonly { setupRequest: (request: { headers?: Record<string, string> }) => object }[];
+}) => Promise<{
+  requests: { total: number };
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  latency: { p50: number; p99: number };
+}>;
+
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+let nextKey = 0;
+/** Every request carries the next of `KEYS` client keys, so the limiter holds as many buckets as a busy server. */
+const withNextKey = (request: { headers?: Record<string, string> }): object => {
+  nextKey = (nextKey + 1) % KEYS;
+  return { ...request, headers: { ...request.headers, key: String(nextKey) } };
+};
+
+async function load(port: number, seconds: number): Promise<LoadFigures> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [{ setupRequest: withNextKey }],
   });
-  const line = out.split('\n').find((text) => text.startsWith('{'));
-  if (line === undefined) throw new Error(`wrk printed no figures:\n${out}`);
-  return JSON.parse(line) as WrkFigures;
+  return {
+    requests: result.requests.total,
+    durationUs: result.duration * 1e6,
+    socketErrors: result.errors,
+    non2xx: result.non2xx,
+    latencyP50Us: result.latency.p50 * 1000,
+    latencyP99Us: result.latency.p99 * 1000,
+  };
 }
 
-const requestsPerSecond = (figures: WrkFigures): number => figures.requests / (figures.durationUs / 1e6);
+const requestsPerSecond = (figures: LoadFigures): number => figures.requests / (figures.durationUs / 1e6);
 
 function memory(implementation: MemoryImplementation): MemoryFigures {
   const out = execFileSync(
@@ -109,15 +142,15 @@ async function main(): Promise<void> {
   const ports = new Map<ServerKind, number>();
   for (const kind of kinds) ports.set(kind, await startServer(kind));
   progress(`servers up: ${kinds.map((kind) => `${kind} on ${ports.get(kind)}`).join(', ')}`);
-  for (const kind of kinds) wrk(ports.get(kind)!, WARMUP_SECONDS);
+  for (const kind of kinds) await load(ports.get(kind)!, WARMUP_SECONDS);
 
-  const runs = PAIRS.map(() => ({ baseline: [] as WrkFigures[], ours: [] as WrkFigures[] }));
+  const runs = PAIRS.map(() => ({ baseline: [] as LoadFigures[], ours: [] as LoadFigures[] }));
   for (let round = 0; round < ROUNDS; round++) {
-    PAIRS.forEach((pair, index) => {
+    for (const [index, pair] of PAIRS.entries()) {
       // Each side goes first in every other round.
       const sides = round % 2 === 0 ? (['baseline', 'ours'] as const) : (['ours', 'baseline'] as const);
-      for (const side of sides) runs[index]![side].push(wrk(ports.get(pair[side])!, RUN_SECONDS));
-    });
+      for (const side of sides) runs[index]![side].push(await load(ports.get(pair[side])!, RUN_SECONDS));
+    }
     progress(`round ${round + 1} of ${ROUNDS} done`);
   }
 
@@ -133,8 +166,8 @@ async function main(): Promise<void> {
     const pass = (pair.target === undefined || ratio >= pair.target) && failed === 0;
     if (pair.target !== undefined && pass) passes++;
     else if (!pass) misses++;
-    const rps = (list: WrkFigures[]) => median(list.map(requestsPerSecond)).toFixed(0);
-    const p99 = (list: WrkFigures[]) => `${(median(list.map((figures) => figures.latencyP99Us)) / 1000).toFixed(2)} ms`;
+    const rps = (list: LoadFigures[]) => median(list.map(requestsPerSecond)).toFixed(0);
+    const p99 = (list: LoadFigures[]) => `${(median(list.map((figures) => figures.latencyP99Us)) / 1000).toFixed(2)} ms`;
     throughputRows.push([
       pair.name,
       `${rps(ours)} vs ${rps(baseline)}`,
@@ -171,7 +204,7 @@ async function main(): Promise<void> {
   const machine = `${cpu[0]?.model ?? 'unknown CPU'} ×${cpu.length}, Node ${process.version}`;
   console.log(`Server benchmarks — ${machine}; load average ${loadAtStart} at start, ${loadAtEnd} at end`);
   console.log(
-    `wrk -t1 -c${CONNECTIONS} -d${RUN_SECONDS}s, ${ROUNDS} interleaved rounds; a key header cycling through 10,000 keys; limits every request stays within`,
+    `autocannon -c${CONNECTIONS} -d${RUN_SECONDS}, ${ROUNDS} interleaved rounds; a key header cycling through ${KEYS.toLocaleString('en')} keys; limits every request stays within`,
   );
   console.log('');
   console.log(
@@ -196,7 +229,7 @@ async function main(): Promise<void> {
     command: 'npm run bench:server',
     machine: { cpu: cpu[0]?.model, cores: cpu.length, node: process.version, platform: process.platform },
     loadAverage: { start: loadAtStart, end: loadAtEnd },
-    settings: { rounds: ROUNDS, runSeconds: RUN_SECONDS, connections: CONNECTIONS, keys: 10_000 },
+    settings: { loadGenerator: 'autocannon', rounds: ROUNDS, runSeconds: RUN_SECONDS, connections: CONNECTIONS, keys: KEYS },
     elapsedSeconds: elapsedS,
     throughput: throughputRows,
     memory: memoryRows,

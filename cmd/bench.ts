@@ -2,16 +2,10 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import {
-  CancelledError,
-  pairSettings,
-  renderBenchChart,
-  runSweep,
-  settingLabel,
-  type BenchSetting,
-  type SettingResult,
-  type SweepResult,
-} from '../src/index.ts';
+import { CancelledError } from '../src/index.ts';
+import { loadChartRenderer } from '../src/bench/chart-renderer.ts';
+import { pairSettings, settingLabel } from '../src/bench/sweep.ts';
+import { renderBenchChart, runSweep, type BenchSetting, type SettingResult, type SweepResult } from '../src/bench/index.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 import {
@@ -26,8 +20,10 @@ import {
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
+import { stdoutFailureText, stdoutState } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { openInput } from './input.ts';
+import { runTasks } from './task-options.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
 type Format = (typeof FORMATS)[number];
@@ -124,12 +120,18 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   // --adaptive at rate=inf) fails here rather than after the runs before it.
   const setupsOf = (setting: BenchSetting) => [providerSetup(flags, createProvider(flags), setting.rate, setting.burst)];
   for (const setting of settings) setupsOf(setting);
-  if (flags.chart !== undefined) await checkWritable(flags.chart);
+  if (flags.maxCost !== undefined) throw new UsageError('--max-cost describes one run; a sweep makes many: leave it out of bench');
+  // A sweep's runs share its tasks: read (and checked against a provider) once, before any run.
+  const { tasks } = await runTasks(flags, setupsOf(settings[0]!), undefined);
+  if (flags.chart !== undefined) {
+    await checkWritable(flags.chart);
+    await loadChartRenderer();
+  }
 
   // The table comes at the end; the only lines during the sweep are notices on stderr.
   const terminal = new Terminal({ printsLines: false });
   const logger = createLogger(flags);
-  const input = await openInput(flags, (text) => terminal.notice(text));
+  const input = await openInput(flags, (text) => terminal.notice(text), tasks.inputFields);
   if (!input.repeatable) throw new UsageError(`--input ${flags.input}: a sweep reads its input once per run: give a file, not a stream`);
   const count = input.count!;
 
@@ -157,6 +159,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       settings,
       repeat: flags.repeat,
       createProviders: setupsOf,
+      tasks,
       createSource: () => input.open(),
       timeline: flags.chart !== undefined,
       workers: flags.workers,
@@ -196,6 +199,12 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
     if (format === 'table') process.stdout.write(`Chart: ${flags.chart}\n`);
   }
   const signal = stopSignal();
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  if (stdoutState() === 'failed') {
+    process.stderr.write(`error: ${stdoutFailureText()}; the sweep's ${format === 'table' ? 'table' : 'figures'} could not be printed\n`);
+    return 1;
+  }
+  if (stdoutState() === 'closed') return 141;
   return result.interrupted && signal !== undefined ? STOP_SIGNALS[signal] : 0;
 }
 

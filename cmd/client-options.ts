@@ -5,19 +5,18 @@ import {
   HTTP_PROVIDER_DEFAULTS,
   PROVIDER_DEFAULTS,
   PROVIDER_TYPES,
-  createHttpProvider,
-  hasCredentials,
   isEnvVariableName,
-  isHeaderSafe,
-  isHttpUrl,
-  maskCredentials,
   isHttpProviderType,
+} from '../src/provider/provider-types.ts';
+import {
+  createHttpProvider,
   type HttpProviderDefaults,
   type Provider,
   type ProviderConfig,
   type ProviderType,
   type RunStop,
 } from '../src/index.ts';
+import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials } from '../src/provider/http-api.ts';
 import { oneOf } from './parse-values.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -178,7 +177,7 @@ export function formatStop(stop: RunStop, keyVariable: string | undefined): stri
       ? `set ${keyVariable ?? 'the API key'} to a key this provider accepts`
       : stop.type === 'QuotaExhaustedError'
         ? "add credit or raise the account's quota"
-        : stop.type === 'BadRequestError' && stop.message.startsWith('404')
+        : (stop.type === 'BadRequestError' && stop.message.startsWith('404')) || stop.type === 'NotAnApiError'
           ? "check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model"
           : 'see the message';
   return `error: provider "${stop.provider}" stopped the run: ${stop.message}; ${fix}, then run again (finished results are kept)`;

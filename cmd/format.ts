@@ -1,6 +1,7 @@
 import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
+import { formatUsd } from '../src/limits/budget.ts';
 
-/** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (see the README). */
+/** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return '∞';
   if (ms < 1) return `${ms.toFixed(2)}ms`;
@@ -30,9 +31,11 @@ const OUTCOME_TEXT: Readonly<Record<PipelineAttemptEvent['outcome'], string>> = 
   truncated: 'output cut off',
   refused: 'refused to answer',
   malformed: 'malformed output',
+  'not-an-api': "not the API's answer",
   'limiter-timeout': 'no token before the deadline',
   'circuit-open': 'circuit open, not called',
   'too-large': 'too large for the limits',
+  'over-budget': 'over the budget, not sent',
   aborted: 'cancelled',
   error: 'failed',
 };
@@ -62,12 +65,22 @@ export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number):
   return `${head} ${outcomeText(event)}${timing}${next}`;
 }
 
-/** One line per finished article. */
+/**
+ * One line per finished article: for the built-in tasks their sentiment and summary, for others
+ * each task's output, as compact JSON, cut to fit a line.
+ */
 export function formatResult(result: ArticleResult): string {
   if (result.status === 'succeeded') {
-    const score = result.sentimentScore ?? 0;
-    const sentiment = `${result.sentiment} ${score >= 0 ? '+' : ''}${score.toFixed(2)}`;
-    return `✓ article ${result.id} [${sentiment}] ${truncate(result.summary ?? '', 100)}`;
+    const { summarize, sentiment } = result.outputs as {
+      summarize?: { summary?: unknown };
+      sentiment?: { sentiment?: unknown; score?: unknown };
+    };
+    if (typeof summarize?.summary === 'string' && typeof sentiment?.score === 'number') {
+      const score = sentiment.score;
+      return `✓ article ${result.id} [${String(sentiment.sentiment)} ${score >= 0 ? '+' : ''}${score.toFixed(2)}] ${truncate(summarize.summary, 100)}`;
+    }
+    const outputs = Object.entries(result.outputs).map(([task, output]) => `${task} ${JSON.stringify(output)}`);
+    return `✓ article ${result.id} ${truncate(outputs.join(' · '), 120)}`;
   }
   const mark = result.status === 'cancelled' ? '–' : '✗';
   const where = result.error?.task === undefined ? '' : ` in ${result.error.task}`;
@@ -112,6 +125,28 @@ export function formatSummary(summary: RunSummary): string[] {
     if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
+  for (const t of summary.tasks) {
+    const parts = [
+      plural(t.calls, 'call'),
+      `retries ${t.retries}`,
+      `429s ${t.rateLimited}`,
+      ...(t.calls === 0 ? [] : [`latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`]),
+      `tokens ${t.tokensUsed}`,
+      ...(t.costUsd === undefined ? [] : [formatUsd(t.costUsd)]),
+    ];
+    lines.push(`Task ${t.name}: ${parts.join(' | ')}`);
+  }
+  if (summary.costUsd !== undefined) {
+    const each =
+      summary.providers.length > 1
+        ? ` (${summary.providers.map((p) => `${p.name} ${p.costUsd === undefined ? 'no price' : formatUsd(p.costUsd)}`).join(', ')})`
+        : '';
+    const budget =
+      summary.budget === undefined
+        ? ''
+        : ` | Budget: ${formatUsd(summary.budget.spentUsd)} of ${formatUsd(summary.budget.maxUsd)} spent or held`;
+    lines.push(`Cost: ${formatUsd(summary.costUsd)}${each}${budget}`);
+  }
   // With no call made there is nothing to take percentiles of (a resumed run with nothing left).
   if (summary.calls > 0) {
     lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);
@@ -134,7 +169,12 @@ function formatBound(summary: RunSummary): string {
     plural(summary.deadLetters, 'dead letter'),
     plural(summary.wastedCalls, 'wasted call'),
   ].join(', ');
-  if (summary.boundBy === null || summary.efficiency === null) return `Least possible: none (no call made) | Efficiency: n/a | ${costs}`;
+  // A run that met 429s, retried or lost articles says so first: its efficiency measures only the
+  // time its calls took against the least they could have, and may be perfect while articles failed.
+  const trouble = summary.rateLimited + summary.retries + summary.deadLetters + summary.wastedCalls > 0;
+  const [before, after] = trouble ? [`${costs} | `, ''] : ['', ` | ${costs}`];
+  if (summary.boundBy === null || summary.efficiency === null)
+    return `${before}Least possible: none (no call made) | Efficiency: n/a${after}`;
   let why: string;
   if (summary.boundBy === 'rate') {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
@@ -146,7 +186,7 @@ function formatBound(summary: RunSummary): string {
   } else {
     why = `the workers: all calls' time / ${plural(summary.workers, 'worker')}`;
   }
-  return `Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}% | ${costs}`;
+  return `${before}Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}%${after}`;
 }
 
 function formatPercentiles(p: Percentiles): string {

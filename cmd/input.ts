@@ -35,8 +35,11 @@ export interface RunInput {
  * checked as it streams and a bad line stops the run there. `--skip-invalid` skips bad lines
  * either way, saying which.
  */
-export async function openInput(flags: RunFlags, warn: (text: string) => void): Promise<RunInput> {
+export async function openInput(flags: RunFlags, warn: (text: string) => void, taskFields: readonly string[] = []): Promise<RunInput> {
   const { input, skipInvalid } = flags;
+  // With --skip-invalid, a line that lacks a field the tasks read is skipped like any bad line;
+  // without, its article fails (a dead letter naming the field) before any call.
+  const requiredFields = skipInvalid ? taskFields : [];
   if (input === undefined) {
     return {
       name: 'generated',
@@ -54,11 +57,15 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
     else if (skipped === NAMED_SKIPS + 1) warn('warning: skipping more invalid lines; the summary counts them');
   };
   if (input === '-' || STDIN_PATHS.includes(input)) {
+    // A person at a terminal would otherwise watch a progress line stuck at 0 articles.
+    if (process.stdin.isTTY === true) {
+      warn('reading articles from standard input, the terminal: one JSON object per line, Ctrl-D to end (or pipe a file in)');
+    }
     return {
       name: input === '-' ? 'stdin' : input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid }),
+      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid, requiredFields }),
       repeatable: false,
     };
   }
@@ -74,12 +81,12 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
       name: input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(input, { skipInvalid, onInvalid }),
+      open: () => readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields }),
       repeatable: false,
     };
   }
   let count = 0;
-  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid })) {
+  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields })) {
     void article;
     count++;
   }
@@ -90,7 +97,7 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void): 
     name: input,
     count,
     skipped: () => checkedSkips,
-    open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid }),
+    open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid, requiredFields }),
     repeatable: true,
   };
 }

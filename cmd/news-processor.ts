@@ -7,16 +7,22 @@ import {
   formatDuration,
   isConfigError,
   isInputError,
+  isMissingPackageError,
+  isTasksError,
   isOutputError,
   ResultsFileError,
   runPipeline,
   type OutputError,
+  type Budget,
+  type RunStop,
   type RunSummary,
+  type TaskSet,
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
+import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -27,11 +33,13 @@ import {
   createLogger,
   groupRunOptions,
   oneLineErrors,
+  loadProviderPackages,
   providerSetups,
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
-import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
+import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
+import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
 const EXIT_OK = 0;
@@ -65,16 +73,17 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
 
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 
-Exit codes: 0 all succeeded, 1 some article failed (or --output failed, the shared quota's Redis went
-away mid-run, or a provider stayed down past --breaker-give-up), 2 bad usage or input (or --redis
-unreachable at start, or a provider refused the key, has no quota left, or answered its first call
-404: the run stops), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up
-(SIGHUP), 141 stdout closed early (… | head).`;
+Exit codes: 0 all succeeded, 1 some article failed (or --output or stdout failed, the shared quota's
+Redis went away mid-run, a provider stayed down past --breaker-give-up, or --max-cost was spent),
+2 bad usage or input (or --redis unreachable at start, or a provider refused the key, has no quota
+left, or answered its first call 404 or with a web page: the run stops), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head). A run stopped
+with work left and an --output file says that --resume finishes it.`;
 
 function buildProgram(onExit: (code: number) => void): Command {
   const program = new Command('news-processor')
     .description(
-      'Push a batch of articles through rate-limited LLM calls (summarise, then sentiment): a worker pool, ' +
+      'Push a batch of articles through rate-limited LLM calls (summarize, then sentiment, or the tasks of --tasks FILE): a worker pool, ' +
         'a token bucket in front of every call, retries with backoff for 429s and 5xx. By default the ' +
         'provider is simulated in-process, so no server or key is needed.',
     )
@@ -96,6 +105,7 @@ function buildProgram(onExit: (code: number) => void): Command {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  watchStdout();
   let exitCode = EXIT_OK;
   const program = buildProgram((code) => (exitCode = code));
   program.action(async (flags: MainFlags) => {
@@ -112,9 +122,20 @@ async function main(argv: readonly string[]): Promise<number> {
     await program.parseAsync(normalizeGoFlags(argv), { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
+      if (error.code !== 'commander.helpDisplayed' && error.code !== 'commander.version') return EXIT_USAGE;
+      await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+      if (stdoutState() !== 'failed') return EXIT_OK;
+      process.stderr.write(`error: ${stdoutFailureText()}\n`);
+      return EXIT_FAILED;
     }
-    if (error instanceof UsageError || error instanceof ResultsFileError || isInputError(error) || isConfigError(error)) {
+    if (
+      error instanceof UsageError ||
+      error instanceof ResultsFileError ||
+      isInputError(error) ||
+      isConfigError(error) ||
+      isTasksError(error) ||
+      isMissingPackageError(error)
+    ) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
@@ -133,33 +154,136 @@ async function run(flags: MainFlags): Promise<number> {
   // before any file is read or written.
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
+  // A budget that cannot cover one call is refused before Redis is reached or any file opened.
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
-    return await runWith(flags, setups, logger, shared?.note);
+    const budget = runBudget(
+      flags,
+      tasks,
+      assigned,
+      setups.providers,
+      shared === undefined ? undefined : { connection: shared.connection, logger },
+    );
+    return await runWith(flags, { ...setups, tasks, budget }, logger, shared?.note);
   } finally {
     await shared?.close();
   }
 }
 
+/** What a finished run leaves for its summary and its exit code. */
+interface FinishedRun {
+  readonly flags: MainFlags;
+  readonly summary: RunSummary;
+  /** The results file that failed mid-run, if one did. */
+  readonly outputError: OutputError | undefined;
+  /** Standard output's reader went away (`… | head -1`), or it could not be written (`> /dev/full`). */
+  readonly stdout: 'closed' | 'failed' | undefined;
+  /** The signal that stopped the run, if one did. */
+  readonly signal: StopSignal | undefined;
+  /** With --resume: articles of the results file the input does not hold. */
+  readonly unseen: number;
+  readonly inputName: string;
+  /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
+  readonly keyVariables: ReadonlyMap<string, string>;
+}
+
+/** An exit code, and the one line on stderr that says why (when the summary does not say it all). */
+interface Ending {
+  readonly code: number;
+  readonly line?: string | undefined;
+}
+
+/** What a stopped run's line ends with: how to finish it (with a results file, `--resume` does). */
+function finishHint(flags: MainFlags, when = ''): string {
+  return flags.output === undefined || flags.output === '-' ? `run again${when}` : `run again with --resume${when} to finish the rest`;
+}
+
+/** How a run the library stopped early ends: each `stoppedBy.by` with its exit code and its line. */
+const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: FinishedRun) => Ending>> = {
+  source: (stop) => ({ code: EXIT_USAGE, line: `error: ${stop.message}; the run was stopped there` }),
+  limits: (stop, { flags }) => ({ code: EXIT_FAILED, line: `${redisStopLine(stop)}: ${finishHint(flags, ' once it is back')}` }),
+  'provider-down': ({ provider, message }, { flags }) => ({
+    code: EXIT_FAILED,
+    line: `error: provider "${provider}" is ${message}; the run was stopped: ${finishHint(flags, ' once it is back')} (see --breaker-give-up)`,
+  }),
+  provider: (stop, { keyVariables }) => ({ code: EXIT_USAGE, line: formatStop(stop, keyVariables.get(stop.provider!)) }),
+  budget: (stop, { flags, summary }) => {
+    const notStarted =
+      summary.notStarted === null ? 'the rest of the input was not read' : `${plural(summary.notStarted, 'article')} not started`;
+    const again =
+      flags.output === undefined || flags.output === '-'
+        ? 'run again with a larger --max-cost (and --output, to keep what is done)'
+        : 'run again with --resume --max-cost … to go on';
+    return { code: EXIT_FAILED, line: `error: ${stop.message}; intake stopped, ${notStarted}: ${again}` };
+  },
+};
+
+/** The endings in the order they are asked: the first that applies decides the exit code. */
+const ENDINGS: readonly ((run: FinishedRun) => Ending | undefined)[] = [
+  // `… | head -1` is how a reader says it has seen enough: silent, as a C tool, unless a results
+  // file holds a run cut short.
+  (run) =>
+    run.stdout !== 'closed'
+      ? undefined
+      : {
+          code: EXIT_STDOUT_CLOSED,
+          line:
+            run.flags.output === undefined || run.flags.output === '-'
+              ? undefined
+              : `stopped: standard output was closed by its reader; the results so far are in ${run.flags.output}: ${finishHint(run.flags)}`,
+        },
+  (run) => {
+    if (run.stdout !== 'failed') return undefined;
+    // Found by the summary, after the last article: nothing was stopped, only the summary lost.
+    if (!run.summary.interrupted) return { code: EXIT_FAILED, line: `error: ${stdoutFailureText()}; the summary could not be printed` };
+    const file = run.flags.output === undefined || run.flags.output === '-' ? '' : `: ${finishHint(run.flags)}`;
+    return { code: EXIT_FAILED, line: `error: ${stdoutFailureText()}; the run was stopped${file}` };
+  },
+  (run) =>
+    run.outputError === undefined
+      ? undefined
+      : { code: EXIT_FAILED, line: `error: --output ${run.outputError.message}; the run was stopped` },
+  (run) => (run.summary.stoppedBy === undefined ? undefined : STOP_ENDINGS[run.summary.stoppedBy.by](run.summary.stoppedBy, run)),
+  (run) =>
+    run.unseen > 0 && !run.summary.interrupted
+      ? { code: EXIT_USAGE, line: `error: ${mismatch(run.flags.output!, run.inputName, notInInput(run.unseen)).message}` }
+      : undefined,
+  (run) => (run.summary.interrupted && run.signal !== undefined ? { code: STOP_SIGNALS[run.signal] } : undefined),
+  (run) => ({ code: run.summary.failed > 0 ? EXIT_FAILED : EXIT_OK }),
+];
+
+function ending(run: FinishedRun): Ending {
+  for (const ask of ENDINGS) {
+    const found = ask(run);
+    if (found !== undefined) return found;
+  }
+  return { code: EXIT_OK };
+}
+
 async function runWith(
   flags: MainFlags,
-  setups: Awaited<ReturnType<typeof providerSetups>>,
+  setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
   logger: Logger,
   sharedNote: string | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables } = setups;
+  const { providers, routes, keyVariables, tasks, budget } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
-  const input = await openInput(flags, (text) => early.push(text));
+  const input = await openInput(flags, (text) => early.push(text), tasks.inputFields);
   const output = await openOutput(flags, input, (text) => early.push(text));
   const terminal = new Terminal({
     out: output.human,
     printsLines: printLines,
-    onClosed: () => controller.abort(new CancelledError('stdout closed')),
+    onClosed: () =>
+      controller.abort(new CancelledError(stdoutState() === 'closed' ? 'standard output was closed by its reader' : stdoutFailureText())),
   });
   for (const text of early) terminal.notice(text);
-  const skipping = output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!);
+  const skipping =
+    output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!, output.partial);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
   const stopSignal = handleSignals(
@@ -168,16 +292,7 @@ async function runWith(
     'stopping intake, cancelling calls in flight',
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-
-  let finished = 0;
-  let failed = 0;
-  let calls = 0;
-  const startedMs = performance.now();
-  const progressTimer = setInterval(() => {
-    const elapsedMs = performance.now() - startedMs;
-    if (elapsedMs < 1000) return;
-    terminal.status(progressLine(elapsedMs, finished, total, calls, failed));
-  }, 250);
+  const progress = new Progress(terminal, total);
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
@@ -188,18 +303,19 @@ async function runWith(
       total,
       providers,
       routes,
+      tasks,
+      budget,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
       logger,
       signal: controller.signal,
       onAttempt: (event) => {
-        if (event.called) calls++;
+        progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
       },
       onResult: async (result) => {
-        finished++;
-        if (result.status === 'failed') failed++;
+        progress.result(result);
         if (printLines) terminal.line(formatResult(result));
         if (writer === undefined || outputError !== undefined) return;
         try {
@@ -213,7 +329,7 @@ async function runWith(
       },
     });
   } finally {
-    clearInterval(progressTimer);
+    progress.stop();
     // The handlers stay until the results are flushed: a slow disk or pipe is exactly when a
     // second Ctrl-C must still quit at once. close() rejects only with the OutputError of a write that failed.
     await writer?.close().catch((error: OutputError) => {
@@ -222,76 +338,110 @@ async function runWith(
     await terminal.close();
   }
 
+  const run: FinishedRun = {
+    flags,
+    summary,
+    outputError,
+    stdout: stdoutState(),
+    signal: stopSignal(),
+    unseen: skipping?.unseen() ?? 0,
+    inputName: input.name,
+    keyVariables,
+  };
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
   // stdout (--output -) the human output is on stderr, which still has a reader: the summary goes
   // there as after a Ctrl-C; otherwise there is no one to print for.
-  const human = output.human;
-  const stdoutClosed = terminal.closed;
-  if (stdoutClosed && human === process.stdout) return EXIT_STDOUT_CLOSED;
-  const resumed = skipping?.resumed() ?? 0;
-  if (flags.json) {
-    // maxRssBytes: the process's peak resident memory, so a script can check it stays flat.
-    const { rate, burst } = summary.providers[0]!;
-    const figures = {
-      ...summary,
-      rate,
-      burst,
-      resumed,
-      skippedLines: input.skipped(),
-      maxRssBytes: process.resourceUsage().maxRSS * 1024,
-      // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
-      signal: stopSignal(),
-    };
-    human.write(`${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`);
-  } else {
-    if (printLines) human.write('\n');
-    const lines = formatSummary(summary);
-    const signal = stopSignal();
-    const stopped = signal ?? (stdoutClosed ? 'stdout closed' : undefined);
-    if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
-    if (resumed > 0) lines.push(`Resumed: ${plural(resumed, 'article')} had succeeded before and were skipped`);
-    if (sharedNote !== undefined) lines.push(sharedNote);
-    if (input.skipped() > 0) lines.push(`Skipped input lines: ${input.skipped()}`);
-    if (writer !== undefined && outputError === undefined && !stdoutClosed) {
-      const kept = output.kept?.size ?? 0;
-      lines.push(
-        `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
-      );
-    }
-    human.write(`${lines.join('\n')}\n`);
-  }
-  if (stdoutClosed) return EXIT_STDOUT_CLOSED;
-  if (outputError !== undefined) {
-    process.stderr.write(`error: --output ${outputError.message}; the run was stopped\n`);
-    return EXIT_FAILED;
-  }
-  if (summary.stoppedBy?.by === 'source') {
-    process.stderr.write(`error: ${summary.stoppedBy.message}; the run was stopped there\n`);
-    return EXIT_USAGE;
-  }
-  if (summary.stoppedBy?.by === 'limits') {
-    process.stderr.write(`${redisStopLine(summary.stoppedBy)}\n`);
-    return EXIT_FAILED;
-  }
-  if (summary.stoppedBy?.by === 'provider-down') {
-    const { provider, message } = summary.stoppedBy;
-    const again = flags.output === undefined || flags.output === '-' ? 'run again' : `run again with --resume to finish the rest`;
-    process.stderr.write(
-      `error: provider "${provider}" is ${message}; the run was stopped: ${again} once it is back (see --breaker-give-up)\n`,
+  if (!(run.stdout !== undefined && output.human === process.stdout)) {
+    const resumed = skipping?.resumed() ?? 0;
+    output.human.write(
+      flags.json
+        ? jsonSummary(run, resumed, input.skipped())
+        : humanSummary(run, { printLines, resumed, skippedLines: input.skipped(), sharedNote, writer, kept: output.kept?.size ?? 0 }),
     );
-    return EXIT_FAILED;
+    // The summary may be what finds standard output unwritable (`--json > /dev/full`).
+    await new Promise<void>((resolve) => output.human.write('', () => resolve()));
   }
-  if (summary.stoppedBy?.by === 'provider') {
-    process.stderr.write(`${formatStop(summary.stoppedBy, keyVariables.get(summary.stoppedBy.provider!))}\n`);
-    return EXIT_USAGE;
+  const { code, line } = ending({ ...run, stdout: stdoutState() });
+  if (line !== undefined) process.stderr.write(`${line}\n`);
+  return code;
+}
+
+/** The --json object: the summary, and what only the command knows. */
+function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number): string {
+  const { summary } = run;
+  const { rate, burst } = summary.providers[0]!;
+  const figures = {
+    ...summary,
+    rate,
+    burst,
+    resumed,
+    skippedLines,
+    // The process's peak resident memory, so a script can check it stays flat.
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
+    signal: run.signal,
+  };
+  return `${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`;
+}
+
+/** The summary for a person: the library's figures, then what this run read, kept and shared. */
+function humanSummary(
+  run: FinishedRun,
+  context: {
+    readonly printLines: boolean;
+    readonly resumed: number;
+    readonly skippedLines: number;
+    readonly sharedNote: string | undefined;
+    readonly writer: { readonly lines: number; readonly path: string } | undefined;
+    readonly kept: number;
+  },
+): string {
+  const lines = formatSummary(run.summary);
+  const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
+  if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
+  // A signal's stop is said by the summary alone: it says how to finish.
+  if (run.summary.interrupted && run.signal !== undefined && context.writer !== undefined && run.flags.output !== '-') {
+    lines[lines.length - 1] = `${lines.at(-1)!.replace(/\.$/, '')}: ${finishHint(run.flags)}.`;
   }
-  if (skipping !== undefined && !summary.interrupted && skipping.unseen() > 0) {
-    process.stderr.write(`error: ${mismatch(flags.output!, input.name, notInInput(skipping.unseen())).message}\n`);
-    return EXIT_USAGE;
+  if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
+  if (context.sharedNote !== undefined) lines.push(context.sharedNote);
+  if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
+  const { writer, kept } = context;
+  if (writer !== undefined && run.outputError === undefined && run.stdout === undefined) {
+    lines.push(
+      `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
+    );
   }
-  const signal = stopSignal();
-  if (summary.interrupted && signal !== undefined) return STOP_SIGNALS[signal];
-  return summary.failed > 0 ? EXIT_FAILED : EXIT_OK;
+  return `${context.printLines ? '\n' : ''}${lines.join('\n')}\n`;
+}
+
+/** The progress line of a run on a terminal, redrawn four times a second once the run has gone a second. */
+class Progress {
+  #finished = 0;
+  #failed = 0;
+  #calls = 0;
+  readonly #startedMs = performance.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(terminal: Terminal, total: number | undefined) {
+    this.#timer = setInterval(() => {
+      const elapsedMs = performance.now() - this.#startedMs;
+      if (elapsedMs >= 1000) terminal.status(progressLine(elapsedMs, this.#finished, total, this.#calls, this.#failed));
+    }, 250);
+  }
+
+  attempt(event: { readonly called: boolean }): void {
+    if (event.called) this.#calls++;
+  }
+
+  result(result: { readonly status: string }): void {
+    this.#finished++;
+    if (result.status === 'failed') this.#failed++;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 }
 
 /** `elapsed 1m02s · 120/400 articles 30% · 240 calls · 19.8 calls/s · 0 failed · eta 15m12s` */

@@ -18,6 +18,8 @@ export interface RunOutput {
   readonly human: NodeJS.WriteStream;
   /** With --resume: the articles that succeeded before (id → title), which this run skips. */
   readonly kept: ReadonlyMap<string, string> | undefined;
+  /** With --resume: the outputs of the articles that did not, which this run keeps (their tasks are not run again). */
+  readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
 }
 
 /**
@@ -31,27 +33,29 @@ export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput,
   if (output === undefined) {
     if (resume) throw new UsageError('--resume needs --output: the results file to take up');
     if (overwrite) throw new UsageError('--overwrite needs --output');
-    return { writer: undefined, human: process.stdout, kept: undefined };
+    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined };
   }
   if (output.trim() === '') throw new UsageError("--output needs a file name, or '-' for standard output");
   if (output === '-') {
     if (resume) throw new UsageError('--resume needs a results file, not standard output');
-    return { writer: JsonlWriter.to(process.stdout, 'stdout'), human: process.stderr, kept: undefined };
+    return { writer: JsonlWriter.to(process.stdout, 'stdout'), human: process.stderr, kept: undefined, partial: undefined };
   }
   if (flags.input !== undefined && flags.input !== '-' && (await samePath(output, flags.input))) {
     throw new UsageError(`--output ${output} is the --input file: it would be overwritten`);
   }
   let kept: ReadonlyMap<string, string> | undefined;
+  let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   if (resume) {
     const results = await keepSucceeded(output);
     if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
+    partial = results.partial;
   } else if (!overwrite && (await nonEmptyFile(output))) {
     throw new UsageError(`--output ${output} exists and is not empty: --resume to complete that run, --overwrite to replace it`);
   }
   try {
-    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept };
+    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept, partial };
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
   }
@@ -67,6 +71,7 @@ export function skipSucceeded(
   kept: ReadonlyMap<string, string>,
   inputName: string,
   outputName: string,
+  partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map(),
 ): { source: AsyncIterable<Article>; resumed: () => number; unseen: () => number } {
   let resumed = 0;
   return {
@@ -74,7 +79,8 @@ export function skipSucceeded(
       for await (const article of source) {
         const title = kept.get(article.id);
         if (title === undefined) {
-          yield article;
+          const outputs = partial.get(article.id);
+          yield outputs === undefined ? article : { ...article, outputs };
           continue;
         }
         if (title !== article.title) throw mismatch(outputName, inputName, `article ${JSON.stringify(article.id)} has another title there`);

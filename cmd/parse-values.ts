@@ -1,5 +1,6 @@
 import { Help, InvalidArgumentError, type Command, type Option } from 'commander';
-import { DURATION_SYNTAX, parseDuration } from '../src/index.ts';
+import { DURATION_SYNTAX } from '../src/validation/duration.ts';
+import { parseDuration } from '../src/index.ts';
 
 // Flag value parsers: each returns the value or throws InvalidArgumentError with a sentence saying
 // what the flag accepts, which commander prints on one line after the flag and the value given.
@@ -42,8 +43,8 @@ export function integer(min: number, max = MAX_COUNT): ValueParser<number> {
   const range = max === MAX_COUNT ? `>= ${min}` : `${min} to ${max}`;
   return accepting(range, (text) => {
     const value = Number(text.trim());
-    // Digits only: Number() would also take 0x10, 1e3 or 0b11.
-    if (!/^\s*\d+\s*$/.test(text) || !Number.isInteger(value) || value < min || value > max) {
+    // Decimal digits, with an exponent if it likes (1e3, 2.5e4 when whole): Number() would also take 0x10 or 0b11.
+    if (!/^\s*(\d+(\.\d*)?|\.\d+)(e\+?\d+)?\s*$/i.test(text) || !Number.isInteger(value) || value < min || value > max) {
       throw new InvalidArgumentError(`Expected a whole number ${max === MAX_COUNT ? range : `from ${range}`}.`);
     }
     return value;

@@ -3,20 +3,17 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Logger } from 'pino';
 import {
   REDIS_DEFAULTS,
+  RedisBudget,
   RedisLimits,
   connectRedis,
-  formatDuration,
   isRedisConnectError,
   isRedisPermissionError,
   isRedisRedirectError,
   isRedisTlsFileError,
-  isLimiterUnavailableError,
-  type LimitSpec,
-  type ProviderSetup,
   type RedisConnectReason,
   type RedisConnection,
-  type RunStop,
-} from '../src/index.ts';
+} from '../src/redis/index.ts';
+import { formatDuration, isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './run-options.ts';
 
@@ -35,6 +32,9 @@ export interface RedisFlags {
   redisCert?: string;
   redisKey?: string;
   config?: string;
+  /** --budget-key: share --max-cost's budget through Redis under this name. */
+  budgetKey?: string;
+  maxCost?: number;
 }
 
 /** The TLS files, by flag: each checked at start, each named in its error. */
@@ -74,7 +74,13 @@ export function addRedisOptions(command: Command): Command {
       new Option('--redis-ca <file>', "PEM file of the CA that signed the Redis server's certificate (rediss://; instead of Node's CAs)"),
     )
     .addOption(new Option('--redis-cert <file>', 'PEM file of a client certificate, for a Redis with tls-auth-clients (with --redis-key)'))
-    .addOption(new Option('--redis-key <file>', "PEM file of --redis-cert's private key, unencrypted"));
+    .addOption(new Option('--redis-key <file>', "PEM file of --redis-cert's private key, unencrypted"))
+    .addOption(
+      new Option(
+        '--budget-key <name>',
+        'with --redis and --max-cost: share the budget under this name: every process on it spends one budget, never more',
+      ).argParser(keyName(false)),
+    );
 }
 
 /** Throws a UsageError for Redis flags that do not go together. */
@@ -91,6 +97,7 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
       'redisCa',
       'redisCert',
       'redisKey',
+      'budgetKey',
     ]) {
       if (given(option)) {
         const flag = option === 'redisCluster' && flags.redisCluster === false ? '--no-redis-cluster' : `--${kebab(option)}`;
@@ -111,6 +118,9 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
       '--redis-fallback=local needs --fallback-share: the share of the quota this process may use alone (0.33 for one of three)',
     );
   }
+  if (flags.budgetKey !== undefined && flags.maxCost === undefined) {
+    throw new UsageError('--budget-key needs --max-cost: the budget to share');
+  }
   if (flags.fallbackShare !== undefined && flags.redisFallback !== 'local') {
     throw new UsageError('--fallback-share applies with --redis-fallback=local');
   }
@@ -129,6 +139,8 @@ function redisSource(command: Command): string {
 
 /** The connection the limits share: to close when the run is over. */
 export interface SharedLimits {
+  /** The connection the limits share, for whatever else the run keeps in the same Redis (the budget). */
+  readonly connection: RedisConnection;
   close(): Promise<void>;
   /** For the summary: which quotas were shared, and that the figures are this process's part. */
   readonly note: string;
@@ -185,6 +197,10 @@ export async function shareLimits(
   });
   try {
     for (const each of limits) await each.check();
+    // The run makes its own budget later; this one only asks whether the user may keep it here.
+    if (flags.budgetKey !== undefined && flags.maxCost !== undefined) {
+      await new RedisBudget({ connection, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix }).check();
+    }
   } catch (error) {
     await connection.close();
     throw checkUsageError(error, flags);
@@ -192,7 +208,7 @@ export async function shareLimits(
   const note =
     `Shared quota ${shared.join(', ')} through Redis${connection.target.cluster ? ' Cluster' : ''}: the calls and the efficiency above are this process's; ` +
     'other processes on the same quota take their share of the rate';
-  return { close: () => connection.close(), note };
+  return { connection, close: () => connection.close(), note };
 }
 
 /** The flags that fix a connection that failed for a known reason. */

@@ -4,25 +4,28 @@ import pino, { type Logger } from 'pino';
 import {
   BREAKER_DEFAULTS,
   GATE_DEFAULTS,
-  HEADER_STYLES,
   PIPELINE_DEFAULTS,
   RETRY_DEFAULTS,
   SIMULATED_DEFAULTS,
   formatDuration,
   requestLimit,
-  PROFILE_NAMES,
+  providerSetupProblem,
   SimulatedProvider,
   loadProvidersConfig,
-  parseOutageWindow,
   type HeaderStyle,
   type LimitSpec,
   type ProfileName,
   type ProviderQuota,
   type SimulatedConfig,
   type ProviderSetup,
-  type TaskName,
   type Provider,
+  type ProviderLimits,
+  HttpApiProvider,
 } from '../src/index.ts';
+import { HEADER_STYLES } from '../src/provider/rate-limit-headers.ts';
+import { PROFILE_NAMES } from '../src/provider/simulated.ts';
+import { parseOutageWindow } from '../src/config/providers-config.ts';
+import { loadTokenizer } from '../src/provider/token-estimate.ts';
 import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import { formatMs } from './format.ts';
 import { accepting, duration, integer, oneOf, rate, showAcceptedValues, type ValueParser } from './parse-values.ts';
@@ -53,6 +56,13 @@ export interface RunFlags {
   outage?: { startMs: number; endMs: number };
   tpm?: number;
   maxOutputTokens: number;
+  /** --tasks: every article's tasks; absent for the built-in pair. */
+  tasks?: string;
+  /** USD per million tokens, for a single provider (the providers file says `price` per provider). */
+  priceInput?: number;
+  priceOutput?: number;
+  /** --max-cost, USD. */
+  maxCost?: number;
   adaptive: boolean;
   syncHeaders: boolean;
   breakerThreshold: number;
@@ -84,7 +94,8 @@ export function oneLineErrors(command: Command): Command {
 
 /** The headings --help puts a run's flags under, and the flags under each, in order. */
 export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
-  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--call-timeout', '--max-attempts', '--config'],
+  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--call-timeout', '--max-attempts', '--config', '--tasks'],
+  'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
   'Input and output:': [
     '--input',
     '--skip-invalid',
@@ -254,10 +265,32 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
         .argParser(oneOf(LOG_LEVELS))
         .default('error'),
     )
-    .addOption(new Option('--quiet', 'print the summary only').default(false));
+    .addOption(new Option('--quiet', 'print the summary only').default(false))
+    .addOption(
+      new Option(
+        '--tasks <tasks.json>',
+        "every article's tasks: prompts, schemas, dependencies (default: summarize, then sentiment; see docs/tasks.md)",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--price-input <usd>',
+        'the provider\'s price per million input tokens, USD (with --config: "price" per provider)',
+      ).argParser(usd),
+    )
+    .addOption(new Option('--price-output <usd>', "the provider's price per million output tokens, USD").argParser(usd))
+    .addOption(
+      new Option(
+        '--max-cost <usd>',
+        'never spend more than this, USD: every call holds its worst case first; the run stops for a --resume when spent',
+      ).argParser(positiveUsd),
+    );
   if (options.config !== false) {
     command.addOption(
-      new Option('--config <providers.json>', 'providers, their limits, breakers and simulated settings, and task routes (see README)'),
+      new Option(
+        '--config <providers.json>',
+        'providers, their limits, breakers and simulated settings, and task routes (see docs/limits.md)',
+      ),
     );
   }
   return command;
@@ -286,17 +319,34 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
     throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
   }
-  // A call reserves its prompt's tokens plus --max-output-tokens at once: a minute's budget no
-  // larger than that fails every article at run time, so it is refused here.
-  if (flags.tpm !== undefined && flags.maxOutputTokens >= flags.tpm) {
-    throw new UsageError(
-      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
-    );
+  if (flags.tasks?.trim() === '') throw new UsageError('--tasks needs a file name');
+  if ((flags.priceInput === undefined) !== (flags.priceOutput === undefined)) {
+    throw new UsageError('--price-input and --price-output go together: a call costs its input and its output tokens');
+  }
+  if (flags.config !== undefined && flags.priceInput !== undefined) {
+    throw new UsageError('--price-input describes a single provider; with --config set "price" per provider in the file');
+  }
+  if (flags.maxCost !== undefined && flags.config === undefined && flags.priceInput === undefined) {
+    throw new UsageError('--max-cost needs a price to count in: give --price-input and --price-output (USD per million tokens)');
   }
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
   }
 }
+
+/** A price, USD per million tokens: a number >= 0. */
+const usd = accepting('>= 0, USD', (text) => {
+  const value = /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= 0 && Number.isFinite(value))) throw new InvalidArgumentError('Expected a price in USD, a number >= 0, like 0.4.');
+  return value;
+});
+
+/** A budget, USD: a number > 0. */
+const positiveUsd = accepting('a number > 0, USD', (text) => {
+  const value = /^\s*\$?(\d+(\.\d*)?|\.\d+)\s*$/.test(text) ? Number(text.replace('$', '')) : Number.NaN;
+  if (!(value > 0 && Number.isFinite(value))) throw new InvalidArgumentError('Expected an amount in USD, a number > 0, like 5 or 0.25.');
+  return value;
+});
 
 export const outageWindow: ValueParser<{ startMs: number; endMs: number }> = accepting('start..end, start before end', (text) => {
   const window = parseOutageWindow(text);
@@ -330,11 +380,10 @@ export function providerQuota(flags: Pick<RunFlags, 'providerRate' | 'providerBu
 export function providerSetup(flags: RunFlags, provider: Provider, rate: number, burst: number): ProviderSetup {
   const limits: LimitSpec[] = requestLimit(rate, burst);
   if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
-  if (flags.adaptive && rate === Infinity)
-    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
-  return {
+  const setup: ProviderSetup = {
     provider,
     limits,
+    price: flags.priceInput === undefined ? undefined : { inputPerMTok: flags.priceInput, outputPerMTok: flags.priceOutput! },
     adaptive: flags.adaptive ? {} : undefined,
     syncHeaders: flags.syncHeaders,
     maxOutputTokens: flags.maxOutputTokens,
@@ -344,6 +393,16 @@ export function providerSetup(flags: RunFlags, provider: Provider, rate: number,
         ? undefined
         : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown, giveUpAfterMs: flags.breakerGiveUp },
   };
+  const problem = providerSetupProblem(setup);
+  // A minute's token budget no larger than a call's reservation would fail every article at run time.
+  if (problem?.rule === 'token-burst') {
+    throw new UsageError(
+      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
+    );
+  }
+  if (problem?.rule === 'adaptive-rate')
+    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
+  return setup;
 }
 
 /**
@@ -357,7 +416,7 @@ export async function providerSetups(
   burst: number,
 ): Promise<{
   providers: ProviderSetup[];
-  routes: Record<TaskName, string> | undefined;
+  routes: Readonly<Record<string, string>> | undefined;
   keyVariables: ReadonlyMap<string, string>;
   /** Each provider's shared quota key, where the providers file names one. */
   quotaKeys: ReadonlyMap<string, string>;
@@ -377,18 +436,28 @@ export async function providerSetups(
   for (const p of config.providers) if (p.quotaKey !== undefined) quotaKeys.set(p.name, p.quotaKey);
   const providers = config.providers.map(
     (p, index): ProviderSetup => ({
+      ...p,
       // Each provider draws its own numbers: the same seed would give both the same fate per call.
       provider:
         known(httpClientFromConfig(p, source, process.env)) ?? createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
-      limits: p.limits,
-      adaptive: p.adaptive,
-      syncHeaders: p.syncHeaders,
-      maxOutputTokens: p.maxOutputTokens,
       // The file's own, else the flag's: --call-timeout is a run-wide default.
       callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
-      breaker: p.breaker,
-      maxConcurrent: p.maxConcurrent,
     }),
   );
   return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
+}
+
+/**
+ * Loads the optional packages the providers need — their SDKs, the tokenizer that token limits
+ * count with — so that one that is not installed is one line and exit 2 before anything is read,
+ * written or called.
+ */
+export async function loadProviderPackages(providers: readonly ProviderSetup[]): Promise<void> {
+  for (const setup of providers) {
+    if (setup.provider instanceof HttpApiProvider) await setup.provider.loaded();
+    const specs = Array.isArray(setup.limits) ? (setup.limits as readonly LimitSpec[]) : (setup.limits as ProviderLimits).specs;
+    if (setup.estimateInputTokens === undefined && specs.some((spec) => spec.kind !== 'requests' && spec.rate !== Infinity)) {
+      await loadTokenizer();
+    }
+  }
 }

@@ -1,8 +1,10 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
 import { Command, Option } from 'commander';
-import { LLM_SERVER_DEFAULTS, LlmServer, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
+import { SIMULATED_DEFAULTS, isMissingPackageError, type ProfileName } from '../src/index.ts';
 import { integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
+import { systemErrorText } from './stdout.ts';
 import { quitNow } from './terminal.ts';
 
 interface ServeFlags {
@@ -98,9 +100,15 @@ async function serve(flags: ServeFlags): Promise<number> {
   try {
     url = await server.listen({ host: flags.host, port: flags.port });
   } catch (error) {
+    if (isMissingPackageError(error)) throw error;
     throw new UsageError(`cannot listen on ${flags.host}:${flags.port}: ${(error as Error).message}`);
   }
-  process.stdout.write(`listening on ${url}\n`);
+  process.stdout.write(`listening on ${url}\n`, (error) => {
+    // A script waiting for that line would wait forever: say where the server is on stderr.
+    if (error !== null && error !== undefined && (error as NodeJS.ErrnoException).code !== 'EPIPE') {
+      process.stderr.write(`warning: standard output: cannot write: ${systemErrorText(error)}; listening on ${url} all the same\n`);
+    }
+  });
 
   const signal = await stop;
   process.on('SIGINT', () => quitNow('SIGINT'));

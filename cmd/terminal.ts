@@ -1,9 +1,13 @@
 import type { WriteStream } from 'node:tty';
+import { onStdoutFailure, stdoutState, watchStdout } from './stdout.ts';
 
 export interface TerminalOptions {
   /** Where the human lines go. Default standard output (standard error when the results take stdout). */
   readonly out?: NodeJS.WriteStream;
-  /** Called once if standard output's reader goes away (`… | head -1`): later lines are dropped instead of crashing with EPIPE. */
+  /**
+   * Called once if standard output fails: its reader went away (`… | head -1`) or it cannot be
+   * written (`> /dev/full`). Later lines to it are dropped instead of crashing.
+   */
   readonly onClosed?: () => void;
   /** Whether lines will be printed while the run goes (not --quiet or --json): a progress line must then not interleave with them. */
   readonly printsLines: boolean;
@@ -26,23 +30,18 @@ export class Terminal {
   #buffer = '';
   #flushTimer: NodeJS.Timeout | undefined;
   #status = '';
-  #closed = false;
 
   constructor(options: TerminalOptions) {
     this.#out = options.out ?? process.stdout;
     const tty = (stream: NodeJS.WriteStream) => (stream as WriteStream).isTTY === true;
     this.#progress = tty(this.#err) && (!options.printsLines || this.#out === this.#err || tty(this.#out));
-    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE') throw error;
-      if (this.#closed) return;
-      this.#closed = true;
-      options.onClosed?.();
-    });
+    watchStdout();
+    onStdoutFailure(() => options.onClosed?.());
   }
 
-  /** Whether standard output's reader has gone away. */
+  /** Whether standard output failed: its reader went away, or it cannot be written. */
   get closed(): boolean {
-    return this.#closed;
+    return stdoutState() !== undefined;
   }
 
   /** Whether a progress line is drawn. */
@@ -60,7 +59,7 @@ export class Terminal {
     if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     if (this.#buffer === '') return;
-    if (this.#closed && this.#out === process.stdout) {
+    if (this.closed && this.#out === process.stdout) {
       this.#buffer = '';
       return;
     }
@@ -99,7 +98,7 @@ export class Terminal {
   async close(): Promise<void> {
     this.flush();
     this.status('');
-    if (this.#closed && this.#out === process.stdout) return;
+    if (this.closed && this.#out === process.stdout) return;
     await new Promise<void>((resolve) => this.#out.write('', () => resolve()));
   }
 }

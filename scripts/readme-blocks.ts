@@ -1,7 +1,7 @@
-// The README's runnable blocks: where they are, what they run, and how a block is rewritten with
+// A document's runnable blocks: where they are, what they run, and how a block is rewritten with
 // fresh output. Pure text in, text out; scripts/readme.ts does the running.
 
-/** How a sample's output is cut to fit the README. */
+/** How a sample's output is cut to fit the page. */
 export interface SampleOptions {
   /** Keep this many lines from the start of each command's output (with `tail`, an elision between). */
   readonly head?: number | undefined;
@@ -14,7 +14,7 @@ export interface SampleOptions {
 /** A fenced block after `<!-- sample … -->`: `$ command` lines, each followed by its output. */
 export interface SampleBlock {
   readonly kind: 'sample';
-  /** The README's lines [start, end) that hold the block's body, between the fences. */
+  /** The document's lines [start, end) that hold the block's body, between the fences. */
   readonly start: number;
   readonly end: number;
   readonly commands: readonly string[];
@@ -42,14 +42,13 @@ export function findBlocks(lines: readonly string[]): RunnableBlock[] {
     const marker = MARKER.exec(line);
     if (marker === null) return;
     const fence = index + 1;
-    if (!lines[fence]?.startsWith('```'))
-      throw new Error(`README line ${index + 1}: a ${marker[1]} marker must be followed by a fenced block`);
+    if (!lines[fence]?.startsWith('```')) throw new Error(`line ${index + 1}: a ${marker[1]} marker must be followed by a fenced block`);
     const close = lines.findIndex((candidate, at) => at > fence && candidate.startsWith('```'));
-    if (close === -1) throw new Error(`README line ${fence + 1}: the block is not closed`);
+    if (close === -1) throw new Error(`line ${fence + 1}: the block is not closed`);
     const body = lines.slice(fence + 1, close);
     if (marker[1] === 'sample') {
       const commands = body.filter((text) => text.startsWith('$ ')).map((text) => text.slice(2));
-      if (commands.length === 0) throw new Error(`README line ${fence + 1}: a sample block needs a "$ command" line`);
+      if (commands.length === 0) throw new Error(`line ${fence + 1}: a sample block needs a "$ command" line`);
       blocks.push({ kind: 'sample', start: fence + 1, end: close, commands, options: sampleOptions(marker[2]!, index + 1) });
     } else {
       const commands = body
@@ -72,7 +71,7 @@ function sampleOptions(text: string, line: number): SampleOptions {
     .split(/\s+/)
     .filter((part) => part !== '')) {
     const match = /^(head|tail|exit)=(\d+)$/.exec(pair);
-    if (match === null) throw new Error(`README line ${line}: unknown sample option "${pair}" (head=N, tail=N, exit=N)`);
+    if (match === null) throw new Error(`line ${line}: unknown sample option "${pair}" (head=N, tail=N, exit=N)`);
     options[match[1] as 'head' | 'tail' | 'exit'] = Number(match[2]);
   }
   return options;
@@ -94,8 +93,8 @@ export function sampleBody(block: SampleBlock, outputs: readonly string[]): stri
 }
 
 /**
- * The README with each sample's block body replaced by the one made for its commands. Blocks are
- * found afresh in `lines` and matched by their commands, so the README may have been edited while
+ * The document with each sample's block body replaced by the one made for its commands. Blocks are
+ * found afresh in `lines` and matched by their commands, so the document may have been edited while
  * the samples ran. Returns the new lines and the samples whose block is no longer there.
  */
 export function applySamples(
@@ -127,7 +126,7 @@ function sameCommands(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /**
- * The shell command that runs a README command here: `npm start --` and `npx news-processor` become
+ * The shell command that runs a documented command here: `npm start --` and `npx news-processor` become
  * the compiled command (npm's own banner lines are not the tool's output), everything else is kept.
  */
 export function localCommand(command: string, bin: string): string {

@@ -1,3 +1,5 @@
+import { checkNumber } from './validation/checks.ts';
+
 /**
  * Time as the rest of the library sees it: a monotonic millisecond reading and one-shot timers.
  *
@@ -93,7 +95,7 @@ export class ManualClock implements Clock {
   #timers: ManualTimer[] = [];
 
   constructor(startMs = 0) {
-    if (!Number.isFinite(startMs)) throw new TypeError(`Expected startMs to be a finite number, got ${startMs}`);
+    checkNumber('startMs', startMs);
     this.#nowMs = startMs;
   }
 
@@ -108,7 +110,7 @@ export class ManualClock implements Clock {
 
   /** Jumps to `ms` (backwards too) without firing anything; `advance(0)` then fires what is due. */
   set(ms: number): void {
-    if (!Number.isFinite(ms)) throw new TypeError(`Expected ms to be a finite number, got ${ms}`);
+    checkNumber('ms', ms);
     this.#nowMs = ms;
   }
 
@@ -123,7 +125,7 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms`, firing every timer due on the way, in order. */
   async advance(ms: number): Promise<void> {
-    if (!(ms >= 0)) throw new TypeError(`Expected ms to be a non-negative number, got ${ms}`);
+    checkNumber('ms', ms, { min: 0, finite: false });
     const targetMs = this.#nowMs + ms;
     await settle();
     for (;;) {

@@ -5,13 +5,14 @@
  */
 
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveTuning } from '../../src/limits/adaptive-rate.ts';
+import type { AdaptiveTuning } from '../../src/limits/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import type { HeaderStyle } from '../../src/provider/rate-limit-headers.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
+import { builtinRequest } from '../../test/requests.ts';
 
 export interface ScenarioOptions {
   /** Successful calls to make. */
@@ -109,9 +110,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
     latenessSamples = [];
     provider = new LateSender(simulated, clock, options.sendLatenessMs, latenessSamples);
   }
-  const controller = options.adaptive === undefined ? undefined : new AdaptiveRate({ ...options.adaptive, limits, clock });
   // Every 429 is retried after its retry-after, for as long as it takes: the run measures the rate, not give-ups.
-  const gate = new CallGate({ provider, limits, adaptive: controller, clock, retry: { maxAttempts: 1_000_000 } });
+  const gate = new CallGate({ provider, limits, adaptive: options.adaptive, clock, retry: { maxAttempts: 1_000_000 } });
+  const controller = gate.adaptive;
 
   const startMs = clock.now();
   const timeline: [number, number][] = [[0, options.clientRate]];
@@ -121,7 +122,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
 
   const worker = async (): Promise<void> => {
     while (next < options.calls) {
-      const request: LlmRequest = { task: 'sentiment', articleId: String(next++), title: 'Markets', text: 'Shares rose.' };
+      const request: LlmRequest = builtinRequest('sentiment', String(next++), 'Markets', 'Shares rose.');
       await gate.call(request);
       successesAtMs.push(clock.now() - startMs);
     }

@@ -3,7 +3,8 @@
 // (latency: every call timed) or keeps `inFlight` calls going (throughput), and sends back what it saw.
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { connectRedis, RedisLimits, requestLimit } from '../../src/index.ts';
+import { connectRedis, RedisLimits } from '../../src/redis/index.ts';
+import { requestLimit } from '../../src/index.ts';
 
 export type Subject = 'RedisLimits' | 'RateLimiterRedis';
 

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { rateLimit as expressRateLimit } from 'express-rate-limit';
-import { rateLimit } from '../../src/index.ts';
+import { rateLimit } from '../../src/middleware/index.ts';
 
 export const SERVER_KINDS = ['bare', 'bare-headers', 'ours', 'ours-no-headers', 'express-ours', 'express-erl'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];

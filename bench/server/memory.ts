@@ -6,7 +6,7 @@
  */
 import { type Options, MemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { KeyedLimiter } from '../../src/index.ts';
+import { KeyedLimiter } from '../../src/middleware/index.ts';
 
 export const MEMORY_IMPLEMENTATIONS = ['ours', 'erl', 'rlf'] as const;
 export type MemoryImplementation = (typeof MEMORY_IMPLEMENTATIONS)[number];

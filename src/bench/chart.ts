@@ -1,8 +1,14 @@
-import type { TopLevelSpec } from 'vega-lite';
 import type { ProviderQuota } from '../provider/simulated.ts';
 import { settingColors } from './setting-colors.ts';
 import type { SettingResult, SweepResult } from './sweep.ts';
 import { textWidthPx } from './text-width.ts';
+import { loadChartRenderer } from './chart-renderer.ts';
+
+/**
+ * A Vega-Lite specification (vega-lite's `TopLevelSpec`), as JSON: typed loosely here so that the
+ * declarations need no vega-lite installed.
+ */
+export type VegaLiteSpec = Readonly<Record<string, unknown>>;
 
 export interface BenchChartOptions {
   /** Default `news-processor bench`. */
@@ -69,18 +75,76 @@ const LINE_DASHES = [
  * where nothing else can be: one line per row, spaced by the row height, the panels beside the
  * elapsed bars moved right by the widest text that sticks out of them (see {@link textWidthPx}).
  */
-export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): TopLevelSpec {
-  const maxPoints = options.maxPointsPerSeries ?? 1000;
-  const labels = result.settings.map((s) => s.label);
+export function benchChartSpec(result: SweepResult, options: BenchChartOptions = {}): VegaLiteSpec {
+  const { settings } = result;
+  const elapsed = elapsedRows(settings);
+  // Both panels span the same time range, so a bar ends under the end of its step line. Rounded
+  // here rather than by vega (`nice`), so that where text lands is known exactly.
+  const timeEndS = roundUp(Math.max(0.001, ...elapsed.map((e) => e.noteAt)));
+  const mostCalls = Math.max(1, ...settings.map((s) => s.grantsMs.length));
+  const scales = sharedScales(settings, timeEndS);
+  const counts = countColumns(settings);
+  const gaps = panelGaps(elapsed, counts, timeEndS);
+  const quota = quotaLine(options.providerQuota, timeEndS, mostCalls);
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: options.title ?? 'news-processor bench', offset: 14, subtitle: options.subtitle },
+    config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
+    // Each panel keeps its own scales (the colours still match: same domain, same range), so the
+    // settings legend is drawn once, beside the panel that needs it.
+    resolve: {
+      scale: { color: 'independent', x: 'independent' },
+      legend: { color: 'independent', strokeDash: 'independent', shape: 'independent' },
+    },
+    spacing: 36,
+    vconcat: [
+      grantsPanel(settings, options.maxPointsPerSeries ?? 1000, scales, mostCalls, quota),
+      {
+        resolve: { scale: { color: 'independent', x: 'independent', y: 'independent' } },
+        bounds: 'flush',
+        spacing: Math.ceil(gaps.elapsedPx),
+        hconcat: [
+          elapsedPanel(elapsed, floorMarkers(settings), scales),
+          { bounds: 'flush', spacing: Math.ceil(gaps.countsPx), hconcat: counts.map((column) => countPanel(column, scales)) },
+        ],
+      },
+    ],
+  };
+}
+
+/** The encodings every panel shares: one colour per setting, one row per setting, one time axis. */
+interface SharedScales {
+  readonly time: { readonly domain: readonly [number, number]; readonly nice: false };
+  readonly color: Readonly<Record<string, unknown>>;
+  readonly row: Readonly<Record<string, unknown>>;
+  readonly legend: Readonly<Record<string, unknown>>;
+}
+
+function sharedScales(settings: readonly SettingResult[], timeEndS: number): SharedScales {
+  const labels = settings.map((s) => s.label);
+  const range = settingColors(settings.map((s) => s.setting));
+  return {
+    time: { domain: [0, timeEndS], nice: false },
+    color: { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels, range } },
+    row: { field: 'setting', type: 'nominal', title: null, sort: labels, scale: ROW_PADDING },
+    legend: settingsLegend(settings),
+  };
+}
+
+/**
+ * The top panel's points: for each setting, the cumulative calls granted of its first run (thinned
+ * to `maxPoints`, held until the run ended so the line shows where the last answer came in), and
+ * its ideal envelope `burst + rate·t` from 0 to the last call (none at rate=inf).
+ */
+function grantTimeline(settings: readonly SettingResult[], maxPoints: number): Record<string, unknown>[] {
   const timeline: Record<string, unknown>[] = [];
-  for (const s of result.settings) {
+  for (const s of settings) {
     const grants = s.grantsMs;
     const step = Math.max(1, Math.ceil(grants.length / maxPoints));
     timeline.push({ setting: s.label, kind: GRANTED, t: 0, calls: 0 });
     for (let i = 0; i < grants.length; i++) {
       if (i % step === 0 || i === grants.length - 1) timeline.push({ setting: s.label, kind: GRANTED, t: grants[i]! / 1000, calls: i + 1 });
     }
-    // Hold the line until the run ended, so it shows where the last answer came in.
     const firstRun = s.runs[0];
     if (firstRun !== undefined) timeline.push({ setting: s.label, kind: GRANTED, t: firstRun.elapsedMs / 1000, calls: grants.length });
     const { rate, burst } = s.setting;
@@ -89,36 +153,17 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
       timeline.push({ setting: s.label, kind: ENVELOPE, t: (grants.length - burst) / rate, calls: grants.length });
     }
   }
-  // At rate=inf there is no floor to mark.
-  const totals = result.settings.flatMap((s) =>
-    s.setting.rate === Infinity
-      ? []
-      : [
-          { setting: s.label, measure: FLOOR, seconds: s.rateFloorMs / 1000 },
-          { setting: s.label, measure: LEAST, seconds: s.leastElapsedMs / 1000 },
-        ],
-  );
-  const elapsed = result.settings.map((s) => ({
-    setting: s.label,
-    median: s.elapsedMs.median / 1000,
-    min: s.elapsedMs.min / 1000,
-    max: s.elapsedMs.max / 1000,
-    // Right of the whisker and of the markers, which may end past it (least ≈ elapsed).
-    noteAt: Math.max(s.elapsedMs.max, s.rateFloorMs, s.leastElapsedMs) / 1000,
-    note: `${formatSeconds(s.elapsedMs.median)}${s.efficiency === null ? '' : ` · ${(s.efficiency * 100).toFixed(1)}% efficient`}`,
-  }));
+  return timeline;
+}
 
-  // Both panels span the same time range, so a bar ends under the end of its step line.
-  const longestS = Math.max(0.001, ...elapsed.map((e) => e.noteAt));
-  // Rounded here rather than by vega (`nice`), so that where text lands is known exactly.
-  const timeEndS = roundUp(longestS);
-  const mostCalls = Math.max(1, ...result.settings.map((s) => s.grantsMs.length));
-  const time = { domain: [0, timeEndS], nice: false };
-  const colors = settingColors(result.settings.map((s) => s.setting));
-  const color = { field: 'setting', type: 'nominal', title: 'setting', sort: labels, scale: { domain: labels, range: colors } } as const;
-  const row = { field: 'setting', type: 'nominal', title: null, sort: labels, scale: ROW_PADDING } as const;
-
-  const quota = quotaLine(options.providerQuota, timeEndS, mostCalls);
+/** Calls granted over time, the envelopes, and the provider quota's line with its name. */
+function grantsPanel(
+  settings: readonly SettingResult[],
+  maxPoints: number,
+  scales: SharedScales,
+  mostCalls: number,
+  quota: ReturnType<typeof quotaLine>,
+): Record<string, unknown> {
   const lineKinds = quota === undefined ? [GRANTED, ENVELOPE] : [GRANTED, ENVELOPE, quota.kind];
   const dash = {
     field: 'kind',
@@ -127,7 +172,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
     scale: { domain: lineKinds, range: LINE_DASHES.slice(0, lineKinds.length) },
     legend: { symbolStrokeColor: '#333' },
   } as const;
-  const grantLayers: Record<string, unknown>[] = [
+  const layers: Record<string, unknown>[] = [
     {
       name: 'grants',
       transform: [{ filter: { field: 'kind', equal: GRANTED } }],
@@ -145,26 +190,153 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
     const ink = { color: { value: QUOTA_INK } };
     const label = { data: { values: [quota.points[1]] }, encoding: { ...ink, text: { value: quota.text } } };
     const font = { type: 'text', ...quota.labelPlacement, fontSize: NOTE_FONT_PX, fontWeight: 'bold' };
-    grantLayers.push(
+    layers.push(
       { name: 'quota', data: { values: quota.points }, mark: { type: 'line', strokeWidth: 2.5 }, encoding: { ...ink, strokeDash: dash } },
       // Its name at its end, over a white halo so that the lines under it do not hide it.
       { ...label, mark: { ...font, stroke: 'white', strokeWidth: 4, strokeJoin: 'round' } },
       { ...label, name: 'quota_label', mark: font },
     );
   }
+  return {
+    title: { text: 'Calls granted over time (first run of each setting)', anchor: 'start' },
+    width: PANEL_WIDTH,
+    height: 320,
+    data: { values: grantTimeline(settings, maxPoints) },
+    encoding: {
+      x: { field: 't', type: 'quantitative', title: 'time since run start (s)', scale: scales.time },
+      y: {
+        field: 'calls',
+        type: 'quantitative',
+        title: 'calls granted (cumulative)',
+        scale: { domain: [0, Math.max(mostCalls, quota?.topCalls ?? 0)], nice: true },
+      },
+      color: { ...scales.color, legend: scales.legend },
+    },
+    layer: layers,
+  };
+}
 
-  const counts = COUNTS.map(({ field, title, unit, color: ink }) => ({
+/** Each setting's elapsed time over its repeats, and the text beside its bar. */
+function elapsedRows(settings: readonly SettingResult[]) {
+  return settings.map((s) => ({
+    setting: s.label,
+    median: s.elapsedMs.median / 1000,
+    min: s.elapsedMs.min / 1000,
+    max: s.elapsedMs.max / 1000,
+    // Right of the whisker and of the markers, which may end past it (least ≈ elapsed).
+    noteAt: Math.max(s.elapsedMs.max, s.rateFloorMs, s.leastElapsedMs) / 1000,
+    note: `${formatSeconds(s.elapsedMs.median)}${s.efficiency === null ? '' : ` · ${(s.efficiency * 100).toFixed(1)}% efficient`}`,
+  }));
+}
+
+/** The rate floor and the least possible elapsed time of each setting, as markers on its bar; none at rate=inf. */
+function floorMarkers(settings: readonly SettingResult[]) {
+  return settings.flatMap((s) =>
+    s.setting.rate === Infinity
+      ? []
+      : [
+          { setting: s.label, measure: FLOOR, seconds: s.rateFloorMs / 1000 },
+          { setting: s.label, measure: LEAST, seconds: s.leastElapsedMs / 1000 },
+        ],
+  );
+}
+
+/** Elapsed per setting: the median bar, the min–max whisker, the text, and the floor markers. */
+function elapsedPanel(
+  elapsed: ReturnType<typeof elapsedRows>,
+  markers: ReturnType<typeof floorMarkers>,
+  { row, time, color }: SharedScales,
+): Record<string, unknown> {
+  return {
+    title: { text: ELAPSED_TITLE, anchor: 'start' },
+    width: PANEL_WIDTH,
+    height: { step: ROW_STEP_PX },
+    layer: [
+      {
+        data: { values: elapsed },
+        layer: [
+          {
+            name: 'elapsed',
+            mark: { type: 'bar', opacity: 0.75 },
+            encoding: {
+              y: row,
+              x: { field: 'median', type: 'quantitative', title: 'elapsed (s)', scale: time },
+              color: { ...color, legend: null },
+            },
+          },
+          { mark: { type: 'rule', color: '#333' }, encoding: { y: row, x: { field: 'min', type: 'quantitative' }, x2: { field: 'max' } } },
+          {
+            name: 'elapsed_note',
+            mark: { type: 'text', align: 'left', dx: ELAPSED_NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
+            encoding: { y: row, x: { field: 'noteAt', type: 'quantitative' }, text: { field: 'note' } },
+          },
+        ],
+      },
+      {
+        data: { values: markers },
+        mark: { type: 'point', filled: true, size: 70, color: 'black' },
+        encoding: {
+          y: row,
+          x: { field: 'seconds', type: 'quantitative' },
+          shape: {
+            field: 'measure',
+            type: 'nominal',
+            title: 'marker',
+            scale: { domain: [FLOOR, LEAST], range: ['triangle-right', 'diamond'] },
+            legend: { orient: 'bottom', direction: 'vertical', symbolSize: 80 },
+          },
+        },
+      },
+    ],
+  };
+}
+
+/** What each setting cost — failed articles, 429s, retries — one column each. */
+function countColumns(settings: readonly SettingResult[]) {
+  return COUNTS.map(({ field, title, unit, color }) => ({
+    field,
     title,
     axisTitle: `${unit} (middle run)`,
-    ink,
-    field,
-    values: result.settings.map((s) => ({ setting: s.label, count: s[field] })),
+    ink: color,
+    values: settings.map((s) => ({ setting: s.label, count: s[field] })),
   }));
-  // Panels side by side are placed by their plots, not by the bounds vega estimates for their text
-  // (0.8 em a character, a third too wide): each gap is the widest text that sticks out of the
-  // plots on either side (by textWidthPx, which never understates), plus PANEL_GAP_PX.
+}
+
+/** One count's panel: a bar per setting, its value beside it. */
+function countPanel({ field, title, axisTitle, ink, values }: ReturnType<typeof countColumns>[number], { row }: SharedScales) {
+  // At least 0–1, so that a sweep that lost nothing still has an axis to put its zeros on.
+  const x = {
+    field: 'count',
+    type: 'quantitative',
+    title: axisTitle,
+    scale: { domain: [0, Math.max(1, ...values.map((v) => v.count))], nice: true },
+  };
+  return {
+    title: { text: title, anchor: 'start', frame: 'group' },
+    width: COUNT_WIDTH,
+    height: { step: ROW_STEP_PX },
+    data: { values },
+    encoding: { y: { ...row, axis: null } },
+    layer: [
+      { name: field, mark: { type: 'bar', color: ink }, encoding: { x: { ...x, axis: { format: 'd', tickMinStep: 1 } } } },
+      {
+        name: `${field}_value`,
+        mark: { type: 'text', align: 'left', dx: NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
+        encoding: { x, text: { field: 'count' } },
+      },
+    ],
+  };
+}
+
+/**
+ * The space between the panels side by side. They are placed by their plots, not by the bounds
+ * vega estimates for their text (0.8 em a character, a third too wide): each gap is the widest text
+ * that sticks out of the plots on either side (by textWidthPx, which never understates), plus
+ * PANEL_GAP_PX.
+ */
+function panelGaps(elapsed: ReturnType<typeof elapsedRows>, counts: ReturnType<typeof countColumns>, timeEndS: number) {
   const axisTitleOverflowPx = Math.max(0, ...counts.map((c) => (textWidthPx(c.axisTitle, AXIS_TITLE_FONT_PX) - COUNT_WIDTH) / 2));
-  const elapsedGapPx =
+  const elapsedPx =
     Math.max(
       0,
       textWidthPx(ELAPSED_TITLE, TITLE_FONT_PX) - PANEL_WIDTH,
@@ -172,7 +344,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
     ) +
     axisTitleOverflowPx +
     PANEL_GAP_PX;
-  const countsGapPx =
+  const countsPx =
     Math.max(
       0,
       ...counts.map((c) => textWidthPx(c.title, TITLE_FONT_PX) - COUNT_WIDTH),
@@ -180,123 +352,7 @@ export function benchChartSpec(result: SweepResult, options: BenchChartOptions =
       ...counts.flatMap((c) => c.values.map((v) => NOTE_DX_PX + textWidthPx(String(v.count), NOTE_FONT_PX))),
       2 * axisTitleOverflowPx,
     ) + PANEL_GAP_PX;
-
-  return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: {
-      text: options.title ?? 'news-processor bench',
-      offset: 14,
-      subtitle: options.subtitle,
-    },
-    config: { font: 'sans-serif', view: { stroke: '#ccc' }, legend: { labelLimit: 320, symbolSize: 300, symbolStrokeWidth: 2 } },
-    // Each panel keeps its own scales (the colours still match: same domain, same range), so the
-    // settings legend is drawn once, beside the panel that needs it.
-    resolve: {
-      scale: { color: 'independent', x: 'independent' },
-      legend: { color: 'independent', strokeDash: 'independent', shape: 'independent' },
-    },
-    spacing: 36,
-    vconcat: [
-      {
-        title: { text: 'Calls granted over time (first run of each setting)', anchor: 'start' },
-        width: PANEL_WIDTH,
-        height: 320,
-        data: { values: timeline },
-        encoding: {
-          x: { field: 't', type: 'quantitative', title: 'time since run start (s)', scale: time },
-          y: {
-            field: 'calls',
-            type: 'quantitative',
-            title: 'calls granted (cumulative)',
-            scale: { domain: [0, Math.max(mostCalls, quota?.topCalls ?? 0)], nice: true },
-          },
-          color: { ...color, legend: settingsLegend(result.settings) },
-        },
-        layer: grantLayers,
-      },
-      {
-        resolve: { scale: { color: 'independent', x: 'independent', y: 'independent' } },
-        bounds: 'flush',
-        spacing: Math.ceil(elapsedGapPx),
-        hconcat: [
-          {
-            title: { text: ELAPSED_TITLE, anchor: 'start' },
-            width: PANEL_WIDTH,
-            height: { step: ROW_STEP_PX },
-            layer: [
-              {
-                data: { values: elapsed },
-                layer: [
-                  {
-                    name: 'elapsed',
-                    mark: { type: 'bar', opacity: 0.75 },
-                    encoding: {
-                      y: row,
-                      x: { field: 'median', type: 'quantitative', title: 'elapsed (s)', scale: time },
-                      color: { ...color, legend: null },
-                    },
-                  },
-                  {
-                    mark: { type: 'rule', color: '#333' },
-                    encoding: { y: row, x: { field: 'min', type: 'quantitative' }, x2: { field: 'max' } },
-                  },
-                  {
-                    name: 'elapsed_note',
-                    mark: { type: 'text', align: 'left', dx: ELAPSED_NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
-                    encoding: { y: row, x: { field: 'noteAt', type: 'quantitative' }, text: { field: 'note' } },
-                  },
-                ],
-              },
-              {
-                data: { values: totals },
-                mark: { type: 'point', filled: true, size: 70, color: 'black' },
-                encoding: {
-                  y: row,
-                  x: { field: 'seconds', type: 'quantitative' },
-                  shape: {
-                    field: 'measure',
-                    type: 'nominal',
-                    title: 'marker',
-                    scale: { domain: [FLOOR, LEAST], range: ['triangle-right', 'diamond'] },
-                    legend: { orient: 'bottom', direction: 'vertical', symbolSize: 80 },
-                  },
-                },
-              },
-            ],
-          },
-          {
-            bounds: 'flush',
-            spacing: Math.ceil(countsGapPx),
-            hconcat: counts.map(({ field, title, axisTitle, ink, values }) => {
-              // At least 0–1, so that a sweep that lost nothing still has an axis to put its zeros on.
-              const x = {
-                field: 'count',
-                type: 'quantitative',
-                title: axisTitle,
-                scale: { domain: [0, Math.max(1, ...values.map((v) => v.count))], nice: true },
-              };
-              return {
-                title: { text: title, anchor: 'start', frame: 'group' },
-                width: COUNT_WIDTH,
-                height: { step: ROW_STEP_PX },
-                data: { values },
-                encoding: { y: { ...row, axis: null } },
-                layer: [
-                  { name: field, mark: { type: 'bar', color: ink }, encoding: { x: { ...x, axis: { format: 'd', tickMinStep: 1 } } } },
-                  {
-                    name: `${field}_value`,
-                    mark: { type: 'text', align: 'left', dx: NOTE_DX_PX, fontSize: NOTE_FONT_PX, color: '#333' },
-                    encoding: { x, text: { field: 'count' } },
-                  },
-                ],
-              };
-            }),
-          },
-        ],
-      },
-    ],
-    // Panels built in loops are plain objects to TypeScript; vega-lite checks the spec as it compiles it.
-  } as TopLevelSpec;
+  return { elapsedPx, countsPx };
 }
 
 /**
@@ -350,10 +406,9 @@ function settingsLegend(settings: readonly SettingResult[]): Record<string, unkn
 
 /** The sweep's chart as an SVG document (see {@link benchChartSpec}). */
 export async function renderBenchChart(result: SweepResult, options: BenchChartOptions = {}): Promise<string> {
-  // Loaded here, not at the top: together they take the best part of a second to import, which
-  // every run of the command (and every importer of the library) would otherwise pay for a chart.
-  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
-  const compiled = vl.compile(benchChartSpec(result, options)).spec;
+  const [vega, vl] = await loadChartRenderer();
+  // vega-lite checks the spec as it compiles it.
+  const compiled = vl.compile(benchChartSpec(result, options) as unknown as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
   try {
     return await view.toSVG();

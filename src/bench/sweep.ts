@@ -1,7 +1,8 @@
 import { systemClock } from '../clock.ts';
 import type { Article } from '../sources/article.ts';
 import type { BoundBy, RunSummary } from '../pipeline/metrics.ts';
-import { runPipeline, type PipelineOptions, type ProviderSetup } from '../pipeline/run.ts';
+import type { ProviderSetup } from '../gate/provider-options.ts';
+import { runPipeline, type PipelineOptions } from '../pipeline/run.ts';
 
 /** One limiter setting to measure. */
 export interface BenchSetting {
@@ -125,7 +126,7 @@ export interface SweepRunStart {
 }
 
 export interface SweepOptions
-  extends Pick<PipelineOptions, 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
+  extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. Default 3. */
   readonly repeat?: number;
@@ -172,6 +173,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
       const summary = await runPipeline({
         source: options.createSource(),
         providers: options.createProviders(setting),
+        tasks: options.tasks,
         routes: options.routes,
         clock,
         workers: options.workers,

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { formatDuration } from '../validation/duration.ts';
-import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, checkString } from '../validation/checks.ts';
 
 /**
  * Where a breaker stands. `closed` admits every call; `open` admits none until `reopensAtMs`;
@@ -41,25 +41,27 @@ export interface FailureRatioOptions {
 export interface CircuitBreakerOptions {
   /**
    * Consecutive failures, while closed, that open the circuit; an integer >= 1, or `Infinity` to
-   * leave opening to `failureRatio` alone. Default {@link BREAKER_DEFAULTS}: 10.
+   * leave opening to `failureRatio` alone.
+   * @default 10
    */
   readonly failureThreshold?: number;
-  /** Also open on a failure ratio over a sliding window. Default: no ratio rule. */
+  /** Also open on a failure ratio over a sliding window. @default undefined (no ratio rule) */
   readonly failureRatio?: FailureRatioOptions;
-  /** How long the circuit stays open before admitting probes, in ms; finite, >= 0. Default {@link BREAKER_DEFAULTS}: 2 s. */
+  /** How long the circuit stays open before admitting probes, in ms; finite, >= 0. @default 2000 */
   readonly cooldownMs?: number;
-  /** Probe calls admitted at once while half-open; an integer >= 1. Default {@link BREAKER_DEFAULTS}: 1. */
+  /** Probe calls admitted at once while half-open; an integer >= 1. @default 1 */
   readonly halfOpenProbes?: number;
   /**
-   * Probe successes needed to close; an integer >= 1. Default `halfOpenProbes`. It may exceed
-   * `halfOpenProbes`: a settled probe frees its slot for the next one.
+   * Probe successes needed to close; an integer >= 1. It may exceed `halfOpenProbes`: a settled
+   * probe frees its slot for the next one.
+   * @default halfOpenProbes
    */
   readonly probeSuccessesToClose?: number;
-  /** Default {@link systemClock}. Tests pass a `ManualClock`. */
+  /** Time source. Tests pass a `ManualClock`. @default systemClock */
   readonly clock?: Clock;
-  /** Names the circuit (usually after its provider) in errors and logs. Default: unnamed. */
+  /** Names the circuit (usually after its provider) in errors and logs. @default undefined (unnamed) */
   readonly name?: string;
-  /** Transitions are logged at info, listener errors at error. Default: silent. */
+  /** Transitions are logged at info, listener errors at error. @default silentLogger (says nothing) */
   readonly logger?: Logger;
 }
 
@@ -86,7 +88,8 @@ export interface BreakerPermit {
 export interface ExecuteOptions {
   /**
    * Whether a rejection counts against the circuit; when false the permit is released, counting
-   * nothing. Default: every rejection counts.
+   * nothing.
+   * @default () => true (every rejection counts)
    */
   readonly isFailure?: (error: unknown) => boolean;
 }
@@ -206,7 +209,7 @@ export class CircuitBreaker {
     const probeSuccessesToClose = options.probeSuccessesToClose ?? halfOpenProbes;
     checkInteger('probeSuccessesToClose', probeSuccessesToClose, 1);
     checkClock('clock', clock);
-    if (name !== undefined && typeof name !== 'string') throw expected('name', 'a string', name);
+    if (name !== undefined) checkString('name', name, { allowEmpty: true });
     this.name = name;
     this.#failureThreshold = failureThreshold;
     this.#ratio = failureRatio === undefined ? undefined : { ...failureRatio };

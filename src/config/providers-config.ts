@@ -1,11 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { BREAKER_DEFAULTS, FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
-import type { AdaptiveTuning } from '../limits/adaptive-rate.ts';
-import { GATE_DEFAULTS } from '../gate/call-gate.ts';
+import { FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
+import { providerSetupProblem, type BreakerSetup, type ProviderPrice, type ProviderSetup } from '../gate/provider-options.ts';
 import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limits/provider-limits.ts';
 import { HEADER_STYLES, type HeaderStyle } from '../provider/rate-limit-headers.ts';
-import { PIPELINE_DEFAULTS } from '../pipeline/run.ts';
-import { TASKS, type TaskName } from '../provider/provider.ts';
 import { hasCredentials, isHttpUrl, maskCredentials } from '../provider/http-api.ts';
 import {
   HTTP_PROVIDER_DEFAULTS,
@@ -38,37 +35,35 @@ import { fileErrorDetail } from '../validation/file-error.ts';
  */
 export interface ProvidersConfig {
   readonly providers: readonly ProviderConfig[];
-  /** Every task, routed to a provider by name. */
-  readonly routes: Readonly<Record<TaskName, string>>;
+  /**
+   * Tasks routed to a provider by name (task name → provider name): those that name no provider
+   * themselves in the tasks file. A task neither names goes to the first provider.
+   */
+  readonly routes: Readonly<Record<string, string>>;
 }
 
-export interface ProviderConfig {
+/**
+ * One provider of the file: its {@link ProviderSetup} — the one shape a run takes, less the provider
+ * itself, which the caller makes from `type`, `api` and `simulated` — and what says what it is. A
+ * field the file leaves out is left out here too: its default is applied once, by the gate.
+ */
+export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits' | 'estimateInputTokens'> {
   readonly name: string;
   /** In units per second; `burst` defaults to one period's worth (`rate` per its `per`). */
   readonly limits: readonly LimitSpec[];
-  /** Output tokens reserved per call before its usage is known. Default `GATE_DEFAULTS`. */
-  readonly maxOutputTokens: number;
-  /** Cut the request rate on 429s and probe back up (never above the configured rate): `"adaptive": true` in the file. Absent: fixed rate. */
-  readonly adaptive: AdaptiveTuning | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. Default `GATE_DEFAULTS`. */
-  readonly syncHeaders: boolean;
-  /** The circuit breaker; absent (`"breaker": false` in the file) for none. Default `BREAKER_DEFAULTS`. */
-  readonly breaker: BreakerConfig | undefined;
+  /**
+   * The circuit breaker (`"breaker": { … }` in the file; `{}` for its defaults when the file says
+   * nothing); absent for none (`"breaker": false`). `"giveUp"` in the file is `giveUpAfterMs`.
+   */
+  readonly breaker: BreakerSetup | undefined;
+  /** Settings of the simulated provider (`type` `"simulated"`); empty for an HTTP API. */
   readonly simulated: SimulatedConfig;
-  /** With `--redis`: the shared quota's name (`"quotaKey"` in the file). Default: the provider's name. */
+  /** With `--redis`: the shared quota's name (`"quotaKey"` in the file). @default the provider's name */
   readonly quotaKey: string | undefined;
-  /** What the provider is: the simulation or an HTTP API. Default `PROVIDER_DEFAULTS.type`. */
+  /** What the provider is: the simulation or an HTTP API. @default "simulated" */
   readonly type: ProviderType;
   /** An HTTP provider's base URL, model and key variable, the vendor's defaults filled in; absent for the simulation. */
   readonly api: ApiConfig | undefined;
-  /** Calls in flight at once to this provider. Absent: no cap beyond the workers. */
-  readonly maxConcurrent: number | undefined;
-  /**
-   * How long one attempt may wait for the answer, in ms (`"callTimeout": "10s"` in the file); one
-   * that outlasts it is retried within the article's timeout. Absent: the run's `--call-timeout`,
-   * else what is left of the article's timeout.
-   */
-  readonly callTimeoutMs: number | undefined;
 }
 
 /** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
@@ -77,16 +72,6 @@ export interface ApiConfig {
   readonly model: string;
   /** The environment variable the key is read from (by the command, never by the library). */
   readonly apiKeyEnv: string;
-}
-
-export interface BreakerConfig {
-  readonly failureThreshold: number;
-  readonly cooldownMs: number;
-  readonly halfOpenProbes: number;
-  /** How long the provider may stay down — circuit open, every probe failing — before the run stops; Infinity never. */
-  readonly giveUpAfterMs: number;
-  /** Also open when this share of the calls in the window failed (with at least `minimumCalls`). */
-  readonly failureRatio?: { readonly ratio: number; readonly windowMs: number; readonly minimumCalls: number };
 }
 
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
@@ -143,14 +128,13 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
     names.add(provider.name);
   });
   const routesJson = root.routes === undefined ? {} : at.object(root.routes, 'routes');
-  at.only(routesJson, 'routes', TASKS);
   const routes = Object.fromEntries(
-    TASKS.map((task) => {
-      const name = routesJson[task] === undefined ? providers[0]!.name : at.string(routesJson[task], `routes.${task}`);
+    Object.entries(routesJson).map(([task, provider]) => {
+      const name = at.string(provider, `routes.${task}`);
       if (!names.has(name)) at.fail(`routes.${task}`, `one of the provider names (${[...names].join(', ')})`, name);
       return [task, name];
     }),
-  ) as Record<TaskName, string>;
+  );
   return { providers, routes };
 }
 
@@ -166,6 +150,7 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     'breaker',
     'simulated',
     'quotaKey',
+    'price',
     ...CLIENT_FIELDS,
   ]);
   const name = at.string(o.name, `${path}.name`);
@@ -178,33 +163,24 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
     if (kinds.has(limit.kind)) at.fail(`${path}.limits[${index}].kind`, 'one limit per kind', limit.kind);
     kinds.add(limit.kind);
   });
-  const maxOutputTokens =
-    o.maxOutputTokens === undefined ? GATE_DEFAULTS.maxOutputTokens : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1);
-  // A call reserves its prompt's tokens plus maxOutputTokens at once: a burst that cannot hold them
-  // would fail every call at run time.
-  limits.forEach((limit, index) => {
-    const reserved = `maxOutputTokens (${maxOutputTokens}${o.maxOutputTokens === undefined ? ', the default' : ''}`;
-    if (limit.kind === 'tokens' && limit.burst <= maxOutputTokens) {
-      at.fail(
-        `${path}.limits[${index}].burst`,
-        `more than ${reserved}; a call takes its prompt's tokens plus that many at once)`,
-        limit.burst,
-      );
-    }
-    if (limit.kind === 'output-tokens' && limit.burst < maxOutputTokens) {
-      at.fail(`${path}.limits[${index}].burst`, `at least ${reserved}; a call takes that many at once)`, limit.burst);
-    }
-  });
+  const setup = {
+    limits,
+    maxOutputTokens: o.maxOutputTokens === undefined ? undefined : at.integer(o.maxOutputTokens, `${path}.maxOutputTokens`, 1),
+    adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
+  };
+  // A burst that cannot hold a call, an adaptive rate with nothing to adapt: refused here, not at run time.
+  const problem = providerSetupProblem(setup);
+  if (problem !== undefined)
+    at.fail(`${path}.${problem.field}`, problem.expected, problem.field === 'adaptive' ? o.adaptive : problem.value);
   return {
     name,
-    limits,
-    maxOutputTokens,
+    ...setup,
     callTimeoutMs: o.callTimeout === undefined ? undefined : at.positiveDuration(o.callTimeout, `${path}.callTimeout`),
-    adaptive: o.adaptive !== undefined && at.boolean(o.adaptive, `${path}.adaptive`) ? {} : undefined,
-    syncHeaders: o.syncHeaders === undefined ? GATE_DEFAULTS.syncHeaders : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
+    syncHeaders: o.syncHeaders === undefined ? undefined : at.boolean(o.syncHeaders, `${path}.syncHeaders`),
     breaker: readBreaker(at, o.breaker, `${path}.breaker`),
     simulated: o.simulated === undefined ? {} : readSimulated(at, o.simulated, `${path}.simulated`),
     quotaKey: o.quotaKey === undefined ? undefined : readQuotaKey(at, o.quotaKey, `${path}.quotaKey`),
+    price: o.price === undefined ? undefined : readPrice(at, o.price, `${path}.price`),
     ...readClient(at, o, path),
   };
 }
@@ -240,6 +216,19 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
   return { type, api, maxConcurrent };
 }
 
+/** `"price": { "inputPerMTok": 0.4, "outputPerMTok": 1.6 }`: USD per million tokens. */
+function readPrice(at: Reader, json: unknown, path: string): ProviderPrice {
+  const o = at.object(json, path);
+  at.only(o, path, ['inputPerMTok', 'outputPerMTok']);
+  const perMTok = (value: unknown, field: string): number => {
+    if (value === undefined) return at.fail(`${path}.${field}`, 'USD per million tokens (a number >= 0)', value);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      at.fail(`${path}.${field}`, 'a number >= 0 (USD per million tokens)', value);
+    return value as number;
+  };
+  return { inputPerMTok: perMTok(o.inputPerMTok, 'inputPerMTok'), outputPerMTok: perMTok(o.outputPerMTok, 'outputPerMTok') };
+}
+
 /** A Redis key part: Redis Cluster hashes only what is between `{` and `}`, so neither may appear. */
 function readQuotaKey(at: Reader, json: unknown, path: string): string {
   const name = at.string(json, path);
@@ -259,18 +248,22 @@ function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
   return { kind, rate: amount / perSeconds, burst };
 }
 
-function readBreaker(at: Reader, json: unknown, path: string): BreakerConfig | undefined {
-  if (json === undefined) return { ...BREAKER_DEFAULTS, giveUpAfterMs: PIPELINE_DEFAULTS.giveUpAfterMs };
+function readBreaker(at: Reader, json: unknown, path: string): BreakerSetup | undefined {
+  if (json === undefined) return {};
   if (json === false) return undefined;
   const o = at.object(json, path);
   at.only(o, path, ['failureThreshold', 'cooldown', 'halfOpenProbes', 'failureRatio', 'giveUp']);
-  let failureRatio: BreakerConfig['failureRatio'];
+  const breaker: { -readonly [K in keyof BreakerSetup]: BreakerSetup[K] } = {};
+  if (o.failureThreshold !== undefined) breaker.failureThreshold = at.integer(o.failureThreshold, `${path}.failureThreshold`, 1);
+  if (o.cooldown !== undefined) breaker.cooldownMs = at.duration(o.cooldown, `${path}.cooldown`);
+  if (o.halfOpenProbes !== undefined) breaker.halfOpenProbes = at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1);
+  if (o.giveUp !== undefined) breaker.giveUpAfterMs = o.giveUp === 'inf' ? Infinity : at.positiveDuration(o.giveUp, `${path}.giveUp`);
   if (o.failureRatio !== undefined) {
     const r = at.object(o.failureRatio, `${path}.failureRatio`);
     at.only(r, `${path}.failureRatio`, ['ratio', 'window', 'minimumCalls']);
     const ratio = at.positive(r.ratio, `${path}.failureRatio.ratio`);
     if (ratio > 1) at.fail(`${path}.failureRatio.ratio`, 'a share in (0, 1]', r.ratio);
-    failureRatio = {
+    breaker.failureRatio = {
       ratio,
       windowMs: r.window === undefined ? FAILURE_RATIO_DEFAULTS.windowMs : at.positiveDuration(r.window, `${path}.failureRatio.window`),
       minimumCalls:
@@ -279,20 +272,7 @@ function readBreaker(at: Reader, json: unknown, path: string): BreakerConfig | u
           : at.integer(r.minimumCalls, `${path}.failureRatio.minimumCalls`, 1),
     };
   }
-  return {
-    failureRatio,
-    failureThreshold:
-      o.failureThreshold === undefined ? BREAKER_DEFAULTS.failureThreshold : at.integer(o.failureThreshold, `${path}.failureThreshold`, 1),
-    cooldownMs: o.cooldown === undefined ? BREAKER_DEFAULTS.cooldownMs : at.duration(o.cooldown, `${path}.cooldown`),
-    halfOpenProbes:
-      o.halfOpenProbes === undefined ? BREAKER_DEFAULTS.halfOpenProbes : at.integer(o.halfOpenProbes, `${path}.halfOpenProbes`, 1),
-    giveUpAfterMs:
-      o.giveUp === undefined
-        ? PIPELINE_DEFAULTS.giveUpAfterMs
-        : o.giveUp === 'inf'
-          ? Infinity
-          : at.positiveDuration(o.giveUp, `${path}.giveUp`),
-  };
+  return breaker;
 }
 
 function readSimulated(at: Reader, json: unknown, path: string): SimulatedConfig {

@@ -1,7 +1,6 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
-import type { BreakerPermit, BrokenCircuitError, CircuitBreaker } from '../breaker/circuit-breaker.ts';
-import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import { CircuitBreaker, isBrokenCircuitError, type BreakerPermit, type BrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { parseRateLimitHeaders, type RateLimitInfo } from '../provider/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
@@ -11,6 +10,7 @@ import {
   BadRequestError,
   DEFAULT_MAX_OUTPUT_TOKENS,
   MalformedOutputError,
+  NotAnApiError,
   NetworkError,
   QuotaExhaustedError,
   RateLimitError,
@@ -23,9 +23,13 @@ import {
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkInteger, checkNumber } from '../validation/checks.ts';
+import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
+import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
+import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
-import type { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import { LocalLimits } from '../limits/local-limits.ts';
 import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from '../limits/provider-limits.ts';
 
 /** What a gate does unless told otherwise. */
@@ -50,10 +54,14 @@ export type AttemptOutcome =
   | 'truncated'
   | 'refused'
   | 'malformed'
+  /** A 2xx whose body is not the API's (a web page): see `NotAnApiError`. */
+  | 'not-an-api'
   /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
   | 'limiter-timeout'
   | 'circuit-open'
   | 'too-large'
+  /** The budget could not cover the call's worst case: nothing was sent. */
+  | 'over-budget'
   | 'aborted'
   | 'error';
 
@@ -83,6 +91,11 @@ export interface AttemptEvent {
   readonly error: unknown;
   /** The tokens the provider reported for a successful call. */
   readonly usage: TokenUsage | undefined;
+  /**
+   * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
+   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   */
+  readonly costUsd: number | undefined;
 }
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
@@ -99,36 +112,24 @@ export interface GateFigures {
   readonly rateCuts: number;
 }
 
-export interface CallGateOptions {
-  readonly provider: Provider;
-  /** The provider's limits, shared by every caller: each attempt, retries included, takes its cost first. */
-  readonly limits: ProviderLimits;
-  /** Opens on consecutive server errors and timeouts; while open, attempts fail at once with nothing spent. */
-  readonly breaker?: CircuitBreaker | undefined;
-  /** Cuts the request rate on 429s and probes back up. */
-  readonly adaptive?: AdaptiveRate | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. Default {@link GATE_DEFAULTS}. */
-  readonly syncHeaders?: boolean | undefined;
-  /** Output tokens reserved per call until its usage is known (token limits only). Default {@link GATE_DEFAULTS}. */
-  readonly maxOutputTokens?: number | undefined;
-  /** Input tokens of a request, for token limits. Default: the prompt counted with a real tokenizer. */
-  readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
-  /** Calls in flight at once to this provider, an integer >= 1. Default: no cap (the workers bound them). */
-  readonly maxConcurrent?: number | undefined;
+/** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
+export interface CallGateOptions extends ProviderSetup {
   /**
-   * How long one attempt may wait for the provider's answer, in ms (> 0). One that outlasts it is
-   * aborted with a retryable `TimeoutError` and tried again within the deadline, so a call that
-   * hangs does not take the whole deadline with it. Default `Infinity`: an attempt may take what
-   * is left of the deadline, and a timeout then ends the call.
+   * The run's money, shared by every gate: each attempt holds its worst case (at `price`) before it
+   * is sent, and settles at what it cost. Needs a `price`. @default none
    */
-  readonly callTimeoutMs?: number | undefined;
-  /** Attempts, backoff and retry-after cap. Defaults: `RETRY_DEFAULTS`, full-jitter backoff. */
+  readonly budget?: Budget | undefined;
+  /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /** @default systemClock */
   readonly clock?: Clock | undefined;
+  /** @default silent */
   readonly logger?: Logger | undefined;
 }
 
 export interface GateCallOptions {
+  /** The most tokens this call's answer may take (a task's own). @default the gate's `maxOutputTokens` */
+  readonly maxOutputTokens?: number | undefined;
   /** Aborts the limiter wait, the call in flight and the backoff sleep. */
   readonly signal?: AbortSignal | undefined;
   /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
@@ -141,9 +142,10 @@ export interface GateCallOptions {
   readonly workerId?: number | undefined;
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
-   * so spent its cost), `latencyMs` by the time the provider took to answer it.
+   * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
+   * what it cost at the provider's price (whole nano-dollars).
    */
-  readonly tally?: { calls: number; latencyMs: number } | undefined;
+  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -167,36 +169,60 @@ export class CallGate {
   readonly provider: Provider;
   readonly limits: ProviderLimits;
   readonly clock: Clock;
-  readonly #breaker: CircuitBreaker | undefined;
-  readonly #adaptive: AdaptiveRate | undefined;
+  /** The circuit breaker the setup asked for, if any. */
+  readonly breaker: CircuitBreaker | undefined;
+  /** The adaptive rate the setup asked for, if any: its `onChange` tells each move of the rate. */
+  readonly adaptive: AdaptiveRate | undefined;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
+  readonly #price: ProviderPrice | undefined;
+  readonly #budget: Budget | undefined;
   readonly #callTimeoutMs: number;
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
   readonly #observers: readonly AttemptObserver[];
 
   constructor(options: CallGateOptions) {
-    const { provider, limits, breaker, adaptive, maxConcurrent } = options;
+    const { provider, maxConcurrent } = options;
+    checkProviderSetup(options, provider.name);
     this.provider = provider;
-    this.limits = limits;
     this.clock = options.clock ?? systemClock;
-    this.#breaker = breaker;
-    this.#adaptive = adaptive;
+    const limits = Array.isArray(options.limits)
+      ? new LocalLimits({ limits: options.limits as readonly LimitSpec[], clock: this.clock })
+      : (options.limits as ProviderLimits);
+    this.limits = limits;
+    const logger = options.logger ?? silentLogger;
+    if (options.breaker !== undefined) {
+      const { giveUpAfterMs: _, ...breakerOptions } = options.breaker;
+      this.breaker = new CircuitBreaker({ ...breakerOptions, clock: this.clock, name: provider.name, logger });
+    }
+    if (options.adaptive !== undefined) this.adaptive = new AdaptiveRate({ ...options.adaptive, limits, clock: this.clock });
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+    checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
+    this.#price = options.price;
+    if (this.#price !== undefined) {
+      checkObject('price', this.#price);
+      checkNumber('price.inputPerMTok', this.#price.inputPerMTok, { min: 0, unit: 'USD per million tokens' });
+      checkNumber('price.outputPerMTok', this.#price.outputPerMTok, { min: 0, unit: 'USD per million tokens' });
+    }
+    this.#budget = options.budget;
+    if (this.#budget !== undefined && this.#price === undefined) {
+      throw expected(`the price of "${provider.name}"`, 'given with a budget (it is what the budget counts in)', undefined);
+    }
     this.#callTimeoutMs = options.callTimeoutMs ?? Infinity;
     checkNumber('callTimeoutMs', this.#callTimeoutMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
     this.#estimateInputTokens = options.estimateInputTokens ?? estimateInputTokens;
     if (maxConcurrent !== undefined) checkInteger('maxConcurrent', maxConcurrent, 1);
     this.#inFlight = maxConcurrent === undefined ? undefined : pLimit(maxConcurrent);
-    const logger = (options.logger ?? silentLogger).child({ component: 'call-gate', provider: provider.name });
+    const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#observers = [
       settleGrant,
-      ...(breaker === undefined ? [] : [tellBreaker]),
-      ...(adaptive === undefined ? [] : [adaptRate(adaptive)]),
-      ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, logger)] : []),
-      logFailure(logger),
+      ...(this.#budget === undefined ? [] : [settleBudget]),
+      ...(this.breaker === undefined ? [] : [tellBreaker]),
+      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
+      ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
+      logFailure(log),
     ];
   }
 
@@ -207,8 +233,8 @@ export class CallGate {
       limits: this.limits.specs,
       rate: this.limits.rate,
       countsTokens: this.limits.countsTokens,
-      breakerOpens: this.#breaker?.opens ?? 0,
-      rateCuts: this.#adaptive?.decreases ?? 0,
+      breakerOpens: this.breaker?.opens ?? 0,
+      rateCuts: this.adaptive?.decreases ?? 0,
     };
   }
 
@@ -238,6 +264,7 @@ export class CallGate {
       if (attempt.called && tally !== undefined) {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
+        tally.costNanoUsd += attempt.costNanoUsd;
       }
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
@@ -270,7 +297,7 @@ export class CallGate {
 
   /** Sleeps `ms`, or less: any change of the circuit's state (the probe settled) ends the wait. */
   #untilCircuitMoves(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const breaker = this.#breaker!;
+    const breaker = this.breaker!;
     return new Promise<void>((resolve, reject) => {
       const finish = (error?: unknown) => {
         cancelTimer();
@@ -294,8 +321,8 @@ export class CallGate {
    */
   circuitWaitMs(): number {
     // Asked before every article starts: a circuit that never opened needs no state read.
-    if (this.#breaker === undefined || this.#breaker.opens === 0) return 0;
-    const state = this.#breaker.state;
+    if (this.breaker === undefined || this.breaker.opens === 0) return 0;
+    const state = this.breaker.state;
     if (state === undefined || state.kind === 'closed') return 0;
     if (state.kind === 'open') return Math.max(0, state.reopensAtMs - this.clock.now());
     return Infinity;
@@ -303,20 +330,22 @@ export class CallGate {
 
   /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */
   onCircuitChange(listener: () => void): () => void {
-    return this.#breaker?.onStateChange(listener) ?? (() => {});
+    return this.breaker?.onStateChange(listener) ?? (() => {});
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions): Promise<Attempt> {
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now());
+    const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
     try {
-      attempt.permit = this.#breaker?.acquirePermit();
-      const cost = this.limits.countsTokens ? await this.#cost(request) : REQUEST_ONLY;
+      attempt.permit = this.breaker?.acquirePermit();
+      if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
+      const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, options)
-        : this.#inFlight(() => this.#send(attempt, cost, options)));
+        ? this.#send(attempt, cost, maxOutputTokens, options)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options)));
     } catch (error) {
       attempt.error = error;
     }
@@ -325,14 +354,25 @@ export class CallGate {
     return attempt;
   }
 
+  /**
+   * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
+   * whole answer included — or refuses it, sending nothing.
+   */
+  async #hold(attempt: Attempt, maxOutputTokens: number): Promise<void> {
+    const worstNano = worstCaseNanoUsd(attempt.request, maxOutputTokens, this.#price!);
+    const hold = await this.#budget!.reserve(worstNano);
+    if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
+    attempt.hold = hold;
+    attempt.worstNanoUsd = worstNano;
+  }
+
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
-  async #send(attempt: Attempt, cost: CallCost, options: GateCallOptions): Promise<LlmResponse> {
+  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions): Promise<LlmResponse> {
     const { signal, deadlineMs = Infinity, rank } = options;
     const maxWaitMs = Math.max(0, deadlineMs - this.clock.now());
     attempt.grant = await this.limits.acquire(cost, { signal, maxWaitMs, rank });
     attempt.sentAtMs = this.clock.now();
     const leftMs = deadlineMs - attempt.sentAtMs;
-    const maxOutputTokens = this.#maxOutputTokens;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
     return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
@@ -376,8 +416,8 @@ export class CallGate {
     }
   }
 
-  async #cost(request: LlmRequest): Promise<CallCost> {
-    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: this.#maxOutputTokens };
+  async #cost(request: LlmRequest, maxOutputTokens: number): Promise<CallCost> {
+    return { requests: 1, inputTokens: await this.#estimateInputTokens(request), outputTokens: maxOutputTokens };
   }
 }
 
@@ -398,6 +438,13 @@ class Attempt implements AttemptEvent {
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
+  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  hold: BudgetHold | undefined;
+  worstNanoUsd = 0;
+  readonly price: ProviderPrice | undefined;
+  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  costNanoUsd = 0;
+  costUsd: number | undefined;
   sentAtMs: number | undefined;
   response: LlmResponse | undefined;
   error: unknown;
@@ -409,7 +456,15 @@ class Attempt implements AttemptEvent {
   usage: TokenUsage | undefined;
   retryInMs: number | undefined;
 
-  constructor(provider: string, request: LlmRequest, attempt: number, workerId: number | undefined, startMs: number) {
+  constructor(
+    provider: string,
+    request: LlmRequest,
+    attempt: number,
+    workerId: number | undefined,
+    startMs: number,
+    price: ProviderPrice | undefined,
+  ) {
+    this.price = price;
     this.provider = provider;
     this.request = request;
     this.task = request.task;
@@ -441,6 +496,11 @@ class Attempt implements AttemptEvent {
     this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
     this.usage = this.response?.usage;
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
+    if (this.price !== undefined) {
+      const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
+      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costUsd = this.costNanoUsd / NANO_USD;
+    }
   }
 }
 
@@ -448,6 +508,19 @@ class Attempt implements AttemptEvent {
 const settleGrant: AttemptObserver = (attempt) => {
   if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
   else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
+};
+
+/**
+ * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
+ * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
+ * it may have been billed in full, and the budget must never be overspent.
+ */
+const settleBudget: AttemptObserver = (attempt) => {
+  const { hold } = attempt;
+  if (hold === undefined) return;
+  if (!attempt.called) return hold.settle(0);
+  const billed = billedUsage(attempt.usage, attempt.error);
+  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */
@@ -511,6 +584,7 @@ const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => 
   [TruncatedOutputError, 'truncated'],
   [RefusalError, 'refused'],
   [MalformedOutputError, 'malformed'],
+  [NotAnApiError, 'not-an-api'],
 ];
 
 function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
@@ -523,5 +597,6 @@ function classify(error: unknown, signal: AbortSignal | undefined, called: boole
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
   if (isBrokenCircuitError(error)) return 'circuit-open';
   if (isLimitTooSmallError(error)) return 'too-large';
+  if (isBudgetExhaustedError(error)) return 'over-budget';
   return 'error';
 }

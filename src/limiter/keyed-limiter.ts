@@ -14,9 +14,9 @@ export interface KeyedLimiterOptions {
   readonly rate: number;
   /** Each key's capacity: the most one key can take at one instant. A new key starts full. */
   readonly burst: number;
-  /** Time source; defaults to the system clock. Tests pass a `ManualClock`. */
+  /** Time source. Tests pass a `ManualClock`. @default systemClock */
   readonly clock?: Clock | undefined;
-  /** Live keys at most, an integer >= 1. Default {@link KEYED_LIMITER_DEFAULTS}. */
+  /** Live keys at most, an integer >= 1. @default 1_000_000 */
   readonly maxKeys?: number | undefined;
 }
 

@@ -6,11 +6,18 @@ import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
  * - `draft-8`: `RateLimit-Policy: "default";q=60;w=60` and `RateLimit: "default";r=59;t=1` — a
  *   named policy with its quota `q` and window `w` (seconds), and what is left of it `r` and the
  *   seconds until it is whole again `t`;
- * - `draft-7`: `RateLimit-Policy: 60;w=60` and `RateLimit: limit=60, remaining=59, reset=1`.
+ * - `draft-7`: `RateLimit-Policy: 60;w=60` and `RateLimit: limit=60, remaining=59, reset=1`;
+ * - `draft-6`: `RateLimit-Policy: 60;w=60` and three fields, `RateLimit-Limit: 60`,
+ *   `RateLimit-Remaining: 59`, `RateLimit-Reset: 1` — what express-rate-limit's
+ *   `standardHeaders: true` sends, so clients written against it read the same fields here.
  */
-export type RateLimitHeaderDraft = 'draft-8' | 'draft-7';
+export type RateLimitHeaderDraft = 'draft-8' | 'draft-7' | 'draft-6';
 
-export const RATE_LIMIT_HEADER_DRAFTS: readonly RateLimitHeaderDraft[] = Object.freeze(['draft-8', 'draft-7'] as RateLimitHeaderDraft[]);
+export const RATE_LIMIT_HEADER_DRAFTS: readonly RateLimitHeaderDraft[] = Object.freeze([
+  'draft-8',
+  'draft-7',
+  'draft-6',
+] as RateLimitHeaderDraft[]);
 
 /** One draft-8 policy as `RateLimit-Policy` states it. */
 export interface IetfPolicy {
@@ -80,6 +87,11 @@ export function limitHeaderWriter(
     } else if (draft === 'draft-7') {
       headers['RateLimit-Policy'] = policy;
       headers.RateLimit = `limit=${quota}, remaining=${decision.remaining}, reset=${resetSeconds}`;
+    } else if (draft === 'draft-6') {
+      headers['RateLimit-Policy'] = policy;
+      headers['RateLimit-Limit'] = String(quota);
+      headers['RateLimit-Remaining'] = String(decision.remaining);
+      headers['RateLimit-Reset'] = String(resetSeconds);
     }
     if (legacy) {
       headers['X-RateLimit-Limit'] = String(quota);

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Counter, Registry } from 'prom-client';
 import type { RateLimitStore } from '../limiter/keyed-limiter.ts';
+import type { MetricsRegistry } from './rate-limit-options.ts';
 import { expected } from '../validation/checks.ts';
 
 /** What became of a request that reached the limiter. */
@@ -24,7 +25,7 @@ const REQUESTS_METRIC = 'http_rate_limit_requests_total';
 const KEYS_METRIC = 'http_rate_limit_keys';
 
 /** Per registry, each policy's reading of its store's key count, for the one gauge they share. */
-const keySources = new WeakMap<Registry, Map<string, () => number | undefined>>();
+const keySources = new WeakMap<MetricsRegistry, Map<string, () => number | undefined>>();
 
 /**
  * The middleware's counters, and, given a prom-client `Registry`, the same exported as
@@ -41,7 +42,7 @@ export class RateLimitCounters {
   readonly #policy: string;
   readonly #requests: Counter<'policy' | 'outcome'> | undefined;
 
-  constructor(store: RateLimitStore, policy: string, registry: Registry | undefined) {
+  constructor(store: RateLimitStore, policy: string, registry: MetricsRegistry | undefined) {
     this.#store = store;
     this.#policy = policy;
     this.#requests = registry === undefined ? undefined : this.#register(registry);
@@ -65,12 +66,14 @@ export class RateLimitCounters {
     };
   }
 
-  #register(registry: Registry): Counter<'policy' | 'outcome'> {
+  #register(given: MetricsRegistry): Counter<'policy' | 'outcome'> {
+    // The caller's registry is prom-client's own: it is only typed here by what this code calls.
+    const registry = given as unknown as Registry;
     const prom = createRequire(import.meta.url)('prom-client') as typeof import('prom-client');
-    let sources = keySources.get(registry);
+    let sources = keySources.get(given);
     if (sources === undefined) {
       sources = new Map();
-      keySources.set(registry, sources);
+      keySources.set(given, sources);
       const policies = sources;
       new prom.Gauge({
         name: KEYS_METRIC,

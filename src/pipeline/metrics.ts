@@ -1,4 +1,5 @@
 import type { AttemptEvent, GateFigures } from '../gate/call-gate.ts';
+import { NANO_USD, type Budget } from '../limits/budget.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 
@@ -46,6 +47,23 @@ export interface ProviderFigures {
   readonly finalRate: number;
   /** Times the adaptive rate cut the rate after 429s. */
   readonly rateCuts: number;
+  /** What its calls cost at its price, in USD; absent when it has none. */
+  readonly costUsd?: number;
+}
+
+/** Per-task call figures. */
+export interface TaskFigures {
+  readonly name: string;
+  /** Attempts that reached a provider, retries included. */
+  readonly calls: number;
+  readonly retries: number;
+  readonly rateLimited: number;
+  /** The provider's answer time of those calls, in ms. */
+  readonly latencyMs: { readonly p50: number; readonly p95: number };
+  /** LLM tokens the providers reported (input + output). */
+  readonly tokensUsed: number;
+  /** What its calls cost, in USD; absent when its providers have no price. */
+  readonly costUsd?: number;
 }
 
 /** What stopped the whole run before its source was done: a provider no retry can mend, or the source itself. */
@@ -54,9 +72,9 @@ export interface RunStop {
    * `"provider"`: it refused every call (a refused key, no credit); `"provider-down"`: it stayed
    * down (its circuit open, every probe failing) past the breaker's `giveUpAfterMs`; `"source"`: it
    * failed (a bad line in a stream); `"limits"`: they could not be reached (a shared quota's Redis
-   * went away).
+   * went away); `"budget"`: the next call's worst case did not fit what was left of the budget.
    */
-  readonly by: 'provider' | 'provider-down' | 'source' | 'limits';
+  readonly by: 'provider' | 'provider-down' | 'source' | 'limits' | 'budget';
   /** The provider's name, when a provider stopped the run. */
   readonly provider?: string | undefined;
   /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`, `InputError`. */
@@ -114,9 +132,27 @@ export interface RunSummary {
   readonly limiterWaitMs: Percentiles;
   readonly failureReasons: Readonly<Record<string, number>>;
   readonly providers: readonly ProviderFigures[];
+  /** Each task's figures, in the tasks' order. */
+  readonly tasks: readonly TaskFigures[];
+  /** What the run's calls cost at the providers' prices, in USD; absent when no provider has one. */
+  readonly costUsd?: number;
+  /** The budget, and what of it was spent or is still held (a call whose cost no usage told counts whole). */
+  readonly budget?: { readonly maxUsd: number; readonly spentUsd: number };
+}
+
+interface TaskCounters {
+  calls: number;
+  retries: number;
+  rateLimited: number;
+  readonly latency: Histogram;
+  tokensUsed: number;
+  costNanoUsd: number;
+  priced: boolean;
 }
 
 interface ProviderCounters {
+  readonly priced: boolean;
+  costNanoUsd: number;
   tokensUsed: number;
   circuitRejections: number;
   calls: number;
@@ -141,6 +177,9 @@ export class Metrics {
   readonly #wait = new Histogram();
   readonly #failureReasons = new Map<string, number>();
   readonly #total: number | undefined;
+  readonly #tasks = new Map<string, TaskCounters>();
+  readonly #budget: Budget | undefined;
+  readonly #priced: boolean;
   #articles = 0;
   #succeeded = 0;
   #failed = 0;
@@ -157,12 +196,33 @@ export class Metrics {
     readonly providers: readonly string[];
     /** Articles the source holds, when known. */
     readonly total?: number | undefined;
+    /** The run's tasks, in order, each with its provider's name. */
+    readonly tasks?: readonly { readonly name: string; readonly provider: string }[] | undefined;
+    /** The providers with a price: their calls, and their tasks', say what they cost. */
+    readonly priced?: readonly string[] | undefined;
+    readonly budget?: Budget | undefined;
   }) {
+    const priced = new Set(options.priced ?? []);
+    this.#priced = priced.size > 0;
     this.#startMs = options.startMs;
     this.#workers = options.workers;
     this.#total = options.total;
+    this.#budget = options.budget;
+    for (const { name, provider } of options.tasks ?? []) {
+      this.#tasks.set(name, {
+        calls: 0,
+        retries: 0,
+        rateLimited: 0,
+        latency: new Histogram(),
+        tokensUsed: 0,
+        costNanoUsd: 0,
+        priced: priced.has(provider),
+      });
+    }
     for (const name of options.providers) {
       this.#providers.set(name, {
+        priced: priced.has(name),
+        costNanoUsd: 0,
         tokensUsed: 0,
         circuitRejections: 0,
         calls: 0,
@@ -185,9 +245,23 @@ export class Metrics {
     else this.#wait.record(event.waitMs);
     // An attempt that never got its token made no call.
     if (!event.called) return;
-    if (event.usage !== undefined) counters.tokensUsed += event.usage.inputTokens + event.usage.outputTokens;
+    const tokens = event.usage === undefined ? 0 : event.usage.inputTokens + event.usage.outputTokens;
+    counters.tokensUsed += tokens;
     counters.calls++;
     if (event.retryInMs !== undefined) counters.retries++;
+    const task = this.#tasks.get(event.task);
+    if (task !== undefined) {
+      task.calls++;
+      task.tokensUsed += tokens;
+      task.latency.record(event.latencyMs);
+      if (event.retryInMs !== undefined) task.retries++;
+      if (event.outcome === 'rate-limited') task.rateLimited++;
+    }
+    if (event.costUsd !== undefined) {
+      const nano = Math.round(event.costUsd * NANO_USD);
+      counters.costNanoUsd += nano;
+      if (task !== undefined) task.costNanoUsd += nano;
+    }
     if (event.outcome === 'rate-limited') counters.rateLimited++;
     else if (event.outcome === 'server-error') counters.serverErrors++;
     else if (event.outcome === 'timeout') counters.timeouts++;
@@ -240,11 +314,13 @@ export class Metrics {
       const rate = requests?.rate ?? Infinity;
       const burst = requests?.burst ?? 0;
       const rateFloorMs = rate === Infinity ? 0 : rate === 0 ? Infinity : (Math.max(0, c.calls - burst) * 1000) / rate;
+      const { costNanoUsd, priced, ...counts } = c;
       providers.push({
         name: gate.provider,
         rate,
         burst,
-        ...c,
+        ...counts,
+        ...(priced === true && { costUsd: costNanoUsd / NANO_USD }),
         rateFloorMs,
         achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
         breakerOpens: gate.breakerOpens,
@@ -293,6 +369,17 @@ export class Metrics {
       limiterWaitMs: percentiles(this.#wait),
       failureReasons: Object.fromEntries(this.#failureReasons),
       providers,
+      tasks: [...this.#tasks].map(([name, t]) => ({
+        name,
+        calls: t.calls,
+        retries: t.retries,
+        rateLimited: t.rateLimited,
+        latencyMs: t.latency.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latency.quantile(0.5), p95: t.latency.quantile(0.95) },
+        tokensUsed: t.tokensUsed,
+        ...(t.priced && { costUsd: t.costNanoUsd / NANO_USD }),
+      })),
+      ...(this.#priced && { costUsd: [...this.#providers.values()].reduce((sum, p) => sum + p.costNanoUsd, 0) / NANO_USD }),
+      ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
     };
   }
 }

@@ -1,17 +1,21 @@
 import type { Clock } from '../clock.ts';
 import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
+import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
-import { TimeoutError, type TaskName } from '../provider/provider.ts';
-import { TASKS } from '../provider/provider.ts';
+import { TimeoutError } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
+import { requestFor, type Task, type TaskSet } from '../tasks/task-set.ts';
+import { missingInput, MissingFieldError } from '../tasks/template.ts';
 import type { Admission } from './admission.ts';
 import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
 
 export interface ProcessorOptions {
-  /** Where each task's calls go: a gate per provider, shared by all workers. */
-  readonly gates: Readonly<Record<TaskName, CallGate>>;
+  /** Every article's tasks. */
+  readonly tasks: TaskSet;
+  /** Where each task's calls go: the gate of its provider, shared by all workers. */
+  readonly gates: ReadonlyMap<string, CallGate>;
   /** Per-article budget in ms, bounding limiter waits and calls alike. */
   readonly timeoutMs: number;
   readonly clock: Clock;
@@ -26,62 +30,132 @@ export interface ProcessorOptions {
   readonly admission?: Admission | undefined;
   /** What a call is expected to take, in ms, for ranking the article's calls by urgency. Default: nothing. */
   readonly expectedCallMs?: (() => number) | undefined;
+  /** Whether any provider has a price: the result then says what the article cost. */
+  readonly priced?: boolean | undefined;
 }
 
 /**
- * Runs an article's tasks in order — summarise, then sentiment — and always resolves with its
- * result: succeeded, failed with the reason (a dead letter), or cancelled. It never rejects.
+ * Runs an article's tasks — each once the tasks it depends on are done, independent ones at once —
+ * and always resolves with its result: succeeded with every task's output, failed with the reason
+ * (a dead letter) and the outputs it had, or cancelled. It never rejects. Outputs an earlier run
+ * left (`article.outputs`) are kept, their tasks not run again. A field the input line lacks fails
+ * the article before any call.
  *
  * Each call waits for the limits ranked by the latest instant it can be granted and still leave
- * the article's remaining calls their expected time before its deadline: earliest deadline first.
+ * the calls after it their expected time before the article's deadline: earliest deadline first.
  * Under load that serves work under way before articles started after it; with time to spare,
- * an article's first call goes before others' second ones, which keeps the limits busy.
+ * an article's first call goes before others' later ones, which keeps the limits busy.
  */
 export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
-  const { clock, timeoutMs, signal: runSignal } = options;
+  const { clock, timeoutMs, signal: runSignal, gates, admission } = options;
   const startMs = clock.now();
   const deadlineMs = startMs + timeoutMs;
   const deadlineSignal = options.deadlines.signalFor(deadlineMs);
+  const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
+  const { tasks } = options;
+  const outputs: Record<string, unknown> = {};
+  if (article.outputs !== undefined) {
+    for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
+  }
+  const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
+  const started: Task[] = [];
+  let failure: { task: string; error: unknown } | undefined;
+  const { onAttempt, workerId, expectedCallMs } = options;
 
-  const { gates, admission } = options;
-  let task: TaskName = TASKS[0]!;
-  let called = 0;
-  const tally = { calls: 0, latencyMs: 0 };
-  const callOptions = { signal: deadlineSignal, deadlineMs, rank: 0, onAttempt: options.onAttempt, workerId: options.workerId, tally };
+  const run = async (task: Task): Promise<void> => {
+    started.push(task);
+    const gate = gates.get(task.name)!;
+    admission?.calling(gate);
+    try {
+      const request = requestFor(task, article.id, fields, outputs);
+      const rank = deadlineMs - task.height * (expectedCallMs?.() ?? 0);
+      const callOptions = { signal: deadlineSignal, deadlineMs, rank, onAttempt, workerId, maxOutputTokens: task.maxOutputTokens, tally };
+      outputs[task.name] = (await gate.call(request, callOptions)).response.output;
+    } catch (error) {
+      failure ??= { task: task.name, error };
+    }
+  };
+  const pending = article.outputs === undefined ? tasks.tasks : tasks.tasks.filter((task) => !Object.hasOwn(outputs, task.name));
+  const lacking = lackingField(pending, fields);
+  if (lacking !== undefined) failure = { task: lacking.task, error: lacking };
+  else if (tasks.serial) {
+    // One call after another, as a chain of tasks makes them: no graph to walk.
+    for (const task of pending) {
+      await run(task);
+      if (failure !== undefined) break;
+    }
+  } else await runGraph(pending, outputs, run, () => failure !== undefined);
+
+  admission?.finished(pendingGates(tasks, outputs, started, gates));
   const result: Mutable<ArticleResult> = {
     id: article.id,
     title: article.title,
     status: 'succeeded',
-    attempts: 0,
-    elapsedMs: 0,
-    callMs: 0,
+    outputs,
+    attempts: tally.calls,
+    elapsedMs: clock.now() - startMs,
+    callMs: tally.latencyMs,
   };
-  try {
-    for (task of TASKS) {
-      const request = { task, articleId: article.id, title: article.title, text: article.content };
-      admission?.calling(gates[task]);
-      callOptions.rank = deadlineMs - (TASKS.length - called) * (options.expectedCallMs?.() ?? 0);
-      called++;
-      const { response } = await gates[task].call(request, callOptions);
-      const output = response.output;
-      if (output.task === 'summarize') {
-        result.summary = output.summary;
-        result.keywords = output.keywords;
-      } else {
-        result.sentiment = output.sentiment;
-        result.sentimentScore = output.score;
-      }
-    }
-  } catch (error) {
-    const cancelled = runSignal?.aborted === true && error === runSignal.reason;
+  if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
+  if (failure !== undefined) {
+    const { error } = failure;
+    const lastError = isRetryError(error) ? error.lastError : error;
+    const cancelled = (runSignal?.aborted === true && error === runSignal.reason) || isBudgetExhaustedError(lastError);
     result.status = cancelled ? 'cancelled' : 'failed';
-    result.error = describe(error, task);
+    result.error = describe(error, failure.task);
   }
-  admission?.finished(TASKS.slice(called).map((uncalled) => gates[uncalled]));
-  result.attempts = tally.calls;
-  result.callMs = tally.latencyMs;
-  result.elapsedMs = clock.now() - startMs;
   return result;
+}
+
+/**
+ * Runs `pending` (in an order that puts each after its dependencies), each once every task it
+ * depends on has its output, those ready together at once; starts nothing more once `stopped()`.
+ */
+async function runGraph(
+  pending: readonly Task[],
+  outputs: Readonly<Record<string, unknown>>,
+  run: (task: Task) => Promise<void>,
+  stopped: () => boolean,
+): Promise<void> {
+  const waiting = [...pending];
+  const running = new Set<Promise<void>>();
+  while (waiting.length > 0 && !stopped()) {
+    const ready = waiting.filter((task) => task.dependsOn.every((name) => Object.hasOwn(outputs, name)));
+    // Nothing ready and nothing running: what is left waits on a task that failed.
+    if (ready.length === 0 && running.size === 0) return;
+    for (const task of ready) {
+      waiting.splice(waiting.indexOf(task), 1);
+      const call = run(task).then(() => {
+        running.delete(call);
+      });
+      running.add(call);
+    }
+    await Promise.race(running);
+  }
+  await Promise.all(running);
+}
+
+/** The first field a pending task's prompt reads that the input line lacks, as the error the article fails with. */
+function lackingField(pending: readonly Task[], fields: Readonly<Record<string, unknown>>): MissingFieldError | undefined {
+  for (const task of pending) {
+    const placeholder = missingInput(task.template.placeholders, fields);
+    if (placeholder !== undefined) return new MissingFieldError(placeholder.text, task.name);
+  }
+  return undefined;
+}
+
+/** The gates of the tasks that will make no call: neither started nor done before. */
+function pendingGates(
+  tasks: TaskSet,
+  outputs: Readonly<Record<string, unknown>>,
+  started: readonly Task[],
+  gates: ReadonlyMap<string, CallGate>,
+): CallGate[] {
+  const gatesLeft: CallGate[] = [];
+  // Every task started or done: the usual end of an article, with nothing to give back.
+  if (started.length === tasks.tasks.length) return gatesLeft;
+  for (const task of tasks.tasks) if (!started.includes(task) && !Object.hasOwn(outputs, task.name)) gatesLeft.push(gates.get(task.name)!);
+  return gatesLeft;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -100,12 +174,13 @@ export function articleDeadlines(clock: Clock, timeoutMs: number, runSignal?: Ab
 }
 
 /** A dead letter's reason: the underlying failure's type, and a message that says what happened. */
-function describe(error: unknown, task: TaskName): ArticleError {
+function describe(error: unknown, task: string): ArticleError {
   if (isRetryError(error)) {
     const last = error.lastError;
     if (isMaxWaitExceededError(last)) {
       return { type: last.name, message: `rate limiter could not grant a token before the article's deadline (${last.message})`, task };
     }
+    if (isBudgetExhaustedError(last)) return { type: last.name, message: last.message, task };
     return { type: last instanceof Error ? last.name : 'Error', message: error.message, task };
   }
   if (error instanceof Error) return { type: error.name, message: error.message, task };

@@ -1,5 +1,3 @@
-import type { Sentiment } from '../provider/provider.ts';
-
 /** How an article ended. Every article the source yields ends as exactly one of these. */
 export type ArticleStatus = 'succeeded' | 'failed' | 'cancelled';
 
@@ -14,15 +12,18 @@ export interface ArticleResult {
   readonly id: string;
   readonly title: string;
   readonly status: ArticleStatus;
-  readonly summary?: string;
-  readonly keywords?: readonly string[];
-  readonly sentiment?: Sentiment;
-  readonly sentimentScore?: number;
+  /**
+   * Each task's answer, by task name: all of them for an article that succeeded; those it had for
+   * one that failed or was cancelled (a resume runs only the rest).
+   */
+  readonly outputs: Readonly<Record<string, unknown>>;
   /** Provider calls made for this article, retries included. */
   readonly attempts: number;
   /** From start to end, limiter waits, calls and backoffs included, in ms. */
   readonly elapsedMs: number;
   /** Of that, the time the provider took to answer its calls, in ms (the rest was waiting). */
   readonly callMs: number;
+  /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
+  readonly costUsd?: number;
   readonly error?: ArticleError;
 }

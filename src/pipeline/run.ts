@@ -1,23 +1,21 @@
 import type { Logger } from 'pino';
-import { CircuitBreaker, type CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { AdaptiveRate, type AdaptiveTuning } from '../limits/adaptive-rate.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
-import { LocalLimits } from '../limits/local-limits.ts';
+import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
+import type { Budget } from '../limits/budget.ts';
 import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
-import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
-import type { Provider, TaskName } from '../provider/provider.ts';
-import { BadRequestError, TASKS, stopsRun } from '../provider/provider.ts';
+import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
+import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, checkNumber, expected } from '../validation/checks.ts';
-import { formatDuration } from '../validation/duration.ts';
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
+import { STOP_RULES, type WatchedRun } from './stop-rules.ts';
 import type { ArticleResult } from './result.ts';
 
 /** What a run does unless told otherwise. */
@@ -34,49 +32,15 @@ export const PIPELINE_DEFAULTS = Object.freeze({
   giveUpAfterMs: 30_000,
 });
 
-/** A circuit breaker's options in a run, and how long the run waits for the provider to come back. */
-export interface BreakerSetup extends Omit<CircuitBreakerOptions, 'clock' | 'name' | 'logger'> {
-  /**
-   * Once the circuit has been open this long, every probe failing, the run stops as on Ctrl-C: the
-   * articles in flight end `cancelled`, the rest are not started, all left for a resume. Ms;
-   * Infinity never gives up. Default {@link PIPELINE_DEFAULTS}.
-   */
-  readonly giveUpAfterMs?: number | undefined;
-}
-
 /** The share of an article's timeout admission keeps back for timers and calls that run late (a loaded event loop stalls for tens of ms). */
 const ADMISSION_MARGIN = 0.1;
-
-/** A provider and the client-side mechanisms in front of it. */
-export interface ProviderSetup {
-  readonly provider: Provider;
-  /**
-   * Every limit the provider sets (requests, tokens, input/output tokens; `requestLimit(rate,
-   * burst)` for a request rate alone), kept in this process — or limits kept elsewhere (shared
-   * through Redis), as a {@link ProviderLimits}.
-   */
-  readonly limits: readonly LimitSpec[] | ProviderLimits;
-  /** A circuit breaker in front of the provider, with these options. Absent: none. */
-  readonly breaker?: BreakerSetup | undefined;
-  /** Adapt the request rate to 429s (never above the configured rate), tuned so; `{}` for the defaults. Absent: fixed rate. */
-  readonly adaptive?: AdaptiveTuning | undefined;
-  /** Lower the limits to what the provider's rate-limit headers say remains. Default `GATE_DEFAULTS`. */
-  readonly syncHeaders?: boolean | undefined;
-  /** Output tokens reserved per call before its usage is known (token limits only). Default `GATE_DEFAULTS`. */
-  readonly maxOutputTokens?: number | undefined;
-  /** Calls in flight at once to this provider. Default: no cap beyond the workers. */
-  readonly maxConcurrent?: number | undefined;
-  /**
-   * How long one attempt may wait for the answer, in ms: one that outlasts it is retried within the
-   * article's timeout. Default: what is left of the article's timeout (a timeout ends the article).
-   */
-  readonly callTimeoutMs?: number | undefined;
-}
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
 export class CancelledError extends Error {
   override readonly name = 'CancelledError';
 }
+
+export const isCancelledError = (error: unknown): error is CancelledError => error instanceof CancelledError;
 
 /**
  * The run stopped because a provider answered in a way no retry can mend (it refused the key, the
@@ -95,6 +59,8 @@ export class RunStoppedError extends Error {
   }
 }
 
+export const isRunStoppedError = (error: unknown): error is RunStoppedError => error instanceof RunStoppedError;
+
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
   readonly workerId: number;
@@ -107,8 +73,19 @@ export interface PipelineOptions {
   readonly total?: number | undefined;
   /** One gate (limits, breaker, adaptive rate) is made per provider and shared by every worker. */
   readonly providers: readonly ProviderSetup[];
-  /** Which provider (by name) serves each task. Default: the first provider serves all. */
-  readonly routes?: Partial<Record<TaskName, string>> | undefined;
+  /** Every article's tasks (`defineTasks`, `loadTasksFile`). @default the built-in summarize, then sentiment */
+  readonly tasks?: TaskSet | undefined;
+  /**
+   * Which provider (by name) serves each task that names none itself (task name → provider name).
+   * @default the first provider serves them
+   */
+  readonly routes?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The run's money: every call holds its worst case at its provider's `price` first, so the run
+   * never spends more; when the next call cannot be covered, intake stops (`stoppedBy.by` is
+   * `"budget"`). Every provider needs a `price`. @default none
+   */
+  readonly budget?: Budget | undefined;
   /** Articles processed at once. Default {@link PIPELINE_DEFAULTS}. */
   readonly workers?: number | undefined;
   /** Per-article budget in ms for limiter waits and calls together. Default {@link PIPELINE_DEFAULTS}. */
@@ -140,30 +117,32 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   checkDurationMs('timeoutMs', timeoutMs, { positive: true });
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
+  const tasks = options.tasks ?? loadBuiltinTasks();
   const gatesByName = new Map<string, CallGate>();
-  const breakers: { readonly name: string; readonly breaker: CircuitBreaker; readonly giveUpAfterMs: number }[] = [];
+  const watchedGates: { gate: CallGate; giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
     const { name } = setup.provider;
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const { gate, breaker } = buildGate(setup, options, clock);
+    const gate = new CallGate({ ...setup, budget: options.budget, retry: options.retry, clock, logger: options.logger });
     gatesByName.set(name, gate);
-    if (breaker !== undefined) breakers.push({ name, breaker, giveUpAfterMs });
+    watchedGates.push({ gate, giveUpAfterMs });
   }
-  const defaultProvider = options.providers[0]!.provider.name;
-  const gates = Object.fromEntries(
-    TASKS.map((task) => {
-      const name = options.routes?.[task] ?? defaultProvider;
-      const gate = gatesByName.get(name);
-      if (gate === undefined) throw expected(`task "${task}"`, 'routed to a known provider', name);
-      return [task, gate];
-    }),
-  ) as Record<TaskName, CallGate>;
+  const gates = new Map([...taskProviders(tasks, options.providers, options.routes)].map(([task, name]) => [task, gatesByName.get(name)!]));
   // Loaded before the first token is taken: a call must leave when its token is granted.
   await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
 
-  const metrics = new Metrics({ startMs: clock.now(), workers, providers: [...gatesByName.keys()], total: options.total });
+  const priced = options.providers.some((setup) => setup.price !== undefined);
+  const metrics = new Metrics({
+    startMs: clock.now(),
+    workers,
+    providers: [...gatesByName.keys()],
+    tasks: tasks.tasks.map((task) => ({ name: task.name, provider: gates.get(task.name)!.provider.name })),
+    priced: options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name),
+    total: options.total,
+    budget: options.budget,
+  });
   const { onResult, onAttempt } = options;
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
@@ -173,60 +152,52 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // An article's calls take what calls have been taking (allowing for the slow ones) — half its
   // timeout until calls have answered — and the limits may have the rest, less a margin for timers
   // that fire late.
-  const latency = new LatencyEstimate(timeoutMs / 2 / TASKS.length);
+  const latency = new LatencyEstimate(timeoutMs / 2 / tasks.depth);
   const admission = new Admission(
-    TASKS.map((task) => gates[task]),
+    tasks.tasks.map((task) => gates.get(task.name)!),
     clock,
-    () => timeoutMs * (1 - ADMISSION_MARGIN) - TASKS.length * latency.highMs,
+    () => timeoutMs * (1 - ADMISSION_MARGIN) - tasks.depth * latency.highMs,
     signal,
   );
   const expectedCallMs = () => latency.meanMs;
 
   let stoppedBy: RunStop | undefined;
-  // Limits that cannot be reached (a shared quota whose Redis is gone) stop intake only: the
-  // articles in flight keep what they were granted and fail at their next limiter call.
+  // A stop that halts intake only (limits out of reach): the articles in flight keep what they were granted.
   const intake = new AbortController();
-  // Providers that have answered a call: a 404 after that is one request's, not the address's.
-  const answered = new Set<string>();
-  // What each provider last failed with: what a provider that stays down is said to be failing with.
-  const lastFailure = new Map<string, Error>();
+  const attemptListeners: ((event: AttemptEvent) => void)[] = [];
+  const watched: WatchedRun = {
+    gates: watchedGates,
+    onAttempt(listener) {
+      attemptListeners.push(listener);
+      return () => attemptListeners.splice(attemptListeners.indexOf(listener), 1);
+    },
+  };
+  const unwatch = STOP_RULES.map((rule) =>
+    rule.watch(watched, (found) => {
+      const halted = rule.halts === 'run' ? stop : intake;
+      // A stop of the whole run says more than an earlier stop of intake; nothing says more than the first.
+      if (signal.aborted || (halted === intake && intake.signal.aborted)) return;
+      stoppedBy = { by: rule.by, provider: found.provider, type: found.type, message: found.message };
+      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
+      logger.warn({ provider: found.provider, by: rule.by, err: found.cause }, 'run stopped');
+      if (rule.halts === 'run') stop.abort(new RunStoppedError(found.provider ?? 'run', found.cause));
+      else intake.abort(found.cause);
+    }),
+  );
   const recordAttempt = (event: AttemptEvent) => {
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
-    if (ANSWERED.has(event.outcome)) answered.add(event.provider);
-    // A 404 is the route or the model: before this provider has answered anything, it is the base
-    // URL or the model name that is wrong, and every call would meet it.
-    const wrongAddress = isNotFound(event.error) && !answered.has(event.provider);
-    if ((stopsRun(event.error) || wrongAddress) && !signal.aborted) {
-      stoppedBy = { by: 'provider', provider: event.provider, type: event.error.name, message: event.error.message };
-      // A warning, not an error: the run ends in order, and the caller reports why (the CLI in one line).
-      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the provider refuses every call');
-      stop.abort(new RunStoppedError(event.provider, event.error));
-    }
-    if (isLimiterUnavailableError(event.error) && !intake.signal.aborted) {
-      stoppedBy ??= { by: 'limits', provider: event.provider, type: event.error.name, message: event.error.message };
-      logger.warn({ provider: event.provider, err: event.error }, 'run stopped: the limits cannot be reached');
-      intake.abort(event.error);
-    }
-    if (event.called && event.outcome !== 'ok' && event.error instanceof Error) lastFailure.set(event.provider, event.error);
+    for (const listener of attemptListeners) listener(event);
     onAttempt?.(event as PipelineAttemptEvent);
   };
-  const unwatch = breakers.map(({ name, breaker, giveUpAfterMs }) =>
-    watchDowntime(breaker, giveUpAfterMs, (downMs) => {
-      if (signal.aborted) return;
-      const last = lastFailure.get(name);
-      const message = `down for ${formatDuration(downMs)}, its circuit open and every probe failing${last === undefined ? '' : ` (the last: ${last.name}: ${last.message})`}`;
-      stoppedBy ??= { by: 'provider-down', provider: name, type: last?.name ?? 'BrokenCircuitError', message };
-      logger.warn({ provider: name, downMs, err: last }, 'run stopped: the provider stays down');
-      stop.abort(new RunStoppedError(name, new Error(message)));
-    }),
-  );
   // One options object per worker slot, made when the slot first runs: the per-article path
   // allocates little, and slots a run never fills cost nothing.
   const processorOptions: ProcessorOptions[] = [];
   const optionsFor = (workerId: number): ProcessorOptions =>
     (processorOptions[workerId] ??= {
+      tasks,
       gates,
+      priced,
       timeoutMs,
       clock,
       deadlines,
@@ -272,53 +243,51 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   return summary;
 }
 
-/** Outcomes that prove the provider's address and model right: it answered the request itself. */
-const ANSWERED: ReadonlySet<AttemptEvent['outcome']> = new Set(['ok', 'rate-limited', 'truncated', 'refused', 'malformed']);
-
-/** A 404 from a provider's HTTP API. */
-const isNotFound = (error: unknown): error is BadRequestError => error instanceof BadRequestError && error.status === 404;
-
 /**
- * Calls `onDown` when a probe fails once the circuit has been open — every probe failing since
- * it opened from closed — for `giveUpAfterMs`. Returns a function that stops watching.
+ * Which provider serves each task: the one it names, else the one `routes` names for it, else the
+ * first. Throws a {@link TasksError} (its message begins with where the tasks came from) for a
+ * provider that is not among `providers`, a route for a task that is not there, and a task whose
+ * `maxOutputTokens` its provider's token limits cannot hold — before any call.
  */
-function watchDowntime(breaker: CircuitBreaker, giveUpAfterMs: number, onDown: (downMs: number) => void): () => void {
-  let downSinceMs: number | undefined;
-  return breaker.onStateChange(({ from, to, atMs }) => {
-    if (to === 'closed') downSinceMs = undefined;
-    else if (to === 'open' && from === 'closed') downSinceMs = atMs;
-    else if (to === 'open' && downSinceMs !== undefined && atMs - downSinceMs >= giveUpAfterMs) onDown(atMs - downSinceMs);
-  });
+export function taskProviders(
+  tasks: TaskSet,
+  providers: readonly ProviderSetup[],
+  routes?: Readonly<Record<string, string>> | undefined,
+): Map<string, string> {
+  const names = providers.map((setup) => setup.provider.name);
+  const fail = (message: string): never => {
+    throw new TasksError(`${tasks.source}: ${message}`);
+  };
+  for (const task of Object.keys(routes ?? {})) {
+    if (!tasks.tasks.some((candidate) => candidate.name === task)) {
+      fail(`the routes name task "${task}", which is not one of these tasks (${tasks.tasks.map((t) => t.name).join(', ')})`);
+    }
+  }
+  const assigned = new Map<string, string>();
+  for (const task of tasks.tasks) {
+    const name = task.provider ?? routes?.[task.name] ?? names[0]!;
+    const setup = providers.find((candidate) => candidate.provider.name === name);
+    if (setup === undefined) {
+      return fail(
+        `task "${task.name}" asks for provider "${name}", which is not one of the run's (${names.map((n) => `"${n}"`).join(', ')})`,
+      );
+    }
+    if (task.maxOutputTokens !== undefined) {
+      const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
+      if (problem?.rule === 'token-burst') {
+        const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
+        fail(
+          `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${name}" ` +
+            `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
+            'give the task a smaller maxOutputTokens, or the provider a larger limit',
+        );
+      }
+    }
+    assigned.set(task.name, name);
+  }
+  return assigned;
 }
 
-/** The gate for one provider: its limits, and the breaker and adaptive rate it asks for. */
-function buildGate(setup: ProviderSetup, options: PipelineOptions, clock: Clock): { gate: CallGate; breaker: CircuitBreaker | undefined } {
-  const { provider } = setup;
-  const limits = Array.isArray(setup.limits)
-    ? new LocalLimits({ limits: setup.limits as readonly LimitSpec[], clock })
-    : (setup.limits as ProviderLimits);
-  let adaptive: AdaptiveRate | undefined;
-  if (setup.adaptive !== undefined) {
-    if (!(limits.rate < Infinity)) throw expected(`the request limit of "${provider.name}"`, 'finite for the adaptive rate', limits.rate);
-    adaptive = new AdaptiveRate({ ...setup.adaptive, limits, clock });
-  }
-  let breaker: CircuitBreaker | undefined;
-  if (setup.breaker !== undefined) {
-    const { giveUpAfterMs: _, ...breakerOptions } = setup.breaker;
-    breaker = new CircuitBreaker({ ...breakerOptions, clock, name: provider.name, logger: options.logger });
-  }
-  const gate = new CallGate({
-    provider,
-    limits,
-    breaker,
-    adaptive,
-    clock,
-    syncHeaders: setup.syncHeaders,
-    maxOutputTokens: setup.maxOutputTokens,
-    maxConcurrent: setup.maxConcurrent,
-    callTimeoutMs: setup.callTimeoutMs,
-    retry: options.retry,
-    logger: options.logger,
-  });
-  return { gate, breaker };
+function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
+  return Array.isArray(limits) ? (limits as readonly LimitSpec[]) : (limits as ProviderLimits).specs;
 }

@@ -11,21 +11,18 @@ import {
   BadRequestError,
   MalformedOutputError,
   NetworkError,
+  NotAnApiError,
   QuotaExhaustedError,
   RateLimitError,
   ServerError,
   TimeoutError,
   type CallOptions,
   type LlmRequest,
-  type LlmOutput,
   type LlmResponse,
-  type Provider,
+  type ProviderErrorOptions,
   type ResponseHeaders,
-  type TaskName,
   type TokenUsage,
 } from './provider.ts';
-import { readAnswer } from './tasks/answer.ts';
-import type { Task } from './tasks/task.ts';
 
 /** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
 export interface HttpProviderOptions {
@@ -245,22 +242,24 @@ export function usageOf(inputTokens: unknown, outputTokens: unknown): TokenUsage
     : undefined;
 }
 
+/**
+ * The body of a 2xx response, which must be a JSON object: the SDKs hand over a body that is not
+ * JSON as its text, and a web page answering 200 is no API's answer (`NotAnApiError`).
+ */
+export function apiBodyOf(data: unknown, response: Response, meta: ProviderErrorOptions): object {
+  if (typeof data === 'object' && data !== null) return data;
+  const type = response.headers.get('content-type')?.split(';')[0]?.trim();
+  const text = typeof data === 'string' ? data.trim().replace(/\s+/g, ' ') : (JSON.stringify(data) ?? String(data));
+  const start = text.length > 60 ? `${text.slice(0, 59)}…` : text;
+  throw new NotAnApiError(
+    `${response.status} with ${type === undefined || type === '' ? 'no content type' : type}, not a JSON object${start === '' ? '' : `: ${JSON.stringify(start)}`}`,
+    { ...meta, status: response.status },
+  );
+}
+
 /** Response headers as the gate reads them: a plain record, names lower-case. */
 export function headersOf(headers: Headers | undefined): ResponseHeaders {
   return headers === undefined ? {} : Object.fromEntries(headers.entries());
-}
-
-/**
- * The output an answer means (see `readAnswer`); a malformed one is rejected with the response's
- * headers, so the limits still hear what the provider said about them.
- */
-export async function outputOf(task: Task, answer: unknown, headers: ResponseHeaders): Promise<LlmOutput> {
-  try {
-    return await readAnswer(task, answer);
-  } catch (error) {
-    if (!(error instanceof MalformedOutputError)) throw error;
-    throw new MalformedOutputError(error.message, { headers });
-  }
 }
 
 /** The first error down the `cause` chain with a system code (`ECONNREFUSED`, `ERR_SSL_…`, `UND_ERR_SOCKET`). */
@@ -293,20 +292,24 @@ function blankOut(text: string, secret: string): string {
 }
 
 /**
- * What a provider warms up on: one call of each task through the SDK to a canned answer (see
- * {@link cannedFetch}), nothing of it sent.
+ * What a provider warms up on: one call through the SDK to a canned answer (see
+ * {@link cannedFetch}), nothing of it sent. Its schema is a small one of its own: the run's tasks
+ * are compiled on their first call.
  */
-export const WARM_UP_REQUESTS: readonly LlmRequest[] = Object.freeze(
-  (['summarize', 'sentiment'] as const).map((task) =>
-    Object.freeze({ task, articleId: 'warm-up', title: 'Warm-up', text: 'A call made to a canned answer; nothing is sent.' }),
-  ),
-);
-
-/** What each task's warm-up call answers: an answer that fits the task's schema. */
-export const WARM_UP_ANSWERS: Readonly<Record<TaskName, Readonly<Record<string, unknown>>>> = Object.freeze({
-  summarize: Object.freeze({ summary: 'Warm-up.', keywords: Object.freeze(['warm-up']) }),
-  sentiment: Object.freeze({ sentiment: 'neutral', score: 0 }),
+export const WARM_UP_REQUEST: LlmRequest = Object.freeze({
+  task: 'warm_up',
+  articleId: 'warm-up',
+  prompt: 'A call made to a canned answer; nothing is sent.',
+  schema: Object.freeze({
+    type: 'object',
+    properties: Object.freeze({ ready: Object.freeze({ type: 'boolean' }) }),
+    required: Object.freeze(['ready']),
+    additionalProperties: false,
+  }),
 });
+
+/** What the warm-up call answers: a value that fits its schema. */
+export const WARM_UP_ANSWER: Readonly<Record<string, unknown>> = Object.freeze({ ready: true });
 
 /**
  * A `fetch` that answers every request with `body` as JSON and sends nothing: an SDK client made
@@ -336,70 +339,25 @@ export interface RefetchableClient<Client> {
   withOptions(options: { fetch: Fetch }): Client;
 }
 
-/**
- * What a provider over an official SDK is, whichever the vendor: its settings checked once (the key
- * never shown), the SDK loaded as the provider is made (so the first call does not pay for it), a
- * warm-up through the SDK to canned answers ({@link ready}), and each call sent once the SDK is
- * there. A vendor says how to load its SDK, what its canned answer to a task is, what its error
- * bodies look like, and how to send one request and read the answer.
- */
-export abstract class SdkProvider<Client extends RefetchableClient<Client>> implements Provider {
-  readonly name: string;
+/** What a vendor's `send` gets besides the request: the model asked, and the failure an SDK's rejection means. */
+export interface SendContext {
   readonly model: string;
-  readonly baseUrl: string;
-  readonly #apiKey: string;
-  readonly #sdk: Promise<Sdk<Client>>;
-  #ready: Promise<void> | undefined;
+  /** The provider error an SDK's rejection means (see {@link failureOf}), the key blanked out. */
+  failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown;
+}
 
-  protected constructor(
-    options: HttpProviderOptions,
-    defaults: HttpProviderDefaults,
-    load: (settings: HttpProviderSettings) => Promise<Sdk<Client>>,
-  ) {
-    const settings = httpProviderSettings(options, defaults);
-    ({ name: this.name, model: this.model, baseUrl: this.baseUrl, apiKey: this.#apiKey } = settings);
-    this.#sdk = load(settings);
-    // A failure to load is the first call's to report.
-    this.#sdk.catch(() => {});
-  }
-
-  /**
-   * Resolves once a call goes without loading or compiling anything first (see
-   * {@link Provider.ready}): the SDK loaded, a call of each task made through it to a canned answer
-   * (the first call through an SDK costs tens of ms, the next ones one), Node's fetch loaded, the
-   * answers' validators compiled. Nothing is sent. Never rejects.
-   */
-  ready(): Promise<void> {
-    this.#ready ??= this.#warmUp();
-    return this.#ready;
-  }
-
-  async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
-    return this.send(await this.#sdk, request, options);
-  }
-
+/**
+ * One vendor's official SDK as a provider drives it: how to load it, how to send one request and
+ * read the answer, what its canned answer to a task is (for the warm-up) and what its error bodies
+ * look like. `HttpApiProvider` does the rest, the same for every vendor.
+ */
+export interface SdkWire<Client extends RefetchableClient<Client>> {
+  readonly defaults: HttpProviderDefaults;
+  load(settings: HttpProviderSettings): Promise<Sdk<Client>>;
   /** Sends one request through the SDK and reads its answer, or throws the failure's provider error. */
-  protected abstract send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
-
-  /** The vendor's response body answering `request` as a model would: what the warm-up is answered with. */
-  protected abstract cannedAnswer(request: LlmRequest): unknown;
-
+  send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse>;
+  /** The vendor's response body answering the warm-up call as a model would. */
+  cannedAnswer(): unknown;
   /** Reads an error body as the vendor shapes it. */
-  protected abstract readErrorBody(body: unknown): ErrorBody;
-
-  /** The provider error an SDK's rejection means (see {@link failureOf}). */
-  protected failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown {
-    return failureOf(error, { errors, readBody: (body) => this.readErrorBody(body), apiKey: this.#apiKey, call });
-  }
-
-  async #warmUp(): Promise<void> {
-    try {
-      const { client, errors } = await this.#sdk;
-      const warm = (request: LlmRequest) =>
-        this.send({ client: client.withOptions({ fetch: cannedFetch(this.cannedAnswer(request)) }), errors }, request, {});
-      await Promise.all([...WARM_UP_REQUESTS.map(warm), loadFetch()]);
-    } catch {
-      // A failure to load is the first call's to report; a warm-up that failed leaves that call cold, no more.
-    }
-  }
+  readErrorBody(body: unknown): ErrorBody;
 }

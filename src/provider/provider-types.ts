@@ -1,7 +1,6 @@
-import { AnthropicProvider, ANTHROPIC_DEFAULTS } from './anthropic.ts';
 import type { HttpProviderDefaults, HttpProviderOptions } from './http-api.ts';
-import { OpenAiProvider, OPENAI_DEFAULTS } from './openai.ts';
-import type { Provider } from './provider.ts';
+import { AnthropicProvider, OpenAiProvider, type HttpApiProvider } from './http-api-provider.ts';
+import { ANTHROPIC_DEFAULTS, OPENAI_DEFAULTS } from './vendor-defaults.ts';
 
 /** What a provider is: the in-process simulation, or an HTTP API (OpenAI and compatible servers, or Anthropic). */
 export type ProviderType = 'simulated' | HttpProviderType;
@@ -24,7 +23,7 @@ export const isHttpProviderType = (value: unknown): value is HttpProviderType =>
   typeof value === 'string' && Object.hasOwn(HTTP_PROVIDER_DEFAULTS, value);
 
 /** A provider over the HTTP API `type`. Throws `TypeError` for bad options (never showing the key). */
-export function createHttpProvider(type: HttpProviderType, options: HttpProviderOptions): Provider {
+export function createHttpProvider(type: HttpProviderType, options: HttpProviderOptions): HttpApiProvider {
   return type === 'openai' ? new OpenAiProvider(options) : new AnthropicProvider(options);
 }
 

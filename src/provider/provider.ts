@@ -1,3 +1,5 @@
+import type { JsonSchema } from './json-schema.ts';
+
 /**
  * What the pipeline asks of an LLM provider, and the typed failures it may answer with.
  *
@@ -6,35 +8,24 @@
  * retry from the error's type alone, so providers must map their transport's failures onto these.
  */
 
-/** The LLM tasks an article goes through, in order. */
-export type TaskName = 'summarize' | 'sentiment';
-
-export const TASKS: readonly TaskName[] = ['summarize', 'sentiment'];
-
+/**
+ * One call: a task's prompt for one article, and the schema its answer must fit. Everything a
+ * provider sends is here — it knows nothing of tasks or articles beyond it.
+ */
 export interface LlmRequest {
-  readonly task: TaskName;
+  /** The task's name: it names the structured output (OpenAI's `json_schema`, Anthropic's tool). Letters, digits, `_` and `-`. */
+  readonly task: string;
   readonly articleId: string;
-  readonly title: string;
-  /** The article body the task works on. */
-  readonly text: string;
+  /** What the model is asked, its placeholders filled. */
+  readonly prompt: string;
+  /** The JSON Schema the answer must fit; its root is an object. */
+  readonly schema: JsonSchema;
+  /** What the answer is, in a line (the structured output's or the tool's description). Default: none. */
+  readonly description?: string | undefined;
 }
 
-export type Sentiment = 'positive' | 'negative' | 'neutral';
-
-export interface SummarizeOutput {
-  readonly task: 'summarize';
-  readonly summary: string;
-  readonly keywords: readonly string[];
-}
-
-export interface SentimentOutput {
-  readonly task: 'sentiment';
-  readonly sentiment: Sentiment;
-  /** From -1 (most negative) to 1 (most positive). */
-  readonly score: number;
-}
-
-export type LlmOutput = SummarizeOutput | SentimentOutput;
+/** An answer: a JSON object that fits the request's schema. */
+export type LlmOutput = Readonly<Record<string, unknown>>;
 
 export interface TokenUsage {
   readonly inputTokens: number;
@@ -97,6 +88,8 @@ export interface ProviderErrorOptions {
   readonly headers?: ResponseHeaders | undefined;
   /** The underlying failure (a socket error, the SDK's error). */
   readonly cause?: unknown;
+  /** The tokens the call used although it failed (an answer cut off or malformed still cost them). */
+  readonly usage?: TokenUsage | undefined;
 }
 
 /**
@@ -110,12 +103,15 @@ export abstract class ProviderError extends Error {
   readonly status: number | undefined;
   readonly retryAfterMs: number | undefined;
   readonly headers: ResponseHeaders | undefined;
+  /** The tokens the call used although it failed, when the provider said: what it cost. */
+  readonly usage: TokenUsage | undefined;
 
   constructor(message: string, options: ProviderErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
     this.headers = options.headers;
+    this.usage = options.usage;
   }
 }
 
@@ -186,6 +182,16 @@ export class BadRequestError extends ProviderError {
   readonly retryable = false;
 }
 
+/**
+ * The address answered, but not as the API does: a 200 with a web page or plain text instead of
+ * JSON, so the base URL points at something else (a proxy's login page, a web server). Not
+ * retried; before the provider has answered once it stops the run, as a first 404 does.
+ */
+export class NotAnApiError extends ProviderError {
+  override readonly name = 'NotAnApiError';
+  readonly retryable = false;
+}
+
 /** 401 / 403: the provider refused the key. The run stops: every further call would be refused too. */
 export class AuthenticationError extends ProviderError {
   override readonly name = 'AuthenticationError';
@@ -222,5 +228,13 @@ export const isProviderError = (error: unknown): error is ProviderError => error
 export const isRateLimitError = (error: unknown): error is RateLimitError => error instanceof RateLimitError;
 export const isServerError = (error: unknown): error is ServerError => error instanceof ServerError;
 export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
+export const isNetworkError = (error: unknown): error is NetworkError => error instanceof NetworkError;
+export const isBadRequestError = (error: unknown): error is BadRequestError => error instanceof BadRequestError;
+export const isNotAnApiError = (error: unknown): error is NotAnApiError => error instanceof NotAnApiError;
+export const isAuthenticationError = (error: unknown): error is AuthenticationError => error instanceof AuthenticationError;
+export const isQuotaExhaustedError = (error: unknown): error is QuotaExhaustedError => error instanceof QuotaExhaustedError;
+export const isTruncatedOutputError = (error: unknown): error is TruncatedOutputError => error instanceof TruncatedOutputError;
+export const isRefusalError = (error: unknown): error is RefusalError => error instanceof RefusalError;
+export const isMalformedOutputError = (error: unknown): error is MalformedOutputError => error instanceof MalformedOutputError;
 /** Whether the failure stops the whole run (see {@link ProviderError.stopsRun}). */
 export const stopsRun = (error: unknown): error is ProviderError => error instanceof ProviderError && error.stopsRun;

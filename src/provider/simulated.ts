@@ -9,7 +9,7 @@ import { TokenBucket } from '../limiter/token-bucket.ts';
 import {
   RateLimitError,
   ServerError,
-  TASKS,
+  BadRequestError,
   TimeoutError,
   type CallOptions,
   type LlmOutput,
@@ -21,7 +21,8 @@ import {
 import { createRandom } from './random.ts';
 import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from './rate-limit-headers.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
-import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
+import { SchemaError, sharedSchemaAnswers } from './schema-answers.ts';
+import { simulatedAnswer } from './simulated-answers.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
 export interface FailureProfile {
@@ -129,8 +130,6 @@ const MAX_RETRY_AFTER_MS = 1000;
 /** Rough English average, as providers' tokenizers go. */
 const CHARS_PER_TOKEN = 4;
 
-const KEYWORD_COUNT = 5;
-
 const TOKEN_EPSILON = 1e-9;
 
 /**
@@ -233,6 +232,14 @@ export class SimulatedProvider implements Provider {
     return this.#hangs;
   }
 
+  /**
+   * Resolves once what answering needs is loaded (ajv, which checks every answer against its
+   * schema): before the first call, so that calls granted their tokens do not wait for it together.
+   */
+  async ready(): Promise<void> {
+    sharedSchemaAnswers();
+  }
+
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const { signal } = options;
     if (signal?.aborted) throw signal.reason;
@@ -331,23 +338,21 @@ function pickOutcome(roll: number, failures: FailureProfile): Outcome {
   return 'answer';
 }
 
+/** The simulation's answer, with the usage a model's would report: about four characters a token. */
 function answer(request: LlmRequest): LlmResponse {
-  const { task, title, text } = request;
   let output: LlmOutput;
-  let outputChars: number;
-  if (task === 'summarize') {
-    const summary = summarize(title, text);
-    const keywords = extractKeywords(`${title}\n${text}`, KEYWORD_COUNT);
-    output = { task, summary, keywords };
-    outputChars = summary.length + keywords.join(', ').length;
-  } else {
-    const { sentiment, score } = analyzeSentiment(`${title}\n${text}`);
-    output = { task, sentiment, score };
-    outputChars = sentiment.length;
+  try {
+    output = simulatedAnswer(request);
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error;
+    throw new BadRequestError(`400 the ${request.task} schema admits no value the simulation can make: ${error.message}`, {
+      status: 400,
+      cause: error,
+    });
   }
   const usage = {
-    inputTokens: Math.ceil((title.length + text.length) / CHARS_PER_TOKEN),
-    outputTokens: Math.ceil(outputChars / CHARS_PER_TOKEN),
+    inputTokens: Math.ceil(request.prompt.length / CHARS_PER_TOKEN),
+    outputTokens: Math.ceil(JSON.stringify(output).length / CHARS_PER_TOKEN),
   };
   return { output, usage };
 }
@@ -384,7 +389,7 @@ function checkOutage(outage: OutageWindow): void {
 
 function checkRequest(request: LlmRequest): void {
   checkObject('request', request);
-  checkOneOf('request.task', request.task, TASKS);
-  if (typeof request.title !== 'string') throw expected('request.title', 'a string', request.title);
-  if (typeof request.text !== 'string') throw expected('request.text', 'a string', request.text);
+  checkString('request.task', request.task);
+  if (typeof request.prompt !== 'string') throw expected('request.prompt', 'a string', request.prompt);
+  checkObject('request.schema', request.schema);
 }

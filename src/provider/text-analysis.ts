@@ -6,7 +6,10 @@
  * All functions are pure: same text in, same answer out.
  */
 
-import type { Sentiment } from './provider.ts';
+import { checkInteger, checkString } from '../validation/checks.ts';
+
+/** A text's sentiment, as the built-in sentiment task answers it. */
+export type Sentiment = 'positive' | 'negative' | 'neutral';
 
 /** Summaries longer than this are cut at a word boundary and end with an ellipsis. */
 export const MAX_SUMMARY_CHARS = 240;
@@ -84,8 +87,8 @@ export interface SentimentAnalysis {
  * Falls back to `title` when `text` has no words.
  */
 export function summarize(title: string, text: string): string {
-  assertString('title', title);
-  assertString('text', text);
+  checkString('title', title, { allowEmpty: true });
+  checkString('text', text, { allowEmpty: true });
   // The lead never needs more than two sentences, and at most SHORT_LEAD + MAX_SUMMARY of them.
   const [first, second] = leadSentences(collapseWhitespace(text.slice(0, LEAD_SCAN_CHARS)));
   if (first === undefined) return truncateAtWord(collapseWhitespace(title), MAX_SUMMARY_CHARS);
@@ -98,10 +101,8 @@ export function summarize(title: string, text: string): string {
  * under three letters; equally frequent terms come in order of first appearance.
  */
 export function extractKeywords(text: string, count = 5): string[] {
-  assertString('text', text);
-  if (!Number.isInteger(count) || count < 0) {
-    throw new TypeError(`Expected count to be a non-negative integer, got ${String(count)}`);
-  }
+  checkString('text', text, { allowEmpty: true });
+  checkInteger('count', count, 0);
   const frequency = new Map<string, number>();
   for (const word of words(text)) {
     const term = keywordTerm(word);
@@ -122,7 +123,7 @@ export function extractKeywords(text: string, count = 5): string[] {
  * certainty — and scores within ±0.2 are neutral.
  */
 export function analyzeSentiment(text: string): SentimentAnalysis {
-  assertString('text', text);
+  checkString('text', text, { allowEmpty: true });
   let positive = 0;
   let negative = 0;
   let index = 0;
@@ -174,10 +175,6 @@ function remember<V>(memo: Map<string, V>, key: string, value: V): V {
   if (memo.size >= MEMO_LIMIT) memo.clear();
   memo.set(key, value);
   return value;
-}
-
-function assertString(label: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string') throw new TypeError(`Expected ${label} to be a string, got ${typeof value}`);
 }
 
 function collapseWhitespace(text: string): string {

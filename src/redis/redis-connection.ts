@@ -7,6 +7,7 @@ import { formatDuration } from '../validation/duration.ts';
 import { type RedisConnectReason, RedisConnectError, RedisPermissionError, RedisRedirectError } from './redis-errors.ts';
 import { parseRedisUrl, RedisTarget, type RedisTlsOptions, readTlsSettings } from './redis-target.ts';
 import { CHECK, PROBE, RATE_MEMORY_MS, type RedisScript } from './scripts.ts';
+import { loadOptional } from '../optional-package.ts';
 
 /** What the Redis-backed limits do unless told otherwise. */
 export const REDIS_DEFAULTS = Object.freeze({
@@ -74,7 +75,7 @@ export async function connectRedis(url: string, options: RedisConnectOptions = {
   checkOneOf('cluster', mode, [true, false, 'auto']);
   const tls = await readTlsSettings(parsed, options.tls);
   // Loaded here, so that importing the library costs nothing to those who never share a quota.
-  const ioredis = await import('ioredis');
+  const ioredis = await loadOptional('ioredis', 'sharing limits through Redis', () => import('ioredis'));
   const logger = options.logger ?? silentLogger;
   let target = new RedisTarget({ url: parsed, tls, cluster: mode === true, timeoutMs, ioredis });
   if (mode !== true) {
@@ -275,30 +276,36 @@ export class RedisConnection {
   };
 
   /**
-   * Checks, before the first call, that the limiter can work on `keys`: that the user may run
-   * `scripts` there (`EVALSHA`, `EVAL`) and what they run (`TIME`, `GET`, `SET`, `DEL`), and, out
-   * of cluster mode, that this server serves the keys. Rejects with {@link RedisPermissionError}
-   * (naming `keyPattern` as the pattern the user needs), {@link RedisRedirectError} (a cluster
-   * node), or `LimiterUnavailableError`. Changes nothing (before Redis 7, which cannot ask about a
-   * permission without using it, the writes go unchecked).
+   * Checks, before the first call, that `scripts` can work on `keys`: that the user may run them
+   * there (`EVALSHA`, `EVAL`) and what they run (`commands`, among `time`, `get`, `set`, `del`,
+   * `incrby`, `decrby`), and, out of cluster mode, that this server serves the keys. Rejects with
+   * {@link RedisPermissionError} (naming `keyPattern`, the pattern the user needs),
+   * {@link RedisRedirectError} (a cluster node), or `LimiterUnavailableError`. Changes nothing
+   * (before Redis 7, which cannot ask about a permission without using it, the writes go unchecked).
    */
-  async checkAccess(keys: readonly string[], scripts: readonly RedisScript[], keyPattern: string): Promise<void> {
+  async checkAccess(
+    keys: readonly string[],
+    scripts: readonly RedisScript[],
+    keyPattern: string,
+    commands: readonly string[] = ['time', 'get', 'set', 'del'],
+  ): Promise<void> {
+    const refused = (detail: string) =>
+      new RedisPermissionError(
+        this.target.username ?? 'default',
+        detail,
+        `~${keyPattern}`,
+        ['evalsha', 'eval', ...commands].map((c) => `+${c}`).join(' '),
+      );
     let denied: unknown;
     try {
-      denied = await this.#execute(
-        CHECK,
-        keys,
-        scripts.map((script) => script.sha),
-        rethrow,
-      );
+      denied = await this.#execute(CHECK, keys, [commands.join(' '), ...scripts.map((script) => script.sha)], rethrow);
     } catch (error) {
       const message = describe(error);
       // NOPERM from Redis itself (a key or a command refused); from inside a script, Redis 6 says it in other words.
-      if (/^NOPERM|can't run this command/.test(message)) throw new RedisPermissionError(this.#user(), message, `~${keyPattern}`);
+      if (/^NOPERM|can't run this command/.test(message)) throw refused(message);
       throw this.#unavailableError(error, keys);
     }
-    if (denied !== null)
-      throw new RedisPermissionError(this.#user(), `NOPERM this user has no permissions to run '${denied}'`, `~${keyPattern}`);
+    if (denied !== null) throw refused(`NOPERM this user has no permissions to run '${denied}'`);
   }
 
   /** Closes the connection; calls after it fail at once. */
@@ -485,10 +492,6 @@ export class RedisConnection {
       );
     }
     return new LimiterUnavailableError(`Redis at ${this.url} answered with an error: ${message}`, { cause: error });
-  }
-
-  #user(): string {
-    return this.target.username ?? 'default';
   }
 
   #markUnavailable(error: LimiterUnavailableError, keys: readonly string[]): void {

@@ -84,13 +84,12 @@ export class RedisPermissionError extends Error {
     readonly detail: string,
     /** The key pattern the user needs, as an ACL writes it: `~news-processor:*`. */
     readonly keyPattern: string,
+    /** The commands it needs, as an ACL grants them: `+evalsha +eval +time +get +set +del` (`+@scripting` covers the first two). */
+    readonly commands: string,
   ) {
-    super(`Redis user "${user}" may not run the limiter: ${detail}; it needs ${keyPattern} ${REQUIRED_COMMANDS}`);
+    super(`Redis user "${user}" may not run the limiter: ${detail}; it needs ${keyPattern} ${commands}`);
   }
 }
-
-/** The commands the limiter runs, as an ACL grants them (`+@scripting` covers the first two). */
-export const REQUIRED_COMMANDS = '+evalsha +eval +time +get +set +del';
 
 export const isRedisPermissionError = (error: unknown): error is RedisPermissionError => error instanceof RedisPermissionError;
 

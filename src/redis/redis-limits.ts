@@ -69,7 +69,7 @@ interface SharedLimit {
  *
  * The request rate is shared too. `rate` is the rate in force as Redis last said it; `setRate` is a
  * compare-and-set against that rate, so processes that cut on the same cluster of 429s make one
- * cut — the first to arrive wins, the others adopt its rate (see the README for what an adaptive
+ * cut — the first to arrive wins, the others adopt its rate (docs/shared-quotas.md says what an adaptive
  * rate must do to cooperate). `lowerTo` (header sync) never raises, so every process reporting the
  * same header lowers once. `backlogMs` answers from the last reply.
  *

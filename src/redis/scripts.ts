@@ -85,7 +85,11 @@ end
 `;
 
 function script(name: string, body: string, prelude = PRELUDE): RedisScript {
-  const lua = `${prelude}\n${body.trim()}\n`;
+  return defineScript(name, `${prelude}\n${body.trim()}\n`);
+}
+
+/** A script as `RedisConnection.run` takes it: its source and the SHA1 that `EVALSHA` sends. */
+export function defineScript(name: string, lua: string): RedisScript {
   return Object.freeze({ name, lua, sha: createHash('sha1').update(lua).digest('hex') });
 }
 
@@ -265,31 +269,39 @@ return { verdict, math.max(0, math.floor(t + 1e-9)), reset, retry }
 );
 
 /**
- * Whether this user may do on the keys what the limiter's scripts do, without doing it:
- * `redis.acl_check_cmd` (Redis 7) asks of every command the scripts run, with the keys, and of
+ * Whether this user may do on the keys what a caller's scripts do, without doing it:
+ * `redis.acl_check_cmd` (Redis 7) asks of every command the scripts run, with each key, and of
  * `EVALSHA` and `EVAL` themselves (Redis checked `EVAL` of this script already, or `EVALSHA`).
  * Before Redis 7 there is no asking without doing, so only what changes nothing runs: `TIME`, `GET`.
  *
- * KEYS: the keys the scripts use. ARGV: their SHA1s.
- * Reply: nil when all is allowed, else the first command line refused.
+ * KEYS: the keys the scripts use. ARGV: the commands they run (space-separated, among those of
+ * `shapes`), then their SHA1s. Reply: nil when all is allowed, else the first command line refused.
  */
 export const CHECK = script(
   'check',
   `
+local shapes = { time = false, get = {}, set = { '0', 'PX', '1' }, del = {}, incrby = { '1' }, decrby = { '1' } }
+if not redis.acl_check_cmd then
+  for command in string.gmatch(ARGV[1], '%S+') do
+    if command == 'time' then redis.call('TIME') end
+    if command == 'get' then for i = 1, #KEYS do redis.call('GET', KEYS[i]) end end
+  end
+  return false
+end
 local function refused(...)
   if redis.acl_check_cmd(...) then return nil end
   return table.concat({ ... }, ' ')
 end
-if not redis.acl_check_cmd then
-  redis.call('TIME')
-  for i = 1, #KEYS do redis.call('GET', KEYS[i]) end
-  return false
+local found = nil
+for command in string.gmatch(ARGV[1], '%S+') do
+  local shape = shapes[command]
+  if shape == false then
+    found = found or refused(command)
+  else
+    for i = 1, #KEYS do found = found or refused(command, KEYS[i], unpack(shape)) end
+  end
 end
-local found = refused('time')
-for i = 1, #KEYS do
-  found = found or refused('get', KEYS[i]) or refused('set', KEYS[i], '0', 'PX', '1') or refused('del', KEYS[i])
-end
-for i = 1, #ARGV do
+for i = 2, #ARGV do
   found = found or refused('evalsha', ARGV[i], #KEYS, unpack(KEYS)) or refused('eval', 'return 1', #KEYS, unpack(KEYS))
 end
 return found or false

@@ -8,10 +8,12 @@
  * delay is exact.
  */
 
+import { checkDurationMs, checkFunction, checkInteger, checkNumber, checkOneOf } from '../validation/checks.ts';
+
 export interface BackoffOptions {
-  /** Delay after the first failure, before jitter, in milliseconds. Default 100; must be > 0. */
+  /** Delay after the first failure, before jitter, in milliseconds; > 0. @default 100 */
   baseMs?: number;
-  /** No delay exceeds this, in milliseconds. Default 2000; must be >= `baseMs`. */
+  /** No delay exceeds this, in milliseconds; >= `baseMs`. @default 2000 */
   capMs?: number;
 }
 
@@ -21,6 +23,8 @@ export interface BackoffOptions {
  */
 export type Backoff = (attempt: number, previousDelayMs: number) => number;
 
+const BACKOFF_KINDS: readonly BackoffKind[] = ['exponential', 'full', 'decorrelated'];
+
 export type BackoffKind = 'exponential' | 'full' | 'decorrelated';
 
 /** The backoff {@link createBackoff} makes unless told otherwise. */
@@ -28,7 +32,7 @@ export const BACKOFF_DEFAULTS = Object.freeze({ kind: 'full' as BackoffKind, bas
 
 /** No jitter: `min(capMs, baseMs · 2^(attempt − 1))`. For a single client or for tests. */
 export function exponentialDelayMs(attempt: number, options: BackoffOptions = {}): number {
-  assertAttempt(attempt);
+  checkInteger('attempt', attempt, 1);
   const { baseMs, capMs } = resolveOptions(options);
   // 2 ** attempt overflows to Infinity for huge attempts; min() then settles on the cap.
   return Math.min(capMs, baseMs * 2 ** (attempt - 1));
@@ -50,9 +54,7 @@ export function decorrelatedJitterDelayMs(
   options: BackoffOptions = {},
   random: () => number = Math.random,
 ): number {
-  if (previousDelayMs !== undefined && !(Number.isFinite(previousDelayMs) && previousDelayMs >= 0)) {
-    throw new TypeError(`Expected previousDelayMs to be a finite number >= 0, got ${String(previousDelayMs)}`);
-  }
+  if (previousDelayMs !== undefined) checkDurationMs('previousDelayMs', previousDelayMs);
   const { baseMs, capMs } = resolveOptions(options);
   const previousMs = Math.max(baseMs, previousDelayMs ?? baseMs);
   return Math.min(capMs, baseMs + random() * (previousMs * 3 - baseMs));
@@ -64,7 +66,8 @@ export function decorrelatedJitterDelayMs(
  */
 export function createBackoff(kind: BackoffKind = 'full', options: BackoffOptions = {}, random: () => number = Math.random): Backoff {
   resolveOptions(options);
-  if (typeof random !== 'function') throw new TypeError(`Expected random to be a function, got ${typeof random}`);
+  checkFunction('random', random);
+  checkOneOf('kind', kind, BACKOFF_KINDS);
   switch (kind) {
     case 'exponential':
       return (attempt) => exponentialDelayMs(attempt, options);
@@ -72,28 +75,16 @@ export function createBackoff(kind: BackoffKind = 'full', options: BackoffOption
       return (attempt) => fullJitterDelayMs(attempt, options, random);
     case 'decorrelated':
       return (attempt, previousDelayMs) => {
-        assertAttempt(attempt);
+        checkInteger('attempt', attempt, 1);
         return decorrelatedJitterDelayMs(previousDelayMs, options, random);
       };
-    default:
-      throw new TypeError(`Expected kind to be 'exponential', 'full' or 'decorrelated', got ${String(kind)}`);
   }
 }
 
 function resolveOptions(options: BackoffOptions): { baseMs: number; capMs: number } {
   const baseMs = options.baseMs ?? BACKOFF_DEFAULTS.baseMs;
   const capMs = options.capMs ?? BACKOFF_DEFAULTS.capMs;
-  if (!(Number.isFinite(baseMs) && baseMs > 0)) {
-    throw new TypeError(`Expected baseMs to be a finite number > 0, got ${String(baseMs)}`);
-  }
-  if (!(Number.isFinite(capMs) && capMs >= baseMs)) {
-    throw new TypeError(`Expected capMs to be a finite number >= baseMs (${baseMs}), got ${String(capMs)}`);
-  }
+  checkDurationMs('baseMs', baseMs, { positive: true });
+  checkNumber('capMs', capMs, { min: baseMs, unit: 'ms' });
   return { baseMs, capMs };
-}
-
-function assertAttempt(attempt: number): void {
-  if (!(Number.isInteger(attempt) && attempt >= 1)) {
-    throw new TypeError(`Expected attempt to be an integer >= 1, got ${String(attempt)}`);
-  }
 }

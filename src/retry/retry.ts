@@ -12,27 +12,28 @@ export const RETRY_DEFAULTS = Object.freeze({
 
 /** What decides whether and when to go again; shared by {@link retry} and loops of their own (the call gate's). */
 export interface RetryPolicyOptions {
-  /** Total attempts, the first included; an integer >= 1. Default {@link RETRY_DEFAULTS}. */
+  /** Total attempts, the first included; an integer >= 1. @default 3 */
   readonly maxAttempts?: number;
-  /** Delay before each retry when the failure gave no hint. Default `createBackoff()`: full jitter over `BACKOFF_DEFAULTS`. */
+  /** Delay before each retry when the failure gave no hint. @default createBackoff() (full jitter, 100 ms base, 2000 ms cap) */
   readonly backoff?: Backoff;
-  /** A retry-after hint is obeyed, but never beyond this many ms; >= 0. Default {@link RETRY_DEFAULTS}. */
+  /** A retry-after hint is obeyed, but never beyond this many ms; >= 0. @default 60_000 */
   readonly maxRetryAfterMs?: number;
   /**
-   * Whether a failure is worth another attempt. Default: an error whose `retryable` property is
-   * true (the providers' 429s and 5xx, an open circuit).
+   * Whether a failure is worth another attempt.
+   * @default (error) => error.retryable === true (the providers' 429s and 5xx, an open circuit)
    */
   readonly isRetryable?: (error: unknown) => boolean;
 }
 
 export interface RetryOptions extends RetryPolicyOptions {
-  /** Default {@link systemClock}. */
+  /** Time source of the backoff sleeps and of `deadlineMs`. @default systemClock */
   readonly clock?: Clock;
   /** Aborts the backoff sleep and is handed to every attempt; retry() then rejects with `signal.reason`. */
   readonly signal?: AbortSignal | undefined;
   /**
    * An instant on `clock`'s scale, in milliseconds. When the next backoff would end after it, retry()
    * gives up at once instead of sleeping towards a retry that could not finish in time.
+   * @default Infinity (no deadline)
    */
   readonly deadlineMs?: number | undefined;
   /** Called just before each backoff sleep. `attempt` is the attempt that failed. */

@@ -13,7 +13,7 @@ import {
   jsonType,
   readTokenLimit,
 } from './chat-api.ts';
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 
 // Anthropic's "overloaded" is 529: what a busy or failing API answers there.
 const STATUS = { ...FAILURE_STATUS, overloaded: 529 };

@@ -5,7 +5,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderStyle } from '../provider/rate-limit-headers.ts';
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 
 /** What the answer must be: free text, any JSON object, a value fitting a schema, or a call of a tool. */
 export type AnswerShape =
@@ -104,8 +104,7 @@ export interface ChatApi {
   models(ids: readonly string[]): unknown;
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
+export { isRecord } from '../provider/json-schema.ts';
 
 /** The JSON type of a value, as error messages name it. */
 export function jsonType(value: unknown): string {

@@ -12,17 +12,18 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../provider/rate-limit-headers.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
-import { isRateLimitError, isServerError, isTimeoutError, type LlmRequest } from '../provider/provider.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
+import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { SimulatedProvider, type SimulatedProviderOptions } from '../provider/simulated.ts';
-import { extractKeywords } from '../provider/text-analysis.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
 import { anthropicApi } from './anthropic-api.ts';
 import { type ChatAnswer, type ChatApi, type ChatRequest, type Failure, InvalidRequestError } from './chat-api.ts';
 import { openAiApi } from './openai-api.ts';
-import { SchemaAnswers, SchemaError } from './schema-answers.ts';
+import { SchemaAnswers, SchemaError } from '../provider/schema-answers.ts';
+import { knownTask } from '../provider/simulated-answers.ts';
 import { ServerMetrics, keyFingerprint } from './server-metrics.ts';
-import { answerOf, articleOf, taskOf } from './task-answers.ts';
+import { loadOptional } from '../optional-package.ts';
 
 /** What `serve` is unless told otherwise. */
 export const LLM_SERVER_DEFAULTS = Object.freeze({
@@ -108,8 +109,13 @@ const CHAT_ROUTES = new Map<string, ChatApi>([
   ['POST /v1/chat/completions', openAiApi],
   ['POST /v1/messages', anthropicApi],
 ]);
-/** Words a string in a schema answer is made of, at most: the prompt's keywords. */
-const ANSWER_WORDS = 8;
+/** What free text and `json_object` answers are: the simulation's summary of the article in the prompt. */
+const SUMMARY_SCHEMA: JsonSchema = Object.freeze({
+  type: 'object',
+  properties: { summary: { type: 'string' }, keywords: { type: 'array', items: { type: 'string' } } },
+  required: ['summary', 'keywords'],
+  additionalProperties: false,
+});
 /** nginx's status for a client that closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
 
@@ -237,7 +243,7 @@ export class LlmServer {
         requests: this.#requests.take(key, 0).remaining,
         tokens: this.#tokens?.take(key, 0).remaining,
       })),
-      import('gpt-tokenizer'),
+      loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
     ]);
     return {
       schemas,
@@ -316,7 +322,6 @@ export class LlmServer {
 
     let request: ChatRequest;
     let validate: ValidateFunction | undefined;
-    let schemaValue: unknown;
     try {
       let json: unknown;
       try {
@@ -329,10 +334,8 @@ export class LlmServer {
       // A schema that does not compile, or admits nothing, is refused before any latency is spent.
       if (shape.kind === 'schema' || shape.kind === 'tool') {
         validate = schemas.validator(shape.schema);
-        if (taskOf(shape.name, shape.schema) === undefined) {
-          const { title, text } = articleOf(request.lastUserText);
-          schemaValue = schemas.valueFor(shape.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate);
-        }
+        // One no value can be made for is refused now too, not after the latency.
+        if (knownTask(shape.name, shape.schema) === undefined) schemas.valueFor(shape.schema, [], validate);
       }
     } catch (error) {
       if (error instanceof InvalidRequestError) {
@@ -348,11 +351,12 @@ export class LlmServer {
     });
     let answer: { text?: string; value?: unknown };
     try {
-      answer = await this.#answer(request, validate, schemaValue, exchange.requestId, abort.signal);
+      answer = await this.#answer(request, exchange.requestId, abort.signal);
     } catch (error) {
       if (abort.signal.aborted) return this.#finish(exchange, CLIENT_CLOSED);
       // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
-      if (error instanceof SchemaError) return this.#fail(exchange, invalidSchema(api, error));
+      if (error instanceof BadRequestError && error.cause instanceof SchemaError)
+        return this.#fail(exchange, invalidSchema(api, error.cause));
       const failure = simulatedFailure(error);
       if (failure === undefined) throw error;
       const retryAfterMs = (error as { retryAfterMs?: number }).retryAfterMs;
@@ -382,34 +386,24 @@ export class LlmServer {
   }
 
   /**
-   * The answer after the simulated provider's latency, or its failure: the pipeline's tasks and
-   * free text come from the provider's own analysis of the article; a schema's value was made
-   * already, and the provider's call only decides when, and whether, it is sent.
+   * The answer after the simulated provider's latency, or its failure: the provider answers the
+   * request as it answers in process — the built-in tasks (and free text, its summary) from its own
+   * analysis of the article, any other schema with a value made to fit.
    */
-  async #answer(
-    request: ChatRequest,
-    validate: ValidateFunction | undefined,
-    schemaValue: unknown,
-    id: string,
-    signal: AbortSignal,
-  ): Promise<{ text?: string; value?: unknown }> {
+  async #answer(request: ChatRequest, id: string, signal: AbortSignal): Promise<{ text?: string; value?: unknown }> {
     const { shape } = request;
-    const article = articleOf(request.lastUserText);
-    const call = (task: LlmRequest['task'], title: string, text: string) =>
-      this.#provider.call({ task, articleId: id, title, text }, { signal });
-    if (shape.kind === 'text' || shape.kind === 'json-object') {
-      const { output } = await call('summarize', article.title, article.text);
-      return shape.kind === 'text' && output.task === 'summarize' ? { text: output.summary } : { value: answerOf(output) };
-    }
-    const task = taskOf(shape.name, shape.schema);
-    if (task === undefined) {
-      await call('sentiment', '', '');
-      return { value: schemaValue };
-    }
-    const value = answerOf((await call(task, article.title, article.text)).output);
-    // A client's schema of the same shape may ask more (a maxItems, a pattern): then it gets a made value.
-    if (validate!(value)) return { value };
-    return { value: this.#loaded!.schemas.valueFor(shape.schema, Object.values(value).flat().map(String), validate) };
+    const schemaAsked = shape.kind === 'schema' || shape.kind === 'tool';
+    const { output } = await this.#provider.call(
+      {
+        task: schemaAsked ? shape.name : 'summarize',
+        articleId: id,
+        prompt: request.lastUserText,
+        schema: schemaAsked ? shape.schema : SUMMARY_SCHEMA,
+      },
+      { signal },
+    );
+    if (shape.kind === 'text') return { text: String(output.summary) };
+    return { value: output };
   }
 
   #listModels(exchange: Exchange): void {

@@ -14,7 +14,7 @@ import {
   jsonType,
   readTokenLimit,
 } from './chat-api.ts';
-import type { JsonSchema } from '../provider/tasks/task.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Counter, Histogram, Registry } from 'prom-client';
+import { loadOptional } from '../optional-package.ts';
 
 /** What the token gauge reads: the whole tokens a key has left, per limit. */
 export type RemainingTokens = (key: string) => { readonly requests: number; readonly tokens?: number | undefined };
@@ -65,7 +66,11 @@ export class ServerMetrics {
 
   /** Loads prom-client on first use: a server that is never started never pays for it. */
   static async create(maxKeyLabels: number, remaining: RemainingTokens): Promise<ServerMetrics> {
-    return new ServerMetrics(await import('prom-client'), maxKeyLabels, remaining);
+    return new ServerMetrics(
+      await loadOptional('prom-client', "the server's /metrics", () => import('prom-client')),
+      maxKeyLabels,
+      remaining,
+    );
   }
 
   /** The label `key` is counted under (`''` for a request without one). */

@@ -17,12 +17,19 @@ export class ResultsFileError extends Error {
   }
 }
 
+export const isResultsFileError = (error: unknown): error is ResultsFileError => error instanceof ResultsFileError;
+
 /** What a results file held of a run that is to be completed. */
 export interface KeptResults {
   /** The articles that succeeded, id → their title (to tell a different input from the same one). */
   readonly succeeded: ReadonlyMap<string, string>;
   /** Results dropped to be run again: failed and cancelled ones. */
   readonly dropped: number;
+  /**
+   * Of those, the outputs they had, id → task → output (the last line of an id wins): a resumed
+   * run keeps them and runs only the tasks that are missing.
+   */
+  readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
   /** The last line was cut short (the run was killed mid-write) and was dropped. */
   readonly truncatedLastLine: boolean;
 }
@@ -41,6 +48,7 @@ const WRITE_CHUNK_CHARS = 64 * 1024;
  */
 export async function keepSucceeded(path: string): Promise<KeptResults> {
   const succeeded = new Map<string, string>();
+  const partial = new Map<string, Readonly<Record<string, unknown>>>();
   let dropped = 0;
   let truncatedLastLine = false;
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
@@ -69,10 +77,12 @@ export async function keepSucceeded(path: string): Promise<KeptResults> {
           }
         } else {
           dropped++;
+          if (result.outputs !== undefined && Object.keys(result.outputs).length > 0) partial.set(result.id, result.outputs);
+          else partial.delete(result.id);
         }
       }
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { succeeded, dropped, truncatedLastLine };
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { succeeded, dropped, partial, truncatedLastLine };
       if (error instanceof LineError) throw new ResultsFileError(path, error.line, error.reason);
       if (error instanceof ResultsFileError) throw error;
       // Reading failed (a folder, no permission): said with the file's name.
@@ -83,21 +93,24 @@ export async function keepSucceeded(path: string): Promise<KeptResults> {
     await handle.close();
     handle = undefined;
     await rename(temporary, path);
-    return { succeeded, dropped, truncatedLastLine };
+    for (const id of succeeded.keys()) partial.delete(id);
+    return { succeeded, dropped, partial, truncatedLastLine };
   } finally {
     await handle?.close();
     await rm(temporary, { force: true });
   }
 }
 
-function parseResult(text: string): { id: string; status: string; title: string } | undefined {
+function parseResult(text: string): { id: string; status: string; title: string; outputs?: Readonly<Record<string, unknown>> } | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  const { id, status, title } = (value ?? {}) as Record<string, unknown>;
+  const { id, status, title, outputs } = (value ?? {}) as Record<string, unknown>;
   if (typeof id !== 'string' || typeof status !== 'string') return undefined;
-  return { id, status, title: typeof title === 'string' ? title : '' };
+  const kept =
+    outputs !== null && typeof outputs === 'object' && !Array.isArray(outputs) ? (outputs as Record<string, unknown>) : undefined;
+  return { id, status, title: typeof title === 'string' ? title : '', ...(kept !== undefined && { outputs: kept }) };
 }

@@ -1,8 +1,20 @@
-/** One unit of work: a news article. `id` is unique within a run. */
+/** One unit of work: a news article (or any record a run's tasks read). `id` is unique within a run. */
 export interface Article {
   readonly id: string;
+  /** "" when the input has none. */
   readonly title: string;
-  readonly content: string;
-  readonly url?: string;
-  readonly source?: string;
+  readonly content?: string | undefined;
+  readonly url?: string | undefined;
+  readonly source?: string | undefined;
+  /**
+   * Every field of the input line, for the tasks' placeholders (`{{meta.author}}`).
+   * @default the fields above
+   */
+  readonly fields?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Outputs an earlier run already has for this article, by task: those tasks are not run again
+   * (`--resume` after a failure in a later task).
+   * @default none
+   */
+  readonly outputs?: Readonly<Record<string, unknown>> | undefined;
 }

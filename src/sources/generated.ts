@@ -20,6 +20,13 @@ import {
   type Slots,
 } from './generated-words.ts';
 
+/** A generated article: it always has its text, a URL and a source. */
+export interface GeneratedArticle extends Article {
+  readonly content: string;
+  readonly url: string;
+  readonly source: string;
+}
+
 export interface GenerateArticlesOptions {
   /**
    * Picks the articles; the same seed always gives the same articles. Any safe integer.
@@ -40,7 +47,7 @@ export interface GenerateArticlesOptions {
  *
  * Throws `TypeError` if `count` is not a non-negative safe integer or `seed` not a safe integer.
  */
-export function generateArticles(count: number, options: GenerateArticlesOptions = {}): Iterable<Article> {
+export function generateArticles(count: number, options: GenerateArticlesOptions = {}): Iterable<GeneratedArticle> {
   checkInteger('count', count, 0);
   const seedHash = hashSeed(options.seed);
   return {
@@ -55,7 +62,7 @@ export function generateArticles(count: number, options: GenerateArticlesOptions
  * with `count >= index`, made on its own: to check a results file against generated input without
  * generating everything before it.
  */
-export function generatedArticle(index: number, options: GenerateArticlesOptions = {}): Article {
+export function generatedArticle(index: number, options: GenerateArticlesOptions = {}): GeneratedArticle {
   checkInteger('index', index, 1);
   return makeArticle(hashSeed(options.seed), index);
 }
@@ -79,7 +86,7 @@ function draw(): number {
 
 const pick = <T>(pool: readonly T[]): T => pool[draw() % pool.length]!;
 
-function makeArticle(seedHash: number, index: number): Article {
+function makeArticle(seedHash: number, index: number): GeneratedArticle {
   // Counter-based: article i's stream depends only on the seed and i, so the generator needs no
   // state beyond the index, and a prefix of a longer run is the shorter run.
   drawState = mix32(seedHash ^ mix32((index >>> 0) ^ mix32(Math.floor(index / 0x1_0000_0000))));

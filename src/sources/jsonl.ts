@@ -48,8 +48,14 @@ export interface ReadArticlesJsonlOptions {
    * ~80 bytes each), so a second pass over a file already checked can turn it off.
    */
   readonly checkDuplicates?: boolean;
-  /** What to call a stream in messages (`stdin:3: invalid JSON`); a path names itself. Default `"input"`. */
+  /** What to call a stream in messages (`stdin:3: invalid JSON`); a path names itself. @default "input" */
   readonly name?: string;
+  /**
+   * Fields a line must have (dot paths into it: `content`, `meta.author`): one that lacks any is a
+   * bad line, `missing field "meta.author"`. What a run's tasks read, for `skipInvalid` to skip
+   * the lines they could not run on. @default none
+   */
+  readonly requiredFields?: readonly string[];
 }
 
 /**
@@ -57,9 +63,10 @@ export interface ReadArticlesJsonlOptions {
  * a pipe — one per non-blank line, in order.
  *
  * Each line is a JSON object: `id` (a non-empty string, or a safe integer, which becomes its
- * decimal string), `content` (a string with some non-whitespace text — the thing the LLM reads),
- * and optionally `title`, `url`, `source` (strings; absent or null means none, and a missing title
- * becomes ""). Other fields are ignored. Strings are kept verbatim. Blank and whitespace-only lines
+ * decimal string), and optionally `content` (a string with some non-whitespace text — what the
+ * built-in tasks read), `title`, `url`, `source` (strings; absent or null means none, and a missing
+ * title becomes ""). Every field, these and any other, is the article's `fields`, which the tasks'
+ * placeholders read. Strings are kept verbatim. Blank and whitespace-only lines
  * are skipped, CRLF line endings and a leading byte-order mark are accepted, and an empty file is
  * valid input with no articles. A line must be valid UTF-8 and at most {@link MAX_LINE_BYTES} long.
  *
@@ -81,11 +88,15 @@ export function readArticlesJsonl(
   if (typeof source === 'string') checkString('source', source);
   else if (source === null || typeof source !== 'object' || !(Symbol.asyncIterator in source))
     throw expected('source', 'a path or a byte stream', source);
-  const { skipInvalid = false, onInvalid, checkDuplicates = true, name = 'input' } = options;
+  const { skipInvalid = false, onInvalid, checkDuplicates = true, name = 'input', requiredFields = [] } = options;
   checkBoolean('skipInvalid', skipInvalid);
+  if (!Array.isArray(requiredFields) || !requiredFields.every((field) => typeof field === 'string' && field !== '')) {
+    throw expected('requiredFields', 'an array of field names', requiredFields);
+  }
   checkBoolean('checkDuplicates', checkDuplicates);
   if (onInvalid !== undefined) checkFunction('onInvalid', onInvalid);
-  return readArticles(source, typeof source === 'string' ? source : name, skipInvalid, onInvalid, checkDuplicates);
+  const required = requiredFields.map((field) => ({ field, path: field.split('.') }));
+  return readArticles(source, typeof source === 'string' ? source : name, skipInvalid, onInvalid, checkDuplicates, required);
 }
 
 async function* readArticles(
@@ -94,6 +105,7 @@ async function* readArticles(
   skipInvalid: boolean,
   onInvalid: ((issue: InputIssue) => void) | undefined,
   checkDuplicates: boolean,
+  required: readonly { readonly field: string; readonly path: readonly string[] }[],
 ): AsyncGenerator<Article, void, undefined> {
   let chunks: AsyncIterable<Uint8Array> & { destroy?: () => void };
   if (typeof source === 'string') {
@@ -110,7 +122,7 @@ async function* readArticles(
   try {
     for await (const { text, number } of readLines(chunks, MAX_LINE_BYTES)) {
       if (text.trim() === '') continue;
-      const parsed = parseArticleLine(text);
+      const parsed = parseArticleLine(text, required);
       let reason: string | undefined;
       if (typeof parsed === 'string') {
         reason = parsed;
@@ -136,7 +148,10 @@ async function* readArticles(
 }
 
 /** The article on one line, or the reason the line is not one. */
-function parseArticleLine(text: string): Article | string {
+function parseArticleLine(
+  text: string,
+  required: readonly { readonly field: string; readonly path: readonly string[] }[],
+): Article | string {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -161,10 +176,9 @@ function parseArticleLine(text: string): Article | string {
     return `"id" must be a string or a safe integer, got ${show(rawId)}`;
   }
 
-  const content = record.content;
-  if (content === undefined || content === null) return 'article has no text (missing "content")';
-  if (typeof content !== 'string') return `"content" must be a string, got ${show(content)}`;
-  if (content.trim() === '') return 'article has no text (empty "content")';
+  const content = record.content ?? undefined;
+  if (content !== undefined && typeof content !== 'string') return `"content" must be a string, got ${show(content)}`;
+  if (content?.trim() === '') return 'article has no text (empty "content")';
 
   const title = record.title ?? '';
   if (typeof title !== 'string') return `"title" must be a string, got ${show(title)}`;
@@ -174,13 +188,27 @@ function parseArticleLine(text: string): Article | string {
   const source = record.source ?? undefined;
   if (source !== undefined && typeof source !== 'string') return `"source" must be a string, got ${show(source)}`;
 
+  for (const { field, path } of required) if (!hasField(record, path)) return `missing field "${field}"`;
+
   return {
     id,
     title,
-    content,
+    ...(content !== undefined && { content }),
     ...(url !== undefined && { url }),
     ...(source !== undefined && { source }),
+    // The line as it came, for the tasks' placeholders; the title as read ("" for none).
+    fields: { ...record, id, title },
   };
+}
+
+/** Whether `record` has a value (null counts) at `path`. */
+function hasField(record: Record<string, unknown>, path: readonly string[]): boolean {
+  let value: unknown = record;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) return false;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value !== undefined;
 }
 
 /** `${path}: cannot read file (CODE: description)`, without Node's `, open '…'` tail. */

@@ -1,5 +1,6 @@
 import { sleep, type Clock } from '../clock.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import type { CallOptions, LlmOutput, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import { valueForSchema } from '../provider/schema-value.ts';
 
 /** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
 export interface Step {
@@ -40,10 +41,18 @@ export class ScriptedProvider implements Provider {
     if (step.hang) await sleep(this.#clock, 1e9, options.signal);
     await sleep(this.#clock, step.latencyMs ?? 0, options.signal);
     if (step.error !== undefined) throw step.error;
-    return request.task === 'summarize'
-      ? { output: { task: 'summarize', summary: `summary of ${request.articleId}`, keywords: ['k'] } }
-      : { output: { task: 'sentiment', sentiment: 'positive', score: 0.5 } };
+    return { output: scriptedAnswer(request) };
   }
+}
+
+/**
+ * What a scripted call answers: for the built-in tasks a fixed answer naming the article (`summary
+ * of 7`), for any other a value made from its schema alone — the same for every call, no ajv.
+ */
+function scriptedAnswer(request: LlmRequest): LlmOutput {
+  if (request.task === 'summarize') return { summary: `summary of ${request.articleId}`, keywords: ['k'] };
+  if (request.task === 'sentiment') return { sentiment: 'positive', score: 0.5 };
+  return (valueForSchema(request.schema) ?? {}) as LlmOutput;
 }
 
 /**

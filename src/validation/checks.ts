@@ -55,8 +55,12 @@ export function checkBoolean(name: string, value: unknown): asserts value is boo
   if (typeof value !== 'boolean') throw expected(name, 'a boolean', value);
 }
 
-export function checkString(name: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || value === '') throw expected(name, 'a non-empty string', value);
+/** A string: non-empty unless `allowEmpty` (a text may be blank where a name may not). */
+export function checkString(name: string, value: unknown, options: { readonly allowEmpty?: boolean } = {}): asserts value is string {
+  const allowEmpty = options.allowEmpty === true;
+  if (typeof value !== 'string' || (value === '' && !allowEmpty)) {
+    throw expected(name, allowEmpty ? 'a string' : 'a non-empty string', value);
+  }
 }
 
 /** A whole number in [min, max] (a safe integer; `max` may be `Infinity` to allow it too). */
@@ -70,15 +74,15 @@ export function checkInteger(name: string, value: unknown, min: number, max = Nu
 }
 
 export interface NumberRange {
-  /** Smallest allowed value. Default `-Infinity`. */
+  /** Smallest allowed value. @default -Infinity */
   readonly min?: number;
-  /** Whether `min` itself is refused. Default false. */
+  /** Whether `min` itself is refused. @default false */
   readonly minExclusive?: boolean;
-  /** Largest allowed value. Default `Infinity`. */
+  /** Largest allowed value. @default Infinity */
   readonly max?: number;
-  /** Whether `max` itself is refused. Default false. */
+  /** Whether `max` itself is refused. @default false */
   readonly maxExclusive?: boolean;
-  /** Refuse `Infinity` (and `-Infinity`). Default true. */
+  /** Refuse `Infinity` (and `-Infinity`). @default true */
   readonly finite?: boolean;
   /** What the number counts, said in parentheses after the range: `ms`, `calls per second`. */
   readonly unit?: string;

@@ -272,7 +272,7 @@ interface SceneItem {
  */
 async function textBoxes(result: SweepResult, options: Parameters<typeof benchChartSpec>[1] = {}) {
   const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
-  const view = new vega.View(vega.parse(vl.compile(benchChartSpec(result, options)).spec), { renderer: 'none' });
+  const view = new vega.View(vega.parse(vl.compile(benchChartSpec(result, options) as never).spec), { renderer: 'none' });
   try {
     const svg = await view.toSVG();
     const [, width, height] = /^<svg[^>]* width="([\d.]+)" height="([\d.]+)"/.exec(svg)!.map(Number);

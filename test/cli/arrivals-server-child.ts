@@ -10,7 +10,7 @@
 // is the instant the server's quota judged.
 import { subscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
-import { LlmServer } from '../../src/index.ts';
+import { LlmServer } from '../../src/server/index.ts';
 
 export interface ArrivalsServerSettings {
   /** The server's own quota per API key. */

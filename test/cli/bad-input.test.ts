@@ -55,7 +55,6 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
 const BAD_FILES: ReadonlyArray<readonly [file: string, line: number, reason: RegExp]> = [
   ['invalid-json.jsonl', 3, /invalid JSON \(.+\)/],
   ['missing-id.jsonl', 2, /missing "id"/],
-  ['missing-content.jsonl', 2, /article has no text \(missing "content"\)/],
   ['empty-content.jsonl', 2, /article has no text \(empty "content"\)/],
   ['wrong-type.jsonl', 2, /"title" must be a string, got 42/],
   ['duplicate-ids.jsonl', 4, /duplicate id "12" \(first seen on line 2\)/],
@@ -132,6 +131,27 @@ describe.concurrent('news-processor --input - an empty file', { timeout: 60_000 
   });
 });
 
+describe.concurrent('news-processor - a line without a field the tasks read', { timeout: 60_000 }, () => {
+  it('fails its article before any call, a dead letter naming the field; the rest run; exit 1', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/missing-content.jsonl', '--json']);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      articles: 3,
+      succeeded: 2,
+      failed: 1,
+      calls: 4,
+      failureReasons: { MissingFieldError: 1 },
+    });
+  });
+
+  it('is skipped and counted with --skip-invalid, said by file:line', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/missing-content.jsonl', '--skip-invalid', '--json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ articles: 2, succeeded: 2, skippedLines: 1 });
+    expect(result.stderr).toBe('warning: skipping fixtures/bad/missing-content.jsonl:2: missing field "content"\n');
+  });
+});
+
 describe.concurrent('news-processor --skip-invalid', { timeout: 60_000 }, () => {
   it('processes the 7 good articles of fixtures/bad/mixed.jsonl and warns about the 3 bad lines', async () => {
     const result = await runCli([...FAST, '--input', 'fixtures/bad/mixed.jsonl', '--skip-invalid', '--json']);
@@ -141,7 +161,7 @@ describe.concurrent('news-processor --skip-invalid', { timeout: 60_000 }, () => 
     const warnings = result.stderr.split('\n').filter((line) => line !== '');
     expect(warnings).toEqual([
       expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:3: invalid JSON/),
-      expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:6: article has no text \(missing "content"\)/),
+      expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:6: missing field "content"/),
       expect.stringMatching(/^warning: .*fixtures\/bad\/mixed\.jsonl:9: duplicate id "2"/),
     ]);
   });

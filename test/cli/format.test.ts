@@ -37,8 +37,21 @@ describe('the summary lines (cmd/format.ts)', () => {
     const lines = formatSummary(summary);
     expect(lines[0]).toMatch(/^Rate limit=inf\/s burst=1 \| 2 articles \| Succeeded:1 Failed:1 \| /);
     expect(lines[1]).toBe('Calls: 4 | Retries: 1 | 429s received: 1 | 5xx: 0 | Timeouts: 0 | Dead letters: 1 | Cancelled: 0');
+    // What went wrong leads the line; the efficiency (of the calls made) comes after it.
     expect(lines[2]).toMatch(
-      /bound by the workers: all calls' time \/ 1 worker \| Efficiency: \S+ \| 1 429, 1 retry, 1 dead letter, 1 wasted call$/,
+      /^1 429, 1 retry, 1 dead letter, 1 wasted call \| Least possible: \S+, bound by the workers: all calls' time \/ 1 worker \| Efficiency: \d+\.\d%$/,
+    );
+  });
+
+  it('leads with the efficiency only when nothing went wrong', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 10 }, { latencyMs: 10 }] });
+    const summary = await drive(
+      clock,
+      runPipeline({ source: generateArticles(1), providers: [{ provider, limits: requestLimit(Infinity, 1) }], workers: 1, clock }),
+    );
+    expect(formatSummary(summary)[2]).toMatch(
+      /^Least possible: \S+, bound by latency: .* \| Efficiency: 100\.0% \| 0 429s, 0 retries, 0 dead letters, 0 wasted calls$/,
     );
   });
 });
@@ -54,6 +67,7 @@ describe('the per-attempt lines (cmd/format.ts)', () => {
     latencyMs: 0,
     atMs: 0,
     usage: undefined,
+    costUsd: undefined,
   };
 
   it('a refusal of the open circuit waits with the same attempt: no retry is counted', () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type LlmRequest, OpenAiProvider } from '../../src/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { type CliRun, linesOf, runCli, startCli } from './run-cli.ts';
+import { builtinRequest } from '../requests.ts';
 
 /**
  * Requests per second, client and server alike. The server's second token absorbs a send that
@@ -55,7 +56,7 @@ describe(`news-processor --rate=${RATE} --burst=${CLIENT_BURST} against serve --
       // serve's first requests compile their schemas and code while its event loop waits, and the
       // requests arriving meanwhile are taken together: warm it, as a real provider is, on a key of its own.
       const warm = new OpenAiProvider({ apiKey: 'sk-warm-up', baseUrl: `${url}/v1` });
-      const request: LlmRequest = { task: 'summarize', articleId: 'w', title: 'Warm', text: 'The server warms up. It is quick.' };
+      const request: LlmRequest = builtinRequest('summarize', 'w', 'Warm', 'The server warms up. It is quick.');
       for (const task of ['summarize', 'sentiment', 'summarize', 'sentiment'] as const) {
         await warm.call({ ...request, task });
         await sleep((1000 * SERVER_BURST) / RATE);

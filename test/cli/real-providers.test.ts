@@ -1,7 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANTHROPIC_DEFAULTS, OPENAI_DEFAULTS, PROVIDER_DEFAULTS } from '../../src/index.ts';
+import { ANTHROPIC_DEFAULTS, OPENAI_DEFAULTS } from '../../src/index.ts';
+import { PROVIDER_DEFAULTS } from '../../src/provider/provider-types.ts';
 import { refusedUrl, type ScriptedApiServer, startScriptedApiServer, type Vendor } from '../provider/scripted-api-server.ts';
 import { type CliResult, linesOf, makeTempDir, runCli } from './run-cli.ts';
 
@@ -73,7 +74,10 @@ describe.each<Vendor>(['openai', 'anthropic'])('news-processor --provider=%s aga
     expect(result.code, result.stderr).toBe(0);
     const written = await results(output);
     expect(written.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
-    expect(written[0]).toMatchObject({ summary: 'A scripted summary.', sentiment: 'positive', sentimentScore: 0.5, attempts: 2 });
+    expect(written[0]).toMatchObject({
+      outputs: { summarize: { summary: 'A scripted summary.' }, sentiment: { sentiment: 'positive', score: 0.5 } },
+      attempts: 2,
+    });
     const sent = requestsSince(before);
     expect(sent).toHaveLength(8);
     // The token limits reserved 77 output tokens per call: exactly what each request asked for.

@@ -2,7 +2,8 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, REDIS_DEFAULTS, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { formatDuration, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
 import { namesOnEveryNode, slotRanges } from '../redis/cluster-slot.ts';
 import {
   freePort,
@@ -216,7 +217,7 @@ describe('news-processor --redis', () => {
       for (const failed of results.filter((r) => r.status === 'failed')) expect(failed.error?.type).toBe('LimiterUnavailableError');
       expect(result.stderr).toMatch(
         new RegExp(
-          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started$`,
+          `^error: Redis at ${own.url.replace(/\./g, '\\.')} did not answer within 300ms.*: intake stopped, the articles in flight failed; the rest were not started: run again with --resume once it is back to finish the rest$`,
           'm',
         ),
       );

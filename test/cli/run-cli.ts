@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
-/** The project root: the command runs from here, so `fixtures/…` paths work as in the README. */
+/** The project root: the command runs from here, so `fixtures/…` paths work as in the docs. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The compiled command, as `npm start` and the installed package run it (`npm test` builds it first). */
@@ -52,6 +52,8 @@ export interface CliOptions {
   readonly stdin?: string | Buffer | Readable;
   /** Variables to set over this process's environment; `undefined` removes one. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** A file descriptor for the command's standard output (`/dev/full`, say) instead of a pipe; `stdout()` is then empty. */
+  readonly stdoutFd?: number;
 }
 
 /**
@@ -65,7 +67,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...options.env },
-    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    stdio: [stdin === undefined ? 'ignore' : 'pipe', options.stdoutFd ?? 'pipe', 'pipe'],
     detached: true,
   });
   if (stdin !== undefined) {
@@ -83,7 +85,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   };
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   let timedOut = false;
   const killTimer = setTimeout(() => {

@@ -41,8 +41,19 @@ const against = (serve: Serve, vendor: Vendor) => [
   `--api-key-env=${KEY_VARIABLE}`,
 ];
 
+/** The result lines, each with the built-in tasks' answers read out of its outputs. */
 async function resultsIn(path: string): Promise<any[]> {
-  return linesOf(await readFile(path, 'utf8')).map((line) => JSON.parse(line));
+  return linesOf(await readFile(path, 'utf8')).map((line) => {
+    const result = JSON.parse(line);
+    const { summarize, sentiment } = result.outputs;
+    return {
+      ...result,
+      summary: summarize?.summary,
+      keywords: summarize?.keywords,
+      sentiment: sentiment?.sentiment,
+      sentimentScore: sentiment?.score,
+    };
+  });
 }
 
 /** What an article's result says about its text, without the timings. */

@@ -1,7 +1,8 @@
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { formatDuration, LLM_SERVER_DEFAULTS, SIMULATED_DEFAULTS } from '../../src/index.ts';
+import { formatDuration, SIMULATED_DEFAULTS } from '../../src/index.ts';
+import { LLM_SERVER_DEFAULTS } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { post } from '../server/http.ts';
 import { linesOf, runCli, startCli, type CliRun } from './run-cli.ts';

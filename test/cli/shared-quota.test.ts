@@ -90,7 +90,7 @@ describe('news-processor --redis: three commands on one quota', () => {
     // every call exactly when the arrivals hold burst + 1 + rate·t in every window. A quota strictly
     // equal to ours starts full at our first call's arrival and so runs that call's trip behind us;
     // the first call of a process, on a new connection, takes some ms longer than the next ones, and
-    // an equal quota refused one or two calls a run (README, "What is not").
+    // an equal quota refused one or two calls a run (docs/shared-quotas.md, "What is not").
     const server = await startArrivalsServer({ rate, burst: burst + 1, key });
     const started: CliRun[] = [];
     try {

@@ -3,7 +3,7 @@ import { ANTHROPIC_DEFAULTS, ConfigError, OPENAI_DEFAULTS, parseProvidersConfig 
 
 const limits = [{ kind: 'requests', rate: 5 }];
 
-/** Two vendors, each serving one task: the file the README shows. */
+/** Two vendors, each serving one task: the file docs/providers.md shows. */
 const twoVendors = {
   providers: [
     { name: 'gpt', type: 'openai', model: 'gpt-4.1-nano', maxConcurrent: 8, limits },

@@ -27,7 +27,7 @@ const good = {
 };
 
 describe('parseProvidersConfig()', () => {
-  it('reads a good file into per-second limits, defaults filled in', () => {
+  it("reads a good file into per-second limits, leaving what it does not say to the gate's defaults", () => {
     const config = parseProvidersConfig(good, 'providers.json');
     expect(config.routes).toEqual({ summarize: 'fast', sentiment: 'careful' });
     expect(config.providers[0]).toMatchObject({
@@ -37,10 +37,10 @@ describe('parseProvidersConfig()', () => {
         { kind: 'tokens', rate: 1000, burst: 60000 },
       ],
       adaptive: {},
-      syncHeaders: false,
-      maxOutputTokens: 256,
+      syncHeaders: undefined,
+      maxOutputTokens: undefined,
       callTimeoutMs: undefined,
-      breaker: { failureThreshold: 10, cooldownMs: 2000, halfOpenProbes: 1, giveUpAfterMs: 30_000 },
+      breaker: {},
       simulated: { minLatencyMs: 100, maxLatencyMs: 300, quota: { rate: 5, burst: 2 }, headers: 'openai' },
     });
     expect(config.providers[1]).toMatchObject({
@@ -49,6 +49,9 @@ describe('parseProvidersConfig()', () => {
       breaker: { failureThreshold: 3, cooldownMs: 2000 },
       simulated: { outage: { startMs: 2000, endMs: 8000 } },
     });
+    // A breaker the file does not mention is on, with the breaker's own defaults; one it sets says only what it sets.
+    expect(config.providers[0]!.breaker).toEqual({});
+    expect(config.providers[1]!.breaker).toEqual({ failureThreshold: 3, cooldownMs: 2000 });
   });
 
   it("reads how long the breaker waits for a provider that stays down: a duration or 'inf'", () => {
@@ -84,9 +87,16 @@ describe('parseProvidersConfig()', () => {
     });
   });
 
-  it('routes every task to the first provider by default', () => {
+  it('routes nothing unless told: a task it does not route goes to the first provider, a task of any name may be routed', () => {
     const config = parseProvidersConfig({ providers: [{ name: 'only', limits: [{ kind: 'requests', rate: 'inf' }] }] });
-    expect(config.routes).toEqual({ summarize: 'only', sentiment: 'only' });
+    expect(config.routes).toEqual({});
+    expect(
+      parseProvidersConfig({
+        ...config,
+        providers: [{ name: 'only', limits: [{ kind: 'requests', rate: 1 }] }],
+        routes: { headline: 'only' },
+      }).routes,
+    ).toEqual({ headline: 'only' });
     expect(config.providers[0]!.limits[0]!.rate).toBe(Infinity);
   });
 
@@ -178,7 +188,6 @@ describe('parseProvidersConfig()', () => {
       (c) => (c.routes.sentiment = 'nobody'),
       'routes.sentiment: expected one of the provider names (fast, careful), got "nobody"',
     ],
-    ['an unknown task', (c) => (c.routes.translate = 'fast'), 'routes.translate: unknown field (expected one of summarize, sentiment)'],
     ['a misspelt field', (c) => (c.providers[0].adaptiv = true), 'providers[0].adaptiv: unknown field'],
     ['adaptive not boolean', (c) => (c.providers[0].adaptive = 'yes'), 'providers[0].adaptive: expected true or false, got "yes"'],
     [
@@ -193,6 +202,11 @@ describe('parseProvidersConfig()', () => {
         c.providers[0].limits[1] = { kind: 'output-tokens', rate: 6000, per: 'minute', burst: 499 };
       },
       'p.json: providers[0].limits[1].burst: expected at least maxOutputTokens (500; a call takes that many at once), got 499',
+    ],
+    [
+      'an adaptive rate over an unlimited request rate (nothing to adapt below)',
+      (c) => (c.providers[0].limits[0] = { kind: 'requests', rate: 'inf' }),
+      'p.json: providers[0].adaptive: expected left out over an unlimited request rate (it adapts below a finite one), got true',
     ],
     [
       'min above max latency',

@@ -15,8 +15,9 @@ import {
 import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
 import { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
+import { builtinRequest } from '../requests.ts';
 
-const request: LlmRequest = { task: 'summarize', articleId: '7', title: 'T', text: 'Body.' };
+const request: LlmRequest = builtinRequest('summarize', '7');
 const noJitter = (attempt: number) => 100 * 2 ** (attempt - 1);
 
 function setup(script: Step[], rate = 10, burst = 1) {

@@ -1,8 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
-import { AdaptiveRate } from '../../src/limits/adaptive-rate.ts';
 import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
@@ -13,8 +11,9 @@ import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { builtinRequest } from '../requests.ts';
 
-const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
+const request: LlmRequest = builtinRequest('summarize', '1');
 const fixedBackoff = () => 100;
 
 describe('CallGate - circuit breaker', () => {
@@ -22,8 +21,14 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 0.001, burst: 100 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 3 } });
+    const gate = new CallGate({
+      provider,
+      limits,
+      breaker: { failureThreshold: 2, cooldownMs: 10_000 },
+      clock,
+      retry: { backoff: fixedBackoff, maxAttempts: 3 },
+    });
+    const breaker = gate.breaker!;
     const events: AttemptEvent[] = [];
     const { attempts } = await drive(clock, gate.call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
     // Two 503s open it (at 100 ms, until 10,100 ms); the third attempt meets the open circuit after
@@ -47,8 +52,13 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 2, cooldownMs: 10_000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: fixedBackoff, maxAttempts: 5 } });
+    const gate = new CallGate({
+      provider,
+      limits,
+      breaker: { failureThreshold: 2, cooldownMs: 10_000 },
+      clock,
+      retry: { backoff: fixedBackoff, maxAttempts: 5 },
+    });
     const events: AttemptEvent[] = [];
     const error = await drive(
       clock,
@@ -59,7 +69,7 @@ describe('CallGate - circuit breaker', () => {
     // Two attempts made; the refused third is none.
     expect(error).toMatchObject({ name: 'RetryError', reason: 'deadline', attempts: 2, lastError: { name: 'BrokenCircuitError' } });
     expect((error as Error).message).toMatch(
-      /^gave up after 2 attempts \(the next attempt could not start before the deadline\): circuit is open; probes admitted in 9\.9s$/,
+      /^gave up after 2 attempts \(the next attempt could not start before the deadline\): circuit "p" is open; probes admitted in 9\.9s$/,
     );
     expect(clock.now()).toBe(200);
   });
@@ -69,8 +79,13 @@ describe('CallGate - circuit breaker', () => {
     // The probe takes 3 s to answer; a backoff of 0 and no retry-after cap could spin a poll.
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { latencyMs: 3000 }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 } });
+    const gate = new CallGate({
+      provider,
+      limits,
+      breaker: { failureThreshold: 1, cooldownMs: 1000 },
+      clock,
+      retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 },
+    });
     const events: AttemptEvent[] = [];
     const onAttempt = (e: AttemptEvent) => events.push(e);
     const first = gate.call(request, { deadlineMs: 60_000, onAttempt });
@@ -96,8 +111,8 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock });
+    const gate = new CallGate({ provider, limits, breaker: { failureThreshold: 1, cooldownMs: 1000 }, clock });
+    const breaker = gate.breaker!;
     breaker.acquirePermit().failure();
     // Seen in a run: 1090.711147 + (20637.385201 − 1090.711147) > 20637.385201.
     clock.set(1090.711147);
@@ -114,8 +129,13 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1000, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock, retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 } });
+    const gate = new CallGate({
+      provider,
+      limits,
+      breaker: { failureThreshold: 1, cooldownMs: 1000 },
+      clock,
+      retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 },
+    });
     const events: AttemptEvent[] = [];
     await drive(clock, gate.call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
     expect(events.map((e) => [e.outcome, e.attempt, e.atMs])).toEqual([
@@ -129,8 +149,8 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 2, burst: 1 }], clock });
-    const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
-    const gate = new CallGate({ provider, limits, breaker, clock });
+    const gate = new CallGate({ provider, limits, breaker: { failureThreshold: 1 }, clock });
+    const breaker = gate.breaker!;
     limits.bucket('requests')!.tryAcquire(1);
     const controller = new AbortController();
     const events: AttemptEvent[] = [];
@@ -149,13 +169,13 @@ describe('CallGate - circuit breaker', () => {
   it('does not count 429s as failures', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }] });
-    const breaker = new CircuitBreaker({ failureThreshold: 1, clock });
     const gate = new CallGate({
       provider,
       limits: new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 10 }], clock }),
-      breaker,
+      breaker: { failureThreshold: 1 },
       clock,
     });
+    const breaker = gate.breaker!;
     await drive(
       clock,
       gate.call(request).catch(() => {}),
@@ -319,8 +339,8 @@ describe('CallGate - headers and adaptive rate', () => {
       script: [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}],
     });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
-    const adaptive = new AdaptiveRate({ limits, clock });
-    const gate = new CallGate({ provider, limits, adaptive, clock });
+    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const adaptive = gate.adaptive!;
     const events: AttemptEvent[] = [];
     const { attempts } = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }));
     expect(attempts).toBe(2);
@@ -339,8 +359,8 @@ describe('CallGate - headers and adaptive rate', () => {
       clock,
     });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
-    const adaptive = new AdaptiveRate({ limits, clock });
-    const gate = new CallGate({ provider, limits, adaptive, clock });
+    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const adaptive = gate.adaptive!;
     await drive(clock, gate.call(request));
     expect(limits.rate).toBe(5);
     expect(adaptive.decreases).toBe(0);
@@ -354,8 +374,8 @@ describe('CallGate - headers and adaptive rate', () => {
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
     const bucket = limits.bucket('requests')!;
-    const adaptive = new AdaptiveRate({ limits, clock });
-    const gate = new CallGate({ provider, limits, adaptive, clock });
+    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const adaptive = gate.adaptive!;
     await drive(clock, gate.call(request));
     expect(adaptive.decreases).toBe(1);
     expect(bucket.rate).toBeLessThan(20);

@@ -25,6 +25,8 @@ describe('new TokenBucket()', () => {
     [{ rate: 1, burst: -1 }, /burst/],
     [{ rate: 1, burst: Infinity }, /burst/],
     [{ rate: '3' as unknown as number, burst: 1 }, /rate/],
+    [{ rate: 1, burst: 2, tokens: 3 }, /Expected tokens to be a finite number in \[0, 2\], got 3/],
+    [{ rate: 1, burst: 1, clock: {} as Clock }, /Expected clock to be a Clock, got {}/],
   ])('throws a TypeError for %o', (options, message) => {
     expect(() => new TokenBucket(options)).toThrow(TypeError);
     expect(() => new TokenBucket(options)).toThrow(message);
@@ -210,6 +212,20 @@ describe('.reserve()', () => {
     expect(bucket.tokens() - before).toBeLessThanOrEqual(2);
   });
 
+  it('.cancel() - refunds nothing an at-once acquire() has used since, even on a clock set back before it', async () => {
+    const { clock, bucket } = bucketAt(1, 1);
+    bucket.tryAcquire(1);
+    const reservation = bucket.reserve(1); // acts at 1000 ms
+    clock.set(3000);
+    await bucket.acquire(1); // at once: the refill has paid the reservation and one more
+    clock.set(500);
+    reservation.cancel();
+    clock.set(3000);
+    // A refund here would grant a second token at 3000 ms with a burst of 1.
+    expect(bucket.tokens()).toBe(0);
+    expect(bucket.tryAcquire(1)).toBe(false);
+  });
+
   it('.cancel() - is idempotent', () => {
     const { bucket } = bucketAt(10, 1);
     bucket.reserve(1);
@@ -346,6 +362,21 @@ describe('.acquire()', () => {
     const grants = [0, 1, 2, 3].map(() => track(inner, bucket.acquire()));
     await inner.advance(1000);
     expect(grants.map((g) => g.atMs)).toEqual([0, 107, 207, 307]);
+  });
+
+  it('grants a waiter at its instant after large fractional waiters came and went', async () => {
+    const { clock, bucket } = bucketAt(1, 4e7);
+    bucket.tryAcquire(4e7);
+    const controller = new AbortController();
+    // Sizes whose sum, less each of them, leaves a float residue below zero.
+    const gone = [2e7 + 0.1, 1e7 + 0.4].map((n) => bucket.acquire(n, { signal: controller.signal }));
+    controller.abort();
+    await Promise.allSettled(gone);
+    bucket.adjust(4e7);
+    bucket.tryAcquire(4e7);
+    const waiter = track(clock, bucket.acquire(1));
+    await clock.advance(1000);
+    expect(waiter.atMs).toBe(1000);
   });
 
   it('rejects at once at rate 0 once the burst is spent', async () => {

@@ -5,6 +5,7 @@ import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { builtinRequest } from '../requests.ts';
 
 type Knobs = Omit<AdaptiveRateOptions, 'limits' | 'clock'> & { readonly maxRate: number };
 
@@ -400,7 +401,7 @@ describe('AdaptiveRate against a provider quota', () => {
     let lastSuccessMs = 0;
     const worker = async () => {
       while (next < calls) {
-        const request = { task: 'sentiment', articleId: String(next++), title: 'T', text: 'Fine.' } as const;
+        const request = builtinRequest('sentiment', String(next++), 'T', 'Fine.');
         for (;;) {
           await bucket.acquire();
           const sentAtMs = clock.now();

@@ -17,6 +17,7 @@ import { runPipeline } from '../../src/pipeline/run.ts';
 import { RateLimitError, type LlmRequest } from '../../src/provider/provider.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
+import { builtinRequest } from '../requests.ts';
 
 /**
  * A second implementation of the limits, nothing like the local buckets: it "asks a server" —
@@ -61,7 +62,7 @@ class RemoteLimits implements ProviderLimits {
   }
 }
 
-const request: LlmRequest = { task: 'summarize', articleId: '1', title: 'T', text: 'Body.' };
+const request: LlmRequest = builtinRequest('summarize', '1');
 
 describe('ProviderLimits: another implementation stands in without touching the gate', () => {
   it('every attempt acquires its cost through the interface; grants are settled, 429s cut the rate, headers lower the limits', async () => {

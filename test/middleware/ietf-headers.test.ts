@@ -19,6 +19,11 @@ describe('limitHeaderWriter()', () => {
       { 'RateLimit-Policy': '60;w=60', RateLimit: 'limit=60, remaining=41, reset=19' },
     ],
     [
+      'draft-6: the policy, and the limit, what is left and seconds to full in fields of their own',
+      { draft: 'draft-6', legacy: false, policyName: 'default', rate: 1, burst: 60 },
+      { 'RateLimit-Policy': '60;w=60', 'RateLimit-Limit': '60', 'RateLimit-Remaining': '41', 'RateLimit-Reset': '19' },
+    ],
+    [
       'legacy only: X-RateLimit-* with the reset as Unix epoch seconds, rounded up',
       { draft: false, legacy: true, policyName: 'default', rate: 1, burst: 60 },
       { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '41', 'X-RateLimit-Reset': String(NOW_MS / 1000 + 19) },
@@ -39,7 +44,7 @@ describe('limitHeaderWriter()', () => {
   });
 
   it('writes what the client side reads back: the provider-header parser sees the same figures', () => {
-    for (const draft of ['draft-8', 'draft-7'] as const) {
+    for (const draft of ['draft-8', 'draft-7', 'draft-6'] as const) {
       const headers = limitHeaderWriter({ draft, legacy: false, policyName: 'default', rate: 1, burst: 60 })(decision, NOW_MS);
       const [status] = parseRateLimitHeaders(headers, { nowMs: NOW_MS }).limits;
       expect(status, draft).toMatchObject({ kind: 'requests', remaining: 41, resetMs: 19_000 });

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createHook } from 'node:async_hooks';
+import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
@@ -6,7 +7,13 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { RATE_LIMIT_DEFAULTS, type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../../src/middleware/rate-limit.ts';
+import {
+  type FastifyLikeReply,
+  RATE_LIMIT_DEFAULTS,
+  type RateLimitMiddleware,
+  type RateLimitOptions,
+  rateLimit,
+} from '../../src/middleware/rate-limit.ts';
 import { KeyedLimiter, type RateLimitStore } from '../../src/limiter/keyed-limiter.ts';
 
 interface Reply {
@@ -206,6 +213,28 @@ describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) =>
     expect(refused.headers.get('ratelimit')).toBe('"default";r=0;t=4');
   });
 
+  it('answers a refusal with statusCode', async () => {
+    const { server } = await start(framework, { statusCode: 420 });
+    await server.request();
+    await server.request();
+    const refused = await server.request();
+    expect(refused.status).toBe(420);
+    expect(refused.body).toBe(RATE_LIMIT_DEFAULTS.message);
+    expect(refused.headers.get('retry-after')).toBe('2');
+  });
+
+  it.each([
+    [undefined, 429],
+    [503, 503],
+  ])('calls handler with statusCode %s already set on res: %s', async (statusCode, status) => {
+    const { server } = await start(framework, { statusCode, handler: (_req, res) => res.end('handled') });
+    await server.request();
+    await server.request();
+    const refused = await server.request();
+    expect(refused.status).toBe(status);
+    expect(refused.body).toBe('handled');
+  });
+
   it('passes an error of a callback on: a key that is not a string is a 500, not a limit', async () => {
     const { limit, server } = await start(framework, { key: () => undefined as unknown as string });
     const reply = await server.request();
@@ -255,6 +284,99 @@ describe.each(Object.entries(FRAMEWORKS))('rateLimit() in %s', (_, framework) =>
   });
 });
 
+/** A server whose handler answers with what the limit set on the request (and, in Fastify, on `request.raw`), as JSON. */
+type Echoing = (limit: RateLimitMiddleware, property: string) => Promise<Running>;
+
+const fetching =
+  (url: string): Running['request'] =>
+  async (headers = {}) => {
+    const response = await fetch(url, { headers });
+    return { status: response.status, headers: response.headers, body: await response.text() };
+  };
+
+const ECHOING: Record<string, Echoing> = {
+  'node:http': (limit, property) => {
+    const server = createServer((req, res) =>
+      limit(req, res, () => res.end(JSON.stringify({ request: (req as unknown as Record<string, unknown>)[property] }))),
+    );
+    server.listen(0, '127.0.0.1');
+    return listening(server, '127.0.0.1', closeServer(server));
+  },
+  'Express 5': (limit, property) => {
+    const app = express();
+    app.use(limit);
+    app.get('/', (req, res) => {
+      res.json({ request: (req as unknown as Record<string, unknown>)[property] });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    return listening(server, '127.0.0.1', closeServer(server));
+  },
+  'Fastify 5': async (limit, property) => {
+    const app = Fastify();
+    app.addHook('onRequest', limit.onRequest);
+    app.get('/', async (request) => ({
+      request: (request as unknown as Record<string, unknown>)[property],
+      raw: (request.raw as unknown as Record<string, unknown>)[property],
+    }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/`;
+    return { url, request: fetching(url), close: () => app.close() };
+  },
+};
+
+describe.each(Object.entries(ECHOING))("rateLimit() sets the request's limit in %s", (name, echoing) => {
+  const serve = async (options: RateLimitOptions, property = 'rateLimit') => {
+    const clock = new ManualClock();
+    const limit = rateLimit({ limiter: new KeyedLimiter({ rate: 0.5, burst: 2, clock }), ...options });
+    const server = await echoing(limit, property);
+    running.push(server);
+    return server;
+  };
+  /** What the handler saw, from the request (and from request.raw in Fastify, the same). */
+  const seen = (reply: Reply): unknown => {
+    const body = JSON.parse(reply.body) as { request: unknown; raw?: unknown };
+    if (name === 'Fastify 5') expect(body.raw).toEqual(body.request);
+    return body.request;
+  };
+  const resetNear = (fromMs: number, toMs: number) =>
+    expect.toSatisfy((time: string) => Date.parse(time) >= fromMs && Date.parse(time) <= Math.ceil(toMs));
+
+  it('on req.rateLimit: limit, used, remaining, resetTime and key, as express-rate-limit names them', async () => {
+    const server = await serve({});
+    const before = Date.now();
+    const reply = await server.request();
+    expect(seen(reply)).toEqual({
+      limit: 2,
+      used: 1,
+      remaining: 1,
+      resetTime: resetNear(before + 2000, Date.now() + 2000),
+      key: '127.0.0.1',
+    });
+    expect(seen(await server.request())).toMatchObject({ used: 2, remaining: 0 });
+  });
+
+  it('on a refused request too, before message runs; on none that skip lets through', async () => {
+    const server = await serve({
+      skip: (req) => req.headers.health === 'yes',
+      message: (req) => ({ seen: (req as unknown as Record<string, unknown>).rateLimit ?? null }),
+    });
+    expect(JSON.parse((await server.request({ health: 'yes' })).body)).toEqual({});
+    await server.request();
+    await server.request();
+    const before = Date.now();
+    const refused = await server.request();
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toEqual({
+      seen: { limit: 2, used: 2, remaining: 0, resetTime: resetNear(before + 4000, Date.now() + 4000), key: '127.0.0.1' },
+    });
+  });
+
+  it('on the property requestPropertyName names', async () => {
+    const server = await serve({ requestPropertyName: 'limits' }, 'limits');
+    expect(seen(await server.request())).toMatchObject({ limit: 2, used: 1, remaining: 1, key: '127.0.0.1' });
+  });
+});
+
 describe('rateLimit() over IPv6 sockets', () => {
   it('keys an IPv6 peer by its /56 and folds an IPv4-mapped peer to IPv4', async () => {
     const v6 = await start(FRAMEWORKS['node:http']!, keyEcho, '::1');
@@ -268,6 +390,128 @@ describe('rateLimit() over IPv6 sockets', () => {
     await fetch(url);
     await fetch(url);
     expect(await (await fetch(url)).json()).toEqual({ key: '127.0.0.1' });
+  });
+});
+
+/** The promises created while `run` runs (async_hooks sees every one, the engine's own included). */
+function promisesMadeBy(run: () => void): number {
+  let made = 0;
+  const hook = createHook({
+    init: (_id, type) => {
+      if (type === 'PROMISE') made++;
+    },
+  }).enable();
+  try {
+    run();
+  } finally {
+    hook.disable();
+  }
+  return made;
+}
+
+describe('rateLimit() with callbacks and a store that answer at once', () => {
+  const request = () => ({ socket: { remoteAddress: '127.0.0.1' }, headers: {} }) as IncomingMessage;
+  const response = () => ({ statusCode: 200, setHeader() {}, end() {} }) as unknown as ServerResponse;
+  const reply = (): FastifyLikeReply => {
+    const raw = response();
+    const self: FastifyLikeReply = { raw, code: () => self, header: () => self, type: () => self, send: () => self, hijack: () => self };
+    return self;
+  };
+  const sync: RateLimitOptions = { skip: () => false, key: () => 'k', cost: () => 1, message: () => 'slow down' };
+
+  it('decides within the call, making no promise: let through and refused, in the middleware and the Fastify hook', () => {
+    const limit = rateLimit({ limiter: new KeyedLimiter({ rate: 1, burst: 2, clock: new ManualClock() }), ...sync });
+    const outcomes: string[] = [];
+    const made = promisesMadeBy(() => {
+      for (let i = 0; i < 2; i++) limit(request(), response(), () => outcomes.push('next'));
+      limit(request(), response(), () => outcomes.push('next'));
+      limit.onRequest({ raw: request() }, reply(), () => outcomes.push('done'));
+    });
+    expect(made).toBe(0);
+    expect(outcomes).toEqual(['next', 'next']);
+    expect(limit.figures).toMatchObject({ allowed: 2, limited: 2 });
+    const counted = request();
+    limit(counted, response(), () => {});
+    expect((counted as unknown as { rateLimit: unknown }).rateLimit).toMatchObject({ limit: 2, used: 2, remaining: 0, key: 'k' });
+  });
+
+  it('makes promises only once a callback gives one (what the count above would see)', () => {
+    const limit = rateLimit({
+      limiter: new KeyedLimiter({ rate: 1, burst: 2, clock: new ManualClock() }),
+      ...sync,
+      skip: async () => false,
+    });
+    expect(promisesMadeBy(() => limit(request(), response(), () => {}))).toBeGreaterThan(0);
+  });
+});
+
+describe("rateLimit() with express-rate-limit's names", () => {
+  const serve = async (limit: RateLimitMiddleware) => {
+    const server = await FRAMEWORKS['node:http']!(limit, '127.0.0.1');
+    running.push(server);
+    return server;
+  };
+  const limiter = () => new KeyedLimiter({ rate: 0.5, burst: 2, clock: new ManualClock() });
+
+  it('keyGenerator is key, called with the request and the response as there', async () => {
+    const seen: unknown[] = [];
+    const server = await serve(
+      rateLimit({
+        limiter: limiter(),
+        keyGenerator: (req, res) => {
+          seen.push(res instanceof ServerResponse);
+          return String(req.headers.user);
+        },
+        ...keyEcho,
+      }),
+    );
+    await server.request({ user: 'ann' });
+    await server.request({ user: 'ann' });
+    expect(JSON.parse((await server.request({ user: 'ann' })).body)).toEqual({ key: 'ann' });
+    expect((await server.request({ user: 'bob' })).status).toBe(200);
+    expect(seen).toEqual([true, true, true, true]);
+  });
+
+  it.each([
+    [true, { 'ratelimit-policy': '2;w=4', 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '2', ratelimit: null }],
+    ['draft-6', { 'ratelimit-policy': '2;w=4', 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '2' }],
+    ['draft-7', { 'ratelimit-policy': '2;w=4', ratelimit: 'limit=2, remaining=1, reset=2', 'ratelimit-limit': null }],
+    ['draft-8', { 'ratelimit-policy': '"default";q=2;w=4', ratelimit: '"default";r=1;t=2' }],
+    [false, { 'ratelimit-policy': null, ratelimit: null, 'ratelimit-limit': null }],
+  ] as const)('standardHeaders: %o is headers, true being draft-6 as there', async (standardHeaders, expected) => {
+    const server = await serve(rateLimit({ limiter: limiter(), standardHeaders }));
+    const reply = await server.request();
+    expect(Object.fromEntries(Object.keys(expected).map((name) => [name, reply.headers.get(name)]))).toEqual(expected);
+  });
+
+  it('limit (or max) per windowMs is a bucket of that burst refilled over the window', async () => {
+    for (const options of [
+      { limit: 100, windowMs: 15 * 60_000 },
+      { max: 100, windowMs: 15 * 60_000 },
+    ]) {
+      const { store } = rateLimit(options);
+      expect([store.burst, store.rate]).toEqual([100, 100 / 900]);
+      const server = await serve(rateLimit({ ...options, key: () => 'k' }));
+      expect((await server.request()).headers.get('ratelimit-policy')).toBe('"default";q=100;w=900');
+    }
+    expect([rateLimit({ limit: 10 }).store.rate, rateLimit({ windowMs: 1000 }).store.burst]).toEqual([10 / 60, 60]);
+  });
+
+  it('identifier is policyName, store is limiter', async () => {
+    const store = limiter();
+    const limit = rateLimit({ store, identifier: 'api' });
+    expect(limit.store).toBe(store);
+    expect((await (await serve(limit)).request()).headers.get('ratelimit')).toBe('"api";r=1;t=2');
+  });
+
+  it.each([
+    [true, 200],
+    [false, 503],
+  ])('passOnStoreError: %s is onStoreError "allow" or "deny": %s', async (passOnStoreError, status) => {
+    const failing: RateLimitStore = { rate: 1, burst: 5, take: () => Promise.reject(new Error('connection refused')) };
+    const limit = rateLimit({ limiter: failing, passOnStoreError });
+    expect((await (await serve(limit)).request()).status).toBe(status);
+    expect(limit.figures.storeErrors).toBe(1);
   });
 });
 
@@ -296,8 +540,8 @@ describe('rateLimit() metrics', () => {
 });
 
 describe('rateLimit() options', () => {
-  it('is exported from the package root with the pieces a server needs', async () => {
-    const api = await import('../../src/index.ts');
+  it('is exported from news-processor/middleware with the pieces a server needs', async () => {
+    const api = await import('../../src/middleware/index.ts');
     for (const name of [
       'rateLimit',
       'RATE_LIMIT_DEFAULTS',
@@ -314,11 +558,14 @@ describe('rateLimit() options', () => {
     expect(RATE_LIMIT_DEFAULTS).toEqual({
       rate: 1,
       burst: 60,
+      windowMs: 60_000,
       cost: 1,
       headers: 'draft-8',
       legacyHeaders: false,
       policyName: 'default',
       message: 'Too many requests, please try again later.',
+      statusCode: 429,
+      requestPropertyName: 'rateLimit',
       onStoreError: 'deny',
     });
     expect(Object.isFrozen(RATE_LIMIT_DEFAULTS)).toBe(true);
@@ -332,7 +579,7 @@ describe('rateLimit() options', () => {
     burst: 1,
     take: () => ({ allowed: true, limit: 1, remaining: 0, resetMs: 0, retryAfterMs: 0 }),
   };
-  it.each([
+  it.each<[unknown, string]>([
     [null, 'Expected options to be an object, got null'],
     [{ rate: 0 }, 'Expected rate to be a number > 0 (tokens per second), got 0'],
     [{ rate: Number.NaN }, 'Expected rate to be a number > 0 (tokens per second), got NaN'],
@@ -347,8 +594,8 @@ describe('rateLimit() options', () => {
     [{ cost: -1 }, 'Expected cost to be a finite number >= 0, got -1'],
     [{ cost: '2' }, 'Expected cost to be a function, got "2"'],
     [{ skip: true }, 'Expected skip to be a function, got true'],
-    [{ headers: 'draft-6' }, 'Expected headers to be one of "draft-8", "draft-7", got "draft-6"'],
-    [{ headers: true }, 'Expected headers to be one of "draft-8", "draft-7", got true'],
+    [{ headers: 'draft-5' }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", false, got "draft-5"'],
+    [{ headers: true }, 'Expected headers to be one of "draft-8", "draft-7", "draft-6", false, got true'],
     [{ legacyHeaders: 'yes' }, 'Expected legacyHeaders to be a boolean, got "yes"'],
     [{ policyName: 'my policy' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "my policy"'],
     [{ policyName: '"x"' }, 'Expected policyName to be 1 to 64 letters, digits or -_.:, got "\\"x\\""'],
@@ -359,6 +606,59 @@ describe('rateLimit() options', () => {
     [{ registry: 'default' }, 'Expected registry to be an object, got "default"'],
     [{ trustProxy: true }, 'Expected trustProxy to be false, a number of hops or a list of addresses and CIDRs, got true'],
     [{ key: () => 'k', ipv6Subnet: 128 }, 'Expected ipv6Subnet to be an integer in [32, 64], got 128'],
+    [{ logger: { error() {}, warn() {} } }, 'Expected logger.child to be a function, got undefined'],
+    // express-rate-limit's names: each the same option as ours, so not both at once.
+    [{ key: () => 'a', keyGenerator: () => 'b' }, 'Expected keyGenerator to be left out with key (they are one option), got function'],
+    [
+      { headers: 'draft-7', standardHeaders: 'draft-7' },
+      'Expected standardHeaders to be left out with headers (they are one option), got "draft-7"',
+    ],
+    [{ policyName: 'a', identifier: 'b' }, 'Expected identifier to be left out with policyName (they are one option), got "b"'],
+    [
+      { onStoreError: 'allow', passOnStoreError: true },
+      'Expected passOnStoreError to be left out with onStoreError (they are one option), got true',
+    ],
+    [{ limiter: store, store }, 'Expected store to be left out with limiter (they are one option), got {"rate":1,"burst":1}'],
+    [{ limit: 5, max: 5 }, 'Expected max to be left out with limit (they are one option), got 5'],
+    [
+      { limit: 5, burst: 5 },
+      'Expected rate and burst to be left out with limit and windowMs (a quota per window is the bucket), got {"burst":5}',
+    ],
+    [
+      { windowMs: 1000, rate: 5 },
+      'Expected rate and burst to be left out with limit and windowMs (a quota per window is the bucket), got {"rate":5}',
+    ],
+    [{ store, rate: 2 }, 'Expected rate and burst to be left out with a store (it has its own), got {"rate":2}'],
+    [
+      { limiter: store, windowMs: 1000 },
+      'Expected limit and windowMs to be left out with a limiter (it has its own), got {"windowMs":1000}',
+    ],
+    [{ store: { increment() {}, decrement() {}, resetKey() {} } }, 'Expected store.take to be a function, got undefined'],
+    [{ keyGenerator: 'ip' }, 'Expected keyGenerator to be a function, got "ip"'],
+    [{ standardHeaders: 'draft-9' }, 'Expected standardHeaders to be one of "draft-8", "draft-7", "draft-6", true, false, got "draft-9"'],
+    [{ identifier: () => 'per-route' }, 'Expected identifier to be 1 to 64 letters, digits or -_.:, got function'],
+    [{ passOnStoreError: 'yes' }, 'Expected passOnStoreError to be a boolean, got "yes"'],
+    [{ limit: () => 10 }, 'Expected limit to be an integer >= 1, got function'],
+    [{ max: 0 }, 'Expected max to be an integer >= 1, got 0'],
+    [{ windowMs: 0 }, 'Expected windowMs to be a finite number > 0 (ms), got 0'],
+    [{ statusCode: 200 }, 'Expected statusCode to be an integer in [400, 599], got 200'],
+    [{ statusCode: '429' }, 'Expected statusCode to be an integer in [400, 599], got "429"'],
+    [{ requestPropertyName: '' }, 'Expected requestPropertyName to be a non-empty string, got ""'],
+    // express-rate-limit's options with no counterpart: refused, not ignored.
+    [
+      { skipSuccessfulRequests: true },
+      'Expected skipSuccessfulRequests to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got true',
+    ],
+    [
+      { skipFailedRequests: true },
+      'Expected skipFailedRequests to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got true',
+    ],
+    [
+      { requestWasSuccessful: () => true },
+      'Expected requestWasSuccessful to be left out (a token bucket takes before the response exists: give such requests cost 0, or skip them), got function',
+    ],
+    [{ retryAfter: 60 }, "Expected retryAfter to be left out (Retry-After is the bucket's own wait, in whole seconds), got 60"],
+    [{ validate: false }, 'Expected validate to be left out (the options are checked once, here, and a mistake throws), got false'],
   ])('throws a TypeError for %o', (options, message) => {
     expect(() => rateLimit(options as unknown as RateLimitOptions)).toThrow(new TypeError(message));
   });

@@ -1,9 +1,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPTIONAL_PACKAGES } from '../../src/optional-package.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
@@ -12,18 +14,39 @@ const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
  * The package as a user gets it: `npm pack` (of the `dist/` that `npm test` has just built), then
  * `npm install` of the tarball into a fresh project that has no TypeScript and no tsx.
  */
+/** Bytes under a folder, as `du` counts file contents (symlinks not followed). */
+async function folderBytes(path: string): Promise<number> {
+  let bytes = 0;
+  for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) bytes += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return bytes;
+}
+
+/**
+ * The package as a user gets it: `npm run tarball` (the published manifest, of the `dist/` the
+ * tests' setup has just built), then `npm install` of the tarball into a fresh project that has no
+ * TypeScript, no tsx and none of the optional packages.
+ */
 describe('the packed package, installed into a fresh project', () => {
   let dir: string;
   let files: string[];
+  let manifest: Record<string, unknown>;
+  let installOutput: string;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'news-processor-pack-'));
-    const packed = JSON.parse(
-      execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' }),
-    ) as { filename: string; files: { path: string }[] }[];
-    files = packed[0]!.files.map((file) => file.path);
+    const tarball = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'pack.ts'), '--destination', dir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((path) => path.replace(/^package\//, ''));
+    manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
     await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', `./${packed[0]!.filename}`], {
+    installOutput = execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
       cwd: dir,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -34,20 +57,39 @@ describe('the packed package, installed into a fresh project', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('holds the compiled library and command with their types, not the sources, tests or benchmarks', () => {
-    expect(files).toContain('dist/src/index.js');
-    expect(files).toContain('dist/src/index.d.ts');
-    expect(files).toContain('dist/src/testing/index.js');
-    expect(files).toContain('dist/cmd/news-processor.js');
-    expect(files).toContain('package.json');
-    expect(files.filter((path) => /^(src|cmd|test|bench|fixtures)\//.test(path))).toEqual([]);
+  it('holds the compiled library and command with their types, README and LICENSE, not the sources, tests or benchmarks', () => {
+    for (const path of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/cmd/news-processor.js', 'package.json', 'README.md', 'LICENSE']) {
+      expect(files).toContain(path);
+    }
+    for (const entry of ['middleware', 'redis', 'server', 'bench', 'testing']) expect(files).toContain(`dist/src/${entry}/index.js`);
+    expect(files.filter((path) => /^(src|cmd|test|bench|fixtures|scripts)\//.test(path))).toEqual([]);
     expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
   });
 
-  it('imports with plain node and runs a pipeline', () => {
+  it('carries no build step and no development dependencies: installing it runs nothing', () => {
+    expect(manifest).not.toHaveProperty('scripts');
+    expect(manifest).not.toHaveProperty('devDependencies');
+    expect(installOutput).not.toMatch(/install-scripts|prepare/);
+  });
+
+  it('weighs what the token bucket needs: the optional packages are peers, left out', async () => {
+    const optional = Object.keys(manifest.peerDependencies as object);
+    expect(optional.sort()).toEqual(Object.keys(OPTIONAL_PACKAGES).sort());
+    for (const name of optional) expect(existsSync(join(dir, 'node_modules', name))).toBe(false);
+    const bytes = await folderBytes(join(dir, 'node_modules'));
+    // A guarantee, not a figure: what one installs for TokenBucket stays under 10 MB (the README gives the figure).
+    expect(bytes).toBeLessThan(10 * 1024 * 1024);
+  });
+
+  it('imports every entry point with plain node, none of the optional packages installed, and runs a pipeline', () => {
     const script = `
       import { TokenBucket, runPipeline, SimulatedProvider, generateArticles, requestLimit } from 'news-processor';
       import { ManualClock } from 'news-processor/testing';
+      import { rateLimit, KeyedLimiter } from 'news-processor/middleware';
+      import { RedisLimits } from 'news-processor/redis';
+      import { LlmServer } from 'news-processor/server';
+      import { runSweep } from 'news-processor/bench';
+      for (const name of [rateLimit, KeyedLimiter, RedisLimits, LlmServer, runSweep]) if (typeof name !== 'function') throw new Error('missing');
       const bucket = new TokenBucket({ rate: 1, burst: 2, clock: new ManualClock() });
       const summary = await runPipeline({
         source: generateArticles(3),
@@ -81,6 +123,11 @@ describe('the packed package, installed into a fresh project', () => {
         join(dir, 'consumer.ts'),
         `import { TokenBucket, runPipeline, generateArticles, requestLimit, type RunSummary, type ProviderLimits } from 'news-processor';
         import { ScriptedProvider, ManualClock } from 'news-processor/testing';
+        // Entry points whose optional packages are not installed type-check all the same.
+        import type { RateLimitOptions } from 'news-processor/middleware';
+        import type { LlmServerOptions } from 'news-processor/server';
+        import type { BenchChartOptions } from 'news-processor/bench';
+        export type Unused = [RateLimitOptions, LlmServerOptions, BenchChartOptions];
         ${body}`,
       );
     await consumer(`
@@ -102,6 +149,15 @@ describe('the packed package, installed into a fresh project', () => {
     await consumer(`export const bucket = new TokenBucket({ rate: 'fast', burst: 1 });`);
     const bad = spawnSync(TSC, ['-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' });
     expect(bad.stdout).toMatch(/consumer\.ts.*error TS2322/);
+  });
+
+  it('says which package a feature needs, in one line, before any call', () => {
+    const child = spawnSync('npx', ['news-processor', '--articles=2', '--tpm=100000'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    expect(child.stderr).toBe(
+      'error: counting prompt tokens for token limits needs the gpt-tokenizer package: npm install gpt-tokenizer@4.0.0\n',
+    );
+    expect(child.stdout).toBe('');
+    expect(child.status).toBe(2);
   });
 
   it('runs the installed command with npx', async () => {

@@ -5,7 +5,6 @@ import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import { SimulatedProvider } from '../../src/provider/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
-import { CircuitBreaker } from '../../src/breaker/circuit-breaker.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { Admission } from '../../src/pipeline/admission.ts';
@@ -25,9 +24,14 @@ describe('Admission - an open circuit', () => {
   /** A breaker that opens on one failure, behind one gate whose articles make `callsPerArticle` calls, each with `budgetMs`. */
   function circuitAdmission(cooldownMs: number, budgetMs: number, callsPerArticle = 1) {
     const clock = new ManualClock();
-    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs, clock });
     const limits = new LocalLimits({ limits: requestLimit(1000, 10), clock });
-    const gate = new CallGate({ provider: new ScriptedProvider({ name: 'p', clock }), limits, breaker, clock });
+    const gate = new CallGate({
+      provider: new ScriptedProvider({ name: 'p', clock }),
+      limits,
+      breaker: { failureThreshold: 1, cooldownMs },
+      clock,
+    });
+    const breaker = gate.breaker!;
     const admission = new Admission(Array(callsPerArticle).fill(gate), clock, () => budgetMs, undefined);
     /** Asks for the next article; `at()` is when it was let in, undefined until then. */
     const next = () => {

@@ -121,11 +121,11 @@ describe('runPipeline()', () => {
     ]);
   });
 
-  it('rejects a route to an unknown provider with a TypeError', async () => {
+  it('rejects a route to an unknown provider with a TasksError naming the task and the providers', async () => {
     const provider = new ScriptedProvider({ name: 'a', clock: systemClock });
     await expect(
       runPipeline({ source: [], providers: [{ provider, limits: requestLimit(1, 1) }], routes: { sentiment: 'nope' } }),
-    ).rejects.toThrow(/routed to a known provider, got "nope"/);
+    ).rejects.toThrow('the built-in tasks: task "sentiment" asks for provider "nope", which is not one of the run\'s ("a")');
   });
 
   it('ends every article as exactly one result: a failed one is a dead letter with its reason and attempts', async () => {

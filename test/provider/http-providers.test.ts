@@ -26,11 +26,12 @@ import {
   USAGE,
   type Vendor,
 } from './scripted-api-server.ts';
+import { builtinRequest } from '../requests.ts';
 
 const KEY = 'sk-scripted-0123456789-never-shown';
 
-const summarize: LlmRequest = { task: 'summarize', articleId: 'a1', title: 'Rain', text: 'Rain fell on the city all day.' };
-const sentiment: LlmRequest = { ...summarize, task: 'sentiment' };
+const summarize: LlmRequest = builtinRequest('summarize', 'a1', 'Rain', 'Rain fell on the city all day.');
+const sentiment: LlmRequest = builtinRequest('sentiment', 'a1', 'Rain', 'Rain fell on the city all day.');
 
 /** Everything an error could show of itself: message, stack, causes, headers, own fields. */
 function everythingOf(error: unknown): string {
@@ -101,10 +102,10 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
 
   it('.call() - answers each task from its structured output, with the usage and the headers', async () => {
     const summary = await provider.call(summarize);
-    expect(summary.output).toEqual({ task: 'summarize', summary: 'A scripted summary.', keywords: ['scripted', 'server'] });
+    expect(summary.output).toEqual({ summary: 'A scripted summary.', keywords: ['scripted', 'server'] });
     expect(summary.usage).toEqual(USAGE);
     expect(summary.headers).toMatchObject(RATE_LIMIT_HEADERS[vendor]);
-    expect((await provider.call(sentiment)).output).toEqual({ task: 'sentiment', sentiment: 'positive', score: 0.5 });
+    expect((await provider.call(sentiment)).output).toEqual({ sentiment: 'positive', score: 0.5 });
   });
 
   it('.ready() - loads the SDK and runs each task through it to a canned answer, sending nothing; once', async () => {
@@ -114,7 +115,6 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     await expect(create(await refusedUrl()).ready!()).resolves.toBeUndefined();
     expect(server.requests).toHaveLength(0);
     expect((await provider.call(summarize)).output).toEqual({
-      task: 'summarize',
       summary: 'A scripted summary.',
       keywords: ['scripted', 'server'],
     });

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { valueForSchema } from '../../src/provider/schema-value.ts';
 
 /**
  * How the scripted server answers a request: as the API would when all is well (`ok`), or with one
@@ -64,7 +65,7 @@ export const RATE_LIMIT_HEADERS: Readonly<Record<Vendor, Record<string, string>>
 export const USAGE = { inputTokens: 21, outputTokens: 9 };
 
 /** A valid answer to each task. */
-const ANSWERS: Readonly<Record<string, unknown>> = {
+const ANSWERS: Readonly<Partial<Record<string, unknown>>> = {
   summarize: { summary: 'A scripted summary.', keywords: ['scripted', 'server'] },
   sentiment: { sentiment: 'positive', score: 0.5 },
 };
@@ -153,6 +154,12 @@ function cueOf(prompt: string): Cue | undefined {
   return /cue:([\w-]+)/.exec(prompt)?.[1]?.replace(/-once$/, '') as Cue | undefined;
 }
 
+/** The schema the request asks its answer to fit: OpenAI's `json_schema`, Anthropic's forced tool's input. */
+function schemaOf(vendor: Vendor, body: Record<string, unknown>): Record<string, unknown> {
+  if (vendor === 'openai') return (body.response_format as { json_schema: { schema: Record<string, unknown> } }).json_schema.schema;
+  return (body.tools as { input_schema: Record<string, unknown> }[])[0]!.input_schema;
+}
+
 function taskOf(vendor: Vendor, body: Record<string, unknown>): string {
   if (vendor === 'openai') return (body.response_format as { json_schema: { name: string } }).json_schema.name;
   return (body.tool_choice as { name: string }).name;
@@ -223,7 +230,7 @@ function answer(
       break;
     case 'slow':
     case 'ok': {
-      const timer = setTimeout(() => succeed(vendor, task, ANSWERS[task], body, res), delayMs);
+      const timer = setTimeout(() => succeed(vendor, task, ANSWERS[task] ?? valueForSchema(schemaOf(vendor, body)), body, res), delayMs);
       res.on('close', () => clearTimeout(timer));
       break;
     }

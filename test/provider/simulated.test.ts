@@ -1,13 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import {
-  RateLimitError,
-  ServerError,
-  TimeoutError,
-  type LlmRequest,
-  type LlmResponse,
-  type TaskName,
-} from '../../src/provider/provider.ts';
+import { RateLimitError, ServerError, TimeoutError, type LlmRequest, type LlmResponse } from '../../src/provider/provider.ts';
+import { builtinRequest } from '../requests.ts';
 import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
 import {
   FAILURE_PROFILES,
@@ -25,13 +19,8 @@ const TEXT =
   'The solar plant will supply clean power to forty thousand homes. ' +
   'Local officials praised the strong progress and welcomed the new jobs at the solar site.';
 
-const request = (task: TaskName = 'summarize', overrides: Partial<LlmRequest> = {}): LlmRequest => ({
-  task,
-  articleId: 'article-1',
-  title: TITLE,
-  text: TEXT,
-  ...overrides,
-});
+const request = (task: 'summarize' | 'sentiment' = 'summarize', title = TITLE, text = TEXT): LlmRequest =>
+  builtinRequest(task, 'article-1', title, text);
 
 const ALWAYS: Record<'rateLimited' | 'serverError' | 'hang', FailureProfile> = {
   rateLimited: { rateLimitedProbability: 1, serverErrorProbability: 0, hangProbability: 0 },
@@ -271,7 +260,7 @@ describe('SimulatedProvider', () => {
     await first;
     const third = provider.call(request());
     await clock.advance(0);
-    await expect(third).resolves.toMatchObject({ output: { task: 'summarize' } });
+    await expect(third).resolves.toMatchObject({ output: { summary: expect.any(String) } });
   });
 
   it('.call() - checks the quota on arrival, before the latency', async () => {
@@ -336,12 +325,11 @@ describe('SimulatedProvider', () => {
     await clock.advance(0);
     const { output, usage } = await call;
     expect(output).toEqual({
-      task: 'summarize',
       summary: 'A new solar farm opened on Monday in the north of the county, three months ahead of schedule.',
       keywords: ['solar', 'farm', 'ahead', 'schedule', 'opens'],
     });
     expect(usage).toEqual({
-      inputTokens: Math.ceil((TITLE.length + TEXT.length) / 4),
+      inputTokens: Math.ceil(request().prompt.length / 4),
       outputTokens: expect.any(Number),
     });
     expect(usage!.outputTokens).toBeGreaterThan(0);
@@ -351,22 +339,46 @@ describe('SimulatedProvider', () => {
     const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
     const positive = provider.call(request('sentiment'));
     const negative = provider.call(
-      request('sentiment', {
-        title: 'Factory fire',
-        text: 'A fire destroyed the factory. Two workers were killed and the damage is a disaster.',
-      }),
+      request('sentiment', 'Factory fire', 'A fire destroyed the factory. Two workers were killed and the damage is a disaster.'),
     );
     await clock.advance(0);
     const positiveOutput = (await positive).output;
-    expect(positiveOutput).toMatchObject({ task: 'sentiment', sentiment: 'positive' });
+    expect(positiveOutput).toMatchObject({ sentiment: 'positive' });
     expect((positiveOutput as { score: number }).score).toBeGreaterThan(0.2);
-    expect((await negative).output).toMatchObject({ task: 'sentiment', sentiment: 'negative' });
+    expect((await negative).output).toMatchObject({ sentiment: 'negative' });
   });
 
-  it('.call() - rejects with TypeError for an unknown task', async () => {
+  it('.call() - answers any other task with a value made to fit its schema, of words from the prompt', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
+    const schema = {
+      type: 'object',
+      properties: { people: { type: 'array', items: { type: 'string' }, minItems: 1 }, count: { type: 'integer', minimum: 2, maximum: 4 } },
+      required: ['people', 'count'],
+      additionalProperties: false,
+    };
+    const answer = provider.call({ task: 'entities', articleId: '1', prompt: `List the people.\n\nTitle: ${TITLE}\n\n${TEXT}`, schema });
+    await clock.advance(0);
+    const { output } = await answer;
+    expect(output).toEqual({ people: expect.arrayContaining([expect.stringMatching(/solar|farm|schedule/)]), count: expect.any(Number) });
+    expect(output.count).toBeGreaterThanOrEqual(2);
+  });
+
+  it('.call() - refuses a schema no value fits with a BadRequestError, not retried', async () => {
+    const { clock, provider } = setup({ minLatencyMs: 0, maxLatencyMs: 0 });
+    const schema = { type: 'object', properties: { n: { type: 'integer', minimum: 3, maximum: 2 } }, required: ['n'] };
+    const answer = provider.call({ task: 'impossible', articleId: '1', prompt: 'x', schema }).catch((e: unknown) => e);
+    await clock.advance(0);
+    expect(await answer).toMatchObject({
+      name: 'BadRequestError',
+      retryable: false,
+      message: expect.stringMatching(/impossible schema admits no value/),
+    });
+  });
+
+  it('.call() - rejects with TypeError for a request without a prompt or a schema', async () => {
     const { provider } = setup();
-    await expect(provider.call(request('translate' as TaskName))).rejects.toThrow(
-      new TypeError('Expected request.task to be one of "summarize", "sentiment", got "translate"'),
+    await expect(provider.call({ task: 'x', articleId: '1' } as unknown as LlmRequest)).rejects.toThrow(
+      new TypeError('Expected request.prompt to be a string, got undefined'),
     );
     expect(provider.calls).toBe(0);
   });

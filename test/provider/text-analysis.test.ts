@@ -43,6 +43,12 @@ describe('summarize()', () => {
     expect(summarize('Breaking: quake  hits', ' ... ')).toBe('Breaking: quake hits');
   });
 
+  it('summarize() - takes an empty text as one with no words', () => {
+    expect(summarize('Rates up', '')).toBe('Rates up');
+    expect(extractKeywords('')).toEqual([]);
+    expect(analyzeSentiment('')).toEqual({ sentiment: 'neutral', score: 0 });
+  });
+
   it('summarize() - throws TypeError for a text that is not a string', () => {
     expect(() => summarize('T', undefined as unknown as string)).toThrow(new TypeError('Expected text to be a string, got undefined'));
   });
@@ -77,8 +83,8 @@ describe('extractKeywords()', () => {
     expect(extractKeywords('Zürich rate-limited Zürich', 5)).toEqual(['zürich', 'rate-limited']);
   });
 
-  it('extractKeywords() - throws TypeError for a count that is not a non-negative integer', () => {
-    expect(() => extractKeywords(text, -1)).toThrow(new TypeError('Expected count to be a non-negative integer, got -1'));
+  it('extractKeywords() - throws TypeError for a count that is not an integer >= 0', () => {
+    expect(() => extractKeywords(text, -1)).toThrow(new TypeError('Expected count to be an integer >= 0, got -1'));
     expect(() => extractKeywords(text, 2.5)).toThrow(TypeError);
   });
 });
@@ -125,6 +131,6 @@ describe('analyzeSentiment()', () => {
   });
 
   it('analyzeSentiment() - throws TypeError for a text that is not a string', () => {
-    expect(() => analyzeSentiment(42 as unknown as string)).toThrow(new TypeError('Expected text to be a string, got number'));
+    expect(() => analyzeSentiment(42 as unknown as string)).toThrow(new TypeError('Expected text to be a string, got 42'));
   });
 });

@@ -1,9 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectRedis, RedisLimits } from '../../src/redis/index.ts';
 import {
-  connectRedis,
   generateArticles,
-  RedisLimits,
   requestLimit,
   runPipeline,
   type ArticleResult,

@@ -3,11 +3,10 @@
 // when it sent it.
 // Started with IPC by shared-quota.ts: it connects and warms up, says 'ready', waits for 'go',
 // runs, and sends back its summary.
+import { connectRedis, RedisLimits } from '../../src/redis/index.ts';
 import {
-  connectRedis,
   generateArticles,
   RateLimitError,
-  RedisLimits,
   requestLimit,
   runPipeline,
   type LlmRequest,

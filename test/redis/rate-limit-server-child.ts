@@ -3,7 +3,8 @@
 // says { type: 'listening', url } once it listens, and closes on any message. Each client is the
 // `x-client-key` header; a request let through gets 200 `ok`.
 import { createServer } from 'node:http';
-import { connectRedis, RedisRateLimitStore, rateLimit, type StoreErrorAction } from '../../src/index.ts';
+import { connectRedis, RedisRateLimitStore } from '../../src/redis/index.ts';
+import { rateLimit, type StoreErrorAction } from '../../src/middleware/index.ts';
 
 export interface RateLimitServerSettings {
   readonly redisUrl: string;

@@ -1,13 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  connectRedis,
-  isRedisPermissionError,
-  RedisLimits,
-  RedisRateLimitStore,
-  requestLimit,
-  type RedisConnection,
-} from '../../src/index.ts';
+import { requestLimit } from '../../src/index.ts';
+import { connectRedis, isRedisPermissionError, RedisLimits, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 
 let redis: TestRedis;

@@ -1,14 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  connectRedis,
-  isLimiterUnavailableError,
-  isRedisRedirectError,
-  RedisLimits,
-  RedisRateLimitStore,
-  requestLimit,
-  type RedisConnection,
-} from '../../src/index.ts';
+import { isLimiterUnavailableError, requestLimit } from '../../src/index.ts';
+import { connectRedis, isRedisRedirectError, RedisLimits, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
 import { clusterSlot, namesOnEveryNode, slotRanges } from './cluster-slot.ts';
 import { startRedisCluster, type TestCluster } from './redis-server.ts';
 import { envelopeExcess, runSharedQuota } from './shared-quota.ts';

@@ -5,17 +5,14 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AdaptiveRate,
-  connectRedis,
   isLimiterUnavailableError,
-  isRedisConnectError,
   LimiterUnavailableError,
   LimitTooSmallError,
   MaxWaitExceededError,
-  RedisLimits,
   requestLimit,
   type LimitSpec,
-  type RedisConnection,
 } from '../../src/index.ts';
+import { connectRedis, isRedisConnectError, RedisLimits, type RedisConnection } from '../../src/redis/index.ts';
 import { clusterSlot } from './cluster-slot.ts';
 import { freePort, startRedis, type TestRedis } from './redis-server.ts';
 

@@ -4,15 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyedLimiter } from '../../src/limiter/keyed-limiter.ts';
-import {
-  connectRedis,
-  LimiterUnavailableError,
-  ManualClock,
-  RedisRateLimitStore,
-  type RateLimitDecision,
-  type RateLimitStore,
-  type RedisConnection,
-} from '../../src/index.ts';
+import { connectRedis, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
+import { LimiterUnavailableError, ManualClock } from '../../src/index.ts';
+import type { RateLimitDecision, RateLimitStore } from '../../src/middleware/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 
 const CHILD = fileURLToPath(new URL('./store-child.ts', import.meta.url));

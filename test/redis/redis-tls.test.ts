@@ -1,16 +1,16 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestLimit } from '../../src/index.ts';
 import {
   connectRedis,
   isRedisConnectError,
   isRedisTlsFileError,
   RedisLimits,
-  requestLimit,
   type RedisConnectError,
   type RedisConnection,
   type RedisTlsFileError,
-} from '../../src/index.ts';
+} from '../../src/redis/index.ts';
 import { makeCertificates, startTlsRedis, type TestCertificates, type TestRedis } from './redis-server.ts';
 
 let certificates: TestCertificates;

@@ -1,6 +1,6 @@
 // A second process taking from a RedisRateLimitStore: `node --import tsx store-child.ts <url> <key> <takes>`
 // prints one decision per line as JSON.
-import { connectRedis, RedisRateLimitStore } from '../../src/index.ts';
+import { connectRedis, RedisRateLimitStore } from '../../src/redis/index.ts';
 
 const [url, key, takes] = process.argv.slice(2);
 const connection = await connectRedis(url!);

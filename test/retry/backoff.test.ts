@@ -91,7 +91,7 @@ describe('decorrelatedJitterDelayMs()', () => {
 
   it.each([-1, Number.NaN, Infinity])('decorrelatedJitterDelayMs() - rejects previousDelayMs %s', (previousDelayMs) => {
     expect(() => decorrelatedJitterDelayMs(previousDelayMs)).toThrow(
-      new TypeError(`Expected previousDelayMs to be a finite number >= 0, got ${previousDelayMs}`),
+      new TypeError(`Expected previousDelayMs to be a finite number >= 0 (ms), got ${previousDelayMs}`),
     );
   });
 });
@@ -122,13 +122,13 @@ describe('createBackoff()', () => {
   });
 
   it.each([
-    [{ baseMs: 0 }, 'Expected baseMs to be a finite number > 0, got 0'],
-    [{ baseMs: -5 }, 'Expected baseMs to be a finite number > 0, got -5'],
-    [{ baseMs: Number.NaN }, 'Expected baseMs to be a finite number > 0, got NaN'],
-    [{ baseMs: Infinity }, 'Expected baseMs to be a finite number > 0, got Infinity'],
-    [{ capMs: 50 }, 'Expected capMs to be a finite number >= baseMs (100), got 50'],
-    [{ baseMs: 10, capMs: Infinity }, 'Expected capMs to be a finite number >= baseMs (10), got Infinity'],
-    [{ capMs: Number.NaN }, 'Expected capMs to be a finite number >= baseMs (100), got NaN'],
+    [{ baseMs: 0 }, 'Expected baseMs to be a finite number > 0 (ms), got 0'],
+    [{ baseMs: -5 }, 'Expected baseMs to be a finite number > 0 (ms), got -5'],
+    [{ baseMs: Number.NaN }, 'Expected baseMs to be a finite number > 0 (ms), got NaN'],
+    [{ baseMs: Infinity }, 'Expected baseMs to be a finite number > 0 (ms), got Infinity'],
+    [{ capMs: 50 }, 'Expected capMs to be a finite number >= 100 (ms), got 50'],
+    [{ baseMs: 10, capMs: Infinity }, 'Expected capMs to be a finite number >= 10 (ms), got Infinity'],
+    [{ capMs: Number.NaN }, 'Expected capMs to be a finite number >= 100 (ms), got NaN'],
   ])('createBackoff() - rejects options %o at once', (options, message) => {
     expect(() => createBackoff('full', options)).toThrow(new TypeError(message));
     expect(() => exponentialDelayMs(1, options)).toThrow(new TypeError(message));
@@ -136,7 +136,7 @@ describe('createBackoff()', () => {
 
   it('createBackoff() - rejects an unknown kind', () => {
     expect(() => createBackoff('linear' as never)).toThrow(
-      new TypeError("Expected kind to be 'exponential', 'full' or 'decorrelated', got linear"),
+      new TypeError('Expected kind to be one of "exponential", "full", "decorrelated", got "linear"'),
     );
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applySamples, cutOutput, findBlocks, localCommand, sampleBody, type SampleBlock } from '../../scripts/readme-blocks.ts';
 
-const README = [
+const DOC = [
   '# title',
   '<!-- sample head=1 tail=1 -->',
   '```',
@@ -21,9 +21,9 @@ const README = [
   '```',
 ];
 
-describe('the README blocks', () => {
+describe('the runnable blocks of a document', () => {
   it('finds the marked blocks, their commands, options and expected exits', () => {
-    const blocks = findBlocks(README);
+    const blocks = findBlocks(DOC);
     expect(blocks).toEqual([
       { kind: 'sample', start: 3, end: 6, commands: ['npm start -- --articles=5'], options: { exit: 0, head: 1, tail: 1 } },
       {
@@ -38,19 +38,19 @@ describe('the README blocks', () => {
     ]);
   });
 
-  it('rewrites a sample with fresh output, cut as marked, and leaves the rest of the README as it was', () => {
-    const [sample, examples] = findBlocks(README) as [SampleBlock, never];
+  it('rewrites a sample with fresh output, cut as marked, and leaves the rest of the document as it was', () => {
+    const [sample, examples] = findBlocks(DOC) as [SampleBlock, never];
     const body = sampleBody(sample, ['a\nb\nc\nd\n']);
     expect(body).toEqual(['$ npm start -- --articles=5', 'a', '…', 'd']);
-    const { lines, missing } = applySamples(README, [{ commands: sample.commands, body }]);
+    const { lines, missing } = applySamples(DOC, [{ commands: sample.commands, body }]);
     expect(missing).toEqual([]);
-    expect(lines).toEqual([...README.slice(0, 3), ...body, ...README.slice(6)]);
+    expect(lines).toEqual([...DOC.slice(0, 3), ...body, ...DOC.slice(6)]);
     expect(findBlocks(lines)[1]).toEqual({ ...(examples as object), start: 11, end: 14 });
   });
 
-  it('finds the block again by its commands in a README edited meanwhile, and says which it could not find', () => {
-    const [sample] = findBlocks(README) as [SampleBlock];
-    const edited = ['new paragraph', 'another', ...README];
+  it('finds the block again by its commands in a document edited meanwhile, and says which it could not find', () => {
+    const [sample] = findBlocks(DOC) as [SampleBlock];
+    const edited = ['new paragraph', 'another', ...DOC];
     const { lines, missing } = applySamples(edited, [
       { commands: sample.commands, body: ['$ npm start -- --articles=5', 'fresh'] },
       { commands: ['npm start -- gone'], body: ['$ npm start -- gone', 'x'] },
@@ -66,7 +66,7 @@ describe('the README blocks', () => {
   });
 
   it('refuses a marker without a block, and an unknown option', () => {
-    expect(() => findBlocks(['<!-- sample -->', 'text'])).toThrow(/line 1: a sample marker must be followed by a fenced block/);
+    expect(() => findBlocks(['<!-- sample -->', 'text'])).toThrow(/^line 1: a sample marker must be followed by a fenced block/);
     expect(() => findBlocks(['<!-- sample lines=3 -->', '```', '$ x', '```'])).toThrow(/unknown sample option "lines=3"/);
     expect(() => findBlocks(['<!-- sample -->', '```', 'no command', '```'])).toThrow(/needs a "\$ command" line/);
   });

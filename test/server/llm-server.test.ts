@@ -3,18 +3,15 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { countTokens } from 'gpt-tokenizer';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  LLM_SERVER_DEFAULTS,
-  LlmServer,
-  ManualClock,
-  RateLimitError,
-  ServerError,
-  SimulatedProvider,
-  TimeoutError,
-  type LlmServerOptions,
-  type TaskName,
-} from '../../src/index.ts';
-import { TASK_DEFINITIONS, promptOf, readAnswer } from '../../src/provider/tasks/answer.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
+import { ManualClock, RateLimitError, ServerError, SimulatedProvider, TimeoutError } from '../../src/index.ts';
+import { readAnswer } from '../../src/provider/answer.ts';
+import { builtinRequest } from '../requests.ts';
+
+type TaskName = 'summarize' | 'sentiment';
+/** The built-in task's request for the article below. */
+const taskRequest = (task: TaskName) => builtinRequest(task, ARTICLE.articleId, ARTICLE.title, ARTICLE.text);
+const promptOf = (task: TaskName) => taskRequest(task).prompt;
 import { analyzeSentiment, extractKeywords, summarize } from '../../src/provider/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get, parseRaw, post, rawExchange } from './http.ts';
@@ -43,21 +40,21 @@ const anthropicKey = (key = 'key-a') => ({ 'x-api-key': key, 'anthropic-version'
 
 /** A task request as the pipeline's OpenAI client sends it. */
 function chatRequest(task: TaskName) {
-  const { schema } = TASK_DEFINITIONS[task];
+  const { schema } = taskRequest(task);
   return {
     model: 'gpt-4o-mini',
-    messages: [{ role: 'user', content: promptOf({ ...ARTICLE, task }) }],
+    messages: [{ role: 'user', content: promptOf(task) }],
     response_format: { type: 'json_schema', json_schema: { name: task, schema, strict: true } },
   };
 }
 
 /** A task request as the pipeline's Anthropic client sends it: a forced tool. */
 function messagesRequest(task: TaskName) {
-  const { schema, description } = TASK_DEFINITIONS[task];
+  const { schema, description } = taskRequest(task);
   return {
     model: 'claude-haiku',
     max_tokens: 256,
-    messages: [{ role: 'user', content: promptOf({ ...ARTICLE, task }) }],
+    messages: [{ role: 'user', content: promptOf(task) }],
     tools: [{ name: task, description, input_schema: schema }],
     tool_choice: { type: 'tool', name: task },
   };
@@ -133,11 +130,11 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
     expect(JSON.parse(content)).toEqual(expectedSummary);
     expect(summary.body).toMatchObject({ object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ index: 0, finish_reason: 'stop' }] });
     // The pipeline's own parse takes it as it is.
-    expect(await readAnswer(TASK_DEFINITIONS.summarize, content)).toEqual({ task: 'summarize', ...expectedSummary });
+    expect(await readAnswer(taskRequest('summarize'), content)).toEqual(expectedSummary);
     expect(summary.body.usage).toEqual({
-      prompt_tokens: countTokens(promptOf({ ...ARTICLE, task: 'summarize' })),
+      prompt_tokens: countTokens(promptOf('summarize')),
       completion_tokens: countTokens(content),
-      total_tokens: countTokens(promptOf({ ...ARTICLE, task: 'summarize' })) + countTokens(content),
+      total_tokens: countTokens(promptOf('summarize')) + countTokens(content),
     });
 
     const answer = await post(`${url}/v1/chat/completions`, chatRequest('sentiment'), openAiKey());
@@ -155,16 +152,16 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
       stop_reason: 'tool_use',
       content: [{ type: 'tool_use', name: 'summarize', input: expectedSummary }],
     });
-    expect(summary.body.usage.input_tokens).toBe(countTokens(promptOf({ ...ARTICLE, task: 'summarize' })));
+    expect(summary.body.usage.input_tokens).toBe(countTokens(promptOf('summarize')));
     const answer = await post(`${url}/v1/messages`, messagesRequest('sentiment'), anthropicKey());
     expect(answer.body.content[0].input).toEqual({ sentiment, score });
-    expect(await readAnswer(TASK_DEFINITIONS.sentiment, answer.body.content[0].input)).toEqual({ task: 'sentiment', sentiment, score });
+    expect(await readAnswer(taskRequest('sentiment'), answer.body.content[0].input)).toEqual({ sentiment, score });
   });
 
   it("a same-named schema that asks for more than the task's answer gets a value made to fit it", async () => {
     const { url } = await start();
     const request = chatRequest('summarize');
-    const schema = structuredClone(TASK_DEFINITIONS.summarize.schema) as any;
+    const schema = structuredClone(taskRequest('summarize').schema) as any;
     schema.properties.keywords.maxItems = 2;
     request.response_format.json_schema.schema = schema;
     const response = await post(`${url}/v1/chat/completions`, request, openAiKey());
@@ -176,7 +173,7 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
   it('a same-named schema that admits nothing is a 400, after the latency', async () => {
     const { url } = await start();
     const request = chatRequest('sentiment');
-    const schema = structuredClone(TASK_DEFINITIONS.sentiment.schema) as any;
+    const schema = structuredClone(taskRequest('sentiment').schema) as any;
     schema.properties.score = { type: 'number', minimum: 2, maximum: 1 };
     request.response_format.json_schema.schema = schema;
     const response = await post(`${url}/v1/chat/completions`, request, openAiKey());
@@ -696,7 +693,7 @@ describe('LlmServer simulates latency and failures as the in-process provider do
     const expected: number[] = [];
     for (let i = 0; i < 40; i++) {
       expected.push(
-        await reference.call({ task: 'summarize', articleId: String(i), title: '', text: 'x' }).then(
+        await reference.call(builtinRequest('summarize', String(i), '', 'x')).then(
           () => 200,
           (error) => (error instanceof RateLimitError ? 429 : error instanceof ServerError ? 503 : error instanceof TimeoutError ? 504 : 0),
         ),

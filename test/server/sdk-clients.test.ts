@@ -3,7 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LlmServer, type LlmServerOptions } from '../../src/index.ts';
+import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get } from './http.ts';
 

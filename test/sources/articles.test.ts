@@ -147,7 +147,7 @@ describe('readArticlesJsonl()', () => {
     }
     expect(articles[0]!.id).toBe('101');
     expect(articles[2]).toMatchObject({ id: 'sci-0007' });
-    expect(Object.keys(articles[2]!)).toEqual(['id', 'title', 'content']);
+    expect(Object.keys(articles[2]!)).toEqual(['id', 'title', 'content', 'fields']);
     expect(articles.some((a) => a.url !== undefined)).toBe(true);
     expect(articles.some((a) => a.source !== undefined && a.url === undefined)).toBe(true);
   });
@@ -192,15 +192,46 @@ describe('readArticlesJsonl()', () => {
   it('readArticlesJsonl() - skipInvalid skips bad lines and reports each one', async () => {
     const path = fixture('bad/mixed.jsonl');
     const issues: InputIssue[] = [];
-    const { articles, error } = await readAll(path, { skipInvalid: true, onInvalid: (issue) => issues.push(issue) });
+    const { articles, error } = await readAll(path, {
+      skipInvalid: true,
+      onInvalid: (issue) => issues.push(issue),
+      requiredFields: ['content'],
+    });
     expect(error).toBeUndefined();
     expect(articles.map((a) => a.id)).toEqual(['1', '2', '4', '5', '7', '8', '10']);
     // The duplicate keeps the first occurrence.
     expect(articles[1]!.title).toBe('Rangers win the league');
     expect(issues).toEqual([
       { path, line: 3, reason: expect.stringMatching(/^invalid JSON \(.+\)$/) },
-      { path, line: 6, reason: 'article has no text (missing "content")' },
+      { path, line: 6, reason: 'missing field "content"' },
       { path, line: 9, reason: 'duplicate id "2" (first seen on line 2)' },
+    ]);
+  });
+
+  it('readArticlesJsonl() - a line without content is an article all the same, unless requiredFields asks for it', async () => {
+    const path = fixture('bad/mixed.jsonl');
+    const { articles } = await readAll(path, { skipInvalid: true });
+    expect(articles.map((a) => a.id)).toEqual(['1', '2', '4', '5', '6', '7', '8', '10']);
+    expect(articles[4]).toEqual({ id: '6', title: 'Teachers vote to strike', fields: { id: '6', title: 'Teachers vote to strike' } });
+  });
+
+  it('readArticlesJsonl() - requiredFields: nested fields, by dot path; a null value is there', async () => {
+    const text = [
+      line({ id: 1, meta: { author: 'A. Writer' } }),
+      line({ id: 2, meta: {} }),
+      line({ id: 3, meta: { author: null } }),
+      line({ id: 4 }),
+    ].join('\n');
+    const issues: InputIssue[] = [];
+    const { articles } = await readAll(await tempFile(text), {
+      skipInvalid: true,
+      onInvalid: (issue) => issues.push(issue),
+      requiredFields: ['meta.author'],
+    });
+    expect(articles.map((a) => a.id)).toEqual(['1', '3']);
+    expect(issues.map((issue) => [issue.line, issue.reason])).toEqual([
+      [2, 'missing field "meta.author"'],
+      [4, 'missing field "meta.author"'],
     ]);
   });
 
@@ -216,7 +247,8 @@ describe('readArticlesJsonl()', () => {
   it('readArticlesJsonl() - skipInvalid works without onInvalid', async () => {
     const { articles, error } = await readAll(fixture('bad/mixed.jsonl'), { skipInvalid: true });
     expect(error).toBeUndefined();
-    expect(articles).toHaveLength(7);
+    // Line 6, without content, is an article to the reader: only its tasks can say they need the field.
+    expect(articles).toHaveLength(8);
   });
 
   it('readArticlesJsonl() - a missing file fails when iteration starts, with no line', async () => {
@@ -253,7 +285,7 @@ describe('readArticlesJsonl()', () => {
     expect(articles.map((a) => a.id)).toEqual(['7', '-3', 'x-1', '0']);
   });
 
-  it('readArticlesJsonl() - keeps fields verbatim, defaults a missing title to "" and ignores extra fields', async () => {
+  it('readArticlesJsonl() - keeps fields verbatim, defaults a missing title to "", and keeps the whole line in fields', async () => {
     const path = await tempFile(
       [
         line({ id: 'a', content: '  Padded body.  ', url: 'https://example.com/a', source: 'Wire', lang: 'en' }),
@@ -263,12 +295,22 @@ describe('readArticlesJsonl()', () => {
     );
     const { articles, error } = await readAll(path);
     expect(error).toBeUndefined();
-    expect(articles).toEqual([
+    const { fields: _a, ...a } = articles[0]!;
+    expect([a, ...articles.slice(1).map(({ fields: _, ...rest }) => rest)]).toEqual([
       { id: 'a', title: '', content: '  Padded body.  ', url: 'https://example.com/a', source: 'Wire' },
       { id: 'b', title: '', content: 'Body.' },
       { id: 'c', title: '', content: 'Body.' },
     ]);
-    expect(Object.keys(articles[1]!)).toEqual(['id', 'title', 'content']);
+    // The line as it came, the id and title as read: what the tasks' placeholders see, extra fields included.
+    expect(articles[0]!.fields).toEqual({
+      id: 'a',
+      title: '',
+      content: '  Padded body.  ',
+      url: 'https://example.com/a',
+      source: 'Wire',
+      lang: 'en',
+    });
+    expect(Object.keys(articles[1]!)).toEqual(['id', 'title', 'content', 'fields']);
   });
 
   it.each([
@@ -278,7 +320,6 @@ describe('readArticlesJsonl()', () => {
     [line({ id: null, content: 'x' }), '"id" must be a string or a safe integer, got null'],
     [line({ id: '', content: 'x' }), '"id" must not be empty'],
     [line({ id: '  ', content: 'x' }), '"id" must not be empty'],
-    [line({ id: 1 }), 'article has no text (missing "content")'],
     [line({ id: 1, content: ['x'] }), '"content" must be a string, got ["x"]'],
     [line({ id: 1, content: '' }), 'article has no text (empty "content")'],
     [line({ id: 1, title: {}, content: 'x' }), '"title" must be a string, got {}'],
@@ -303,7 +344,7 @@ describe('readArticlesJsonl()', () => {
   it('readArticlesJsonl() - handles CRLF line endings', async () => {
     const path = await tempFile(`${valid(1)}\r\n\r\n${valid(2)}\r\n${valid(1)}\r\n`);
     const { articles, error } = await readAll(path);
-    expect(articles).toEqual([
+    expect(articles).toMatchObject([
       { id: '1', title: 'Title 1', content: 'Body of 1.' },
       { id: '2', title: 'Title 2', content: 'Body of 2.' },
     ]);

@@ -1,0 +1,89 @@
+// What a run asks of every article — the tasks (--tasks, or the built-in pair) — and what it may
+// spend: the budget (--max-cost), checked against the cheapest call before anything is read.
+import {
+  GATE_DEFAULTS,
+  LocalBudget,
+  loadBuiltinTasks,
+  loadTasksFile,
+  taskProviders,
+  type Budget,
+  type ProviderSetup,
+  type TaskSet,
+} from '../src/index.ts';
+import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
+import { formatUsd, NANO_USD } from '../src/limits/budget.ts';
+import type { Logger } from 'pino';
+import { RedisBudget, type RedisConnection } from '../src/redis/index.ts';
+import type { RedisFlags } from './redis-options.ts';
+import type { RunFlags } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+
+/**
+ * The run's tasks: the --tasks file, or the built-in pair. A bad file is a `TasksError` naming it,
+ * the task and what to fix; a task its providers cannot serve too.
+ */
+export async function runTasks(
+  flags: Pick<RunFlags, 'tasks'>,
+  providers: readonly ProviderSetup[],
+  routes: Readonly<Record<string, string>> | undefined,
+): Promise<{ tasks: TaskSet; assigned: ReadonlyMap<string, string> }> {
+  const tasks = flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
+  return { tasks, assigned: taskProviders(tasks, providers, routes) };
+}
+
+/**
+ * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
+ * shared through. Refused up front when a provider has no price, or when no call of any task could
+ * fit it: the least a call can hold is its prompt's fixed text, its schema and the framing as input
+ * tokens, and its whole answer.
+ */
+export function runBudget(
+  flags: Pick<RunFlags, 'maxCost' | 'config'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
+  tasks: TaskSet,
+  assigned: ReadonlyMap<string, string>,
+  providers: readonly ProviderSetup[],
+  redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
+): Budget | undefined {
+  if (flags.maxCost === undefined) return undefined;
+  checkBudget(flags.maxCost, tasks, assigned, providers, flags.config);
+  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost });
+  return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
+}
+
+/** Throws a UsageError unless every provider has a price and the cheapest call fits `maxUsd`. */
+export function checkBudget(
+  maxUsd: number,
+  tasks: TaskSet,
+  assigned: ReadonlyMap<string, string>,
+  providers: readonly ProviderSetup[],
+  config: string | undefined,
+): void {
+  const unpriced = providers.filter((setup) => setup.price === undefined).map((setup) => `"${setup.provider.name}"`);
+  if (unpriced.length > 0) {
+    throw new UsageError(`--max-cost needs a price for every provider: ${unpriced.join(', ')} has none in ${config} (give it "price")`);
+  }
+  let cheapestNano = Infinity;
+  let cheapestTask = '';
+  for (const task of tasks.tasks) {
+    const setup = providers.find((candidate) => candidate.provider.name === assigned.get(task.name))!;
+    const inputTokens = inputTokenBound({
+      task: task.name,
+      articleId: '',
+      prompt: task.template.literals.join(''),
+      schema: task.schema,
+      description: task.description,
+    });
+    const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+    const nano = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
+    if (nano < cheapestNano) {
+      cheapestNano = nano;
+      cheapestTask = task.name;
+    }
+  }
+  if (maxUsd * NANO_USD < cheapestNano) {
+    throw new UsageError(
+      `--max-cost ${formatUsd(maxUsd)} cannot cover one call: the cheapest, of task ${cheapestTask}, holds up to ${formatUsd(cheapestNano / NANO_USD)} ` +
+        '(its prompt and schema as input tokens, and its whole answer); give a larger --max-cost',
+    );
+  }
+}

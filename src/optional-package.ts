@@ -1,0 +1,55 @@
+/**
+ * The packages a feature loads only when it is used. They are optional peer dependencies: a user
+ * who needs the token bucket or the middleware installs none of them, and one who needs a feature
+ * is told, in one line, which package to install. The versions are those the package is tested
+ * with (a test holds them to `package.json`'s `peerDependencies`).
+ */
+export type OptionalPackage = 'openai' | '@anthropic-ai/sdk' | 'ioredis' | 'gpt-tokenizer' | 'prom-client' | 'vega' | 'vega-lite';
+
+export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Object.freeze({
+  openai: '6.49.0',
+  '@anthropic-ai/sdk': '1.14.0',
+  ioredis: '6.0.0',
+  'gpt-tokenizer': '4.0.0',
+  'prom-client': '15.1.3',
+  vega: '6.4.0',
+  'vega-lite': '6.4.3',
+});
+
+/** A feature was used whose package is not installed. Its message names the package and the command that installs it. */
+export class MissingPackageError extends Error {
+  override readonly name = 'MissingPackageError';
+
+  constructor(
+    /** The package to install. */
+    readonly packageName: OptionalPackage,
+    /** What needs it, as the message says it: `the OpenAI provider`. */
+    readonly feature: string,
+    cause?: unknown,
+  ) {
+    super(`${feature} needs the ${packageName} package: npm install ${packageName}@${OPTIONAL_PACKAGES[packageName]}`, { cause });
+  }
+}
+
+export const isMissingPackageError = (error: unknown): error is MissingPackageError => error instanceof MissingPackageError;
+
+/**
+ * Imports an optional package, or rejects with {@link MissingPackageError} when it is not installed.
+ * Any other failure (a package that is there but broken) is passed on as it is. `load` is the
+ * caller's own `() => import('name')`, so that bundlers and type checkers see a literal specifier.
+ */
+export async function loadOptional<T>(packageName: OptionalPackage, feature: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    if (isNotFound(error, packageName)) throw new MissingPackageError(packageName, feature, error);
+    throw error;
+  }
+}
+
+/** Whether `error` says that `packageName` itself (not something it imports) cannot be found. */
+function isNotFound(error: unknown, packageName: string): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
+  return typeof message === 'string' && (message.includes(`'${packageName}'`) || message.includes(`"${packageName}"`));
+}

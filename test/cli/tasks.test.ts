@@ -1,0 +1,319 @@
+// The user's own tasks (--tasks) and what a run may spend (--max-cost), end to end: the compiled
+// command against the in-process simulation, `serve` on both routes, and a scripted server that
+// records what it was sent.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LlmServer } from '../../src/server/index.ts';
+import { type ScriptedApiServer, startScriptedApiServer, type Vendor } from '../provider/scripted-api-server.ts';
+import { FAST, linesOf, makeTempDir, runCli } from './run-cli.ts';
+
+const TASKS = 'fixtures/tasks/entities-headline.json';
+const KEY = 'sk-tasks-0123456789-never-shown';
+
+let temp: Awaited<ReturnType<typeof makeTempDir>>;
+let scripted: ScriptedApiServer;
+let serve: LlmServer;
+let serveUrl: string;
+beforeAll(async () => {
+  temp = await makeTempDir();
+  scripted = await startScriptedApiServer({ apiKey: KEY });
+  serve = new LlmServer({ rate: Infinity, simulation: { minLatencyMs: 0, maxLatencyMs: 0 } });
+  serveUrl = await serve.listen({ port: 0 });
+});
+afterAll(async () => {
+  await Promise.all([scripted.close(), serve.close(), temp.remove()]);
+});
+
+let files = 0;
+const path = (name: string) => join(temp.dir, `${++files}-${name}`);
+async function write(name: string, content: unknown): Promise<string> {
+  const file = path(name);
+  await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+const results = async (file: string) => linesOf(await readFile(file, 'utf8')).map((line) => JSON.parse(line));
+
+const OBJECT = (property: string) => ({
+  type: 'object',
+  properties: { [property]: { type: 'string' } },
+  required: [property],
+  additionalProperties: false,
+});
+
+describe.concurrent('news-processor --tasks', { timeout: 60_000 }, () => {
+  it('runs a tasks file offline with no other flag: every article gets every task, its output in the result line', async () => {
+    const output = path('out.jsonl');
+    const result = await runCli([
+      '--tasks',
+      TASKS,
+      '--articles=3',
+      '--min-latency=0ms',
+      '--max-latency=1ms',
+      '--output',
+      output,
+      '--quiet',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = await results(output);
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      expect(line).toMatchObject({ status: 'succeeded', attempts: 2 });
+      expect(line.outputs.entities).toEqual({ people: expect.any(Array), places: expect.any(Array) });
+      expect(typeof line.outputs.headline.headline).toBe('string');
+    }
+    expect(result.stdout).toMatch(/^Task entities: 3 calls \| retries 0 \| 429s 0 \| latency p50 .* \| tokens \d+$/m);
+    expect(result.stdout).toMatch(/^Task headline: 3 calls/m);
+  });
+
+  it.sequential.each<Vendor>(['openai', 'anthropic'])(
+    'sends each task as %s structured output, the placeholders filled, a dependent prompt with the earlier output',
+    async (vendor) => {
+      const before = scripted.requests.length;
+      const output = path('out.jsonl');
+      const base = vendor === 'openai' ? scripted.openAiUrl : scripted.url;
+      const result = await runCli(
+        ['--tasks', TASKS, `--provider=${vendor}`, `--base-url=${base}`, '--rate=inf', '--articles=2', '--output', output, '--quiet'],
+        { env: { [vendor === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY']: KEY } },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const sent = scripted.requests.slice(before).map((request) => request.body as Record<string, any>);
+      expect(sent).toHaveLength(4);
+      const written = await results(output);
+      for (const line of written) {
+        const entities = sent.find((body) => taskName(vendor, body) === 'entities' && promptText(body).includes(`Title: ${line.title}`))!;
+        expect(promptText(entities)).toMatch(/^List the people and places in this article\.\n\nTitle: .+\n\n.+/s);
+        // The task's schema, as the provider's structured output: OpenAI's json_schema, Anthropic's forced tool.
+        if (vendor === 'openai') expect(entities.response_format.json_schema).toMatchObject({ name: 'entities', strict: true });
+        else expect(entities.tool_choice).toEqual({ type: 'tool', name: 'entities' });
+        expect(entities[vendor === 'openai' ? 'max_completion_tokens' : 'max_tokens']).toBe(200);
+        const headline = sent.find((body) => taskName(vendor, body) === 'headline' && promptText(body).endsWith(contentOf(entities)));
+        expect(headline, `the headline prompt of ${line.id}`).toBeDefined();
+        expect(promptText(headline!)).toBe(
+          `Write a headline naming ${JSON.stringify(line.outputs.entities.people)} for:\n\n${contentOf(entities)}`,
+        );
+      }
+    },
+  );
+
+  it.each<Vendor>(['openai', 'anthropic'])('runs against serve on the %s route: answers that fit every task’s schema', async (vendor) => {
+    const output = path('out.jsonl');
+    const result = await runCli(
+      [
+        '--tasks',
+        TASKS,
+        `--provider=${vendor}`,
+        `--base-url=${vendor === 'openai' ? `${serveUrl}/v1` : serveUrl}`,
+        '--rate=inf',
+        '--articles=3',
+        '--output',
+        output,
+        '--json',
+      ],
+      { env: { [vendor === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY']: KEY } },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      succeeded: 3,
+      calls: 6,
+      tasks: [
+        { name: 'entities', calls: 3 },
+        { name: 'headline', calls: 3 },
+      ],
+    });
+    for (const line of await results(output)) {
+      expect(line.outputs.entities).toEqual({ people: expect.any(Array), places: expect.any(Array) });
+      expect(typeof line.outputs.headline.headline).toBe('string');
+    }
+  });
+
+  it.each([
+    ['a missing file', () => Promise.resolve('fixtures/tasks/none.json'), /^error: fixtures\/tasks\/none\.json: cannot read file \(ENOENT/],
+    ['invalid JSON', () => write('bad.json', '{"tasks": ['), /^error: .*bad\.json: invalid JSON \(/],
+    [
+      'an unknown dependency',
+      () => write('t.json', { tasks: [{ name: 'a', prompt: 'x {{content}}', schema: OBJECT('a'), dependsOn: ['b'] }] }),
+      /^error: .*t\.json: task "a" depends on "b", which no task is \(the tasks: a\)\n$/,
+    ],
+    [
+      'a cycle',
+      () =>
+        write('t.json', {
+          tasks: [
+            { name: 'a', prompt: 'x', schema: OBJECT('a'), dependsOn: ['b'] },
+            { name: 'b', prompt: 'y', schema: OBJECT('b'), dependsOn: ['a'] },
+          ],
+        }),
+      /^error: .*t\.json: tasks "a" → "b" → "a" depend on each other in a cycle: remove one of those dependsOn\n$/,
+    ],
+    [
+      'a duplicate name',
+      () =>
+        write('t.json', {
+          tasks: [
+            { name: 'a', prompt: 'x', schema: OBJECT('a') },
+            { name: 'a', prompt: 'y', schema: OBJECT('b') },
+          ],
+        }),
+      /^error: .*t\.json: task "a" is defined twice/,
+    ],
+    [
+      'an invalid JSON Schema',
+      () => write('t.json', { tasks: [{ name: 'a', prompt: 'x', schema: { type: 'object', required: 'a' } }] }),
+      /^error: .*t\.json: task "a": its schema is not a valid JSON Schema \(/,
+    ],
+    [
+      'a provider the run does not have',
+      () => write('t.json', { tasks: [{ name: 'a', prompt: 'x', schema: OBJECT('a'), provider: 'anthropic' }] }),
+      /^error: .*t\.json: task "a" asks for provider "anthropic", which is not one of the run's \("simulated"\)\n$/,
+    ],
+    [
+      'a placeholder naming a task not in dependsOn',
+      () =>
+        write('t.json', {
+          tasks: [
+            { name: 'a', prompt: 'x', schema: OBJECT('a') },
+            { name: 'b', prompt: 'use {{tasks.a.a}}', schema: OBJECT('b') },
+          ],
+        }),
+      /^error: .*t\.json: task "b": \{\{tasks\.a\.a\}\} reads task "a", which is not in its dependsOn: add "a" there\n$/,
+    ],
+  ])('refuses %s before the run: exit 2, one line naming the file and the task', async (_, file, message) => {
+    const result = await runCli(['--tasks', await file(), ...FAST, '--articles=2']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(linesOf(result.stderr)).toHaveLength(1);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('refuses a task whose maxOutputTokens the token limit cannot hold', async () => {
+    const file = await write('t.json', { tasks: [{ name: 'a', prompt: 'x', schema: OBJECT('a'), maxOutputTokens: 5000 }] });
+    const result = await runCli(['--tasks', file, ...FAST, '--tpm=4000', '--articles=1']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^error: .*t\.json: task "a": its maxOutputTokens \(5000\) cannot fit the tokens limit of provider "simulated" \(burst 4000; a call takes its prompt's tokens plus that many at once\): give the task a smaller maxOutputTokens, or the provider a larger limit\n$/,
+    );
+  });
+
+  it.sequential('--resume after a failure in the second task runs only that task: the first is not paid for again', async () => {
+    const tasks = await write('t.json', {
+      tasks: [
+        { name: 'first', prompt: 'First: {{content}}', schema: OBJECT('first') },
+        // Fails once per prompt (the scripted server's cue), so the first run fails every article here.
+        { name: 'second', dependsOn: ['first'], prompt: 'cue:500-once Second: {{content}}', schema: OBJECT('second') },
+      ],
+    });
+    const input = await write(
+      'in.jsonl',
+      [1, 2, 3].map((n) => JSON.stringify({ id: `r${n}`, title: `T${n}`, content: `Resume body ${n} ${files}.` })).join('\n'),
+    );
+    const output = path('out.jsonl');
+    const args = [
+      '--tasks',
+      tasks,
+      '--provider=openai',
+      `--base-url=${scripted.openAiUrl}`,
+      '--rate=inf',
+      '--input',
+      input,
+      '--output',
+      output,
+      '--quiet',
+    ];
+    const env = { OPENAI_API_KEY: KEY };
+    const before = scripted.requests.length;
+    const failed = await runCli([...args, '--max-attempts=1'], { env });
+    expect(failed.code).toBe(1);
+    const firstRun = await results(output);
+    expect(firstRun.map((line) => [line.status, line.error?.task, Object.keys(line.outputs)])).toEqual([
+      ['failed', 'second', ['first']],
+      ['failed', 'second', ['first']],
+      ['failed', 'second', ['first']],
+    ]);
+    const between = scripted.requests.length;
+    const resumed = await runCli([...args, '--resume'], { env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const names = (from: number, to: number) => scripted.requests.slice(from, to).map((request) => taskName('openai', request.body));
+    expect(names(before, between).sort()).toEqual(['first', 'first', 'first', 'second', 'second', 'second']);
+    expect(names(between, scripted.requests.length)).toEqual(['second', 'second', 'second']);
+    const final = await results(output);
+    expect(final.map((line) => line.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    for (const line of final) expect(line.outputs.first).toEqual(firstRun.find((earlier) => earlier.id === line.id).outputs.first);
+  });
+});
+
+describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
+  const PRICES = ['--price-input=400', '--price-output=1600'];
+
+  it('says what the run cost: in each result line, per task and in all', async () => {
+    const output = path('out.jsonl');
+    const result = await runCli([...FAST, '--articles=2', ...PRICES, '--output', output, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    const lines = await results(output);
+    const perLine = lines.map((line) => line.costUsd as number);
+    expect(perLine.every((cost) => cost > 0)).toBe(true);
+    expect(summary.costUsd).toBeCloseTo(perLine[0]! + perLine[1]!, 9);
+    expect(summary.tasks.map((task: { costUsd: number }) => task.costUsd).reduce((a: number, b: number) => a + b)).toBeCloseTo(
+      summary.costUsd,
+      9,
+    );
+    expect(summary.providers[0].costUsd).toBeCloseTo(summary.costUsd, 9);
+  });
+
+  it('stops when spent, within the budget, saying so in one line; --resume --max-cost goes on and finishes', async () => {
+    const output = path('out.jsonl');
+    const args = [...FAST, '--articles=12', '--workers=2', ...PRICES, '--output', output];
+    const stopped = await runCli([...args, '--max-cost=2', '--json']);
+    expect(stopped.code).toBe(1);
+    const summary = JSON.parse(stopped.stdout);
+    expect(summary.stoppedBy).toMatchObject({ by: 'budget', type: 'BudgetExhaustedError' });
+    expect(summary.costUsd).toBeLessThanOrEqual(2);
+    expect(summary.budget.spentUsd).toBeLessThanOrEqual(2);
+    expect(summary.notStarted).toBeGreaterThan(0);
+    expect(linesOf(stopped.stderr)).toEqual([
+      expect.stringMatching(
+        /^error: the budget of \$2\.00 cannot cover the next call \(up to \$[\d.]+\): \$[\d.]+ of it is spent or held; intake stopped, \d+ articles? not started: run again with --resume --max-cost … to go on$/,
+      ),
+    ]);
+    const resumed = await runCli([...args, '--max-cost=100', '--resume', '--quiet']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const lines = await results(output);
+    expect(lines.map((line) => line.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 12 }, (_, i) => String(i + 1)));
+    expect(lines.every((line) => line.status === 'succeeded')).toBe(true);
+  });
+
+  it.each([
+    [
+      'a budget smaller than one call',
+      ['--max-cost=0.0001', ...PRICES],
+      /^error: --max-cost \$0\.0001 cannot cover one call: the cheapest, of task \w+, holds up to \$[\d.]+ /,
+    ],
+    ['a budget without a price', ['--max-cost=5'], /^error: --max-cost needs a price to count in: give --price-input and --price-output/],
+    ['half a price', ['--price-input=1'], /^error: --price-input and --price-output go together/],
+    [
+      'a price that is not a number',
+      ['--price-input=cheap', '--price-output=1'],
+      /^error: option '--price-input <usd>' argument 'cheap' is invalid/,
+    ],
+    ['a budget key without Redis', ['--budget-key=team', '--max-cost=5', ...PRICES], /^error: --budget-key needs --redis/],
+  ])('refuses %s before the run: exit 2, one line', async (_, flags, message) => {
+    const result = await runCli([...FAST, '--articles=2', ...flags]);
+    expect(result.code).toBe(2);
+    expect(linesOf(result.stderr)).toHaveLength(1);
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+function taskName(vendor: Vendor, body: Record<string, any>): string {
+  return vendor === 'openai' ? body.response_format.json_schema.name : body.tool_choice.name;
+}
+
+function promptText(body: Record<string, any>): string {
+  return body.messages[0].content;
+}
+
+/** The article's text, as the entities prompt carries it after its title. */
+function contentOf(entities: Record<string, any>): string {
+  return promptText(entities).split('\n\n').slice(2).join('\n\n');
+}
