@@ -185,8 +185,8 @@ export class RedisLimits implements ProviderLimits {
       if (this.#fallback === undefined || !isLimiterUnavailableError(error) || isRedisRedirectError(error)) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
-    const waitMs = readMicroseconds(reply[1]);
-    if (reply[0] !== 1) throw new MaxWaitExceededError(waitMs, maxWaitMs);
+    if ((reply[0] as number) < 0) throw new MaxWaitExceededError(readMicroseconds(reply[1]), maxWaitMs);
+    const waitMs = (reply[0] as number) / 1000;
     this.#observe(reply, sent);
     if (waitMs > 0) {
       try {
@@ -263,22 +263,27 @@ export class RedisLimits implements ProviderLimits {
   /** Reads a granted reservation's reply, keeping what it says of the shared rate and the request bucket. */
   #observe(reply: readonly unknown[], sent: number): void {
     if (this.#requests === undefined) return;
-    this.#tokensAfterReply = (reply[2] as number) / 1e6;
+    this.#tokensAfterReply = (reply[1] as number) / 1e6;
     this.#replyAtMs = systemClock.now();
     if (sent > this.#rateChangeSent) {
       // Nil: no shared rate is set, the configured one is in force.
-      this.#rateText = (reply[3] as string | null) ?? this.#requests.rateText;
+      this.#rateText = (reply[2] as string | null) ?? this.#requests.rateText;
       this.#rate = Number(this.#rateText);
     }
   }
 
-  /** Undoes a granted reservation, told by its reply when it could act on each limit and at what rate. */
+  /**
+   * Undoes a granted reservation that had to wait, told by its reply when it could act on each
+   * limit and at what rate. One that could act at once has nothing to give back: its time to act
+   * has passed when a cancel comes.
+   */
   #cancel(cost: CallCost, reply: readonly unknown[]): void {
+    if (reply[0] === 0) return;
     const args: (string | number)[] = [];
     this.#shared.forEach(({ spec, rateText, burstText }, index) => {
       // Only the first limit can hold a shared rate (the request limit, when there is one).
-      const rateThen = index === 0 ? ((reply[3] as string | null) ?? rateText) : rateText;
-      args.push(rateText, burstText, amountOf(spec.kind, cost), reply[4 + index] as number, rateThen);
+      const rateThen = index === 0 ? ((reply[2] as string | null) ?? rateText) : rateText;
+      args.push(rateText, burstText, amountOf(spec.kind, cost), reply[3 + index] as number, rateThen);
     });
     this.#fire(CANCEL, this.#keys, args);
   }
@@ -288,7 +293,7 @@ export class RedisLimits implements ProviderLimits {
     late.then(
       (reply) => {
         const granted = reply as readonly unknown[];
-        if (granted[0] === 1) this.#cancel(cost, granted);
+        if ((granted[0] as number) >= 0) this.#cancel(cost, granted);
       },
       () => {},
     );

@@ -1,7 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestLimit } from '../../src/index.ts';
-import { connectRedis, isRedisPermissionError, RedisLimits, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
+import {
+  connectRedis,
+  isRedisPermissionError,
+  RedisBudget,
+  RedisLimits,
+  RedisRateLimitStore,
+  type RedisConnection,
+} from '../../src/redis/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 
 let redis: TestRedis;
@@ -16,6 +23,7 @@ const USERS: Readonly<Record<string, readonly string[]>> = {
   'no-scripting': ['~*', '+@all', '-@scripting'],
   'no-set': ['~news-processor:*', '+evalsha', '+eval', '+time', '+get', '+del'],
   'read-only-keys': ['%R~news-processor:*', '+@all'],
+  budget: ['~news-processor:*', '+evalsha', '+eval', '+get', '+incrby', '+decrby'],
 };
 
 beforeAll(async () => {
@@ -102,5 +110,15 @@ describe('RedisRateLimitStore.check', () => {
     await expect(elsewhere.check()).rejects.toThrow(
       'Redis user "enough" may not run the limiter: NOPERM this user has no permissions to access one of the keys used as arguments; it needs ~rl:* +evalsha',
     );
+  });
+});
+
+describe('RedisBudget.check', () => {
+  it('asks for the commands the budget runs, not the limiter’s', async () => {
+    const budget = new RedisBudget({ connection: await connectAs('enough'), key: 'acl', maxUsd: 1 });
+    await expect(budget.check()).rejects.toThrow(
+      `Redis user "enough" may not run the limiter: NOPERM this user has no permissions to run 'incrby news-processor:{budget:acl} 1'; it needs ~news-processor:* +evalsha +eval +get +incrby +decrby`,
+    );
+    await new RedisBudget({ connection: await connectAs('budget'), key: 'acl', maxUsd: 1 }).check();
   });
 });
