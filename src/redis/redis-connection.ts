@@ -218,13 +218,6 @@ export class RedisConnection {
   readonly #inFlight: ScriptCommand[] = [];
   #inFlightHead = 0;
   #watchdog: NodeJS.Timeout | undefined;
-  #corked: { uncork(): void } | undefined;
-  #batched = 0;
-  readonly #uncork = () => {
-    const stream = this.#corked;
-    this.#corked = undefined;
-    stream?.uncork();
-  };
   #lastError: unknown;
   #unavailable: LimiterUnavailableError | undefined;
   /** The keys of the call that found Redis unavailable: the probe asks the node that serves them. */
@@ -388,19 +381,7 @@ export class RedisConnection {
 
   #send(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): ScriptCommand {
     const command = new this.#ScriptCommand(script, keys, args);
-    // A cluster writes to each node's socket: those are not corked.
-    const stream = this.target.cluster ? undefined : (this.#client as Redis).stream;
-    if (this.#corked === undefined && stream !== undefined) {
-      stream.cork();
-      this.#corked = stream;
-      this.#batched = 0;
-      process.nextTick(this.#uncork);
-    }
     void this.#client.sendCommand(command);
-    if (this.#corked !== undefined && ++this.#batched >= CALLS_PER_WRITE) {
-      this.#corked.uncork();
-      this.#corked = undefined;
-    }
     return command;
   }
 
@@ -544,6 +525,40 @@ export function checkKeyPart(name: string, value: unknown, allowEmpty: boolean):
   if (/[{}]/.test(value)) throw expected(name, 'a name without { or }', value);
 }
 
+/** A socket, as far as batching writes goes. */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** The sockets corked in this tick, with how many calls each holds so far. */
+const corked = new Map<Corkable, number>();
+
+/**
+ * Holds a call's write on `socket` until the end of the tick, with the others of the tick on the
+ * same socket (of a node, on a cluster), {@link CALLS_PER_WRITE} to a write. Called just before
+ * the call is written.
+ */
+function batch(socket: Corkable): void {
+  const held = corked.get(socket);
+  if (held === undefined) {
+    if (corked.size === 0) process.nextTick(uncorkAll);
+    socket.cork();
+    corked.set(socket, 1);
+  } else if (held === CALLS_PER_WRITE) {
+    socket.uncork();
+    socket.cork();
+    corked.set(socket, 1);
+  } else {
+    corked.set(socket, held + 1);
+  }
+}
+
+function uncorkAll(): void {
+  for (const socket of corked.keys()) socket.uncork();
+  corked.clear();
+}
+
 /** Per script, the sockets it was sent on as source: there it goes by SHA. */
 const loadedOn = new WeakMap<RedisScript, WeakSet<object>>();
 
@@ -576,6 +591,7 @@ function scriptCommandClass(Base: typeof Command) {
 
     override toWritable(socket: object): string | Buffer {
       this.#socket = socket;
+      batch(socket as Corkable);
       const loaded = socketsLoaded(this.#script);
       if (!loaded.has(socket)) {
         loaded.add(socket);
