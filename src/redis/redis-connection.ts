@@ -472,6 +472,11 @@ export class RedisConnection {
         { cause: error },
       );
     }
+    // Said by the client, not by Redis: the connection (on a cluster, to the node of the keys' slot) went down under the call.
+    if (message === 'Connection is closed.') {
+      const node = this.target.cluster ? ` to the node that serves ${keys[0]}` : '';
+      return new LimiterUnavailableError(`the connection to Redis at ${this.url}${node} closed`, { cause: error });
+    }
     return new LimiterUnavailableError(`Redis at ${this.url} answered with an error: ${message}`, { cause: error });
   }
 

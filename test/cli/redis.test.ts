@@ -341,6 +341,34 @@ describe('news-processor --redis on a Redis Cluster', () => {
       /cluster support disabled\); leave out --redis-cluster$/m,
     ]);
   });
+
+  // Last of the cluster's tests: the node it kills stays dead.
+  it('stops intake when a node dies mid-run, as when a lost Redis is: every started article in the results, exit 1', async () => {
+    const output = join(temp.dir, 'node-killed.jsonl');
+    const run = startCli([
+      '--articles=200',
+      '--workers=4',
+      '--json',
+      '--config',
+      await configOnOtherNodes(),
+      '--output',
+      output,
+      '--redis',
+      cluster.url,
+      '--redis-timeout=300ms',
+    ]);
+    await until(async () => (await resultsOf(output).catch(() => [])).length >= 3, 20_000);
+    await cluster.nodes[2]!.kill();
+    const result = await run.result;
+    expect(result.code).toBe(1);
+    const summary = JSON.parse(result.stdout) as RunSummary;
+    expect(summary.articles).toBeLessThan(200);
+    expect(summary.stoppedBy?.type).toBe('LimiterUnavailableError');
+    expect(await resultsOf(output)).toHaveLength(summary.articles);
+    expect(result.stderr).toMatch(
+      /^error: (the connection to Redis at \S+ to the node that serves news-processor:\{cli-\d+\}:requests closed|Redis at \S+ did not answer within 300ms.*): intake stopped, the articles in flight failed/m,
+    );
+  });
 });
 
 describe('news-processor --redis with an ACL user', () => {
