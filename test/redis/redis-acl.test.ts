@@ -24,12 +24,16 @@ const USERS: Readonly<Record<string, readonly string[]>> = {
   'no-set': ['~news-processor:*', '+evalsha', '+eval', '+time', '+get', '+del'],
   'read-only-keys': ['%R~news-processor:*', '+@all'],
   budget: ['~news-processor:*', '+evalsha', '+eval', '+get', '+incrby', '+decrby'],
+  // A password that must be URL-encoded, and SELECT for a database of the URL's path.
+  encoded: ['~news-processor:*', '+evalsha', '+eval', '+time', '+get', '+set', '+del', '+select'],
 };
 
 beforeAll(async () => {
   redis = await startRedis();
   admin = new Redis(redis.url);
-  for (const [user, rules] of Object.entries(USERS)) await admin.acl('SETUSER', user, 'on', '>pw', ...rules);
+  for (const [user, rules] of Object.entries(USERS)) {
+    await admin.acl('SETUSER', user, 'on', user === 'encoded' ? '>p@ss:w/rd%' : '>pw', ...rules);
+  }
 });
 
 afterAll(async () => {
@@ -120,5 +124,24 @@ describe('RedisBudget.check', () => {
       `Redis user "enough" may not run the limiter: NOPERM this user has no permissions to run 'incrby news-processor:{budget:acl} 1'; it needs ~news-processor:* +evalsha +eval +get +incrby +decrby`,
     );
     await new RedisBudget({ connection: await connectAs('budget'), key: 'acl', maxUsd: 1 }).check();
+  });
+});
+
+describe('connectRedis URLs', () => {
+  it('reads a URL-encoded password, the user and the database of the path, and hides the password', async () => {
+    const connection = await connectRedis(`redis://encoded:p%40ss%3Aw%2Frd%25@127.0.0.1:${redis.port}/3`);
+    open.push(connection);
+    expect(connection.url).toBe(`redis://encoded:***@127.0.0.1:${redis.port}/3`);
+    expect([connection.target.username, connection.target.db]).toEqual(['encoded', 3]);
+    const limits = new RedisLimits({ connection, limits: requestLimit(0.001, 5), quotaKey: 'in-db-3' });
+    await limits.check();
+    await limits.acquire(ONE_CALL);
+    const db3 = new Redis(`redis://127.0.0.1:${redis.port}/3`);
+    try {
+      expect(await db3.exists('news-processor:{in-db-3}:requests')).toBe(1);
+      expect(await admin.exists('news-processor:{in-db-3}:requests')).toBe(0);
+    } finally {
+      db3.disconnect();
+    }
   });
 });
