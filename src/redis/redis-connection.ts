@@ -564,13 +564,18 @@ function uncorkAll(): void {
   corked.clear();
 }
 
-/** Per script, the sockets it was sent on as source: there it goes by SHA. */
-const loadedOn = new WeakMap<RedisScript, WeakSet<object>>();
+/**
+ * Per script, the sockets it was sent on as source, and when (the number of the write): there it
+ * goes by SHA.
+ */
+const loadedOn = new WeakMap<RedisScript, WeakMap<object, number>>();
+/** Calls written so far, numbered: what tells a source sent before a call from one sent after it. */
+let writes = 0;
 
-function socketsLoaded(script: RedisScript): WeakSet<object> {
+function socketsLoaded(script: RedisScript): WeakMap<object, number> {
   let loaded = loadedOn.get(script);
   if (loaded === undefined) {
-    loaded = new WeakSet();
+    loaded = new WeakMap();
     loadedOn.set(script, loaded);
   }
   return loaded;
@@ -586,6 +591,7 @@ function scriptCommandClass(Base: typeof Command) {
   return class ScriptCommand extends Base {
     readonly #script: RedisScript;
     #socket: object | undefined;
+    #written = 0;
     /** When it must have been answered (`performance.now()` ms), once sent on a ready connection. */
     deadlineMs = Infinity;
 
@@ -596,10 +602,11 @@ function scriptCommandClass(Base: typeof Command) {
 
     override toWritable(socket: object): string | Buffer {
       this.#socket = socket;
+      this.#written = ++writes;
       batch(socket as Corkable);
       const loaded = socketsLoaded(this.#script);
       if (!loaded.has(socket)) {
-        loaded.add(socket);
+        loaded.set(socket, this.#written);
         this.name = 'eval';
         this.args[0] = this.#script.lua;
       }
@@ -614,7 +621,11 @@ function scriptCommandClass(Base: typeof Command) {
      */
     notRun(error: unknown): boolean {
       if (isNoScript(error)) {
-        if (this.#socket !== undefined) socketsLoaded(this.#script).delete(this.#socket);
+        // Forgotten by Redis since the source went on this socket — unless it went again after
+        // this call, on another's NOSCRIPT: then the next send finds it loaded.
+        const loaded = socketsLoaded(this.#script);
+        const sourceAt = this.#socket === undefined ? undefined : loaded.get(this.#socket);
+        if (sourceAt !== undefined && sourceAt < this.#written) loaded.delete(this.#socket!);
         return true;
       }
       return this.#socket === undefined && !(error instanceof LimiterUnavailableError);
