@@ -3,15 +3,23 @@
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { CancelledError, formatDuration, JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
-import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisAt, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
-import { REDIS_DEFAULTS } from '../src/redis/index.ts';
+import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
+import type { RedisConnection } from '../src/redis/index.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
 import { integer, duration } from './parse-values.ts';
 import { Progress } from './progress.ts';
-import { addRedisOptions, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
+import {
+  addRedisConnectionOptions,
+  addRedisOptions,
+  connectFlags,
+  shareLimits,
+  validateRedisFlags,
+  type RedisConnectionFlags,
+  type RedisFlags,
+} from './redis-options.ts';
 import {
   UsageError,
   addRunOptions,
@@ -28,28 +36,18 @@ import { runBudget, runTasks } from './task-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 
 /** Flags every queue command takes: where the queue is. */
-interface QueueFlags {
+interface QueueFlags extends RedisConnectionFlags {
   queue: string;
-  redis?: string;
-  redisPrefix: string;
-  redisTimeout: number;
 }
 
 /** Adds --queue and the Redis flags of a command that only talks to the queue. */
 function addQueueOptions(command: Command): Command {
-  return command
-    .addOption(new Option('--queue <name>', 'the queue: letters, digits, ., _ or -').makeOptionMandatory())
-    .addOption(new Option('--redis <url>', 'the Redis that holds the queue (redis://host:port, rediss:// for TLS)').env('REDIS_URL'))
-    .addOption(new Option('--redis-prefix <prefix>', 'begins every Redis key').default(REDIS_DEFAULTS.prefix))
-    .addOption(
-      new Option('--redis-timeout <duration>', 'connecting to Redis may take this long')
-        .argParser(duration({ allowZero: false }))
-        .default(REDIS_DEFAULTS.timeoutMs, formatDuration(REDIS_DEFAULTS.timeoutMs)),
-    );
+  command.addOption(new Option('--queue <name>', 'the queue: letters, digits, ., _ or -').makeOptionMandatory());
+  return addRedisConnectionOptions(command, 'the Redis that holds the queue');
 }
 
-/** Checks the queue flags and opens the queue: one line and exit 2 for a bad name, an unreachable Redis or a refusing user. */
-async function openQueue(flags: QueueFlags): Promise<ArticleQueue> {
+/** Checks --queue and --redis: one line and exit 2 for a bad name or a missing or malformed URL. */
+function checkQueueFlags(flags: QueueFlags): asserts flags is QueueFlags & { redis: string } {
   try {
     checkQueueName(flags.queue);
   } catch {
@@ -57,7 +55,36 @@ async function openQueue(flags: QueueFlags): Promise<ArticleQueue> {
   }
   if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue');
   if (!/^rediss?:\/\/./i.test(flags.redis)) throw new UsageError('--redis: expected a redis:// or rediss:// URL (rediss:// for TLS)');
-  const redis = await queueRedisAt(flags.redis);
+}
+
+/** A queue and the connection its clients were made from: closed together. */
+interface OpenQueue {
+  readonly queue: ArticleQueue;
+  close(): Promise<void>;
+}
+
+/** Connects and opens the queue: one line and exit 2 for a bad name, an unreachable Redis or a refusing user. */
+async function openQueue(flags: QueueFlags): Promise<OpenQueue> {
+  checkQueueFlags(flags);
+  const connection = await connectFlags(flags);
+  try {
+    const queue = await openQueueOn(connection, flags);
+    return {
+      queue,
+      close: async () => {
+        await queue.close();
+        await connection.close();
+      },
+    };
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+}
+
+/** Opens the queue on an open connection's Redis, within --redis-timeout; a refusing user is one line. */
+async function openQueueOn(connection: RedisConnection, flags: QueueFlags): Promise<ArticleQueue> {
+  const redis = queueRedisOf(connection);
   let timer: NodeJS.Timeout | undefined;
   const opening = ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix });
   try {
@@ -116,7 +143,8 @@ function enqueueCommand(onExit: (code: number) => void): Command {
       throw new UsageError('--input and --articles disagree: give one of them');
     }
     if (flags.skipInvalid && flags.input === undefined) throw new UsageError('--skip-invalid applies to --input files only');
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     try {
       const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`));
       const startedMs = performance.now();
@@ -136,7 +164,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
       }
       onExit(0);
     } finally {
-      await queue.close();
+      await opened.close();
     }
   });
   return command;
@@ -207,17 +235,17 @@ async function work(flags: WorkerFlags): Promise<number> {
   const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
   runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
   await loadProviderPackages(setups.providers);
-  const queue = await openQueue(flags);
-  const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger).catch(async (error: unknown) => {
-    await queue.close();
-    throw error;
-  });
+  checkQueueFlags(flags);
+  // One connection for the quotas, its settings (cluster, TLS files) for the queue's clients too.
+  const shared = (await shareLimits(flags, setups.providers, setups.quotaKeys, logger))!;
+  let queue: ArticleQueue | undefined;
   try {
-    const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared!.connection, logger });
+    queue = await openQueueOn(shared.connection, flags);
+    const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
     return await workOn(queue, flags, { ...setups, tasks, budget }, logger);
   } finally {
-    await shared?.close();
-    await queue.close();
+    await queue?.close();
+    await shared.close();
   }
 }
 
@@ -308,7 +336,8 @@ function statusCommand(onExit: (code: number) => void): Command {
     .addHelpText('after', EXAMPLES);
   oneLineErrors(command);
   command.action(async (flags: StatusFlags) => {
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     try {
       const controller = new AbortController();
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
@@ -320,7 +349,7 @@ function statusCommand(onExit: (code: number) => void): Command {
       } while (!controller.signal.aborted);
       onExit(0);
     } finally {
-      await queue.close();
+      await opened.close();
     }
   });
   return command;
@@ -370,7 +399,8 @@ function collectCommand(onExit: (code: number) => void): Command {
         throw new UsageError(`--output ${flags.output} exists and is not empty: --resume to add what is new, --overwrite to replace it`);
       }
     }
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     const writer =
       flags.output === '-' ? JsonlWriter.to(process.stdout, 'stdout') : await JsonlWriter.open(flags.output, { append: flags.resume });
     const human = flags.output === '-' ? process.stderr : process.stdout;
@@ -406,7 +436,7 @@ function collectCommand(onExit: (code: number) => void): Command {
       }
     } finally {
       await writer.close().catch(() => {});
-      await queue.close();
+      await opened.close();
     }
     if (!flags.quiet) {
       human.write(
@@ -430,13 +460,14 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
     .description('Put every failed job (dead letter) back on the queue for the workers')
     .addHelpText('after', EXAMPLES);
   retry.action(async (flags: QueueFlags) => {
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     try {
       const count = await queue.retryFailed();
       process.stdout.write(`Queue ${queue.name}: ${plural(count, 'failed job')} put back\n`);
       onExit(0);
     } finally {
-      await queue.close();
+      await opened.close();
     }
   });
   const drain = addQueueOptions(new Command('drain'))
@@ -445,13 +476,14 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
     .addHelpText('after', EXAMPLES);
   drain.action(async (flags: CleanUpFlags) => {
     if (!flags.yes) throw new UsageError('drain removes every waiting job: give --yes to confirm');
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     try {
       const count = await queue.drain();
       process.stdout.write(`Queue ${queue.name}: ${plural(count, 'job')} removed\n`);
       onExit(0);
     } finally {
-      await queue.close();
+      await opened.close();
     }
   });
   const obliterate = addQueueOptions(new Command('obliterate'))
@@ -461,7 +493,8 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
     .addHelpText('after', EXAMPLES);
   obliterate.action(async (flags: CleanUpFlags) => {
     if (!flags.yes) throw new UsageError('obliterate removes the queue and its results: give --yes to confirm');
-    const queue = await openQueue(flags);
+    const opened = await openQueue(flags);
+    const { queue } = opened;
     try {
       await queue.obliterate(flags.force).catch((error: Error) => {
         throw new UsageError(
@@ -471,7 +504,7 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
       process.stdout.write(`Queue ${queue.name}: removed\n`);
       onExit(0);
     } finally {
-      await queue.close();
+      await opened.close();
     }
   });
   for (const command of [retry, drain, obliterate]) oneLineErrors(command);

@@ -1,8 +1,19 @@
 // The flags that share each provider's quota through Redis, their checks, and the limits they build.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Logger } from 'pino';
-import { REDIS_DEFAULTS, RedisLimits, connectRedis, isRedisConnectError, type RedisConnection } from '../src/redis/index.ts';
-import { formatDuration, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
+import {
+  REDIS_DEFAULTS,
+  RedisBudget,
+  RedisLimits,
+  connectRedis,
+  isRedisConnectError,
+  isRedisPermissionError,
+  isRedisRedirectError,
+  isRedisTlsFileError,
+  type RedisConnectReason,
+  type RedisConnection,
+} from '../src/redis/index.ts';
+import { formatDuration, isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './run-options.ts';
 
@@ -15,27 +26,53 @@ export interface RedisFlags {
   redisTimeout: number;
   redisFallback: (typeof FALLBACKS)[number];
   fallbackShare?: number;
+  /** True: --redis-cluster; false: --no-redis-cluster; neither: asked of the server. */
+  redisCluster?: boolean;
+  redisCa?: string;
+  redisCert?: string;
+  redisKey?: string;
   config?: string;
   /** --budget-key: share --max-cost's budget through Redis under this name. */
   budgetKey?: string;
   maxCost?: number;
 }
 
-export function addRedisOptions(command: Command): Command {
+/** The TLS files, by flag: each checked at start, each named in its error. */
+const TLS_FLAGS = { caFile: '--redis-ca', certFile: '--redis-cert', keyFile: '--redis-key' } as const;
+
+/** Where Redis is and how to reach it: the flags of every command that uses Redis. */
+export interface RedisConnectionFlags {
+  redis?: string;
+  redisPrefix: string;
+  redisTimeout: number;
+  redisCluster?: boolean;
+  redisCa?: string;
+  redisCert?: string;
+  redisKey?: string;
+}
+
+/** Adds --redis (described as `purpose`), --redis-prefix, --redis-timeout, the cluster and the TLS flags. */
+export function addRedisConnectionOptions(command: Command, purpose: string): Command {
   return command
-    .addOption(
-      new Option(
-        '--redis <url>',
-        "share each provider's quota with every process using this Redis (redis://host:port, rediss:// for TLS)",
-      ).env('REDIS_URL'),
-    )
-    .addOption(new Option('--quota-key <name>', "the shared quota's name (the provider's name unless given)").argParser(keyName(false)))
+    .addOption(new Option('--redis <url>', `${purpose} (redis://host:port, rediss:// for TLS)`).env('REDIS_URL'))
     .addOption(new Option('--redis-prefix <prefix>', 'begins every Redis key').argParser(keyName(true)).default(REDIS_DEFAULTS.prefix))
     .addOption(
-      new Option('--redis-timeout <duration>', 'a limiter call with no answer from Redis this long fails')
+      new Option('--redis-timeout <duration>', 'a call with no answer from Redis this long fails (connecting too)')
         .argParser(duration({ allowZero: false }))
         .default(REDIS_DEFAULTS.timeoutMs, formatDuration(REDIS_DEFAULTS.timeoutMs)),
     )
+    .addOption(new Option('--redis-cluster', 'the Redis is a Redis Cluster, --redis one of its nodes (default: asked of the server)'))
+    .addOption(new Option('--no-redis-cluster', 'the Redis is one server, even if it says it is a cluster node'))
+    .addOption(
+      new Option('--redis-ca <file>', "PEM file of the CA that signed the Redis server's certificate (rediss://; instead of Node's CAs)"),
+    )
+    .addOption(new Option('--redis-cert <file>', 'PEM file of a client certificate, for a Redis with tls-auth-clients (with --redis-key)'))
+    .addOption(new Option('--redis-key <file>', "PEM file of --redis-cert's private key, unencrypted"));
+}
+
+export function addRedisOptions(command: Command): Command {
+  return addRedisConnectionOptions(command, "share each provider's quota with every process using this Redis")
+    .addOption(new Option('--quota-key <name>', "the shared quota's name (the provider's name unless given)").argParser(keyName(false)))
     .addOption(
       new Option(
         '--redis-fallback <policy>',
@@ -61,15 +98,28 @@ export function addRedisOptions(command: Command): Command {
 export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   const given = (option: string) => command.getOptionValueSource(option) === 'cli';
   if (flags.redis === undefined) {
-    for (const option of ['quotaKey', 'redisPrefix', 'redisTimeout', 'redisFallback', 'fallbackShare', 'budgetKey']) {
-      if (given(option)) throw new UsageError(`--${kebab(option)} needs --redis (the Redis that keeps the shared quota)`);
+    for (const option of [
+      'quotaKey',
+      'redisPrefix',
+      'redisTimeout',
+      'redisFallback',
+      'fallbackShare',
+      'redisCluster',
+      'redisCa',
+      'redisCert',
+      'redisKey',
+      'budgetKey',
+    ]) {
+      if (given(option)) {
+        const flag = option === 'redisCluster' && flags.redisCluster === false ? '--no-redis-cluster' : `--${kebab(option)}`;
+        throw new UsageError(`${flag} needs --redis (the Redis that keeps the shared quota)`);
+      }
     }
     return;
   }
   if (!/^rediss?:\/\/./i.test(flags.redis)) {
     // Not echoed: a URL may hold a password.
-    const source = command.getOptionValueSource('redis') === 'env' ? 'REDIS_URL' : '--redis';
-    throw new UsageError(`${source}: expected a redis:// or rediss:// URL (rediss:// for TLS)`);
+    throw new UsageError(`${redisSource(command)}: expected a redis:// or rediss:// URL (rediss:// for TLS)`);
   }
   if (flags.quotaKey !== undefined && flags.config !== undefined) {
     throw new UsageError('--quota-key names a single provider\'s quota; with --config set "quotaKey" per provider in the file');
@@ -85,6 +135,17 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   if (flags.fallbackShare !== undefined && flags.redisFallback !== 'local') {
     throw new UsageError('--fallback-share applies with --redis-fallback=local');
   }
+  if ((flags.redisCert === undefined) !== (flags.redisKey === undefined)) {
+    throw new UsageError('--redis-cert and --redis-key go together: a client certificate and its private key');
+  }
+  const tlsFlag = flags.redisCa !== undefined ? '--redis-ca' : flags.redisCert !== undefined ? '--redis-cert' : undefined;
+  if (tlsFlag !== undefined && !/^rediss:/i.test(flags.redis)) {
+    throw new UsageError(`${tlsFlag} needs a rediss:// URL (TLS) in ${redisSource(command)}`);
+  }
+}
+
+function redisSource(command: Command): string {
+  return command.getOptionValueSource('redis') === 'env' ? 'REDIS_URL' : '--redis';
 }
 
 /** The connection the limits share: to close when the run is over. */
@@ -97,9 +158,10 @@ export interface SharedLimits {
 }
 
 /**
- * With --redis: connects (a UsageError naming the URL and the cause when Redis cannot be reached,
- * before any call is made) and puts each provider's limits in Redis under its quota key.
- * `providers` is changed in place. Without --redis: nothing, undefined.
+ * With --redis: connects (a UsageError naming the URL, the cause and the flag that fixes it when
+ * Redis cannot be reached, before any call is made), puts each provider's limits in Redis under its
+ * quota key, and checks that the Redis user may keep each quota there (a UsageError naming what it
+ * lacks). `providers` is changed in place. Without --redis: nothing, undefined.
  */
 export async function shareLimits(
   flags: RedisFlags,
@@ -108,35 +170,105 @@ export async function shareLimits(
   logger: Logger,
 ): Promise<SharedLimits | undefined> {
   if (flags.redis === undefined) return undefined;
-  let connection: Awaited<ReturnType<typeof connectRedis>>;
-  try {
-    connection = await connectRedis(flags.redis, { timeoutMs: flags.redisTimeout, logger });
-  } catch (error) {
-    // A URL that does not parse (its message hides the password), or a Redis that cannot be reached.
-    if (isRedisConnectError(error) || error instanceof TypeError) throw new UsageError(`--redis: ${error.message}`);
-    throw error;
-  }
+  const connection = await connectFlags(flags as RedisConnectionFlags & { redis: string }, logger);
   const shared: string[] = [];
+  const limits: RedisLimits[] = [];
   providers.forEach((setup, index) => {
     const { name } = setup.provider;
     const quotaKey = quotaKeys.get(name) ?? flags.quotaKey ?? name;
     shared.push(quotaKey === name ? `"${name}"` : `"${quotaKey}" (${name})`);
-    providers[index] = {
-      ...setup,
-      limits: new RedisLimits({
-        connection,
-        limits: setup.limits as readonly LimitSpec[],
-        quotaKey,
-        prefix: flags.redisPrefix,
-        fallbackShare: flags.fallbackShare,
-        logger,
-      }),
-    };
+    const redisLimits = new RedisLimits({
+      connection,
+      limits: setup.limits as readonly LimitSpec[],
+      quotaKey,
+      prefix: flags.redisPrefix,
+      fallbackShare: flags.fallbackShare,
+      logger,
+    });
+    limits.push(redisLimits);
+    providers[index] = { ...setup, limits: redisLimits };
   });
+  try {
+    for (const each of limits) await each.check();
+    // The run makes its own budget later; this one only asks whether the user may keep it here.
+    if (flags.budgetKey !== undefined && flags.maxCost !== undefined) {
+      await new RedisBudget({ connection, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix }).check();
+    }
+  } catch (error) {
+    await connection.close();
+    throw checkUsageError(error, flags);
+  }
   const note =
-    `Shared quota ${shared.join(', ')} through Redis: the calls and the efficiency above are this process's; ` +
+    `Shared quota ${shared.join(', ')} through Redis${connection.target.cluster ? ' Cluster' : ''}: the calls and the efficiency above are this process's; ` +
     'other processes on the same quota take their share of the rate';
   return { connection, close: () => connection.close(), note };
+}
+
+/**
+ * Connects to the Redis the flags name, with their cluster mode and TLS files; a UsageError naming
+ * the URL, the cause and the flag that fixes it when Redis cannot be reached. Warns on stderr when
+ * the server's certificate is not checked.
+ */
+export async function connectFlags(flags: RedisConnectionFlags & { readonly redis: string }, logger?: Logger): Promise<RedisConnection> {
+  let connection: RedisConnection;
+  try {
+    connection = await connectRedis(flags.redis, {
+      timeoutMs: flags.redisTimeout,
+      logger,
+      cluster: flags.redisCluster ?? 'auto',
+      tls:
+        flags.redisCa === undefined && flags.redisCert === undefined
+          ? undefined
+          : { caFile: flags.redisCa, certFile: flags.redisCert, keyFile: flags.redisKey },
+    });
+  } catch (error) {
+    throw connectUsageError(error);
+  }
+  if (!connection.target.verifiesServer) {
+    process.stderr.write(
+      `warning: --redis: rejectUnauthorized=false: the Redis server's certificate is not checked, so anyone on the way can pose as it\n`,
+    );
+  }
+  return connection;
+}
+
+/** The flags that fix a connection that failed for a known reason. */
+const CONNECT_REMEDIES: Readonly<Record<RedisConnectReason, string>> = {
+  'untrusted-certificate': 'give the CA that signed it with --redis-ca FILE',
+  'certificate-name': 'connect by a name the certificate holds',
+  'client-certificate-required': 'it wants a client certificate: --redis-cert FILE --redis-key FILE',
+  'client-certificate-refused': 'give one signed by a CA the server trusts (its tls-ca-cert-file)',
+  'tls-port': 'if it is a TLS port, it wants a rediss:// URL',
+  'plain-port': 'if it is a port without TLS, it wants a redis:// URL',
+  'not-a-cluster': 'leave out --redis-cluster',
+};
+
+/** What connectRedis refused, as one line naming the flag to fix. Anything else is not a usage error. */
+function connectUsageError(error: unknown): unknown {
+  if (isRedisConnectError(error)) {
+    const remedy = error.reason === undefined ? '' : `; ${CONNECT_REMEDIES[error.reason]}`;
+    return new UsageError(`--redis: cannot connect to Redis at ${error.url}: ${error.detail}${remedy}`);
+  }
+  if (isRedisTlsFileError(error)) return new UsageError(`${TLS_FLAGS[error.option]} ${error.path}: ${error.detail}`);
+  // A URL that does not parse (its message hides the password), or a parameter it may not carry.
+  if (error instanceof TypeError) {
+    const parameters = error.message.startsWith("Expected the URL's parameters")
+      ? ` (the CA and a client certificate are flags: --redis-ca, --redis-cert, --redis-key)`
+      : '';
+    return new UsageError(`--redis: ${error.message}${parameters}`);
+  }
+  return error;
+}
+
+/** What the start check found, as one line: the permission the user lacks, or the cluster flag to give. */
+function checkUsageError(error: unknown, flags: RedisFlags): unknown {
+  if (isRedisPermissionError(error)) return new UsageError(`--redis: ${error.message}`);
+  if (isRedisRedirectError(error)) {
+    const remedy = flags.redisCluster === false ? 'leave out --no-redis-cluster' : 'give --redis-cluster';
+    return new UsageError(`--redis: ${error.message.replace(/: connect in cluster mode$/, '')}: ${remedy}`);
+  }
+  if (isLimiterUnavailableError(error)) return new UsageError(`--redis: ${error.message}`);
+  return error;
 }
 
 /** The line that says a run stopped because its shared limits could not be reached (Redis went away). */

@@ -6,7 +6,8 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { connectRedis, RedisLimits } from '../../src/redis/index.ts';
 import { requestLimit } from '../../src/index.ts';
 
-export type Subject = 'RedisLimits' | 'RateLimiterRedis';
+/** What a client measures: ours (on whichever Redis the URL names), or rate-limiter-flexible's, with or without ioredis' auto-pipelining. */
+export type Subject = 'RedisLimits' | 'RateLimiterRedis' | 'RateLimiterRedis, auto-pipelined';
 
 export interface ClientSettings {
   readonly url: string;
@@ -40,7 +41,7 @@ if (settings.subject === 'RedisLimits') {
   call = () => limits.acquire(cost);
   close = () => connection.close();
 } else {
-  const client = new Redis(settings.url);
+  const client = new Redis(settings.url, { enableAutoPipelining: settings.subject === 'RateLimiterRedis, auto-pipelined' });
   const limiter = new RateLimiterRedis({ storeClient: client, points: HUGE, duration: 1, keyPrefix: settings.key });
   call = () => limiter.consume('shared');
   close = () => client.quit();

@@ -4,4 +4,4 @@ export type { ArticleQueueOptions, ArticleJobData, QueueCounts, QueueStatus, Que
 export { runQueueWorker, QUEUE_WORKER_DEFAULTS } from './queue-worker.ts';
 export type { QueueWorkerOptions, QueueWorkerSummary } from './queue-worker.ts';
 export { jobIdOf, articleIdOf, checkQueueName } from './job-ids.ts';
-export { queueRedisAt } from './queue-redis.ts';
+export { queueRedisOf } from './queue-redis.ts';

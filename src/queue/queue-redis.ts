@@ -1,12 +1,15 @@
-import { loadOptional } from '../optional-package.ts';
-import { redactRedisUrl } from '../redis/redis-connection.ts';
+import type { RedisConnection } from '../redis/redis-connection.ts';
 import type { QueueClientOptions, QueueRedis } from './article-queue.ts';
 
-/** A {@link QueueRedis} for a Redis URL (`redis://`, `rediss://`): each client a new ioredis to it. */
-export async function queueRedisAt(url: string): Promise<QueueRedis> {
-  const { Redis } = await loadOptional('ioredis', 'the article queue', () => import('ioredis'));
+/**
+ * The queue's clients on the Redis a connection reaches — the same server or Redis Cluster, user,
+ * database and TLS files as the quotas it keeps — each a new ioredis client with BullMQ's
+ * settings over the connection's own.
+ */
+export function queueRedisOf(connection: RedisConnection): QueueRedis {
+  const { target } = connection;
   return {
-    url: redactRedisUrl(url),
-    createClient: (options: QueueClientOptions) => new Redis(url, { ...options, lazyConnect: true }),
+    url: target.url,
+    createClient: (options: QueueClientOptions) => target.createClient({ ...options, lazyConnect: true }),
   };
 }

@@ -3,7 +3,7 @@ import { checkNumber, checkObject } from '../validation/checks.ts';
 import { NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import type { RedisScript } from './scripts.ts';
+import { defineScript } from './scripts.ts';
 
 export interface RedisBudgetOptions {
   /** Where the budget is kept ({@link connectRedis}). */
@@ -22,22 +22,19 @@ export interface RedisBudgetOptions {
  * Holds `ARGV[2]` nano-dollars when the spend so far (held included) leaves room under `ARGV[1]`.
  * KEYS[1]: the budget. Reply: {1 | 0, the spend after (or as it stands), as text}.
  */
-const HOLD: RedisScript = Object.freeze({
-  name: 'newsProcessorBudgetHold',
-  lua: `
+const HOLD = defineScript(
+  'newsProcessorBudgetHold',
+  `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if used + tonumber(ARGV[2]) > tonumber(ARGV[1]) then
   return { 0, tostring(used) }
 end
 return { 1, tostring(redis.call('INCRBY', KEYS[1], ARGV[2])) }
 `,
-});
+);
 
 /** Gives `ARGV[1]` nano-dollars of a hold back. KEYS[1]: the budget. Reply: the spend after, as text. */
-const RELEASE: RedisScript = Object.freeze({
-  name: 'newsProcessorBudgetRelease',
-  lua: `return tostring(redis.call('DECRBY', KEYS[1], ARGV[1]))`,
-});
+const RELEASE = defineScript('newsProcessorBudgetRelease', `return tostring(redis.call('DECRBY', KEYS[1], ARGV[1]))`);
 
 /**
  * A budget kept in Redis: every process on the same key spends one budget, never more in total.
@@ -53,6 +50,7 @@ export class RedisBudget implements Budget {
   readonly #maxNano: number;
   readonly #connection: RedisConnection;
   readonly #key: string;
+  readonly #prefix: string;
   readonly #logger: Logger;
   #usedNano = 0;
 
@@ -68,12 +66,22 @@ export class RedisBudget implements Budget {
     this.#connection = connection;
     // One key, hash-tagged by the budget's name: on a Redis Cluster it lives on one node.
     this.#key = `${prefix}{budget:${key}}`;
+    this.#prefix = prefix;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'redis-budget', budget: key });
   }
 
   /** The budget's Redis key. */
   get key(): string {
     return this.#key;
+  }
+
+  /**
+   * Makes sure, before the first call, that the Redis user may keep the budget here: run its
+   * scripts on its key, and `GET`, `INCRBY`, `DECRBY` inside them (`RedisPermissionError` names
+   * what it lacks). Changes nothing.
+   */
+  async check(): Promise<void> {
+    await this.#connection.checkAccess([this.#key], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
   }
 
   get spentUsd(): number {

@@ -21,6 +21,7 @@ import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
+import { isRedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
 export interface RedisLimitsOptions {
@@ -45,19 +46,13 @@ export interface RedisLimitsOptions {
   readonly logger?: Logger | undefined;
 }
 
-/** One limit kept in Redis: its spec, its key, and its configured rate as the scripts compare it. */
+/** One limit kept in Redis: its spec, its key, and its configured rate and burst as the scripts read them. */
 interface SharedLimit {
   readonly spec: LimitSpec;
   readonly key: string;
+  /** The configured rate as text: what the compare-and-set on the shared rate compares. */
   readonly rateText: string;
-}
-
-/** A granted reservation, with what `cancel` and `settle` need to undo or square it. */
-interface Reservation {
-  readonly cost: CallCost;
-  /** Per limit, in the order of the keys: when the reservation could act (Redis time, µs, as the script wrote it) and the rate then. */
-  readonly actAtMs: readonly string[];
-  readonly rates: readonly string[];
+  readonly burstText: string;
 }
 
 /**
@@ -96,6 +91,7 @@ export class RedisLimits implements ProviderLimits {
   readonly #requests: SharedLimit | undefined;
   readonly #fallback: LocalLimits | undefined;
   readonly #fallbackShare: number;
+  readonly #prefix: string;
   #onFallback = false;
   /** The request rate in force, and as Redis wrote it (what a compare-and-set compares). */
   #rate: number;
@@ -126,12 +122,13 @@ export class RedisLimits implements ProviderLimits {
     this.#shared = this.specs
       .filter((spec) => spec.rate !== Infinity)
       .sort((a, b) => Number(b.kind === 'requests') - Number(a.kind === 'requests'))
-      .map((spec) => ({ spec, key: `${prefix}{${quotaKey}}:${spec.kind}`, rateText: String(spec.rate) }));
+      .map((spec) => ({ spec, key: `${prefix}{${quotaKey}}:${spec.kind}`, rateText: String(spec.rate), burstText: String(spec.burst) }));
     this.#keys = this.#shared.map((limit) => limit.key);
     this.#requests = this.#shared[0]?.spec.kind === 'requests' ? this.#shared[0] : undefined;
     this.#rate = this.#requests?.spec.rate ?? Infinity;
     this.#rateText = this.#requests?.rateText ?? '';
     this.#fallbackShare = fallbackShare ?? 0;
+    this.#prefix = prefix;
     this.#fallback =
       fallbackShare === undefined
         ? undefined
@@ -154,15 +151,26 @@ export class RedisLimits implements ProviderLimits {
     return this.#rate;
   }
 
+  /**
+   * Makes sure, before the first call, that this quota can be kept where it is: that the Redis
+   * user may run the scripts on its keys (`RedisPermissionError` names what it lacks and the key
+   * pattern it needs), and that the server serves them (`RedisRedirectError` from a cluster node
+   * reached out of cluster mode). Changes nothing in the buckets.
+   */
+  async check(): Promise<void> {
+    if (this.#keys.length === 0) return;
+    await this.#connection.checkAccess(this.#keys, [RESERVE, CANCEL, SETTLE, LOWER, SET_RATE], `${this.#prefix}*`);
+  }
+
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
     const { signal } = options;
     const maxWaitMs = options.maxWaitMs ?? Infinity;
     signal?.throwIfAborted();
-    const args: (string | number)[] = [maxWaitMs === Infinity ? -1 : maxWaitMs, REDIS_DEFAULTS.rateMemoryMs];
-    for (const { spec, rateText } of this.#shared) {
+    const args: (string | number)[] = [maxWaitMs === Infinity ? -1 : maxWaitMs];
+    for (const { spec, rateText, burstText } of this.#shared) {
       const needed = amountOf(spec.kind, cost);
       if (needed > spec.burst) throw new LimitTooSmallError(spec.kind, needed, spec.burst);
-      args.push(rateText, spec.burst, needed);
+      args.push(rateText, burstText, needed);
     }
     if (this.#shared.length === 0) return SETTLED;
     if (this.#fallback !== undefined && !this.#connection.available) return this.#acquireLocally(cost, options, maxWaitMs);
@@ -175,17 +183,18 @@ export class RedisLimits implements ProviderLimits {
     try {
       reply = (await abandonOnAbort(pending, signal, (late) => this.#cancelLate(late, cost))) as readonly unknown[];
     } catch (error) {
-      if (this.#fallback === undefined || !isLimiterUnavailableError(error)) throw error;
+      // A redirect says the quota is not where this process looks: a local bucket would not share it either.
+      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || isRedisRedirectError(error)) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
-    const waitMs = readMicroseconds(reply[1]);
-    if (reply[0] !== 1) throw new MaxWaitExceededError(waitMs, maxWaitMs);
-    const reservation = this.#observe(reply, cost, sent);
+    if ((reply[0] as number) < 0) throw new MaxWaitExceededError(readMicroseconds(reply[1]), maxWaitMs);
+    const waitMs = (reply[0] as number) / 1000;
+    this.#observe(reply, sent);
     if (waitMs > 0) {
       try {
         await sleep(systemClock, waitMs, signal);
       } catch (error) {
-        this.#cancel(reservation);
+        this.#cancel(cost, reply);
         throw error;
       }
     }
@@ -204,7 +213,7 @@ export class RedisLimits implements ProviderLimits {
     this.#rateText = String(target);
     const sent = ++this.#sent;
     this.#rateChangeSent = sent;
-    const args = [REDIS_DEFAULTS.rateMemoryMs, requests.rateText, requests.spec.burst, seen, this.#rateText];
+    const args = [requests.rateText, requests.burstText, seen, this.#rateText];
     this.#connection.run(SET_RATE, [requests.key], args).then(
       (reply) => {
         // A later change is on its way, and its reply will say.
@@ -225,7 +234,7 @@ export class RedisLimits implements ProviderLimits {
     }
     const limit = this.#shared.find((candidate) => candidate.spec.kind === kind);
     if (limit === undefined) return;
-    this.#fire(LOWER, [limit.key], [REDIS_DEFAULTS.rateMemoryMs, limit.rateText, limit.spec.burst, remaining]);
+    this.#fire(LOWER, [limit.key], [limit.rateText, limit.burstText, remaining]);
   }
 
   backlogMs(requests: number): number {
@@ -243,39 +252,40 @@ export class RedisLimits implements ProviderLimits {
   #settle(estimate: CallCost, actual: TokensUsed): void {
     if (this.#fallback !== undefined && !this.#connection.available) return;
     const keys: string[] = [];
-    const args: (string | number)[] = [REDIS_DEFAULTS.rateMemoryMs];
-    for (const { spec, key, rateText } of this.#shared) {
+    const args: (string | number)[] = [];
+    for (const { spec, key, rateText, burstText } of this.#shared) {
       const change = unusedOf(spec.kind, estimate, actual);
       if (change === 0) continue;
       keys.push(key);
-      args.push(rateText, spec.burst, change);
+      args.push(rateText, burstText, change);
     }
     if (keys.length > 0) this.#fire(SETTLE, keys, args);
   }
 
   /** Reads a granted reservation's reply, keeping what it says of the shared rate and the request bucket. */
-  #observe(reply: readonly unknown[], cost: CallCost, sent: number): Reservation {
-    if (this.#requests !== undefined) {
-      this.#tokensAfterReply = Number(reply[2]);
-      this.#replyAtMs = systemClock.now();
-      if (sent > this.#rateChangeSent) {
-        this.#rateText = reply[3] as string;
-        this.#rate = Number(this.#rateText);
-      }
+  #observe(reply: readonly unknown[], sent: number): void {
+    if (this.#requests === undefined) return;
+    this.#tokensAfterReply = (reply[1] as number) / 1e6;
+    this.#replyAtMs = systemClock.now();
+    if (sent > this.#rateChangeSent) {
+      // Nil: no shared rate is set, the configured one is in force.
+      this.#rateText = (reply[2] as string | null) ?? this.#requests.rateText;
+      this.#rate = Number(this.#rateText);
     }
-    const actAtMs: string[] = [];
-    const rates: string[] = [];
-    for (let i = 4; i < reply.length; i += 2) {
-      actAtMs.push(reply[i] as string);
-      rates.push(reply[i + 1] as string);
-    }
-    return { cost, actAtMs, rates };
   }
 
-  #cancel(reservation: Reservation): void {
-    const args: (string | number)[] = [REDIS_DEFAULTS.rateMemoryMs];
-    this.#shared.forEach(({ spec, rateText }, index) => {
-      args.push(rateText, spec.burst, amountOf(spec.kind, reservation.cost), reservation.actAtMs[index]!, reservation.rates[index]!);
+  /**
+   * Undoes a granted reservation that had to wait, told by its reply when it could act on each
+   * limit and at what rate. One that could act at once has nothing to give back: its time to act
+   * has passed when a cancel comes.
+   */
+  #cancel(cost: CallCost, reply: readonly unknown[]): void {
+    if (reply[0] === 0) return;
+    const args: (string | number)[] = [];
+    this.#shared.forEach(({ spec, rateText, burstText }, index) => {
+      // Only the first limit can hold a shared rate (the request limit, when there is one).
+      const rateThen = index === 0 ? ((reply[2] as string | null) ?? rateText) : rateText;
+      args.push(rateText, burstText, amountOf(spec.kind, cost), reply[3 + index] as number, rateThen);
     });
     this.#fire(CANCEL, this.#keys, args);
   }
@@ -285,7 +295,7 @@ export class RedisLimits implements ProviderLimits {
     late.then(
       (reply) => {
         const granted = reply as readonly unknown[];
-        if (granted[0] === 1) this.#cancel(this.#observe(granted, cost, 0));
+        if ((granted[0] as number) >= 0) this.#cancel(cost, granted);
       },
       () => {},
     );

@@ -31,6 +31,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   readonly #connection: RedisConnection;
   readonly #prefix: string;
   readonly #rateText: string;
+  readonly #burstText: string;
 
   constructor(options: RedisRateLimitStoreOptions) {
     checkObject('options', options);
@@ -44,12 +45,25 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.#connection = connection;
     this.#prefix = prefix;
     this.#rateText = String(rate);
+    this.#burstText = String(burst);
+  }
+
+  /**
+   * Makes sure, before serving, that the buckets can be kept where they are: that the Redis user
+   * may run the script on keys under the prefix (`RedisPermissionError` names what it lacks), and
+   * that the server serves them (`RedisRedirectError` from a cluster node reached out of cluster
+   * mode; each key has its own slot, so on a cluster this asks the node of one sample key). Changes
+   * nothing.
+   */
+  async check(): Promise<void> {
+    if (this.rate === Infinity) return;
+    await this.#connection.checkAccess([`${this.#prefix}check`], [TAKE], `${this.#prefix}*`);
   }
 
   async take(key: string, n = 1): Promise<RateLimitDecision> {
     if (!(n >= 0 && n < Infinity)) checkNumber('n', n, { min: 0 });
     if (this.rate === Infinity) return { allowed: true, limit: this.burst, remaining: Math.floor(this.burst), resetMs: 0, retryAfterMs: 0 };
-    const reply = (await this.#connection.run(TAKE, [this.#prefix + key], [this.#rateText, this.burst, n])) as readonly unknown[];
+    const reply = (await this.#connection.run(TAKE, [this.#prefix + key], [this.#rateText, this.#burstText, n])) as readonly unknown[];
     return {
       allowed: reply[0] === 1,
       limit: this.burst,

@@ -96,7 +96,7 @@ describe('news-processor enqueue', () => {
     const closed = `redis://127.0.0.1:${await freePort()}`;
     expectOneLine(
       await runCli(['enqueue', '--queue', 'ok', '--redis', closed, '--redis-timeout=1s']),
-      /cannot use the queue at redis:\/\/127\.0\.0\.1:\d+/,
+      /--redis: cannot connect to Redis at redis:\/\/127\.0\.0\.1:\d+/,
     );
     const admin = new Redis(redis.url);
     try {

@@ -4,7 +4,17 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatDuration, type ArticleResult, type RunSummary } from '../../src/index.ts';
 import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
-import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
+import { namesOnEveryNode, slotRanges } from '../redis/cluster-slot.ts';
+import {
+  freePort,
+  makeCertificates,
+  startRedis,
+  startRedisCluster,
+  startTlsRedis,
+  type TestCertificates,
+  type TestCluster,
+  type TestRedis,
+} from '../redis/redis-server.ts';
 import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
 
 let redis: TestRedis;
@@ -133,6 +143,36 @@ describe('news-processor --redis', () => {
       ['--redis', 'redis://127.0.0.1:1', '--config', 'fixtures/providers/two-providers.json', '--quota-key=a'],
       [/--quota-key/, /"quotaKey" per provider/],
     ],
+    ['--redis-cluster without --redis', ['--redis-cluster'], [/^error: --redis-cluster needs --redis/]],
+    ['--no-redis-cluster without --redis', ['--no-redis-cluster'], [/^error: --no-redis-cluster needs --redis/]],
+    ['--redis-ca without --redis', ['--redis-ca', 'ca.pem'], [/^error: --redis-ca needs --redis/]],
+    [
+      '--redis-cert without --redis-key',
+      ['--redis', 'rediss://127.0.0.1:1', '--redis-cert', 'client.crt'],
+      [/^error: --redis-cert and --redis-key go together/],
+    ],
+    [
+      '--redis-ca with a redis:// URL',
+      ['--redis', 'redis://127.0.0.1:1', '--redis-ca', 'ca.pem'],
+      [/^error: --redis-ca needs a rediss:\/\/ URL/],
+    ],
+    [
+      'a URL parameter that would be ignored',
+      ['--redis', 'rediss://127.0.0.1:1?ca=ca.pem'],
+      [
+        /^error: --redis: Expected the URL's parameters to be among: rejectUnauthorized, got "ca=ca\.pem" \(the CA and a client certificate are flags/,
+      ],
+    ],
+    [
+      'a URL path that is no database',
+      ['--redis', 'redis://127.0.0.1:1/x'],
+      [/^error: --redis: Expected the URL's path to be a database number/],
+    ],
+    [
+      'a --redis-ca file that is not there',
+      ['--redis', 'rediss://127.0.0.1:1', '--redis-ca', 'missing-ca.pem'],
+      [/^error: --redis-ca missing-ca\.pem: cannot read it: ENOENT: no such file or directory$/m],
+    ],
   ] as const)('refuses %s: one line, exit 2', async (label, args, mentions) => {
     const env: Record<string, string> = label.startsWith('REDIS_URL') ? { REDIS_URL: 'http://x' } : {};
     expectUsageError(await runCli(['--articles=1', ...QUICK, ...args], { env }), mentions);
@@ -232,6 +272,212 @@ describe('news-processor --redis', () => {
     } finally {
       await own.stop();
     }
+  });
+});
+
+describe('news-processor --redis on a Redis Cluster', () => {
+  let cluster: TestCluster;
+  /** Quota names whose slots the second and third nodes serve: not the node --redis names. */
+  let elsewhere: string[];
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    const inspect = new Redis(cluster.url);
+    try {
+      const names = namesOnEveryNode(slotRanges(await inspect.cluster('SLOTS')), 'cli');
+      elsewhere = [names.get(cluster.nodes[1]!.port)!, names.get(cluster.nodes[2]!.port)!];
+    } finally {
+      inspect.disconnect();
+    }
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  async function configOnOtherNodes(): Promise<string> {
+    const path = join(temp.dir, 'cluster-providers.json');
+    const simulated = { minLatency: '1ms', maxLatency: '2ms' };
+    await writeFile(
+      path,
+      JSON.stringify({
+        providers: elsewhere.map((quotaKey, index) => ({
+          name: `p${index}`,
+          limits: [{ kind: 'requests', rate: 50 }],
+          quotaKey,
+          simulated,
+        })),
+        routes: { summarize: 'p0', sentiment: 'p1' },
+      }),
+    );
+    return path;
+  }
+
+  it('finds the cluster and keeps quotas on the nodes that serve their slots, not only the one given', async () => {
+    const result = await runCli(['--articles=4', '--quiet', '--config', await configOnOtherNodes(), '--redis', cluster.url]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Succeeded:4 Failed:0/);
+    expect(result.stdout).toMatch(/^Calls: 8 /m);
+    expect(result.stdout).toMatch(
+      new RegExp(`^Shared quota "${elsewhere[0]}" \\(p0\\), "${elsewhere[1]}" \\(p1\\) through Redis Cluster:`, 'm'),
+    );
+  });
+
+  it.each([
+    ['--no-redis-cluster', []],
+    ['--no-redis-cluster with --redis-fallback=local, which is no fallback for it', ['--redis-fallback=local', '--fallback-share=0.5']],
+  ])('refuses %s before any call: the node says where the quota lives, one line, exit 2', async (_, extra) => {
+    const output = join(temp.dir, 'moved.jsonl');
+    const result = await runCli([
+      '--articles=2',
+      '--config',
+      await configOnOtherNodes(),
+      '--output',
+      output,
+      '--redis',
+      cluster.url,
+      '--no-redis-cluster',
+      ...extra,
+    ]);
+    expectUsageError(result, [
+      new RegExp(
+        `^error: --redis: Redis at redis://127\\.0\\.0\\.1:${cluster.nodes[0]!.port} is a Redis Cluster node, and news-processor:\\{${elsewhere[0]}\\}:requests \\(slot \\d+\\) is served by 127\\.0\\.0\\.1:${cluster.nodes[1]!.port} \\(MOVED\\): leave out --no-redis-cluster$`,
+        'm',
+      ),
+    ]);
+    await expect(access(output)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('refuses --redis-cluster for a server that is not a cluster', async () => {
+    expectUsageError(await runCli(['--articles=1', ...QUICK, '--redis', redis.url, '--redis-cluster']), [
+      /cluster support disabled\); leave out --redis-cluster$/m,
+    ]);
+  });
+
+  // Last of the cluster's tests: the node it kills stays dead.
+  it('stops intake when a node dies mid-run, as when a lost Redis is: every started article in the results, exit 1', async () => {
+    const output = join(temp.dir, 'node-killed.jsonl');
+    const run = startCli([
+      '--articles=200',
+      '--workers=4',
+      '--json',
+      '--config',
+      await configOnOtherNodes(),
+      '--output',
+      output,
+      '--redis',
+      cluster.url,
+      '--redis-timeout=300ms',
+    ]);
+    await until(async () => (await resultsOf(output).catch(() => [])).length >= 3, 20_000);
+    await cluster.nodes[2]!.kill();
+    const result = await run.result;
+    expect(result.code).toBe(1);
+    const summary = JSON.parse(result.stdout) as RunSummary;
+    expect(summary.articles).toBeLessThan(200);
+    expect(summary.stoppedBy?.type).toBe('LimiterUnavailableError');
+    expect(await resultsOf(output)).toHaveLength(summary.articles);
+    expect(result.stderr).toMatch(
+      /^error: (the connection to Redis at \S+ to the node that serves news-processor:\{cli-\d+\}:requests closed|Redis at \S+ did not answer within 300ms.*): intake stopped, the articles in flight failed/m,
+    );
+  });
+});
+
+describe('news-processor --redis with an ACL user', () => {
+  beforeAll(async () => {
+    const admin = new Redis(redis.url);
+    try {
+      await admin.acl('SETUSER', 'cli-enough', 'on', '>pw', '~news-processor:*', '+evalsha', '+eval', '+time', '+get', '+set', '+del');
+      await admin.acl('SETUSER', 'cli-other-keys', 'on', '>pw', '~other:*', '+@all');
+      await admin.acl('SETUSER', 'cli-no-scripting', 'on', '>pw', '~*', '+@all', '-@scripting');
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  const as = (user: string) => `redis://${user}:pw@127.0.0.1:${redis.port}`;
+
+  it('runs with a user that has just the commands and keys the limiter uses, saying nothing about them', async () => {
+    const result = await runCli(['--articles=3', '--rate=50', ...QUICK, '--quiet', '--redis', as('cli-enough')]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Succeeded:3 Failed:0/);
+  });
+
+  it.each([
+    ['cli-other-keys', 'NOPERM this user has no permissions to access one of the keys used as arguments'],
+    ['cli-no-scripting', "NOPERM this user has no permissions to run the 'eval' command"],
+  ])('refuses user %s before any call: who, what Redis refused, and what it needs, one line, exit 2', async (user, detail) => {
+    const output = join(temp.dir, `${user}.jsonl`);
+    const result = await runCli(['--articles=3', ...QUICK, '--output', output, '--redis', as(user)]);
+    expectUsageError(result, [
+      new RegExp(
+        `^error: --redis: Redis user "${user}" may not run the limiter: ${detail}; it needs ~news-processor:\\* \\+evalsha \\+eval \\+time \\+get \\+set \\+del$`,
+        'm',
+      ),
+    ]);
+    await expect(access(output)).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('news-processor --redis over TLS', () => {
+  let certificates: TestCertificates;
+  let tls: TestRedis;
+  let mutual: TestRedis;
+
+  beforeAll(async () => {
+    certificates = await makeCertificates();
+    [tls, mutual] = await Promise.all([
+      startTlsRedis(certificates, { authClients: false }),
+      startTlsRedis(certificates, { authClients: true }),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([tls?.stop(), mutual?.stop()]);
+    await certificates?.remove();
+  });
+
+  const run = (url: string, ...flags: string[]) => runCli(['--articles=2', '--rate=50', ...QUICK, '--quiet', '--redis', url, ...flags]);
+
+  it('trusts the CA of --redis-ca, and presents --redis-cert and --redis-key to a server that checks clients', async () => {
+    const { caFile, clientCertFile, clientKeyFile } = certificates;
+    for (const result of [
+      await run(tls.url, '--redis-ca', caFile),
+      await run(mutual.url, '--redis-ca', caFile, '--redis-cert', clientCertFile, '--redis-key', clientKeyFile),
+    ]) {
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/Succeeded:2 Failed:0/);
+    }
+  });
+
+  it('says which flag is missing: the CA for an untrusted certificate, a client certificate for a server that wants one', async () => {
+    expectUsageError(await run(tls.url), [
+      new RegExp(
+        `^error: --redis: cannot connect to Redis at rediss://127\\.0\\.0\\.1:${tls.port}: self-signed certificate in certificate chain; give the CA that signed it with --redis-ca FILE$`,
+        'm',
+      ),
+    ]);
+    expectUsageError(await run(mutual.url, '--redis-ca', certificates.caFile), [
+      /: the server closed the connection in the TLS handshake \(.*\); it wants a client certificate: --redis-cert FILE --redis-key FILE$/m,
+    ]);
+  });
+
+  it('names a --redis-key that is not --redis-cert’s', async () => {
+    const { caFile, clientCertFile, strangerKeyFile } = certificates;
+    expectUsageError(await run(mutual.url, '--redis-ca', caFile, '--redis-cert', clientCertFile, '--redis-key', strangerKeyFile), [
+      new RegExp(`^error: --redis-key ${strangerKeyFile.replace(/[.]/g, '\\.')}: is not the private key of the certificate in `),
+    ]);
+  });
+
+  it('goes on without checking the certificate with ?rejectUnauthorized=false, and warns once', async () => {
+    const result = await run(`${tls.url}?rejectUnauthorized=false`);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(
+      "warning: --redis: rejectUnauthorized=false: the Redis server's certificate is not checked, so anyone on the way can pose as it\n",
+    );
   });
 });
 

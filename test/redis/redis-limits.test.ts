@@ -44,15 +44,16 @@ function limitsFor(specs: readonly LimitSpec[], options: { fallbackShare?: numbe
   });
 }
 
-/** A bucket as Redis keeps it (`t at ev [r]`, instants in µs), or undefined when there is no key (full). */
+/** A bucket as Redis keeps it (packed `<ddd[d]`: t at ev [r], instants in µs), or undefined when there is no key (full). */
 async function bucketOf(
   limits: RedisLimits,
   index: number,
 ): Promise<{ tokens: number; atUs: number; rate: string | undefined } | undefined> {
-  const value = await inspect.get(limits.keys[index]!);
+  const value = await inspect.getBuffer(limits.keys[index]!);
   if (value === null) return undefined;
-  const [tokens, atUs, , rate] = value.split(' ');
-  return { tokens: Number(tokens), atUs: Number(atUs), rate };
+  // Packed doubles: tokens, the instant they count at, the latest time to act, and the shared rate when one is set.
+  const rate = value.length === 32 ? String(value.readDoubleLE(24)) : undefined;
+  return { tokens: value.readDoubleLE(0), atUs: value.readDoubleLE(8), rate };
 }
 
 /** A bucket's tokens now: the stored count plus the refill since (`undefined`: no key, full). */
@@ -233,6 +234,17 @@ describe('RedisLimits keys', () => {
       ]);
       expect(new Set(limits.keys.map(clusterSlot))).toEqual(new Set([clusterSlot(quotaKey)]));
     }
+  });
+
+  it('read a bucket an earlier version wrote as text (t at ev [r]) and write it back packed', async () => {
+    const limits = limitsFor(requestLimit(0.001, 5));
+    const [seconds, micros] = await inspect.time();
+    const nowUs = Number(seconds) * 1e6 + Number(micros);
+    await inspect.set(limits.keys[0]!, `1.5 ${nowUs} ${nowUs} 0.001`, 'PX', 10_000);
+    await limits.acquire(ONE_CALL, { maxWaitMs: 0 });
+    await expect(limits.acquire(ONE_CALL, { maxWaitMs: 10 })).rejects.toBeInstanceOf(MaxWaitExceededError);
+    expect((await inspect.getBuffer(limits.keys[0]!))?.length).toBe(32);
+    expect(await tokensOf(limits, 0, 0.001, 5)).toBeCloseTo(0.5, 2);
   });
 
   it("refuses limits that are not a provider's: no limit, a kind twice, a bad rate", () => {
