@@ -142,13 +142,13 @@ describe('news-processor worker', () => {
     const survivors = await Promise.all(others.map((run) => run.result));
     for (const survivor of survivors) expect(survivor.code, survivor.stderr).toBe(0);
     const results = await collected(queue);
-    expect(results).toHaveLength(60);
+    expect(results, JSON.stringify(await statusOf(queue))).toHaveLength(60);
     expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
     const status = await statusOf(queue);
     expect(status).toMatchObject({ waiting: 0, active: 0, completed: 60, failed: 0 });
     // Every call counted; those the killed worker had made for the jobs it held were made again.
     expect(status.calls).toBeGreaterThanOrEqual(120);
-    expect(status.calls - status.repeatedCalls).toBe(120);
+    expect(status.calls - status.repeatedCalls, JSON.stringify(status)).toBe(120);
   });
 
   it('SIGTERM: stops taking jobs, cuts the calls under way after --grace and puts their jobs back; exit 143 with its summary', async () => {
