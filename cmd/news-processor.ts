@@ -26,7 +26,7 @@ import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } fro
 import { buildQueueCommands } from './queue.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
-import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
+import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import {
   UsageError,
   addRunOptions,
@@ -169,7 +169,7 @@ async function run(flags: MainFlags): Promise<number> {
       setups.providers,
       shared === undefined ? undefined : { connection: shared.connection, logger },
     );
-    return await runWith(flags, { ...setups, tasks, budget }, logger, shared?.note);
+    return await runWith(flags, { ...setups, tasks, budget }, logger, shared);
   } finally {
     await shared?.close();
   }
@@ -269,7 +269,7 @@ async function runWith(
   flags: MainFlags,
   setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
   logger: Logger,
-  sharedNote: string | undefined,
+  shared: SharedLimits | undefined,
 ): Promise<number> {
   const { providers, routes, keyVariables, tasks, budget } = setups;
   const printLines = !flags.json && !flags.quiet;
@@ -284,6 +284,8 @@ async function runWith(
       controller.abort(new CancelledError(stdoutState() === 'closed' ? 'standard output was closed by its reader' : stdoutFailureText())),
   });
   for (const text of early) terminal.notice(text);
+  // Going local is said where the person running it sees it, as it happens (not only in a log line).
+  if (shared !== undefined) shared.onFallback = ({ local, message }) => terminal.notice(`${local ? 'warning' : 'notice'}: ${message}`);
   const skipping =
     output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!, output.partial);
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
@@ -357,8 +359,15 @@ async function runWith(
     const resumed = skipping?.resumed() ?? 0;
     output.human.write(
       flags.json
-        ? jsonSummary(run, resumed, input.skipped())
-        : humanSummary(run, { printLines, resumed, skippedLines: input.skipped(), sharedNote, writer, kept: output.kept?.size ?? 0 }),
+        ? jsonSummary(run, resumed, input.skipped(), shared)
+        : humanSummary(run, {
+            printLines,
+            resumed,
+            skippedLines: input.skipped(),
+            sharedNote: shared?.note(),
+            writer,
+            kept: output.kept?.size ?? 0,
+          }),
     );
     // The summary may be what finds standard output unwritable (`--json > /dev/full`).
     await new Promise<void>((resolve) => output.human.write('', () => resolve()));
@@ -369,7 +378,7 @@ async function runWith(
 }
 
 /** The --json object: the summary, and what only the command knows. */
-function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number): string {
+function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, shared: SharedLimits | undefined): string {
   const { summary } = run;
   const { rate, burst } = summary.providers[0]!;
   const figures = {
@@ -382,6 +391,8 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number): s
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
     signal: run.signal,
+    // With --redis-fallback=local: how long, in how many stretches, the run went on without Redis.
+    redisFallback: run.flags.fallbackShare === undefined ? undefined : shared?.fallback(),
   };
   return `${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`;
 }

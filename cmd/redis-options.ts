@@ -153,8 +153,12 @@ export interface SharedLimits {
   /** The connection the limits share, for whatever else the run keeps in the same Redis (the budget). */
   readonly connection: RedisConnection;
   close(): Promise<void>;
-  /** For the summary: which quotas were shared, and that the figures are this process's part. */
-  readonly note: string;
+  /** For the summary: which quotas were shared, that the figures are this process's part, and how long the run went local. */
+  note(): string;
+  /** With --redis-fallback=local: how long the run went on without Redis (ms, all stretches) and in how many stretches. */
+  fallback(): { readonly localMs: number; readonly stretches: number };
+  /** Told each move to the local bucket and back (--redis-fallback=local), once the run has somewhere to say it. */
+  onFallback: ((change: { readonly local: boolean; readonly message: string }) => void) | undefined;
 }
 
 /**
@@ -173,6 +177,14 @@ export async function shareLimits(
   const connection = await connectFlags(flags as RedisConnectionFlags & { redis: string }, logger);
   const shared: string[] = [];
   const limits: RedisLimits[] = [];
+  const result: { onFallback: SharedLimits['onFallback'] } = { onFallback: undefined };
+  // One connection for every quota: the first to notice Redis gone or back says it.
+  let local = false;
+  const onFallback = (change: { readonly local: boolean; readonly message: string }) => {
+    if (change.local === local) return;
+    local = change.local;
+    result.onFallback?.(change);
+  };
   providers.forEach((setup, index) => {
     const { name } = setup.provider;
     const quotaKey = quotaKeys.get(name) ?? flags.quotaKey ?? name;
@@ -184,6 +196,7 @@ export async function shareLimits(
       prefix: flags.redisPrefix,
       fallbackShare: flags.fallbackShare,
       logger,
+      onFallback: flags.fallbackShare === undefined ? undefined : onFallback,
     });
     limits.push(redisLimits);
     providers[index] = { ...setup, limits: redisLimits };
@@ -198,10 +211,20 @@ export async function shareLimits(
     await connection.close();
     throw checkUsageError(error, flags);
   }
-  const note =
-    `Shared quota ${shared.join(', ')} through Redis${connection.target.cluster ? ' Cluster' : ''}: the calls and the efficiency above are this process's; ` +
-    'other processes on the same quota take their share of the rate';
-  return { connection, close: () => connection.close(), note };
+  const fallback = () => limits.map((each) => each.fallback).reduce((a, b) => (b.localMs > a.localMs ? b : a));
+  const note = () => {
+    const went = fallback();
+    const local =
+      went.stretches === 0
+        ? ''
+        : `; Redis was unavailable for ${formatDuration(Math.max(1, Math.round(went.localMs)))}${went.stretches > 1 ? ` in ${went.stretches} stretches` : ''}, ` +
+          `when this process went on alone at ${Math.round(flags.fallbackShare! * 100)}% of the quota`;
+    return (
+      `Shared quota ${shared.join(', ')} through Redis${connection.target.cluster ? ' Cluster' : ''}: the calls and the efficiency above are this process's; ` +
+      `other processes on the same quota take their share of the rate${local}`
+    );
+  };
+  return Object.assign(result, { connection, close: () => connection.close(), note, fallback });
 }
 
 /**

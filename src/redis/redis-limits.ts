@@ -44,6 +44,12 @@ export interface RedisLimitsOptions {
   readonly fallbackShare?: number | undefined;
   /** Told when calls move to the local bucket and back (at error level: the quota is no longer shared). */
   readonly logger?: Logger | undefined;
+  /**
+   * With `fallbackShare`: called when calls move to the local bucket (`local: true`) and back,
+   * with the sentence the logger is told — for a caller to say it where a person sees it (the
+   * logger then hears it at warn level, not error). @default none
+   */
+  readonly onFallback?: ((change: { readonly local: boolean; readonly message: string }) => void) | undefined;
 }
 
 /** One limit kept in Redis: its spec, its key, and its configured rate and burst as the scripts read them. */
@@ -93,6 +99,11 @@ export class RedisLimits implements ProviderLimits {
   readonly #fallbackShare: number;
   readonly #prefix: string;
   #onFallback = false;
+  readonly #onFallbackChange: RedisLimitsOptions['onFallback'];
+  /** Time spent on the local bucket before the current stretch, ms, and when the current one began. */
+  #localBeforeMs = 0;
+  #localSinceMs = 0;
+  #localStretches = 0;
   /** The request rate in force, and as Redis wrote it (what a compare-and-set compares). */
   #rate: number;
   #rateText: string;
@@ -128,6 +139,7 @@ export class RedisLimits implements ProviderLimits {
     this.#rate = this.#requests?.spec.rate ?? Infinity;
     this.#rateText = this.#requests?.rateText ?? '';
     this.#fallbackShare = fallbackShare ?? 0;
+    this.#onFallbackChange = options.onFallback;
     this.#prefix = prefix;
     this.#fallback =
       fallbackShare === undefined
@@ -307,20 +319,39 @@ export class RedisLimits implements ProviderLimits {
       .catch((error: unknown) => this.#logger.debug({ err: error, script: script.name }, 'not applied'));
   }
 
+  /**
+   * How long calls have gone to the local bucket in all (ms, the current stretch included) and in
+   * how many stretches: 0 and 0 while Redis has always answered.
+   */
+  get fallback(): { readonly localMs: number; readonly stretches: number } {
+    const current = this.#onFallback ? systemClock.now() - this.#localSinceMs : 0;
+    return { localMs: this.#localBeforeMs + current, stretches: this.#localStretches };
+  }
+
   #acquireLocally(cost: CallCost, options: LimitAcquireOptions, maxWaitMs: number): Promise<LimitGrant> {
     if (!this.#onFallback) {
       this.#onFallback = true;
-      this.#logger.error(
-        { url: this.#connection.url, share: this.#fallbackShare },
-        `Redis unavailable: the quota is no longer shared; going on with a local bucket at ${formatShare(this.#fallbackShare)} of it`,
-      );
+      this.#localSinceMs = systemClock.now();
+      this.#localStretches++;
+      const message = `Redis at ${this.#connection.url} is unavailable: the quota is no longer shared; going on with a local bucket at ${formatShare(this.#fallbackShare)} of it`;
+      this.#log({ url: this.#connection.url, share: this.#fallbackShare }, message);
+      this.#onFallbackChange?.({ local: true, message });
     }
     return this.#fallback!.acquire(cost, { ...options, maxWaitMs });
   }
 
   #backOnRedis(): void {
     this.#onFallback = false;
-    this.#logger.error({ url: this.#connection.url }, 'Redis answers again: back on the shared quota');
+    this.#localBeforeMs += systemClock.now() - this.#localSinceMs;
+    const message = `Redis at ${this.#connection.url} answers again: back on the shared quota`;
+    this.#log({ url: this.#connection.url }, message);
+    this.#onFallbackChange?.({ local: false, message });
+  }
+
+  /** A move to the local bucket or back: an error (the quota is no longer shared) unless a listener says it. */
+  #log(fields: object, message: string): void {
+    if (this.#onFallbackChange === undefined) this.#logger.error(fields, message);
+    else this.#logger.warn(fields, message);
   }
 }
 

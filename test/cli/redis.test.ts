@@ -266,8 +266,13 @@ describe('news-processor --redis', () => {
       const result = await run.result;
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Succeeded:12 Failed:0/);
+      // Said where the person running it sees it, as it happens — not as a log line — and in the summary.
       expect(result.stderr).toMatch(
-        /"level":50,.*"msg":"Redis unavailable: the quota is no longer shared; going on with a local bucket at 50% of it"/,
+        /^warning: Redis at redis:\/\/127\.0\.0\.1:\d+ is unavailable: the quota is no longer shared; going on with a local bucket at 50% of it$/m,
+      );
+      expect(result.stderr).not.toMatch(/"level":/);
+      expect(result.stdout).toMatch(
+        /^Shared quota "simulated" through Redis: .*; Redis was unavailable for \S+, when this process went on alone at 50% of the quota$/m,
       );
     } finally {
       await own.stop();

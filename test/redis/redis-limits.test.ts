@@ -431,8 +431,10 @@ describe('RedisLimits when Redis goes away', () => {
       const elapsedMs = performance.now() - startMs;
       expect(elapsedMs).toBeGreaterThanOrEqual(300 + 149);
       expect(lines.map((line) => JSON.parse(line) as { level: number; msg: string }).map(({ level, msg }) => ({ level, msg }))).toEqual([
-        { level: 50, msg: 'Redis unavailable: the quota is no longer shared; going on with a local bucket at 50% of it' },
+        { level: 50, msg: `Redis at ${own.url} is unavailable: the quota is no longer shared; going on with a local bucket at 50% of it` },
       ]);
+      expect(limits.fallback.stretches).toBe(1);
+      expect(limits.fallback.localMs).toBeGreaterThan(0);
     } finally {
       await conn.close();
       await own.stop();
