@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArticleResult } from '../../src/index.ts';
 import type { QueueStatus } from '../../src/queue/index.ts';
-import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
+import { freePort, makeCertificates, startRedis, startRedisCluster, startTlsRedis, type TestRedis } from '../redis/redis-server.ts';
 import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
 
 let redis: TestRedis;
@@ -317,3 +317,67 @@ async function launchPersistent(port: number, dir: string): Promise<ChildProcess
   child.removeAllListeners('exit');
   return child;
 }
+
+describe('the queue on Redis as production runs it', () => {
+  it('on a three-master Redis Cluster: enqueue, two workers on one shared quota, collect', async () => {
+    const cluster = await startRedisCluster();
+    try {
+      const queue = newQueue();
+      const enqueued = await runCli(['enqueue', '--queue', queue, '--redis', cluster.url, '--articles=30', '--json']);
+      expect(enqueued.code, enqueued.stderr).toBe(0);
+      expect(JSON.parse(enqueued.stdout)).toMatchObject({ added: 30, existing: 0 });
+      const args = [
+        'worker',
+        '--queue',
+        queue,
+        '--redis',
+        cluster.url,
+        '--rate=40',
+        ...QUICK,
+        '--workers=4',
+        '--exit-when-drained',
+        '--json',
+      ];
+      const runs = await Promise.all([runCli(args), runCli(args)]);
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+      expect(runs.reduce((sum, run) => sum + (JSON.parse(run.stdout) as { succeeded: number }).succeeded, 0)).toBe(30);
+      const results = await collected(queue, cluster.url);
+      expect(results).toHaveLength(30);
+      expect(await statusOf(queue, cluster.url)).toMatchObject({ completed: 30, failed: 0, calls: 60, repeatedCalls: 0 });
+    } finally {
+      await cluster.stop();
+    }
+  });
+
+  it('over TLS with a private CA and a client certificate (--redis-ca, --redis-cert, --redis-key)', async () => {
+    const certificates = await makeCertificates();
+    const server = await startTlsRedis(certificates, { authClients: true });
+    try {
+      const tls = [
+        '--redis',
+        server.url,
+        '--redis-ca',
+        certificates.caFile,
+        '--redis-cert',
+        certificates.clientCertFile,
+        '--redis-key',
+        certificates.clientKeyFile,
+      ];
+      const queue = newQueue();
+      const enqueued = await runCli(['enqueue', '--queue', queue, ...tls, '--articles=10']);
+      expect(enqueued.code, enqueued.stderr).toBe(0);
+      const work = await runCli(['worker', '--queue', queue, ...tls, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+      expect(work.code, work.stderr).toBe(0);
+      const output = join(temp.dir, `${queue}-tls.jsonl`);
+      const collect = await runCli(['collect', '--queue', queue, ...tls, '--output', output]);
+      expect(collect.code, collect.stderr).toBe(0);
+      expect(await resultsOf(output)).toHaveLength(10);
+      // Without the client certificate: one line naming the flags to give, before anything moves.
+      const refused = await runCli(['status', '--queue', queue, '--redis', server.url, '--redis-ca', certificates.caFile]);
+      expectOneLine(refused, /--redis-cert FILE --redis-key FILE/);
+    } finally {
+      await server.stop();
+      await certificates.remove();
+    }
+  });
+});
