@@ -22,9 +22,10 @@
  *    (serve's quota is per key). Arrivals are read from serve's request log (`time` − `ms`, as
  *    test/cli/limiter-over-http.test.ts reads them): achieved / configured rate, 429s, and the
  *    largest excess of the arrivals over the envelope burst + rate·t in any window. Then, for
- *    reference, the same articles from one local run of as many workers on the same quota through
- *    the same Redis: what one process does on this machine now. Meanwhile this process times 10 ms
- *    timers: how late they fire says how long a process ready to run waits for a core.
+ *    reference, the same articles from 4 local runs (`--redis`, `--workers=10`, a quarter of the
+ *    articles each) on the same quota through the same Redis: the same processes without the
+ *    queue. Meanwhile this process times 10 ms timers: how late they fire says how long a process
+ *    ready to run waits for a core.
  * 3. Recovery from kill -9: 3 worker processes (`--workers=20`, `--lock-duration=2s
  *    --stalled-interval=1s`) against `serve --rate=inf` (latency 100–200 ms, so that the server
  *    counts every call made); once a third of the jobs are done, one is killed with SIGKILL — or,
@@ -363,8 +364,9 @@ async function timerLatenessWhile(running: Promise<unknown>): Promise<{ p99Ms: n
 }
 
 /**
- * The queue's worker processes, or for reference one local run of as many workers on the same
- * quota through the same Redis, against `serve`, every call on one API key; what serve saw.
+ * The queue's worker processes, or for reference as many local runs (each its share of the
+ * articles) on the same quota through the same Redis, against `serve`, every call on one API key;
+ * what serve saw.
  */
 async function runQuota(subject: QuotaSubject, serveUrl: string, serve: CliRun) {
   const key = `sk-bench-queue-shared-${subject}`;
@@ -378,7 +380,12 @@ async function runQuota(subject: QuotaSubject, serveUrl: string, serve: CliRun) 
     const args = ['worker', '--queue', queue, ...client, `--workers=${QUOTA.workers}`, '--exit-when-drained'];
     workers = Array.from({ length: QUOTA.processes }, () => start(args, env));
   } else {
-    workers = [start([...client, `--articles=${QUOTA_ARTICLES}`, `--workers=${QUOTA.processes * QUOTA.workers}`], env)];
+    // As many local runs, each of its share of the articles: the same processes on the same quota, without the queue.
+    const share = (i: number) =>
+      Math.floor((QUOTA_ARTICLES * (i + 1)) / QUOTA.processes) - Math.floor((QUOTA_ARTICLES * i) / QUOTA.processes);
+    workers = Array.from({ length: QUOTA.processes }, (_, i) =>
+      start([...client, `--articles=${share(i)}`, `--workers=${QUOTA.workers}`], env),
+    );
   }
   const all = Promise.all(workers.map((run) => run.result));
   const timers = await timerLatenessWhile(all);
@@ -386,7 +393,7 @@ async function runQuota(subject: QuotaSubject, serveUrl: string, serve: CliRun) 
   const wallMs = performance.now() - startMs;
   // Exit 1: some article failed (its calls ran out of time or attempts): counted, not a broken run.
   const summaries = results.map((result) =>
-    summaryOf(ok(result, `${subject === 'queue' ? 'a worker' : 'the local run'} on the shared quota`, [0, 1])),
+    summaryOf(ok(result, `${subject === 'queue' ? 'a worker' : 'a local run'} on the shared quota`, [0, 1])),
   );
   const succeeded = summaries.reduce((sum, s) => sum + s.succeeded, 0);
   const failed = summaries.reduce((sum, s) => sum + s.failed, 0);
@@ -428,7 +435,7 @@ async function runQuota(subject: QuotaSubject, serveUrl: string, serve: CliRun) 
 async function measureQuota(): Promise<{ table: string[]; json: unknown }> {
   progress(
     `2. shared quota: ${QUOTA.processes} workers at a shared --rate=${QUOTA.rate} --burst=${QUOTA.burst} against serve ` +
-      `--rate=${QUOTA.rate} --burst=${QUOTA.burst}, ${int(QUOTA_ARTICLES)} articles; then one local run for reference`,
+      `--rate=${QUOTA.rate} --burst=${QUOTA.burst}, ${int(QUOTA_ARTICLES)} articles; then as many local runs for reference`,
   );
   const serve = await startServe([`--rate=${QUOTA.rate}`, `--burst=${QUOTA.burst}`, ...QUOTA.latency]);
   const runsBy: Partial<Record<QuotaSubject, Awaited<ReturnType<typeof runQuota>>>> = {};
@@ -437,7 +444,7 @@ async function measureQuota(): Promise<{ table: string[]; json: unknown }> {
       const r = await runQuota(subject, serve.url, serve.run);
       runsBy[subject] = r;
       progress(
-        `  ${subject === 'queue' ? `${QUOTA.processes} workers` : 'local run'}: ${r.arrivals} calls at serve over ${f(r.spanMs / 1000, 3)} s ` +
+        `  ${subject === 'queue' ? `${QUOTA.processes} workers` : `${QUOTA.processes} local runs`}: ${r.arrivals} calls at serve over ${f(r.spanMs / 1000, 3)} s ` +
           `(floor ${f(r.floorMs / 1000, 3)} s), ${r.refusedAtServer} 429s, envelope excess ${f(r.envelopeExcess, 3)}; ` +
           `calls per process ${r.perProcessCalls.join(' / ')}; timers here late by p99 ${f(r.timerLatenessMs.p99Ms, 1)} ms, max ${f(r.timerLatenessMs.maxMs, 0)} ms`,
       );
@@ -452,9 +459,9 @@ async function measureQuota(): Promise<{ table: string[]; json: unknown }> {
   const table = [
     `2. ${QUOTA.processes} worker processes (--workers=${QUOTA.workers}) on one shared --rate=${QUOTA.rate} --burst=${QUOTA.burst}, ` +
       `serve --rate=${QUOTA.rate} --burst=${QUOTA.burst} ${QUOTA.latency.join(' ')}, one API key, ${int(QUOTA_ARTICLES)} articles; ` +
-      `beside it one local run (--redis, --workers=${QUOTA.processes * QUOTA.workers}) on the same quota, after it`,
+      `after it, for reference, ${QUOTA.processes} local runs (--redis, --workers=${QUOTA.workers}, a quarter of the articles each) on the same quota`,
     markdownTable(
-      ['figure', `queue, ${QUOTA.processes} workers`, 'local run, for reference', 'target'],
+      ['figure', `queue, ${QUOTA.processes} workers`, `${QUOTA.processes} local runs, for reference`, 'target'],
       [
         [
           'articles succeeded / failed',
