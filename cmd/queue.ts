@@ -2,7 +2,7 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { CancelledError, formatDuration, JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
+import { CancelledError, formatDuration, isMissingPackageError, JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
@@ -85,24 +85,15 @@ async function openQueue(flags: QueueFlags): Promise<OpenQueue> {
 /** Opens the queue on an open connection's Redis, within --redis-timeout; a refusing user is one line. */
 async function openQueueOn(connection: RedisConnection, flags: QueueFlags): Promise<ArticleQueue> {
   const redis = queueRedisOf(connection);
-  let timer: NodeJS.Timeout | undefined;
-  const opening = ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix });
   try {
-    return await Promise.race([
-      opening,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${formatDuration(flags.redisTimeout)}`)), flags.redisTimeout);
-      }),
-    ]);
+    return await ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix, timeoutMs: flags.redisTimeout });
   } catch (error) {
-    opening.then((queue) => queue.close()).catch(() => {});
+    if (isMissingPackageError(error)) throw error;
     const message = (error as Error).message;
     if (/NOPERM|no permissions/i.test(message)) {
       throw new UsageError(`--redis ${redis.url}: the Redis user may not use the queue's keys or run scripts: ${message.split('\n')[0]}`);
     }
     throw new UsageError(`--redis: cannot use the queue at ${redis.url}: ${message.split('\n')[0]}`);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

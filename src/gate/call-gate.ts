@@ -147,6 +147,11 @@ export interface GateCallOptions {
   readonly rank?: number | undefined;
   /** Told after every attempt. */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
+  /**
+   * Told as each attempt goes to the provider (granted, before any answer): what a call is paid
+   * for, even when the process dies before it answers. @default none
+   */
+  readonly onSend?: ((request: LlmRequest) => void) | undefined;
   /** Passed through to the attempt events: the pool slot making the call. */
   readonly workerId?: number | undefined;
   /**
@@ -371,8 +376,8 @@ export class CallGate {
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, maxOutputTokens, options.rank, scope)
-        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options.rank, scope)));
+        ? this.#send(attempt, cost, maxOutputTokens, options, scope)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options, scope)));
     } catch (error) {
       attempt.error = error;
     }
@@ -394,7 +399,8 @@ export class CallGate {
   }
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
-  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, rank: number | undefined, scope: CallScope): Promise<LlmResponse> {
+  async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions, scope: CallScope): Promise<LlmResponse> {
+    const { rank } = options;
     const start = scope.startAtGrant;
     if (start === undefined) {
       const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
@@ -406,6 +412,7 @@ export class CallGate {
     }
     attempt.sentAtMs = this.clock.now();
     const { signal, deadlineMs } = scope;
+    options.onSend?.(attempt.request);
     const leftMs = deadlineMs - attempt.sentAtMs;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });

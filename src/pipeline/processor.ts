@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { AttemptEvent, CallGate, StartAtGrant } from '../gate/call-gate.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
-import { TimeoutError } from '../provider/provider.ts';
+import { TimeoutError, type LlmRequest } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type Task, type TaskSet } from '../tasks/task-set.ts';
@@ -24,6 +24,8 @@ export interface ProcessorOptions {
   /** Where the article's deadline signal comes from, shared by the run's articles; parented to `signal` ({@link articleDeadlines}). */
   readonly deadlines: DeadlineSignals;
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
+  /** Told as each attempt goes to the provider (see `GateCallOptions.onSend`). */
+  readonly onSend?: ((request: LlmRequest) => void) | undefined;
   /** The pool slot running the article, passed on to the attempt events. */
   readonly workerId?: number | undefined;
   /** Told as each call starts and when the article ends, so new articles are admitted by what is still to come. */
@@ -97,6 +99,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
         startAtGrant: deadlineMs === Infinity ? startAtGrant : undefined,
         rank,
         onAttempt,
+        onSend: options.onSend,
         workerId,
         maxOutputTokens: task.maxOutputTokens,
         tally,

@@ -1,9 +1,11 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
 import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../limits/budget.ts';
 import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import type { LlmRequest } from '../provider/provider.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
@@ -99,6 +101,11 @@ export interface PipelineOptions {
   /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. */
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
   readonly onAttempt?: ((event: PipelineAttemptEvent) => void) | undefined;
+  /**
+   * Told as each attempt goes to the provider, granted and before any answer (`onAttempt` is told
+   * once it has ended): a call is paid for from here, even if the process dies before it answers.
+   */
+  readonly onSend?: ((request: LlmRequest) => void) | undefined;
 }
 
 /**
@@ -147,6 +154,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
+  // Every call waiting for its first grant on shared limits listens to it (its deadline not yet
+  // begun): many more than Node's default of 10 is the point, not a leak.
+  setMaxListeners(0, signal);
   logger.info({ workers, timeoutMs, providers: [...gatesByName.keys()] }, 'run started');
   const deadlines = articleDeadlines(clock, timeoutMs, signal);
   // An article's calls take what calls have been taking (allowing for the slow ones) — half its
@@ -211,6 +221,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       signal,
       workerId,
       onAttempt: recordAttempt,
+      onSend: options.onSend,
       admission,
       expectedCallMs,
       startAtGrant,

@@ -3,7 +3,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { loadOptional } from '../optional-package.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import type { Article } from '../sources/article.ts';
-import { checkObject, checkString } from '../validation/checks.ts';
+import { checkDurationMs, checkObject, checkString } from '../validation/checks.ts';
+import { formatDuration } from '../validation/duration.ts';
 import { articleIdOf, checkQueueName, jobIdOf } from './job-ids.ts';
 
 /** What the article queues do unless told otherwise. */
@@ -41,6 +42,8 @@ export interface ArticleQueueOptions {
   readonly name: string;
   /** @default QUEUE_DEFAULTS.prefix */
   readonly prefix?: string | undefined;
+  /** `open`'s check of the queue must answer within this many ms (bullmq's loading not counted). @default 2000 */
+  readonly timeoutMs?: number | undefined;
 }
 
 /** A job's data: the article, and once it failed, its result (a dead letter's outputs and reason). */
@@ -121,17 +124,27 @@ export class ArticleQueue {
     checkObject('options', options);
     checkQueueName(options.name);
     if (options.prefix !== undefined) checkString('prefix', options.prefix, { allowEmpty: true });
+    if (options.timeoutMs !== undefined) checkDurationMs('timeoutMs', options.timeoutMs, { positive: true });
     const { Queue } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
     const client = options.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true });
     const queue = new Queue<ArticleJobData, ArticleResult>(options.name, { connection: client, prefix: bullPrefixOf(options) });
     // The queue reports a lost connection as an error event; its callers see the failed call.
     queue.on('error', () => {});
     const opened = new ArticleQueue(options, queue, client);
+    const timeoutMs = options.timeoutMs ?? 2000;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await queue.getJobCounts('waiting');
+      await Promise.race([
+        queue.getJobCounts('waiting'),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${formatDuration(timeoutMs)}`)), timeoutMs);
+        }),
+      ]);
     } catch (error) {
       await opened.close();
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
     return opened;
   }
@@ -205,6 +218,7 @@ export class ArticleQueue {
     const firstMs = Math.min(Number(firstCompleted[1] ?? Infinity), Number(firstFailed[1] ?? Infinity));
     const windowMs = Math.max(1000, nowMs - Math.max(sinceMs, Number.isFinite(firstMs) ? firstMs : nowMs));
     const finishedPerSecond = ((completedLastMinute + failedLastMinute) * 1000) / windowMs;
+    const repeatedCalls = Number(stats.repeatedCalls ?? 0) + (await this.#unsettledRepeats());
     const left = counts.waiting + counts.delayed + counts.active;
     return {
       name: this.name,
@@ -213,8 +227,27 @@ export class ArticleQueue {
       etaMs: left === 0 ? 0 : finishedPerSecond > 0 ? (left / finishedPerSecond) * 1000 : null,
       workers: workers.map((worker) => worker.name ?? worker.addr ?? '?').sort(),
       calls: Number(stats.calls ?? 0),
-      repeatedCalls: Number(stats.repeatedCalls ?? 0),
+      repeatedCalls,
     };
+  }
+
+  /**
+   * The repeats of finished jobs whose calls were never settled (their worker died between
+   * finishing them and settling): the calls counted for each beyond its result's. Jobs under way
+   * are not counted; the hash holds only those, so this reads a few entries.
+   */
+  async #unsettledRepeats(): Promise<number> {
+    const counted = await this.client.hgetall(this.key(CALLS_KEY));
+    const ids = Object.keys(counted);
+    if (ids.length === 0) return 0;
+    const jobs = await Promise.all(ids.map((id) => this.queue.getJob(id)));
+    let repeated = 0;
+    for (const [index, job] of jobs.entries()) {
+      if (job === undefined || job.finishedOn === undefined) continue;
+      const attempts = job.returnvalue?.attempts ?? job.data?.result?.attempts ?? 0;
+      repeated += Math.max(0, Number(counted[ids[index]!]) - attempts);
+    }
+    return repeated;
   }
 
   /** Whether nothing is left to do: no job waiting, delayed or running. */

@@ -111,7 +111,8 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       });
       taken.delete(article.id);
       if (result !== undefined && result.status !== 'cancelled') {
-        await queue.settleCalls(job.id!, result.attempts);
+        // Its calls are settled once BullMQ has it finished (the 'completed' and 'failed' events):
+        // a worker dying before then leaves the job to run again, its calls still counted.
         if (result.status === 'succeeded') return result;
         await job.updateData({ ...job.data, result });
         throw new UnrecoverableError(`${result.error?.type ?? 'Error'}: ${result.error?.message ?? 'failed'}`);
@@ -133,6 +134,12 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   );
   // A lost connection shows as error events while the client reconnects; the jobs it held come back by the stalled check.
   worker.on('error', () => {});
+  const settle = (job: Job<ArticleJobData, ArticleResult> | undefined, result: ArticleResult | undefined) => {
+    if (job?.id !== undefined && result !== undefined) void queue.settleCalls(job.id, result.attempts).catch(() => {});
+  };
+  worker.on('completed', (job, result) => settle(job, result));
+  // A dead letter's result was put in its data before it failed (a put-back job is not 'failed').
+  worker.on('failed', (job) => settle(job, job?.data.result));
 
   let drainTimer: NodeJS.Timeout | undefined;
   if (exitWhenDrained) {
@@ -151,10 +158,12 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       ...options,
       source: inbox,
       signal: pipelineSignal,
-      onAttempt: (event) => {
-        if (event.called) queue.countCall(jobIdOf(event.articleId));
-        onAttempt?.(event);
+      // Counted as it is sent, not when it answers: a worker killed mid-call has paid for it.
+      onSend: (request) => {
+        queue.countCall(jobIdOf(request.articleId));
+        options.onSend?.(request);
       },
+      onAttempt,
       onResult: async (result) => {
         await options.onResult?.(result);
         taken.get(result.id)?.settle(result);
