@@ -65,6 +65,9 @@ const FREE_TEXT = new Set([
   '--redis-prefix',
   '--budget-key',
   '--queue',
+  '--redis-ca',
+  '--redis-cert',
+  '--redis-key',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =
