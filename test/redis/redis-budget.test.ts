@@ -84,7 +84,7 @@ describe('news-processor --redis --budget-key', () => {
     // Both spent from the one budget: what Redis holds is what the two spent, every hold settled.
     // (No lower bound on the total: each call holds its worst case, ~$0.9 here, until it settles,
     // so intake stops while much of the $3 is held rather than spent.)
-    for (const summary of summaries) expect(summary.costUsd).toBeGreaterThan(0);
+    // (One may spend nothing at all: the other's holds can fill the budget before its first call.)
     const inspect = new Redis(redis.url);
     const used = Number(await inspect.get('news-processor:{budget:shared-run}').finally(() => inspect.disconnect()));
     expect(Math.abs(used / NANO_USD - (summaries[0]!.costUsd + summaries[1]!.costUsd))).toBeLessThan(1e-6 * 100);
