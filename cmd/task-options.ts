@@ -5,6 +5,8 @@ import {
   LocalBudget,
   loadBuiltinTasks,
   loadTasksFile,
+  OpenAiProvider,
+  strictSchemaProblem,
   taskProviders,
   type Budget,
   type ProviderSetup,
@@ -28,7 +30,20 @@ export async function runTasks(
   routes: Readonly<Record<string, string>> | undefined,
 ): Promise<{ tasks: TaskSet; assigned: ReadonlyMap<string, string> }> {
   const tasks = flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
-  return { tasks, assigned: taskProviders(tasks, providers, routes) };
+  const assigned = taskProviders(tasks, providers, routes);
+  // OpenAI sends every schema in strict mode, and refuses one it does not take with a 400 on every
+  // call: said before the first, as OpenAI would say it.
+  for (const task of tasks.tasks) {
+    const setup = providers.find((candidate) => candidate.provider.name === assigned.get(task.name));
+    if (!(setup?.provider instanceof OpenAiProvider)) continue;
+    const problem = strictSchemaProblem(task.schema as Parameters<typeof strictSchemaProblem>[0]);
+    if (problem !== undefined) {
+      throw new UsageError(
+        `${tasks.source}: task "${task.name}": OpenAI's strict mode refuses its schema: ${problem} (every call would be a 400)`,
+      );
+    }
+  }
+  return { tasks, assigned };
 }
 
 /**

@@ -117,6 +117,7 @@ export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuo
 export { estimateInputTokens } from './provider/token-estimate.ts';
 export { HttpApiProvider, OpenAiProvider, AnthropicProvider } from './provider/http-api-provider.ts';
 export { OPENAI_DEFAULTS, ANTHROPIC_DEFAULTS } from './provider/vendor-defaults.ts';
+export { strictSchemaProblem } from './provider/strict-schema.ts';
 export { createHttpProvider } from './provider/provider-types.ts';
 export type { ProviderType, HttpProviderType } from './provider/provider-types.ts';
 export type { JsonSchema } from './provider/json-schema.ts';

@@ -35,7 +35,7 @@ import {
   read,
   refused,
 } from './request-fields.ts';
-import { strictSchemaProblem } from './strict-schema.ts';
+import { strictSchemaProblem } from '../provider/strict-schema.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 /** OpenAI's caps: stop sequences per request, choices, alternatives per token. */

@@ -186,6 +186,28 @@ describe.concurrent('news-processor --tasks', { timeout: 60_000 }, () => {
     expect(result.stderr).toMatch(message);
   });
 
+  it('refuses, for OpenAI, a schema its strict mode does not take: before any call, as OpenAI says it', async () => {
+    const file = await write('loose.json', {
+      tasks: [{ name: 'a', prompt: 'x {{content}}', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } }],
+    });
+    // Nothing listens at this address: the refusal comes before any call.
+    const args = ['--tasks', file, '--provider=openai', '--base-url', 'http://127.0.0.1:9/v1', '--articles=1'];
+    const result = await runCli(args, { env: { OPENAI_API_KEY: 'sk-test' } });
+    expect(result.code).toBe(2);
+    expect(linesOf(result.stderr)).toHaveLength(1);
+    expect(result.stderr).toMatch(
+      /^error: .*loose\.json: task "a": OpenAI's strict mode refuses its schema: .*additionalProperties.* \(every call would be a 400\)\n$/,
+    );
+    // Anthropic's forced tool takes it as it is.
+    const anthropic = await runCli(
+      ['--tasks', file, '--provider=anthropic', '--base-url', 'http://127.0.0.1:9', '--articles=1', '--max-attempts=1'],
+      {
+        env: { ANTHROPIC_API_KEY: 'sk-test' },
+      },
+    );
+    expect(anthropic.stderr).not.toMatch(/strict mode/);
+  });
+
   it('refuses a task whose maxOutputTokens the token limit cannot hold', async () => {
     const file = await write('t.json', { tasks: [{ name: 'a', prompt: 'x', schema: OBJECT('a'), maxOutputTokens: 5000 }] });
     const result = await runCli(['--tasks', file, ...FAST, '--tpm=4000', '--articles=1']);

@@ -7,8 +7,8 @@
  * refuses (openai-node's `lib/transform`), and `oneOf` (strict mode takes `anyOf` only).
  */
 
-import type { JsonSchema } from '../provider/json-schema.ts';
-import { isRecord } from './chat-api.ts';
+import type { JsonSchema } from './json-schema.ts';
+import { isRecord } from './json-schema.ts';
 
 const UNSUPPORTED_KEYWORDS = [
   '$anchor',
