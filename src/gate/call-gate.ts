@@ -202,6 +202,8 @@ export class CallGate {
   readonly breaker: CircuitBreaker | undefined;
   /** The adaptive rate the setup asked for, if any: its `onChange` tells each move of the rate. */
   readonly adaptive: AdaptiveRate | undefined;
+  #reserved: CallCost = REQUEST_ONLY;
+  #reservedSeen = 0;
   readonly #retry: RetryPolicy;
   readonly #maxOutputTokens: number;
   readonly #price: ProviderPrice | undefined;
@@ -360,6 +362,21 @@ export class CallGate {
     return Infinity;
   }
 
+  /**
+   * What a call through this gate takes from the limits, as the recent ones took it: its whole
+   * reservation (the usage settles it later, but a call waiting for the limits needs all of it at
+   * once, and each one in flight holds all of it until it answers). What admission counts an
+   * article's calls at; one request and no tokens until a call with tokens has been made.
+   */
+  typicalCost(): CallCost {
+    return this.#reserved;
+  }
+
+  /** The mean of the first calls, then a moving one: prompts change with the articles. */
+  #recordCost(cost: CallCost): void {
+    this.#reserved = movingMean(this.#reserved === REQUEST_ONLY ? undefined : this.#reserved, cost, this.#reservedSeen++);
+  }
+
   /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */
   onCircuitChange(listener: () => void): () => void {
     return this.breaker?.onStateChange(listener) ?? (() => {});
@@ -373,6 +390,7 @@ export class CallGate {
       attempt.permit = this.breaker?.acquirePermit();
       if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
       const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
+      if (cost !== REQUEST_ONLY) this.#recordCost(cost);
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
       attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
@@ -561,6 +579,17 @@ class Attempt implements AttemptEvent {
       this.costUsd = this.costNanoUsd / NANO_USD;
     }
   }
+}
+
+/** A mean of the first 16 costs, then a moving mean of weight 1/16. */
+function movingMean(mean: CallCost | undefined, next: CallCost, seen: number): CallCost {
+  if (mean === undefined || seen === 0) return { requests: 1, inputTokens: next.inputTokens, outputTokens: next.outputTokens };
+  const weight = seen < 16 ? 1 / (seen + 1) : 1 / 16;
+  return {
+    requests: 1,
+    inputTokens: mean.inputTokens + (next.inputTokens - mean.inputTokens) * weight,
+    outputTokens: mean.outputTokens + (next.outputTokens - mean.outputTokens) * weight,
+  };
 }
 
 /** The grant squares its token estimate with what the call used: all of it back when nothing was used. */

@@ -84,8 +84,14 @@ export class LocalLimits implements ProviderLimits {
     if (excess > 0) bucket.adjust(-excess);
   }
 
-  backlogMs(requests: number): number {
-    return this.#requests?.bucket.msUntil(requests) ?? 0;
+  backlogMs(calls: number, perCall?: CallCost): number {
+    if (perCall === undefined) return this.#requests?.bucket.msUntil(calls) ?? 0;
+    let ms = 0;
+    for (const { spec, bucket } of this.#limits) {
+      const needed = calls * amountOf(spec.kind, perCall);
+      if (needed > 0) ms = Math.max(ms, bucket.msUntil(needed));
+    }
+    return ms;
   }
 
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {

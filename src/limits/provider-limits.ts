@@ -85,11 +85,12 @@ export interface ProviderLimits {
   /** The provider says only `remaining` of `kind` is left now: take away the excess. Never raises. */
   lowerTo(kind: LimitKind, remaining: number): void;
   /**
-   * Milliseconds until `requests` more calls, queued behind every call already waiting, would be
-   * granted (0: now). What the pipeline admits new work by; an implementation that cannot tell
-   * answers 0.
+   * Milliseconds until `calls` more calls, queued behind every call already waiting, would be
+   * granted (0: now) — each costing `perCall` on every limit (its tokens too), or one request
+   * when not given. What the pipeline admits new work by; an implementation that cannot tell
+   * answers 0, or counts the requests only.
    */
-  backlogMs(requests: number): number;
+  backlogMs(calls: number, perCall?: CallCost): number;
 }
 
 /** A call can never fit: it needs more than a limit's burst. Not worth retrying. */

@@ -109,7 +109,8 @@ export class Admission {
     for (const [gate, calls] of this.#callsPerArticle) {
       waitMs = Math.max(waitMs, gate.circuitWaitMs());
       if (alone) continue;
-      const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls);
+      // Each call counted at what the gate's calls take (their tokens too, once it has seen some).
+      const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls, gate.typicalCost());
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
     }

@@ -69,3 +69,39 @@ describe('a pipeline on limits other processes share', () => {
     expect(Object.keys(summary.failureReasons).sort()).toEqual(['MaxWaitExceededError', 'TimeoutError']);
   });
 });
+
+describe('admission counts tokens too', () => {
+  it('an article whose calls cannot get their tokens in time is not started: none fails for a token limit, more workers or not', async () => {
+    for (const workers of [2, 20]) {
+      const clock = new ManualClock();
+      const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 20 }] });
+      // 300 tokens a call (200 in, 100 out, no usage told: kept whole), 100 tokens/s after a burst
+      // of 1000: an article's two calls need 6 s of tokens, in a 10 s timeout; 40 calls need 110 s,
+      // far past it for the articles that would queue were they started.
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(20),
+          providers: [
+            {
+              provider,
+              limits: [
+                { kind: 'requests', rate: Infinity, burst: 1 },
+                { kind: 'tokens', rate: 100, burst: 1000 },
+              ],
+              estimateInputTokens: () => 200,
+              maxOutputTokens: 100,
+            },
+          ],
+          workers,
+          timeoutMs: 10_000,
+          clock,
+        }),
+        10,
+      );
+      expect({ workers, succeeded: summary.succeeded, reasons: summary.failureReasons }).toEqual({ workers, succeeded: 20, reasons: {} });
+      // The token limit held the run: 40 calls of 300 tokens, 1000 at once, then 100 a second.
+      expect(summary.elapsedMs).toBeGreaterThanOrEqual(((40 * 300 - 1000) / 100) * 1000 - 3000);
+    }
+  });
+});
