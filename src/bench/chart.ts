@@ -11,16 +11,17 @@ import { loadChartRenderer } from './chart-renderer.ts';
 export type VegaLiteSpec = Readonly<Record<string, unknown>>;
 
 export interface BenchChartOptions {
-  /** Default `news-processor bench`. */
+  /** The chart's title. @default "news-processor bench" */
   readonly title?: string;
-  /** A line under the title, e.g. the run flags. */
+  /** A line under the title, e.g. the run flags. @default none */
   readonly subtitle?: string;
-  /** Points drawn per grant timeline at most; longer ones are thinned evenly. Default 1000. */
+  /** Points drawn per grant timeline at most; longer ones are thinned evenly. @default 1000 */
   readonly maxPointsPerSeries?: number;
   /**
    * The quota the provider kept for itself in every run (the simulated provider's `quota`), drawn
    * over the grants as the most it accepts, `burst + rate·t`: a setting whose grants climb above
-   * it got 429s. Default none: nothing drawn, as for a quota rate of `Infinity`.
+   * it got 429s.
+   * @default none (nothing drawn, as for a quota rate of `Infinity`)
    */
   readonly providerQuota?: ProviderQuota | undefined;
 }

@@ -128,7 +128,7 @@ export interface SweepRunStart {
 export interface SweepOptions
   extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
   readonly settings: readonly BenchSetting[];
-  /** Runs per setting. Default 3. */
+  /** Runs per setting. @default 3 */
   readonly repeat?: number;
   /**
    * The providers of one run at `setting` (its rate and burst are the first provider's request
@@ -138,12 +138,14 @@ export interface SweepOptions
   readonly createProviders: (setting: BenchSetting) => readonly ProviderSetup[];
   /** A fresh source of the same articles for every run. */
   readonly createSource: () => Iterable<Article> | AsyncIterable<Article>;
-  /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. */
+  /** Abort to stop the sweep: the run in progress is cancelled and left out of the result. @default none */
   readonly signal?: AbortSignal | undefined;
+  /** Told as each run starts. @default none */
   readonly onRunStart?: (start: SweepRunStart) => void;
   /**
-   * Keep each setting's grant timeline (for the chart). Default true. It holds one number per
-   * call of the first run, so a sweep over a large batch that draws no chart can leave it off.
+   * Keep each setting's grant timeline (for the chart). It holds one number per call of the first
+   * run, so a sweep over a large batch that draws no chart can leave it off.
+   * @default true
    */
   readonly timeline?: boolean;
 }

@@ -76,13 +76,22 @@ export interface ApiConfig {
 
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
 export interface SimulatedConfig {
+  /** Shortest answer time, ms (`"minLatency"` in the file). @default the run's --min-latency */
   readonly minLatencyMs?: number;
+  /** Longest answer time, ms (`"maxLatency"` in the file). @default the run's --max-latency, or `minLatencyMs` when that is longer */
   readonly maxLatencyMs?: number;
+  /** The failure profile. @default the run's --profile */
   readonly profile?: ProfileName;
+  /** Seeds the provider's random draws. @default the run's --seed plus the provider's index in the file (0 for the first) */
   readonly seed?: number;
+  /**
+   * The provider's own quota: calls per second, and the burst.
+   * @default the run's --provider-rate and --provider-burst (none without --provider-rate)
+   */
   readonly quota?: { readonly rate: number; readonly burst: number };
+  /** The style of the rate-limit headers the provider sends. @default the run's --headers (none without it) */
   readonly headers?: HeaderStyle;
-  /** Calls arriving in [startMs, endMs) after the provider starts fail with 503. */
+  /** Calls arriving in [startMs, endMs) after the provider starts fail with 503. @default the run's --outage */
   readonly outage?: { readonly startMs: number; readonly endMs: number };
 }
 

@@ -123,16 +123,19 @@ export interface CallGateOptions extends ProviderSetup {
   readonly retry?: RetryPolicyOptions | undefined;
   /** @default systemClock */
   readonly clock?: Clock | undefined;
-  /** @default silent */
+  /** @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
 }
 
 export interface GateCallOptions {
   /** The most tokens this call's answer may take (a task's own). @default the gate's `maxOutputTokens` */
   readonly maxOutputTokens?: number | undefined;
-  /** Aborts the limiter wait, the call in flight and the backoff sleep. */
+  /** Aborts the limiter wait, the call in flight and the backoff sleep. @default none */
   readonly signal?: AbortSignal | undefined;
-  /** Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once. */
+  /**
+   * Clock instant by which the call must be done: limiter waits and backoffs that would end later fail at once.
+   * @default Infinity (no deadline)
+   */
   readonly deadlineMs?: number | undefined;
   /**
    * For a call whose deadline starts when the limits grant it (an article's first call on limits
@@ -141,23 +144,28 @@ export interface GateCallOptions {
    * takes nothing, sleeps until one would be that near and asks again — so an article not yet
    * begun never queues ahead of the later calls of articles under way. At the grant, `granted`
    * returns the deadline and its signal from then on, which replace `deadlineMs` and `signal`.
+   * @default none (the deadline is `deadlineMs` from the start)
    */
   readonly startAtGrant?: StartAtGrant | undefined;
-  /** Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order). */
+  /**
+   * Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order).
+   * @default none (unranked: served by arrival, behind ranked calls)
+   */
   readonly rank?: number | undefined;
-  /** Told after every attempt. */
+  /** Told after every attempt. @default none */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /**
    * Told as each attempt goes to the provider (granted, before any answer): what a call is paid
    * for, even when the process dies before it answers. @default none
    */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
-  /** Passed through to the attempt events: the pool slot making the call. */
+  /** Passed through to the attempt events: the pool slot making the call. @default none (the events' `workerId` is undefined) */
   readonly workerId?: number | undefined;
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
    * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
    * what it cost at the provider's price (whole nano-dollars).
+   * @default none (nothing counted)
    */
   readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }

@@ -14,38 +14,41 @@ export const ADAPTIVE_DEFAULTS = Object.freeze({
 /** The tuning of an {@link AdaptiveRate}: everything but what it adapts. */
 export interface AdaptiveTuning {
   /**
-   * The ceiling, in calls per second; finite, > 0. Default: the request limit the limits were
-   * configured with (their `requests` spec), else the rate they have when the controller is made.
-   * The rate starts there, or at the limits' rate when that is lower (see {@link AdaptiveRate}).
+   * The ceiling, in calls per second; finite, > 0. The rate starts there, or at the limits' rate
+   * when that is lower (see {@link AdaptiveRate}).
+   * @default the request limit the limits were configured with (their `requests` spec), else the rate they have when the controller is made
    */
   readonly maxRate?: number;
   /**
-   * The floor, in calls per second: no cut goes below it. Default `maxRate / 100`, but at least
-   * 0.1 (one call every 10 s) unless `maxRate` itself is lower. In (0, maxRate].
+   * The floor, in calls per second: no cut goes below it. In (0, maxRate].
+   * @default maxRate / 100, but at least 0.1 (one call every 10 s) unless `maxRate` itself is lower
    */
   readonly minRate?: number;
   /**
    * A cut multiplies the rate by this factor when it is not known what got through (too few calls
    * succeeded lately to say); otherwise the cut goes just under that (see the class comment).
-   * Default 0.8: gentler than AWS adaptive retry's 0.7, which leaves too much of the quota unused. In (0, 1).
+   * In (0, 1). The default is gentler than AWS adaptive retry's 0.7, which leaves too much of the quota unused.
+   * @default ADAPTIVE_DEFAULTS.decreaseFactor (0.8)
    */
   readonly decreaseFactor?: number;
   /**
    * After the last 429 (and its retry-after), the rate holds for the time this many calls take at
-   * the rate then, before it climbs. Default 10 (a second at 10 calls/s, 10 ms at 1,000/s). >= 0.
+   * the rate then, before it climbs. >= 0.
+   * @default ADAPTIVE_DEFAULTS.quietPeriodCalls (10: a second at 10 calls/s, 10 ms at 1,000/s)
    */
   readonly quietPeriodCalls?: number;
   /**
    * Once climbing, the curve gets back from a full cut (`decreaseFactor`) to the peak it aims at
    * (CUBIC's K) in the time this many calls take at that rate — from a shallow cut sooner; after
-   * that it rises ever faster, up to `maxRate`. Default 150 (15 s at 10/s, 150 ms at 1,000/s).
-   * More means fewer 429s (about one per cycle) but a slower climb when the quota grows. > 0.
+   * that it rises ever faster, up to `maxRate`. More means fewer 429s (about one per cycle) but a
+   * slower climb when the quota grows. > 0.
+   * @default ADAPTIVE_DEFAULTS.recoveryCalls (150: 15 s at 10/s, 150 ms at 1,000/s)
    */
   readonly recoveryCalls?: number;
   /**
    * 429s within the time of this many calls after a cut belong to the cluster that caused it and
-   * cut nothing, unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}).
-   * Default 5. >= 0.
+   * cut nothing, unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). >= 0.
+   * @default ADAPTIVE_DEFAULTS.clusterWindowCalls (5)
    */
   readonly clusterWindowCalls?: number;
 }
@@ -56,7 +59,7 @@ export interface AdaptiveRateOptions extends AdaptiveTuning {
    * set; limits shared with other processes (their rate cut by another) are followed — see the class comment.
    */
   readonly limits: ProviderLimits;
-  /** Time source; pass the limits'. Default {@link systemClock}. */
+  /** Time source; pass the limits'. @default systemClock */
   readonly clock?: Clock;
 }
 

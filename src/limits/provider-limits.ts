@@ -43,13 +43,17 @@ export interface LimitGrant {
 }
 
 export interface LimitAcquireOptions {
-  /** Aborting it rejects the wait with `signal.reason`, taking nothing. */
+  /** Aborting it rejects the wait with `signal.reason`, taking nothing. @default none */
   readonly signal?: AbortSignal | undefined;
-  /** Fail at once with `MaxWaitExceededError`, taking nothing, when the grant cannot come within this many ms. */
+  /**
+   * Fail at once with `MaxWaitExceededError`, taking nothing, when the grant cannot come within this many ms.
+   * @default Infinity (no limit)
+   */
   readonly maxWaitMs?: number | undefined;
   /**
    * Lower ranks are served first among calls waiting in this process (see `TokenBucket`'s `rank`);
-   * a shared implementation may order by arrival alone. Default: by arrival.
+   * a shared implementation may order by arrival alone.
+   * @default none (unranked: served by arrival, behind ranked calls)
    */
   readonly rank?: number | undefined;
 }

@@ -27,13 +27,13 @@ export const CLIENT_ADDRESS_DEFAULTS = Object.freeze({
 });
 
 export interface ClientAddressOptions {
-  /** Which proxies to believe. Default `false`: none. See {@link TrustProxy}. */
+  /** Which proxies to believe. See {@link TrustProxy}. @default CLIENT_ADDRESS_DEFAULTS.trustProxy (false: none) */
   readonly trustProxy?: TrustProxy | undefined;
-  /** Prefix length in bits, an integer in [32, 64], that keys an IPv6 client. Default 56. */
+  /** Prefix length in bits, an integer in [32, 64], that keys an IPv6 client. @default CLIENT_ADDRESS_DEFAULTS.ipv6Subnet (56) */
   readonly ipv6Subnet?: number | undefined;
-  /** The header the trusted proxies write. Default `"x-forwarded-for"`. */
+  /** The header the trusted proxies write. @default CLIENT_ADDRESS_DEFAULTS.proxyHeader ("x-forwarded-for") */
   readonly proxyHeader?: ProxyHeader | undefined;
-  /** Told once when a forwarded address cannot be read. Default silent. */
+  /** Told once when a forwarded address cannot be read. @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
 }
 

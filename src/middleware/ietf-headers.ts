@@ -25,9 +25,9 @@ export interface IetfPolicy {
   readonly name: string;
   /** The quota `q`: whole units the window admits. */
   readonly quota: number;
-  /** What the quota counts (`qu`), when not requests. Default: requests, unsaid. */
+  /** What the quota counts (`qu`), when not requests. @default none (requests, unsaid) */
   readonly unit?: string | undefined;
-  /** The window `w`, in whole seconds. Default: unsaid. */
+  /** The window `w`, in whole seconds. @default none (unsaid) */
   readonly windowSeconds?: number | undefined;
 }
 

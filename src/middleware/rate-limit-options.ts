@@ -82,76 +82,104 @@ export interface MetricsRegistry {
  * with `windowMs`, `passOnStoreError`); giving both names of one option is a `TypeError`.
  */
 export interface RateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends ClientAddressOptions {
-  /** Tokens added per second to each client's bucket, > 0 (`Infinity` allows everything). Default 1. Not with `limiter`, `limit` or `windowMs`. */
+  /**
+   * Tokens added per second to each client's bucket, > 0 (`Infinity` allows everything). Not with `limiter`, `limit` or `windowMs`.
+   * @default RATE_LIMIT_DEFAULTS.rate (1)
+   */
   readonly rate?: number | undefined;
-  /** Each client's capacity, an integer >= 1: a new client starts full. Default 60. Not with `limiter`, `limit` or `windowMs`. */
+  /**
+   * Each client's capacity, an integer >= 1: a new client starts full. Not with `limiter`, `limit` or `windowMs`.
+   * @default RATE_LIMIT_DEFAULTS.burst (60)
+   */
   readonly burst?: number | undefined;
   /**
    * express-rate-limit's spelling of the bucket, with `windowMs`: `limit` requests (an integer
    * >= 1) per `windowMs` is a bucket of burst `limit` that refills over `windowMs` — at most
    * `limit` at once and the rest spread over the window, where a fixed window lets `2 × limit`
-   * through at once across its edge. Default 60. Not with `rate`, `burst` or `limiter`.
+   * through at once across its edge. Not with `rate`, `burst` or `limiter`.
+   * @default RATE_LIMIT_DEFAULTS.burst (60)
    */
   readonly limit?: number | undefined;
-  /** express-rate-limit's older name for `limit`. */
+  /** express-rate-limit's older name for `limit`. @default none (see `limit`) */
   readonly max?: number | undefined;
-  /** The window a `limit` refills over, ms, > 0. Default 60,000. Not with `rate`, `burst` or `limiter`. */
+  /** The window a `limit` refills over, ms, > 0. Not with `rate`, `burst` or `limiter`. @default RATE_LIMIT_DEFAULTS.windowMs (60,000) */
   readonly windowMs?: number | undefined;
   /**
    * Where the buckets live: an existing `KeyedLimiter` (shared with other code, or with its own
    * `maxKeys` and clock), or any {@link RateLimitStore} — a Redis one shares limits between
-   * processes. Default: a new `KeyedLimiter` of `rate` and `burst` (or of `limit` per `windowMs`).
+   * processes.
+   * @default a new KeyedLimiter of `rate` and `burst` (or of `limit` per `windowMs`)
    */
   readonly limiter?: RateLimitStore | undefined;
-  /** express-rate-limit's name for `limiter` (its stores count hits and do not fit: a store here has `take`). */
+  /**
+   * express-rate-limit's name for `limiter` (its stores count hits and do not fit: a store here has `take`).
+   * @default none (see `limiter`)
+   */
   readonly store?: RateLimitStore | undefined;
   /**
-   * The client a request counts against. Default: its address, as `clientAddressKey` reads it with
-   * `trustProxy`, `ipv6Subnet` and `proxyHeader` (which only the default uses).
+   * The client a request counts against. `trustProxy`, `ipv6Subnet` and `proxyHeader` are for the
+   * default only.
+   * @default its address, as `clientAddressKey` reads it with `trustProxy`, `ipv6Subnet` and `proxyHeader`
    */
   readonly key?: ((req: Req, res: ServerResponse) => MaybePromise<string>) | undefined;
-  /** express-rate-limit's name for `key`. */
+  /** express-rate-limit's name for `key`. @default none (see `key`) */
   readonly keyGenerator?: ((req: Req, res: ServerResponse) => MaybePromise<string>) | undefined;
-  /** Tokens a request takes, a finite number >= 0, or a function of the request. Default 1. */
+  /** Tokens a request takes, a finite number >= 0, or a function of the request. @default RATE_LIMIT_DEFAULTS.cost (1) */
   readonly cost?: number | ((req: Req, res: ServerResponse) => MaybePromise<number>) | undefined;
-  /** Requests it returns true for pass unlimited, without headers (health checks, your own monitors). Default: none. */
+  /** Requests it returns true for pass unlimited, without headers (health checks, your own monitors). @default none */
   readonly skip?: ((req: Req, res: ServerResponse) => MaybePromise<boolean>) | undefined;
   /**
-   * The RateLimit header draft every counted response carries, or `false` for none. Default
-   * `"draft-8"`. Not `true`: express-rate-limit 6 read `headers` as today's `legacyHeaders`, so a
-   * boolean here would mean one thing to a config and another to this option.
+   * The RateLimit header draft every counted response carries, or `false` for none. Not `true`:
+   * express-rate-limit 6 read `headers` as today's `legacyHeaders`, so a boolean here would mean
+   * one thing to a config and another to this option.
+   * @default RATE_LIMIT_DEFAULTS.headers ("draft-8")
    */
   readonly headers?: RateLimitHeaderDraft | false | undefined;
-  /** express-rate-limit's name for `headers`, with its values: `true` is `"draft-6"`, as there. */
+  /** express-rate-limit's name for `headers`, with its values: `true` is `"draft-6"`, as there. @default none (see `headers`) */
   readonly standardHeaders?: RateLimitHeaderDraft | boolean | undefined;
-  /** Also `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix epoch seconds). Default false. */
+  /** Also `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix epoch seconds). @default RATE_LIMIT_DEFAULTS.legacyHeaders (false) */
   readonly legacyHeaders?: boolean | undefined;
-  /** The draft-8 policy name and the metrics' `policy` label: letters, digits, `-_.:`. Default `"default"`. */
+  /**
+   * The draft-8 policy name and the metrics' `policy` label: letters, digits, `-_.:`.
+   * @default RATE_LIMIT_DEFAULTS.policyName ("default")
+   */
   readonly policyName?: string | undefined;
-  /** express-rate-limit's name for `policyName`: a string (one name is written into every header and label). */
+  /**
+   * express-rate-limit's name for `policyName`: a string (one name is written into every header and label).
+   * @default none (see `policyName`)
+   */
   readonly identifier?: string | undefined;
-  /** The refusal's body, or a function of the request and its refusal. Default `"Too many requests, please try again later."`. */
+  /**
+   * The refusal's body, or a function of the request and its refusal.
+   * @default RATE_LIMIT_DEFAULTS.message ("Too many requests, please try again later.")
+   */
   readonly message?: RateLimitMessage | ((req: Req, limited: LimitedRequest) => MaybePromise<RateLimitMessage>) | undefined;
-  /** The refusal's status, an integer in [400, 599]: a refusal must not read as a success. Default 429. */
+  /** The refusal's status, an integer in [400, 599]: a refusal must not read as a success. @default RATE_LIMIT_DEFAULTS.statusCode (429) */
   readonly statusCode?: number | undefined;
   /**
    * Answers a refused request instead of `message` (the RateLimit headers, `Retry-After` and
    * `statusCode` are already set on `res`). In Fastify it gets `request.raw` and `reply.raw`, the
    * reply hijacked.
+   * @default none (`message` is sent)
    */
   readonly handler?: ((req: Req, res: ServerResponse, limited: LimitedRequest) => void) | undefined;
   /**
    * The request property every counted request carries its {@link RequestRateLimit} on (in
-   * Fastify, both the request and `request.raw`). Default `"rateLimit"`.
+   * Fastify, both the request and `request.raw`).
+   * @default RATE_LIMIT_DEFAULTS.requestPropertyName ("rateLimit")
    */
   readonly requestPropertyName?: string | undefined;
   /**
    * A store that fails (Redis down) is not a client over its limit: `"deny"` answers 503, `"allow"`
    * lets the request through. Both are logged (when the store starts failing and when it recovers)
-   * and counted. Default `"deny"`.
+   * and counted.
+   * @default RATE_LIMIT_DEFAULTS.onStoreError ("deny")
    */
   readonly onStoreError?: StoreErrorAction | undefined;
-  /** express-rate-limit's boolean for `onStoreError`: `true` is `"allow"`, `false` is `"deny"` (a 503 here, not an error passed on). */
+  /**
+   * express-rate-limit's boolean for `onStoreError`: `true` is `"allow"`, `false` is `"deny"` (a 503 here, not an error passed on).
+   * @default none (see `onStoreError`)
+   */
   readonly passOnStoreError?: boolean | undefined;
   /** A prom-client `Registry` to export the counters and the live-key gauge to. @default none */
   readonly registry?: MetricsRegistry | undefined;

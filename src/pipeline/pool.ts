@@ -5,17 +5,19 @@ const YIELD_EVERY_ITEMS = 256;
 export interface PoolOptions {
   /** Items processed at once, at most; also the most ever pulled from the source ahead of completion. */
   readonly concurrency: number;
-  /** Once aborted, no further item is pulled; those in flight are left to finish (they see the signal themselves). */
+  /** Once aborted, no further item is pulled; those in flight are left to finish (they see the signal themselves). @default none */
   readonly signal?: AbortSignal | undefined;
   /**
    * Asked before every pull: resolves when a new item may start (backpressure — the pipeline
    * waits until the limits could serve a new article before its deadline). It should settle when
    * `signal` aborts; a rejection stops the pool like a failing source.
+   * @default none (an item starts as soon as a slot is free)
    */
   readonly admit?: (() => Promise<void> | undefined) | undefined;
   /**
    * Told when pulling from the source fails; the pool then ends as if the source were done (the
-   * items in flight finish) instead of rejecting. Without it, the pool rejects with the error.
+   * items in flight finish) instead of rejecting.
+   * @default none (the pool rejects with the error)
    */
   readonly onSourceError?: ((error: unknown) => void) | undefined;
 }

@@ -19,26 +19,34 @@ export interface ProcessorOptions {
   /** Per-article budget in ms, bounding limiter waits and calls alike. */
   readonly timeoutMs: number;
   readonly clock: Clock;
-  /** Aborted to cancel the run (Ctrl-C): the article ends `cancelled`. */
+  /** Aborted to cancel the run (Ctrl-C): the article ends `cancelled`. @default none */
   readonly signal?: AbortSignal | undefined;
   /** Where the article's deadline signal comes from, shared by the run's articles; parented to `signal` ({@link articleDeadlines}). */
   readonly deadlines: DeadlineSignals;
+  /** Told after every attempt of the article's calls. @default none */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
-  /** Told as each attempt goes to the provider (see `GateCallOptions.onSend`). */
+  /** Told as each attempt goes to the provider (see `GateCallOptions.onSend`). @default none */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
-  /** The pool slot running the article, passed on to the attempt events. */
+  /** The pool slot running the article, passed on to the attempt events. @default none */
   readonly workerId?: number | undefined;
-  /** Told as each call starts and when the article ends, so new articles are admitted by what is still to come. */
+  /**
+   * Told as each call starts and when the article ends, so new articles are admitted by what is still to come.
+   * @default none
+   */
   readonly admission?: Admission | undefined;
-  /** What a call is expected to take, in ms, for ranking the article's calls by urgency. Default: nothing. */
+  /**
+   * What a call is expected to take, in ms, for ranking the article's calls by urgency.
+   * @default none (nothing: the calls are ranked by the article's deadline alone)
+   */
   readonly expectedCallMs?: (() => number) | undefined;
-  /** Whether any provider has a price: the result then says what the article cost. */
+  /** Whether any provider has a price: the result then says what the article cost. @default false */
   readonly priced?: boolean | undefined;
   /**
    * Set on limits other processes share, where admission cannot see all the demand (see
    * `ProviderLimits.shared`): the article's deadline starts at its first call's grant rather
    * than when it starts, and that grant is taken only when at most `maxWaitMs()` off — what
-   * admission would allow an article's waits in all. Absent: the deadline starts with the article.
+   * admission would allow an article's waits in all.
+   * @default none (the deadline starts with the article)
    */
   readonly startAtGrant?: { readonly maxWaitMs: () => number } | undefined;
 }

@@ -71,7 +71,10 @@ export interface PipelineAttemptEvent extends AttemptEvent {
 export interface PipelineOptions {
   /** The articles: any (async) iterable; pulled one at a time as workers free up. */
   readonly source: Iterable<Article> | AsyncIterable<Article>;
-  /** How many articles the source holds, when known: the summary then counts those never started. */
+  /**
+   * How many articles the source holds, when known: the summary then counts those never started.
+   * @default none (the summary's `notStarted` is null)
+   */
   readonly total?: number | undefined;
   /** One gate (limits, breaker, adaptive rate) is made per provider and shared by every worker. */
   readonly providers: readonly ProviderSetup[];
@@ -88,22 +91,26 @@ export interface PipelineOptions {
    * `"budget"`). Every provider needs a `price`. @default none
    */
   readonly budget?: Budget | undefined;
-  /** Articles processed at once. Default {@link PIPELINE_DEFAULTS}. */
+  /** Articles processed at once. @default PIPELINE_DEFAULTS.workers */
   readonly workers?: number | undefined;
-  /** Per-article budget in ms for limiter waits and calls together. Default {@link PIPELINE_DEFAULTS}. */
+  /** Per-article budget in ms for limiter waits and calls together. @default PIPELINE_DEFAULTS.timeoutMs */
   readonly timeoutMs?: number | undefined;
-  /** Attempts per call, backoff and the retry-after cap. Default `RETRY_DEFAULTS`, full-jitter backoff. */
+  /** Attempts per call, backoff and the retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /** Time source of the limits, deadlines and backoffs. @default systemClock */
   readonly clock?: Clock | undefined;
+  /** Told the run's start and end, its failed articles and stops; each gate logs through it too. @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
-  /** Abort to stop: intake stops, waits and calls in flight are aborted, those articles end `cancelled`. */
+  /** Abort to stop: intake stops, waits and calls in flight are aborted, those articles end `cancelled`. @default none */
   readonly signal?: AbortSignal | undefined;
-  /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. */
+  /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. @default none */
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
+  /** Told after every attempt, with the worker slot that made it. @default none */
   readonly onAttempt?: ((event: PipelineAttemptEvent) => void) | undefined;
   /**
    * Told as each attempt goes to the provider, granted and before any answer (`onAttempt` is told
    * once it has ended): a call is paid for from here, even if the process dies before it answers.
+   * @default none
    */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
 }

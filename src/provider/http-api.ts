@@ -31,11 +31,14 @@ export interface HttpProviderOptions {
    * log line or a result (a provider that echoes it back has it blanked out).
    */
   readonly apiKey: string;
-  /** Names the provider in logs, metrics and routing. Default: the vendor's name. */
+  /** Names the provider in logs, metrics and routing. @default the vendor's: OPENAI_DEFAULTS.name or ANTHROPIC_DEFAULTS.name */
   readonly name?: string | undefined;
-  /** The model to ask. Default: the vendor's. */
+  /** The model to ask. @default the vendor's: OPENAI_DEFAULTS.model or ANTHROPIC_DEFAULTS.model */
   readonly model?: string | undefined;
-  /** The API's base URL, as the vendor's SDK takes it (`…/v1` for OpenAI, the host root for Anthropic). Default: the vendor's. */
+  /**
+   * The API's base URL, as the vendor's SDK takes it (`…/v1` for OpenAI, the host root for Anthropic).
+   * @default the vendor's: OPENAI_DEFAULTS.baseUrl or ANTHROPIC_DEFAULTS.baseUrl
+   */
   readonly baseUrl?: string | undefined;
 }
 

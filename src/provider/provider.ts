@@ -20,7 +20,7 @@ export interface LlmRequest {
   readonly prompt: string;
   /** The JSON Schema the answer must fit; its root is an object. */
   readonly schema: JsonSchema;
-  /** What the answer is, in a line (the structured output's or the tool's description). Default: none. */
+  /** What the answer is, in a line (the structured output's or the tool's description). @default none */
   readonly description?: string | undefined;
 }
 
@@ -46,17 +46,18 @@ export interface LlmResponse {
 }
 
 export interface CallOptions {
-  /** Aborting it must settle the call promptly, rejecting with `signal.reason`. */
+  /** Aborting it must settle the call promptly, rejecting with `signal.reason`. @default none */
   readonly signal?: AbortSignal | undefined;
   /**
    * What is left of the caller's deadline, in ms (`Infinity`: none). A provider over a network
    * makes it its request timeout; the signal aborts the call at the deadline all the same.
+   * @default Infinity (no deadline)
    */
   readonly timeoutMs?: number | undefined;
   /**
    * The most tokens the answer may take, which a provider over a network sends as the request's
-   * max tokens: the call gate passes what it reserved for the call. Default
-   * {@link DEFAULT_MAX_OUTPUT_TOKENS}.
+   * max tokens: the call gate passes what it reserved for the call.
+   * @default DEFAULT_MAX_OUTPUT_TOKENS (256)
    */
   readonly maxOutputTokens?: number | undefined;
 }
@@ -80,15 +81,15 @@ export interface Provider {
 
 /** What a provider knows about a failure besides its message. */
 export interface ProviderErrorOptions {
-  /** The HTTP status, when there was one. */
+  /** The HTTP status, when there was one. @default none (429 for a RateLimitError, 503 for a ServerError) */
   readonly status?: number | undefined;
-  /** The provider's own hint of when to try again, in ms. */
+  /** The provider's own hint of when to try again, in ms. @default none */
   readonly retryAfterMs?: number | undefined;
-  /** The response's headers (lower-case names): rate-limit status, mostly. */
+  /** The response's headers (lower-case names): rate-limit status, mostly. @default none */
   readonly headers?: ResponseHeaders | undefined;
-  /** The underlying failure (a socket error, the SDK's error). */
+  /** The underlying failure (a socket error, the SDK's error). @default none */
   readonly cause?: unknown;
-  /** The tokens the call used although it failed (an answer cut off or malformed still cost them). */
+  /** The tokens the call used although it failed (an answer cut off or malformed still cost them). @default none */
   readonly usage?: TokenUsage | undefined;
 }
 
@@ -117,7 +118,7 @@ export abstract class ProviderError extends Error {
 
 /** What a provider may add about a failure that is retried unless the server says otherwise. */
 export interface RetriedFailureOptions extends ProviderErrorOptions {
-  /** False when the server said not to try again (`x-should-retry: false`). Default true. */
+  /** False when the server said not to try again (`x-should-retry: false`). @default true */
   readonly retryable?: boolean | undefined;
 }
 

@@ -75,9 +75,9 @@ export type HeaderSource =
   | { forEach(callback: (value: string, name: string) => void): void };
 
 export interface ParseRateLimitHeadersOptions {
-  /** The current time as Unix epoch ms, for date-valued headers (HTTP-date, RFC 3339). Default `Date.now()`. */
+  /** The current time as Unix epoch ms, for date-valued headers (HTTP-date, RFC 3339). @default Date.now() */
   readonly nowMs?: number;
-  /** The longest duration believed, in ms; longer ones (and dates further out) read as this. Default `RETRY_DEFAULTS.maxRetryAfterMs`. */
+  /** The longest duration believed, in ms; longer ones (and dates further out) read as this. @default RETRY_DEFAULTS.maxRetryAfterMs */
   readonly maxRetryAfterMs?: number;
 }
 
@@ -90,12 +90,12 @@ export interface LimitSnapshot {
   readonly remaining: number;
   /** Ms until the limit is full again, >= 0; written rounded up to the style's precision. */
   readonly resetMs: number;
-  /** The window `limit` counts over, in ms (the IETF policy's `w`, in whole seconds). Default: unsaid. */
+  /** The window `limit` counts over, in ms (the IETF policy's `w`, in whole seconds). @default none (unsaid) */
   readonly windowMs?: number | undefined;
 }
 
 export interface FormatRateLimitHeadersOptions {
-  /** The current time as Unix epoch ms, for Anthropic's reset timestamps. Default `Date.now()`. */
+  /** The current time as Unix epoch ms, for Anthropic's reset timestamps. @default Date.now() */
   readonly nowMs?: number;
 }
 

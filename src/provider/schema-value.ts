@@ -20,9 +20,9 @@ import { sampleRegex, type Choose } from './regex-sample.ts';
 export type SchemaNode = JsonSchema | boolean;
 
 export interface SchemaValueOptions {
-  /** Words strings are made of, in order of preference. Default a few neutral words. */
+  /** Words strings are made of, in order of preference (an empty list counts as none). @default a few neutral words (alpha, bravo, …) */
   readonly words?: readonly string[];
-  /** 0 for the plainest choices; any other integer seeds random ones. Default 0. */
+  /** 0 for the plainest choices; any other integer seeds random ones. @default 0 */
   readonly attempt?: number;
 }
 

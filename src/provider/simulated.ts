@@ -71,42 +71,45 @@ export interface ProviderQuota {
 }
 
 export interface SimulatedProviderOptions {
-  /** Names the provider in logs and metrics. Default `'simulated'`. */
+  /** Names the provider in logs and metrics. @default SIMULATED_DEFAULTS.name ("simulated") */
   readonly name?: string;
-  /** Shortest answer time in ms; latency is uniform in [min, max]. Default 200. */
+  /** Shortest answer time in ms; latency is uniform in [min, max]. @default SIMULATED_DEFAULTS.minLatencyMs (200) */
   readonly minLatencyMs?: number;
-  /** Longest answer time in ms. Default 800. */
+  /** Longest answer time in ms. @default SIMULATED_DEFAULTS.maxLatencyMs (800) */
   readonly maxLatencyMs?: number;
   /**
    * Failure behaviour: a name from {@link FAILURE_PROFILES} or explicit probabilities. `'outage'`
    * fails no call at random but brings {@link OUTAGE_PROFILE_WINDOW} unless `outage` says otherwise.
-   * Default `'default'` (never fails).
+   * @default SIMULATED_DEFAULTS.profile ("default": never fails)
    */
   readonly profile?: ProfileName | FailureProfile;
-  /** Seeds the random draws (an integer), so a run with the same calls is repeatable. Default 1. */
+  /** Seeds the random draws (an integer), so a run with the same calls is repeatable. @default SIMULATED_DEFAULTS.seed (1) */
   readonly seed?: number;
-  /** Server-side quota; calls beyond it get an immediate 429 with a retry-after. Default: none. */
+  /** Server-side quota; calls beyond it get an immediate 429 with a retry-after. @default none */
   readonly quota?: ProviderQuota;
-  /** Time source for latency, hangs and the quota. Default {@link systemClock}. */
+  /** Time source for latency, hangs and the quota. @default systemClock */
   readonly clock?: Clock;
-  /** How long a hanging call waits before it rejects with {@link TimeoutError}, in ms. Default 30 000. */
+  /** How long a hanging call waits before it rejects with {@link TimeoutError}, in ms. @default SIMULATED_DEFAULTS.hangMs (30 000) */
   readonly hangMs?: number;
   /**
    * When set, every response and every 429 / 503 carries headers as a provider of this style sends
    * them: the quota's status (limit = calls per minute, remaining = whole tokens left, reset = time until full;
    * none without a `quota`) and, on 429s and outage 503s, `retry-after` (whole seconds, rounded up)
-   * and `retry-after-ms`. Default: no headers.
+   * and `retry-after-ms`.
+   * @default none (no headers)
    */
   readonly headerStyle?: HeaderStyle;
   /**
    * A window in which every arriving call fails with a 503 after its latency, whatever the profile
    * drew for it and without spending quota, with a retry-after of the outage's remaining time when
-   * `headerStyle` is set. Default: none, or {@link OUTAGE_PROFILE_WINDOW} with the `'outage'` profile.
+   * `headerStyle` is set.
+   * @default none, or OUTAGE_PROFILE_WINDOW with the "outage" profile
    */
   readonly outage?: OutageWindow;
   /**
    * The Unix time, in ms, that the provider's creation corresponds to; date-valued headers
-   * (Anthropic's reset timestamps) are this plus the time elapsed on `clock`. Default `Date.now()`.
+   * (Anthropic's reset timestamps) are this plus the time elapsed on `clock`.
+   * @default Date.now() (when the provider is made)
    */
   readonly epochMs?: number;
 }

@@ -32,7 +32,7 @@ export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'to
   readonly queue: ArticleQueue;
   /** End once nothing is left on the queue (waiting, delayed or running anywhere). @default false: wait for more */
   readonly exitWhenDrained?: boolean | undefined;
-  /** Aborting it stops taking jobs and lets the calls under way finish within `graceMs`. */
+  /** Aborting it stops taking jobs and lets the calls under way finish within `graceMs`. @default none */
   readonly stopSignal?: AbortSignal | undefined;
   /** @default QUEUE_WORKER_DEFAULTS.graceMs */
   readonly graceMs?: number | undefined;

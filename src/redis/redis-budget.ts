@@ -12,9 +12,9 @@ export interface RedisBudgetOptions {
   readonly key: string;
   /** The budget in USD, finite, > 0: each process holds the shared spend to it. */
   readonly maxUsd: number;
-  /** Begins the key. @default "news-processor:" */
+  /** Begins the key. @default REDIS_DEFAULTS.prefix ("news-processor:") */
   readonly prefix?: string | undefined;
-  /** Told when a refund could not be made (Redis gone): the money stays counted as spent. @default silent */
+  /** Told when a refund could not be made (Redis gone): the money stays counted as spent. @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
 }
 

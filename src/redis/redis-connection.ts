@@ -43,17 +43,18 @@ const RESEND_PAUSE_MS = 10;
 const PROBE_EVERY_MS = 250;
 
 export interface RedisConnectOptions {
-  /** Connect timeout, and how long any call waits for an answer, in ms, > 0. Default {@link REDIS_DEFAULTS}. */
+  /** Connect timeout, and how long any call waits for an answer, in ms, > 0. @default REDIS_DEFAULTS.timeoutMs (2000) */
   readonly timeoutMs?: number | undefined;
   /**
    * `true`: a Redis Cluster, reached through any of its nodes (the URL's); `false`: one server;
    * `'auto'`: asked of the server at connect (`INFO cluster`; a user that may not run it gets
-   * `false`, and the start check's `MOVED` says so). Default {@link REDIS_DEFAULTS}.
+   * `false`, and the start check's `MOVED` says so).
+   * @default REDIS_DEFAULTS.cluster ("auto")
    */
   readonly cluster?: boolean | 'auto' | undefined;
-  /** Certificates beyond the `rediss://` URL's defaults: a CA to trust, a client certificate. */
+  /** Certificates beyond the `rediss://` URL's defaults: a CA to trust, a client certificate. @default none (the URL's defaults) */
   readonly tls?: RedisTlsOptions | undefined;
-  /** Told when Redis stops answering and when it answers again. Default: silent. */
+  /** Told when Redis stops answering and when it answers again. @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
 }
 

@@ -34,15 +34,18 @@ export interface RedisLimitsOptions {
    * (the provider's name, usually; two names for one API key would each get the full quota).
    */
   readonly quotaKey: string;
-  /** Begins every key. Default {@link REDIS_DEFAULTS}. */
+  /** Begins every key. @default REDIS_DEFAULTS.prefix ("news-processor:") */
   readonly prefix?: string | undefined;
   /**
    * While Redis is unavailable, go on with a bucket in this process at this share of every limit,
-   * in (0, 1]: 1/3 when three processes share the quota. Default: none — calls fail with
-   * `LimiterUnavailableError`, so the caller can stop.
+   * in (0, 1]: 1/3 when three processes share the quota.
+   * @default none (calls fail with `LimiterUnavailableError`, so the caller can stop)
    */
   readonly fallbackShare?: number | undefined;
-  /** Told when calls move to the local bucket and back (at error level: the quota is no longer shared). */
+  /**
+   * Told when calls move to the local bucket and back (at error level: the quota is no longer shared).
+   * @default silentLogger (says nothing)
+   */
   readonly logger?: Logger | undefined;
   /**
    * With `fallbackShare`: called when calls move to the local bucket (`local: true`) and back,

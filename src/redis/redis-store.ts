@@ -12,7 +12,8 @@ export interface RedisRateLimitStoreOptions {
   readonly burst: number;
   /**
    * Begins every key (`<prefix><key>`). Give each limit its own: two limits on one prefix would
-   * count the same key's takes together. Default {@link REDIS_DEFAULTS}`.prefix` + `rl:`.
+   * count the same key's takes together.
+   * @default REDIS_DEFAULTS.prefix + "rl:" ("news-processor:rl:")
    */
   readonly prefix?: string | undefined;
 }

@@ -10,17 +10,22 @@ import { RedisTlsFileError } from './redis-errors.ts';
 export interface RedisTlsOptions {
   /**
    * PEM file of the CA certificate(s) that signed the server's: trusted instead of Node's bundled
-   * CAs (and `NODE_EXTRA_CA_CERTS`). Default: Node's.
+   * CAs (and `NODE_EXTRA_CA_CERTS`).
+   * @default none (Node's CAs)
    */
   readonly caFile?: string | undefined;
-  /** PEM file of this client's certificate, for a server that checks them (`tls-auth-clients yes`). Needs `keyFile`. */
+  /**
+   * PEM file of this client's certificate, for a server that checks them (`tls-auth-clients yes`). Needs `keyFile`.
+   * @default none (no client certificate)
+   */
   readonly certFile?: string | undefined;
-  /** PEM file of the private key of `certFile`, unencrypted. */
+  /** PEM file of the private key of `certFile`, unencrypted. Needs `certFile`. @default none */
   readonly keyFile?: string | undefined;
   /**
    * `false`: accept any certificate from the server, without checking who signed it or for which
-   * host — anyone on the path can then pose as the server. Default `true`; the URL may say
+   * host — anyone on the path can then pose as the server. The URL may say
    * `?rejectUnauthorized=false` instead.
+   * @default true, unless the URL says `?rejectUnauthorized=false`
    */
   readonly rejectUnauthorized?: boolean | undefined;
 }

@@ -23,17 +23,20 @@ export interface ChatRequest {
   /** The last user message's text: what the answer is about. */
   readonly lastUserText: string;
   readonly shape: AnswerShape;
-  /** The most output tokens the request allows (`max_tokens`, OpenAI's `max_completion_tokens`); a longer answer is cut off there. */
+  /**
+   * The most output tokens the request allows (`max_tokens`, OpenAI's `max_completion_tokens`); a longer answer is cut off there.
+   * @default none (no limit)
+   */
   readonly maxOutputTokens?: number | undefined;
-  /** Answers to make (OpenAI's `n`), each counted in the usage. Default 1. */
+  /** Answers to make (OpenAI's `n`), each counted in the usage. @default 1 */
   readonly choices?: number | undefined;
-  /** Stop sequences: a text answer ends before the first of them it contains. Default none. */
+  /** Stop sequences: a text answer ends before the first of them it contains. @default none */
   readonly stop?: readonly string[] | undefined;
-  /** Streamed as server-sent events; `includeUsage` adds OpenAI's usage chunk. Default: one response. */
+  /** Streamed as server-sent events; `includeUsage` adds OpenAI's usage chunk. @default none (one response) */
   readonly stream?: { readonly includeUsage: boolean } | undefined;
-  /** Each output token's log probability, with this many alternatives. Default: none. */
+  /** Each output token's log probability, with this many alternatives. @default none */
   readonly logprobs?: { readonly top: number } | undefined;
-  /** What the API echoes back in its answer (the Responses API's request fields). */
+  /** What the API echoes back in its answer (the Responses API's request fields). @default none */
   readonly echo?: Readonly<Record<string, unknown>> | undefined;
 }
 
@@ -134,7 +137,10 @@ export class InvalidRequestError extends Error {
 export interface ParseOptions {
   /** Take any schema with `strict: true`, as other OpenAI-compatible servers do. */
   readonly lenientSchemas: boolean;
-  /** The conversation of an earlier response to the same key, by its id (the Responses API's `previous_response_id`). */
+  /**
+   * The conversation of an earlier response to the same key, by its id (the Responses API's `previous_response_id`).
+   * @default none (a `previous_response_id` is answered as not found)
+   */
   readonly previousResponse?: ((id: string) => { readonly promptText: string } | undefined) | undefined;
 }
 

@@ -65,42 +65,53 @@ export type LlmServerSimulation = Pick<
 export interface LlmServerOptions {
   /**
    * Requests per second per API key, > 0; `Infinity` for no limit. The headers state it per minute
-   * (`x-ratelimit-limit-requests` = 60 × rate, rounded down), as the vendors state theirs. Default 10.
+   * (`x-ratelimit-limit-requests` = 60 × rate, rounded down), as the vendors state theirs.
+   * @default LLM_SERVER_DEFAULTS.rate (10)
    */
   readonly rate?: number;
-  /** Requests one key may make at once after a quiet spell, a whole number >= 1. Default 10. */
+  /** Requests one key may make at once after a quiet spell, a whole number >= 1. @default LLM_SERVER_DEFAULTS.burst (10) */
   readonly burst?: number;
   /**
    * LLM tokens per minute per API key (the burst is one minute's worth): each answer takes its
-   * prompt's tokens plus its output's, as `usage` reports them. Default: no token limit.
+   * prompt's tokens plus its output's, as `usage` reports them.
+   * @default none (no token limit)
    */
   readonly tokensPerMinute?: number | undefined;
-  /** Output tokens a streamed answer sends per second, after its first (which comes after the latency); `Infinity` sends all at once. Default 80. */
+  /**
+   * Output tokens a streamed answer sends per second, after its first (which comes after the latency); `Infinity` sends all at once.
+   * @default LLM_SERVER_DEFAULTS.tokensPerSecond (80)
+   */
   readonly tokensPerSecond?: number;
-  /** Share of streams, in [0, 1], whose connection drops after some of their tokens (seeded with the simulation's seed). Default 0. */
+  /**
+   * Share of streams, in [0, 1], whose connection drops after some of their tokens (seeded with the simulation's seed).
+   * @default LLM_SERVER_DEFAULTS.failMidStream (0)
+   */
   readonly failMidStream?: number;
-  /** Take any schema marked `strict: true`, as other OpenAI-compatible servers do, instead of enforcing OpenAI's strict-mode rules. Default false. */
+  /**
+   * Take any schema marked `strict: true`, as other OpenAI-compatible servers do, instead of enforcing OpenAI's strict-mode rules.
+   * @default false
+   */
   readonly lenientSchemas?: boolean;
-  /** Largest request body in bytes; a larger one gets 413 without being read. Default 1 MiB. */
+  /** Largest request body in bytes; a larger one gets 413 without being read. @default LLM_SERVER_DEFAULTS.maxBodyBytes (1 MiB) */
   readonly maxBodyBytes?: number;
-  /** Latency, failure profile, seed, outage window and hang time of the answers. Default: the simulated provider's defaults. */
+  /** Latency, failure profile, seed, outage window and hang time of the answers. @default {} (the simulated provider's defaults) */
   readonly simulation?: LlmServerSimulation;
-  /** Model ids `GET /v1/models` lists. Default `['simulated']`; requests may name any model. */
+  /** Model ids `GET /v1/models` lists; requests may name any model. @default LLM_SERVER_DEFAULTS.models (["simulated"]) */
   readonly models?: readonly string[];
-  /** API keys the limiters hold at most (see `KeyedLimiter`). Default the limiter's. */
+  /** API keys the limiters hold at most (see `KeyedLimiter`). @default KEYED_LIMITER_DEFAULTS.maxKeys (1,000,000: the limiter's) */
   readonly maxKeys?: number;
-  /** API keys `/metrics` labels apart. Default 1000. */
+  /** API keys `/metrics` labels apart. @default LLM_SERVER_DEFAULTS.maxKeyLabels (1000) */
   readonly maxKeyLabels?: number;
-  /** Logs a line per request at `info` (keys by fingerprint only). Default silent. */
+  /** Logs a line per request at `info` (keys by fingerprint only). @default silentLogger (says nothing) */
   readonly logger?: Logger;
-  /** Time source of the quotas, the simulation and the streams' pacing. Default the system clock. */
+  /** Time source of the quotas, the simulation and the streams' pacing. @default systemClock */
   readonly clock?: Clock;
 }
 
 export interface ListenOptions {
-  /** Address to listen on. Default `127.0.0.1`. */
+  /** Address to listen on. @default LLM_SERVER_DEFAULTS.host ("127.0.0.1") */
   readonly host?: string;
-  /** Port; 0 picks a free one. Default 8080. */
+  /** Port; 0 picks a free one. @default LLM_SERVER_DEFAULTS.port (8080) */
   readonly port?: number;
 }
 

@@ -29,8 +29,9 @@ export interface GeneratedArticle extends Article {
 
 export interface GenerateArticlesOptions {
   /**
-   * Picks the articles; the same seed always gives the same articles. Any safe integer.
-   * Default 1, so a run without a seed is reproducible too.
+   * Picks the articles; the same seed always gives the same articles. Any safe integer. The
+   * default makes a run without a seed reproducible too.
+   * @default 1
    */
   readonly seed?: number;
 }

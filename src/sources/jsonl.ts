@@ -38,14 +38,16 @@ export const isInputError = (error: unknown): error is InputError => error insta
 export interface ReadArticlesJsonlOptions {
   /**
    * Skip bad lines (invalid JSON, bad fields, duplicate ids) instead of failing on the first.
-   * Default false. An unreadable file still throws.
+   * An unreadable file still throws.
+   * @default false
    */
   readonly skipInvalid?: boolean;
-  /** Told about each skipped line, in file order. Only called when `skipInvalid` is true. */
+  /** Told about each skipped line, in file order. Only called when `skipInvalid` is true. @default none */
   readonly onInvalid?: (issue: InputIssue) => void;
   /**
-   * Reject (or skip) a repeated id. Default true. It costs memory per article (every id is kept,
-   * ~80 bytes each), so a second pass over a file already checked can turn it off.
+   * Reject (or skip) a repeated id. It costs memory per article (every id is kept, ~80 bytes
+   * each), so a second pass over a file already checked can turn it off.
+   * @default true
    */
   readonly checkDuplicates?: boolean;
   /** What to call a stream in messages (`stdin:3: invalid JSON`); a path names itself. @default "input" */
