@@ -100,6 +100,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   stopSignal?.addEventListener('abort', stop, { once: true });
   if (stopSignal?.aborted) stop();
 
+  const client = queue.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true });
   worker = new Worker<ArticleJobData, ArticleResult>(
     queue.name,
     async (job, token) => {
@@ -123,7 +124,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       throw new WaitingError();
     },
     {
-      connection: queue.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true }),
+      connection: client,
       prefix: queue.bullPrefix,
       concurrency: workers,
       lockDuration: lockDurationMs,
@@ -178,6 +179,8 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
     for (const { settle } of taken.values()) settle(undefined);
     await worker.close().catch(() => {});
     await running.catch(() => {});
+    // BullMQ leaves a client it was given open (it may be shared): this one is the worker's own.
+    client.disconnect();
   }
   return { ...summary, returned };
 }
