@@ -21,7 +21,7 @@ interface CodeBlock {
 }
 
 /** The fenced ```js and ```ts blocks of a document, with the line of their opening fence. */
-export function codeBlocks(document: string, text: string): CodeBlock[] {
+function codeBlocks(document: string, text: string): CodeBlock[] {
   const lines = text.split('\n');
   const blocks: CodeBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
