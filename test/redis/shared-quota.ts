@@ -162,3 +162,40 @@ export function strictShortfall(instantsMs: readonly number[], rate: number, bur
 export function stray429s(calls: number): number {
   return Math.max(1, Math.floor(calls / 100));
 }
+
+/** How often a stall probe looks at the clock, ms. */
+const PROBE_MS = 5;
+
+/**
+ * Watches this process's event loop until stopped, and resolves with its stalls: how much later
+ * than asked each 5 ms timer fired. The processes a test starts share the machine's two cores
+ * with it, so a crowded machine shows here as it does in them.
+ */
+export function stallProbe(): { stop(): Promise<readonly number[]> } {
+  const stallsMs: number[] = [];
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      const started = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, PROBE_MS));
+      stallsMs.push(performance.now() - started - PROBE_MS);
+    }
+    return stallsMs;
+  })();
+  return {
+    stop: () => {
+      stopped = true;
+      return done;
+    },
+  };
+}
+
+/**
+ * The tokens arrivals at a server may come over the envelope for the machine alone: a send held
+ * up by a stall goes out with the next one on time, so an arrival comes early by up to the longest
+ * stall — in the client, or in the server, which reads it late — `rate` × stall tokens each.
+ * A limiter that sends too fast exceeds it by more with every call.
+ */
+export function stallTokens(stallsMs: readonly number[], rate: number): number {
+  return (2 * rate * Math.max(0, ...stallsMs)) / 1000;
+}
