@@ -229,11 +229,12 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
   ])(
     "--provider=%s %s at twice serve's quota: takes the limit its headers state, at least 90 percent of the quota, under 3 percent 429s",
     async (vendor, flag) => {
-      const articles = 40;
-      // A burst of 2, not 1: with 1 a timer that fires late loses its lateness for good (nothing
-      // banked to catch up with), and on a crowded machine that alone cost 11 % of the rate.
+      // 160 calls, 8 s at the quota: the achieved rate counts from the run's start, so the start-up
+      // (the SDK loading, the first call's trip: 0.3–0.5 s on a crowded machine) is a part of it,
+      // which 80 calls in 4 s could not absorb within the 10 % (17.6–17.9/s of 20).
+      const articles = 80;
       const result = await runCli(
-        [...against(stated, vendor), `--articles=${articles}`, `--rate=${2 * STATED_RATE}`, '--burst=2', '--workers=16', flag, '--json'],
+        [...against(stated, vendor), `--articles=${articles}`, `--rate=${2 * STATED_RATE}`, '--burst=1', '--workers=16', flag, '--json'],
         // A key of its own: each run has the quota to itself.
         { env: { ...ENV, [KEY_VARIABLE]: `${KEY}-${vendor}${flag}` } },
       );
