@@ -2,14 +2,22 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { CancelledError, formatDuration, isMissingPackageError, JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
+import {
+  CancelledError,
+  formatDuration,
+  isMissingPackageError,
+  JsonlWriter,
+  keepSucceeded,
+  SIMULATED_DEFAULTS,
+  type ArticleResult,
+} from '../src/index.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
-import { integer, duration } from './parse-values.ts';
+import { duration, integer, rate } from './parse-values.ts';
 import { Progress } from './progress.ts';
 import {
   addRedisConnectionOptions,
@@ -25,13 +33,14 @@ import {
   addRunOptions,
   createLogger,
   groupRunOptions,
+  inputOption,
   loadProviderPackages,
   oneLineErrors,
   providerSetups,
+  skipInvalidOption,
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
-import { rate } from './parse-values.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 
@@ -121,18 +130,15 @@ interface EnqueueFlags extends QueueFlags, RunFlags {}
 function enqueueCommand(onExit: (code: number) => void): Command {
   const command = addQueueOptions(new Command('enqueue'))
     .description('Add one job per article to the queue (the job id is the article id: enqueueing an input twice adds nothing)')
-    .addOption(new Option('--input <file.jsonl>', "read the articles from JSONL; '-' for standard input"))
+    .addOption(inputOption())
     .addOption(new Option('--articles <n>', 'generate this many articles (as a run does)').argParser(integer(1, 1e9)).default(5))
-    .addOption(new Option('--seed <n>', 'seed of the generated articles').argParser(integer(0)).default(42))
-    .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
+    .addOption(new Option('--seed <n>', 'seed of the generated articles').argParser(integer(0)).default(SIMULATED_DEFAULTS.seed))
+    .addOption(skipInvalidOption())
     .addOption(new Option('--quiet', 'print nothing but errors').default(false))
     .addOption(new Option('--json', 'print the counts as JSON').default(false))
     .addHelpText('after', EXAMPLES);
   oneLineErrors(command);
   command.action(async (flags: EnqueueFlags) => {
-    if (flags.input !== undefined && command.getOptionValueSource('articles') === 'cli') {
-      throw new UsageError('--input and --articles disagree: give one of them');
-    }
     if (flags.skipInvalid && flags.input === undefined) throw new UsageError('--skip-invalid applies to --input files only');
     const opened = await openQueue(flags);
     const { queue } = opened;

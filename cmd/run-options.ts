@@ -186,6 +186,19 @@ export function checkLatencyRange(flags: { readonly minLatency: number; readonly
   }
 }
 
+/** --input: the articles from a file or standard input instead of generated (--articles, which it excludes). */
+export function inputOption(): Option {
+  return new Option(
+    '--input <file.jsonl>',
+    "read articles from JSONL (id, title, content, url?, source?); '-' for standard input",
+  ).conflicts('articles');
+}
+
+/** --skip-invalid: bad input lines counted and skipped rather than stopping the command. */
+export function skipInvalidOption(): Option {
+  return new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false);
+}
+
 /** Adds the run flags; `rateOptions` (the command's own --rate and --burst) go right after --workers. */
 export function addRunOptions(command: Command, rateOptions: readonly Option[], options: { config?: boolean } = {}): Command {
   command
@@ -219,12 +232,8 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(
       new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
     )
-    .addOption(
-      new Option('--input <file.jsonl>', "read articles from JSONL (id, title, content, url?, source?); '-' for standard input").conflicts(
-        'articles',
-      ),
-    )
-    .addOption(new Option('--skip-invalid', 'with --input: skip and count bad lines instead of stopping').default(false))
+    .addOption(inputOption())
+    .addOption(skipInvalidOption())
     .addOption(
       new Option('--headers <style>', `send rate-limit headers in this style: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)),
     )
