@@ -7,13 +7,13 @@ import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
 import { namesOnEveryNode, slotRanges } from '../redis/cluster-slot.ts';
 import {
   freePort,
-  makeCertificates,
   startRedis,
   startRedisCluster,
-  startTlsRedis,
+  startTlsRedisPair,
   type TestCertificates,
   type TestCluster,
   type TestRedis,
+  type TlsRedisPair,
 } from '../redis/redis-server.ts';
 import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
 
@@ -427,21 +427,18 @@ describe('news-processor --redis with an ACL user', () => {
 });
 
 describe('news-processor --redis over TLS', () => {
+  let pair: TlsRedisPair;
   let certificates: TestCertificates;
   let tls: TestRedis;
   let mutual: TestRedis;
 
   beforeAll(async () => {
-    certificates = await makeCertificates();
-    [tls, mutual] = await Promise.all([
-      startTlsRedis(certificates, { authClients: false }),
-      startTlsRedis(certificates, { authClients: true }),
-    ]);
+    pair = await startTlsRedisPair();
+    ({ certificates, tls, mutual } = pair);
   });
 
   afterAll(async () => {
-    await Promise.all([tls?.stop(), mutual?.stop()]);
-    await certificates?.remove();
+    await pair?.stop();
   });
 
   const run = (url: string, ...flags: string[]) => runCli(['--articles=2', '--rate=50', ...QUICK, '--quiet', '--redis', url, ...flags]);

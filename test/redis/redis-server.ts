@@ -227,3 +227,31 @@ export function startTlsRedis(certificates: TestCertificates, options: { readonl
     ],
   });
 }
+
+/** Certificates of a test CA and the two TLS servers the tests use, stopped together. */
+export interface TlsRedisPair {
+  readonly certificates: TestCertificates;
+  /** TLS only, any client. */
+  readonly tls: TestRedis;
+  /** TLS only, clients with a certificate signed by the test CA (`tls-auth-clients yes`). */
+  readonly mutual: TestRedis;
+  stop(): Promise<void>;
+}
+
+/** Makes a CA and starts a TLS server that takes any client and one that wants a client certificate. */
+export async function startTlsRedisPair(): Promise<TlsRedisPair> {
+  const certificates = await makeCertificates();
+  const [tls, mutual] = await Promise.all([
+    startTlsRedis(certificates, { authClients: false }),
+    startTlsRedis(certificates, { authClients: true }),
+  ]);
+  return {
+    certificates,
+    tls,
+    mutual,
+    stop: async () => {
+      await Promise.all([tls.stop(), mutual.stop()]);
+      await certificates.remove();
+    },
+  };
+}

@@ -11,8 +11,9 @@ import {
   type RedisConnection,
   type RedisTlsFileError,
 } from '../../src/redis/index.ts';
-import { makeCertificates, startTlsRedis, type TestCertificates, type TestRedis } from './redis-server.ts';
+import { startTlsRedisPair, type TestCertificates, type TestRedis, type TlsRedisPair } from './redis-server.ts';
 
+let pair: TlsRedisPair;
 let certificates: TestCertificates;
 /** TLS only, any client. */
 let tls: TestRedis;
@@ -20,16 +21,12 @@ let tls: TestRedis;
 let mutual: TestRedis;
 
 beforeAll(async () => {
-  certificates = await makeCertificates();
-  [tls, mutual] = await Promise.all([
-    startTlsRedis(certificates, { authClients: false }),
-    startTlsRedis(certificates, { authClients: true }),
-  ]);
+  pair = await startTlsRedisPair();
+  ({ certificates, tls, mutual } = pair);
 });
 
 afterAll(async () => {
-  await Promise.all([tls?.stop(), mutual?.stop()]);
-  await certificates?.remove();
+  await pair?.stop();
 });
 
 const ONE_CALL = { requests: 1, inputTokens: 0, outputTokens: 0 };
