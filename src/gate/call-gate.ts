@@ -382,7 +382,7 @@ export class CallGate {
 
   /** The mean of the first calls, then a moving one: prompts change with the articles. */
   #recordCost(cost: CallCost): void {
-    this.#reserved = movingMean(this.#reserved === REQUEST_ONLY ? undefined : this.#reserved, cost, this.#reservedSeen++);
+    this.#reserved = movingMean(this.#reserved, cost, this.#reservedSeen++);
   }
 
   /** Calls `listener` on every change of the circuit's state; returns a function that stops it. */
@@ -590,8 +590,8 @@ class Attempt implements AttemptEvent {
 }
 
 /** A mean of the first 16 costs, then a moving mean of weight 1/16. */
-function movingMean(mean: CallCost | undefined, next: CallCost, seen: number): CallCost {
-  if (mean === undefined || seen === 0) return { requests: 1, inputTokens: next.inputTokens, outputTokens: next.outputTokens };
+function movingMean(mean: CallCost, next: CallCost, seen: number): CallCost {
+  if (seen === 0) return { requests: 1, inputTokens: next.inputTokens, outputTokens: next.outputTokens };
   const weight = seen < 16 ? 1 / (seen + 1) : 1 / 16;
   return {
     requests: 1,
