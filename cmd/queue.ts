@@ -22,6 +22,7 @@ import { Progress } from './progress.ts';
 import {
   addRedisConnectionOptions,
   addRedisOptions,
+  checkRedisUrl,
   connectFlags,
   shareLimits,
   validateRedisFlags,
@@ -63,7 +64,7 @@ function checkQueueFlags(flags: QueueFlags): asserts flags is QueueFlags & { red
     throw new UsageError(`--queue ${JSON.stringify(flags.queue)}: expected 1 to 100 letters, digits, '.', '_' or '-'`);
   }
   if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue');
-  if (!/^rediss?:\/\/./i.test(flags.redis)) throw new UsageError('--redis: expected a redis:// or rediss:// URL (rediss:// for TLS)');
+  checkRedisUrl(flags.redis, '--redis');
 }
 
 /** A queue and the connection its clients were made from: closed together. */

@@ -94,6 +94,12 @@ export function addRedisOptions(command: Command): Command {
     );
 }
 
+/** A --redis value that is a Redis URL at all; `source` names where it came from (--redis or REDIS_URL). */
+export function checkRedisUrl(url: string, source: string): void {
+  // Not echoed: a URL may hold a password.
+  if (!/^rediss?:\/\/./i.test(url)) throw new UsageError(`${source}: expected a redis:// or rediss:// URL (rediss:// for TLS)`);
+}
+
 /** Throws a UsageError for Redis flags that do not go together. */
 export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   const given = (option: string) => command.getOptionValueSource(option) === 'cli';
@@ -117,10 +123,7 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
     }
     return;
   }
-  if (!/^rediss?:\/\/./i.test(flags.redis)) {
-    // Not echoed: a URL may hold a password.
-    throw new UsageError(`${redisSource(command)}: expected a redis:// or rediss:// URL (rediss:// for TLS)`);
-  }
+  checkRedisUrl(flags.redis, redisSource(command));
   if (flags.quotaKey !== undefined && flags.config !== undefined) {
     throw new UsageError('--quota-key names a single provider\'s quota; with --config set "quotaKey" per provider in the file');
   }
