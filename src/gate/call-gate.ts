@@ -28,6 +28,7 @@ import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, ty
 import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
 import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
+import type { CallDeadline } from './call-deadline.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
 import { LocalLimits } from '../limits/local-limits.ts';
 import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from '../limits/provider-limits.ts';
@@ -138,20 +139,28 @@ export interface GateCallOptions {
    */
   readonly deadlineMs?: number | undefined;
   /**
-   * For a call whose deadline starts when the limits grant it (an article's first call on limits
-   * other processes share: see `ProviderLimits.shared`). Until then it has no deadline (`signal`
-   * still aborts it) and takes a grant only when one is at most `maxWaitMs` off: further off, it
-   * takes nothing, sleeps until one would be that near and asks again — so an article not yet
-   * begun never queues ahead of the later calls of articles under way. At the grant, `granted`
-   * returns the deadline and its signal from then on, which replace `deadlineMs` and `signal`.
-   * @default none (the deadline is `deadlineMs` from the start)
+   * A deadline that may not have started yet (an article's): it replaces `signal` and `deadlineMs`.
+   * The gate starts it from its `fromMs` — or, on limits other processes share
+   * (`ProviderLimits.shared`), at the call's grant, taken only when at most
+   * `firstGrantWithinMs()` off: further off, the call takes nothing, sleeps until one would be that
+   * near and asks again, so an article not yet begun never queues ahead of the later calls of
+   * articles under way.
+   * @default none (the deadline is `deadlineMs`, and `signal` aborts the call)
    */
-  readonly startAtGrant?: StartAtGrant | undefined;
+  readonly deadline?: CallDeadline | undefined;
   /**
-   * Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order).
-   * @default none (unranked: served by arrival, behind ranked calls)
+   * Among calls waiting for the limits, lower ranks go first.
+   * @default with a started `deadline`, its instant less `keepBeforeDeadlineMs`; else none (unranked:
+   *   served by arrival, behind ranked calls)
    */
   readonly rank?: number | undefined;
+  /**
+   * With a `deadline` and no `rank`: the time the calls after this one are expected to need before
+   * the deadline, in ms. The call is ranked by the latest instant it can be granted and leave them
+   * that: earliest deadline first. A call whose deadline has not started is unranked.
+   * @default 0
+   */
+  readonly keepBeforeDeadlineMs?: number | undefined;
   /** Told after every attempt. @default none */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /**
@@ -170,19 +179,11 @@ export interface GateCallOptions {
   readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }
 
-/** A call whose deadline starts at its grant: see `GateCallOptions.startAtGrant`. */
-export interface StartAtGrant {
-  /** The longest wait for a grant to take, asked at each try. */
-  maxWaitMs(): number;
-  /** Told the grant's instant; returns the deadline and its signal from then on. */
-  granted(atMs: number): { readonly deadlineMs: number; readonly signal: AbortSignal | undefined };
-}
-
-/** The deadline and signal a call runs under; its first grant may set them (`startAtGrant`). */
+/** The deadline and signal a call runs under; a deadline still to start (`pending`) starts at the first grant. */
 interface CallScope {
   signal: AbortSignal | undefined;
   deadlineMs: number;
-  startAtGrant: StartAtGrant | undefined;
+  pending: CallDeadline | undefined;
 }
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -283,7 +284,7 @@ export class CallGate {
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
     const { onAttempt, tally } = options;
-    const scope: CallScope = { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, startAtGrant: options.startAtGrant };
+    const scope = this.#scopeOf(options);
     let previousDelayMs = 0;
     for (let number = 1; ; ) {
       const attempt = await this.#attempt(request, number, options, scope);
@@ -357,6 +358,29 @@ export class CallGate {
   }
 
   /**
+   * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
+   * limits are shared: this process cannot see the demand ahead of it there, so the call's grant
+   * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
+   * processes' share of the queue.
+   */
+  #scopeOf(options: GateCallOptions): CallScope {
+    const { deadline } = options;
+    if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
+    if (!deadline.started && this.limits.shared !== true) deadline.start(deadline.fromMs);
+    return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
+  }
+
+  /** The provider's name: what the summary and the result lines call this route. */
+  get name(): string {
+    return this.provider.name;
+  }
+
+  /** Ms until `calls` more calls would be granted by the limits, behind those waiting (see `ProviderLimits.backlogMs`). */
+  backlogMs(calls: number, perCall?: CallCost): number {
+    return this.limits.backlogMs(calls, perCall);
+  }
+
+  /**
    * Ms until this provider's circuit may admit a new article's call: 0 when it is closed; until the
    * cooldown ends when open; Infinity while half-open — a call already under way makes the probe,
    * and its outcome decides ({@link onCircuitChange} says when).
@@ -426,15 +450,18 @@ export class CallGate {
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
   async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions, scope: CallScope): Promise<LlmResponse> {
-    const { rank } = options;
-    const start = scope.startAtGrant;
-    if (start === undefined) {
+    const { pending } = scope;
+    const rank = options.rank ?? (options.deadline === undefined ? undefined : scope.deadlineMs - (options.keepBeforeDeadlineMs ?? 0));
+    if (pending === undefined) {
       const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
       attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
     } else {
-      attempt.grant = await this.#acquireNear(cost, start, scope.signal, rank);
-      ({ deadlineMs: scope.deadlineMs, signal: scope.signal } = start.granted(this.clock.now()));
-      scope.startAtGrant = undefined;
+      attempt.grant = await this.#acquireNear(cost, pending, scope.signal, rank);
+      // Independent calls may wait together: the first granted starts the deadline for all.
+      pending.start(this.clock.now());
+      scope.deadlineMs = pending.atMs;
+      scope.signal = pending.signal;
+      scope.pending = undefined;
     }
     attempt.sentAtMs = this.clock.now();
     const { signal, deadlineMs } = scope;
@@ -446,13 +473,18 @@ export class CallGate {
   }
 
   /**
-   * A grant at most `start.maxWaitMs()` off: a refusal took nothing and said how far off the grant
+   * A grant at most `deadline.firstGrantWithinMs()` off: a refusal took nothing and said how far off the grant
    * was, so the call sleeps until it would be that near (at least a call's spacing at the current
    * rate, so that processes refused together do not all ask again at once) and asks again.
    */
-  async #acquireNear(cost: CallCost, start: StartAtGrant, signal: AbortSignal | undefined, rank: number | undefined): Promise<LimitGrant> {
+  async #acquireNear(
+    cost: CallCost,
+    deadline: CallDeadline,
+    signal: AbortSignal | undefined,
+    rank: number | undefined,
+  ): Promise<LimitGrant> {
     for (;;) {
-      const maxWaitMs = Math.max(0, start.maxWaitMs());
+      const maxWaitMs = Math.max(0, deadline.firstGrantWithinMs());
       try {
         return await this.limits.acquire(cost, { signal, maxWaitMs, rank });
       } catch (error) {

@@ -11,6 +11,7 @@ const DOMAIN = [
   'sources',
   'tasks',
   'pipeline',
+  'route',
   'gate',
   'limits',
   'provider',
