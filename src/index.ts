@@ -114,22 +114,25 @@ export type {
   ProviderErrorOptions,
   RetriedFailureOptions,
 } from './provider/provider.ts';
-export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, OUTAGE_PROFILE_WINDOW } from './provider/simulated.ts';
-export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './provider/simulated.ts';
+export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, OUTAGE_PROFILE_WINDOW } from './simulator/simulated.ts';
+export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './simulator/simulated.ts';
 export { estimateInputTokens } from './provider/token-estimate.ts';
-export { HttpApiProvider, OpenAiProvider, AnthropicProvider } from './provider/http-api-provider.ts';
-export { OPENAI_DEFAULTS, ANTHROPIC_DEFAULTS } from './provider/vendor-defaults.ts';
+export { HttpApiProvider } from './vendors/http-api-provider.ts';
+export { OpenAiProvider } from './vendors/openai/openai-provider.ts';
+export { AnthropicProvider } from './vendors/anthropic/anthropic-provider.ts';
+export { OPENAI_DEFAULTS } from './vendors/openai/defaults.ts';
+export { ANTHROPIC_DEFAULTS } from './vendors/anthropic/defaults.ts';
 export { strictSchemaProblem } from './provider/strict-schema.ts';
-export { createHttpProvider } from './provider/provider-types.ts';
-export type { ProviderType, HttpProviderType } from './provider/provider-types.ts';
+export { createHttpProvider } from './vendors/registry.ts';
+export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
-export type { HttpProviderOptions, HttpProviderDefaults } from './provider/http-api.ts';
+export type { HttpProviderOptions, HttpProviderDefaults } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
 export { MissingPackageError, isMissingPackageError } from './optional-package.ts';
 export type { OptionalPackage } from './optional-package.ts';
 
 // Rate-limit headers as providers send them, read and written.
-export { parseRateLimitHeaders, formatRateLimitHeaders } from './provider/rate-limit-headers.ts';
+export { parseRateLimitHeaders, formatRateLimitHeaders } from './vendors/rate-limit-headers.ts';
 export type {
   HeaderStyle,
   HeaderSource,
@@ -138,7 +141,7 @@ export type {
   RateLimitInfo,
   ParseRateLimitHeadersOptions,
   FormatRateLimitHeadersOptions,
-} from './provider/rate-limit-headers.ts';
+} from './vendors/rate-limit-headers.ts';
 
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, ConfigError, isConfigError } from './config/providers-config.ts';

@@ -2,7 +2,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
 import { CircuitBreaker, isBrokenCircuitError, type BreakerPermit, type BrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { parseRateLimitHeaders, type RateLimitInfo } from '../provider/rate-limit-headers.ts';
+import { parseRateLimitHeaders, type RateLimitInfo } from '../vendors/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
 import {

@@ -15,6 +15,8 @@ const DOMAIN = [
   'gate',
   'limits',
   'provider',
+  'vendors',
+  'simulator',
   'sinks',
   'config',
   'bench',
