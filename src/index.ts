@@ -41,7 +41,8 @@ export type { KeptResults } from './sinks/results-file.ts';
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
-export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
+export type { CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
+export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
 export type { CallDeadline } from './gate/call-deadline.ts';
 export type { Route, RouteAnswer } from './route/route.ts';
 export { providerSetupProblem, checkProviderSetup } from './gate/provider-options.ts';

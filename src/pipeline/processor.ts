@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { AttemptEvent } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
 import type { CallDeadline } from '../gate/call-deadline.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';

@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
+import { CallGate } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
 import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../limits/budget.ts';
 import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';

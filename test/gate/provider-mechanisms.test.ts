@@ -6,7 +6,8 @@ import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../.
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
-import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
+import { CallGate } from '../../src/gate/call-gate.ts';
+import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { RetryError } from '../../src/retry/retry.ts';
