@@ -11,7 +11,7 @@ import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { BudgetExhaustedError, NANO_USD, type Budget } from '../limits/budget.ts';
 import { worstCaseNanoUsd } from './call-cost.ts';
-import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
+import { checkProviderSetup, isProviderLimits, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
 import { LocalLimits } from '../limits/local-limits.ts';
@@ -153,9 +153,7 @@ export class CallGate {
     checkProviderSetup(options, provider.name);
     this.provider = provider;
     this.clock = options.clock ?? systemClock;
-    const limits = Array.isArray(options.limits)
-      ? new LocalLimits({ limits: options.limits as readonly LimitSpec[], clock: this.clock })
-      : (options.limits as ProviderLimits);
+    const limits = isProviderLimits(options.limits) ? options.limits : new LocalLimits({ limits: options.limits, clock: this.clock });
     this.limits = limits;
     const logger = options.logger ?? silentLogger;
     if (options.breaker !== undefined) {

@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
+import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../limits/budget.ts';
-import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
@@ -315,8 +314,4 @@ export function taskProviders(
     assigned.set(task.name, name);
   }
   return assigned;
-}
-
-function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
-  return Array.isArray(limits) ? (limits as readonly LimitSpec[]) : (limits as ProviderLimits).specs;
 }
