@@ -24,7 +24,7 @@
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createRandom } from '../src/provider/random.ts';
+import { createRandom } from '../src/simulator/random.ts';
 import { runScenario, type ScenarioOptions, type ScenarioResult } from './lib/adaptive-harness.ts';
 
 const { values } = parseArgs({

@@ -7,7 +7,7 @@ import {
   PROVIDER_TYPES,
   isEnvVariableName,
   isHttpProviderType,
-} from '../src/provider/provider-types.ts';
+} from '../src/vendors/registry.ts';
 import {
   createHttpProvider,
   type HttpProviderDefaults,
@@ -16,7 +16,7 @@ import {
   type ProviderType,
   type RunStop,
 } from '../src/index.ts';
-import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials } from '../src/provider/http-api.ts';
+import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials } from '../src/vendors/http-api.ts';
 import { oneOf } from './parse-values.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';

@@ -22,8 +22,8 @@ import {
   type ProviderLimits,
   HttpApiProvider,
 } from '../src/index.ts';
-import { HEADER_STYLES } from '../src/provider/rate-limit-headers.ts';
-import { PROFILE_NAMES } from '../src/provider/simulated.ts';
+import { HEADER_STYLES } from '../src/vendors/rate-limit-headers.ts';
+import { PROFILE_NAMES } from '../src/simulator/simulated.ts';
 import { parseOutageWindow } from '../src/config/providers-config.ts';
 import { loadTokenizer } from '../src/provider/token-estimate.ts';
 import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';

@@ -41,7 +41,10 @@ export type { KeptResults } from './sinks/results-file.ts';
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
-export type { AttemptEvent, AttemptOutcome, CallGateOptions, GateCallOptions, GateFigures, StartAtGrant } from './gate/call-gate.ts';
+export type { CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
+export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
+export type { CallDeadline } from './gate/call-deadline.ts';
+export type { Route, RouteAnswer } from './route/route.ts';
 export { providerSetupProblem, checkProviderSetup } from './gate/provider-options.ts';
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 
@@ -112,22 +115,25 @@ export type {
   ProviderErrorOptions,
   RetriedFailureOptions,
 } from './provider/provider.ts';
-export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, OUTAGE_PROFILE_WINDOW } from './provider/simulated.ts';
-export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './provider/simulated.ts';
+export { SimulatedProvider, SIMULATED_DEFAULTS, FAILURE_PROFILES, OUTAGE_PROFILE_WINDOW } from './simulator/simulated.ts';
+export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './simulator/simulated.ts';
 export { estimateInputTokens } from './provider/token-estimate.ts';
-export { HttpApiProvider, OpenAiProvider, AnthropicProvider } from './provider/http-api-provider.ts';
-export { OPENAI_DEFAULTS, ANTHROPIC_DEFAULTS } from './provider/vendor-defaults.ts';
+export { HttpApiProvider } from './vendors/http-api-provider.ts';
+export { OpenAiProvider } from './vendors/openai/openai-provider.ts';
+export { AnthropicProvider } from './vendors/anthropic/anthropic-provider.ts';
+export { OPENAI_DEFAULTS } from './vendors/openai/defaults.ts';
+export { ANTHROPIC_DEFAULTS } from './vendors/anthropic/defaults.ts';
 export { strictSchemaProblem } from './provider/strict-schema.ts';
-export { createHttpProvider } from './provider/provider-types.ts';
-export type { ProviderType, HttpProviderType } from './provider/provider-types.ts';
+export { createHttpProvider } from './vendors/registry.ts';
+export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
-export type { HttpProviderOptions, HttpProviderDefaults } from './provider/http-api.ts';
+export type { HttpProviderOptions, HttpProviderDefaults } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
 export { MissingPackageError, isMissingPackageError } from './optional-package.ts';
 export type { OptionalPackage } from './optional-package.ts';
 
 // Rate-limit headers as providers send them, read and written.
-export { parseRateLimitHeaders, formatRateLimitHeaders } from './provider/rate-limit-headers.ts';
+export { parseRateLimitHeaders, formatRateLimitHeaders } from './vendors/rate-limit-headers.ts';
 export type {
   HeaderStyle,
   HeaderSource,
@@ -136,7 +142,7 @@ export type {
   RateLimitInfo,
   ParseRateLimitHeadersOptions,
   FormatRateLimitHeadersOptions,
-} from './provider/rate-limit-headers.ts';
+} from './vendors/rate-limit-headers.ts';
 
 // Configuration: the providers file, and durations as Go writes them.
 export { loadProvidersConfig, parseProvidersConfig, ConfigError, isConfigError } from './config/providers-config.ts';

@@ -9,9 +9,9 @@ import type { AdaptiveTuning } from '../../src/limits/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
-import type { HeaderStyle } from '../../src/provider/rate-limit-headers.ts';
+import type { HeaderStyle } from '../../src/vendors/rate-limit-headers.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
-import { SimulatedProvider, type ProviderQuota } from '../../src/provider/simulated.ts';
+import { SimulatedProvider, type ProviderQuota } from '../../src/simulator/simulated.ts';
 import { builtinRequest } from '../../test/requests.ts';
 
 export interface ScenarioOptions {

@@ -1,4 +1,4 @@
-import type { ProviderQuota } from '../provider/simulated.ts';
+import type { ProviderQuota } from '../simulator/simulated.ts';
 import { settingColors } from './setting-colors.ts';
 import type { SettingResult, SweepResult } from './sweep.ts';
 import { textWidthPx } from './text-width.ts';

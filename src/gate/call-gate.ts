@@ -1,36 +1,24 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { Logger } from 'pino';
-import { CircuitBreaker, isBrokenCircuitError, type BreakerPermit, type BrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import { CircuitBreaker, type BrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
-import { parseRateLimitHeaders, type RateLimitInfo } from '../provider/rate-limit-headers.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
-import type { LlmRequest, LlmResponse, Provider, ResponseHeaders, TokenUsage } from '../provider/provider.ts';
-import {
-  AuthenticationError,
-  BadRequestError,
-  DEFAULT_MAX_OUTPUT_TOKENS,
-  MalformedOutputError,
-  NotAnApiError,
-  NetworkError,
-  QuotaExhaustedError,
-  RateLimitError,
-  RefusalError,
-  ServerError,
-  TimeoutError,
-  TruncatedOutputError,
-  isTimeoutError,
-} from '../provider/provider.ts';
+import type { LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import { DEFAULT_MAX_OUTPUT_TOKENS, TimeoutError, isTimeoutError } from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
-import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
+import { RetryError, RetryPolicy, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
-import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
-import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
-import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
+import { BudgetExhaustedError, NANO_USD, type Budget } from '../limits/budget.ts';
+import { worstCaseNanoUsd } from './call-cost.ts';
+import { checkProviderSetup, isProviderLimits, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
 import { LocalLimits } from '../limits/local-limits.ts';
-import { isLimitTooSmallError, type CallCost, type LimitGrant, type LimitSpec, type ProviderLimits } from '../limits/provider-limits.ts';
+import type { CallCost, LimitGrant, LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import { Attempt, type AttemptEvent } from './attempt.ts';
+import { adaptRate, logFailure, settleBudget, settleGrant, syncHeaders, tellBreaker, type AttemptObserver } from './attempt-observers.ts';
+import type { CallDeadline } from './call-deadline.ts';
 
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
@@ -39,64 +27,6 @@ export const GATE_DEFAULTS = Object.freeze({
   /** Lower the limits to what the provider's rate-limit headers say remains. */
   syncHeaders: false,
 });
-
-/** How one attempt ended. */
-export type AttemptOutcome =
-  | 'ok'
-  /** The provider's failures, by their type (see the errors in `provider.ts`). */
-  | 'rate-limited'
-  | 'server-error'
-  | 'timeout'
-  | 'network-error'
-  | 'rejected'
-  | 'unauthorized'
-  | 'quota-exhausted'
-  | 'truncated'
-  | 'refused'
-  | 'malformed'
-  /** A 2xx whose body is not the API's (a web page): see `NotAnApiError`. */
-  | 'not-an-api'
-  /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
-  | 'limiter-timeout'
-  | 'circuit-open'
-  | 'too-large'
-  /** The budget could not cover the call's worst case: nothing was sent. */
-  | 'over-budget'
-  | 'aborted'
-  | 'error';
-
-/** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
-export interface AttemptEvent {
-  readonly provider: string;
-  readonly task: LlmRequest['task'];
-  readonly articleId: string;
-  /** The pool slot that made the call, when the caller said. */
-  readonly workerId: number | undefined;
-  /** 1-based attempt number within this call. */
-  readonly attempt: number;
-  readonly outcome: AttemptOutcome;
-  /** Time spent waiting for the limits, in ms. */
-  readonly waitMs: number;
-  /** Whether the limits granted the call and the provider was called (each such attempt spent its cost). */
-  readonly called: boolean;
-  /** Clock reading when the provider was called; undefined when it was not. */
-  readonly sentAtMs: number | undefined;
-  /** Time the provider took to answer (0 when it was not called), in ms. */
-  readonly latencyMs: number;
-  /** Clock reading when the attempt ended. */
-  readonly atMs: number;
-  /** Delay before the next attempt, when there will be one, in ms. */
-  readonly retryInMs: number | undefined;
-  /** What the attempt failed with; undefined when it succeeded. */
-  readonly error: unknown;
-  /** The tokens the provider reported for a successful call. */
-  readonly usage: TokenUsage | undefined;
-  /**
-   * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
-   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
-   */
-  readonly costUsd: number | undefined;
-}
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
 export interface GateFigures {
@@ -138,20 +68,28 @@ export interface GateCallOptions {
    */
   readonly deadlineMs?: number | undefined;
   /**
-   * For a call whose deadline starts when the limits grant it (an article's first call on limits
-   * other processes share: see `ProviderLimits.shared`). Until then it has no deadline (`signal`
-   * still aborts it) and takes a grant only when one is at most `maxWaitMs` off: further off, it
-   * takes nothing, sleeps until one would be that near and asks again — so an article not yet
-   * begun never queues ahead of the later calls of articles under way. At the grant, `granted`
-   * returns the deadline and its signal from then on, which replace `deadlineMs` and `signal`.
-   * @default none (the deadline is `deadlineMs` from the start)
+   * A deadline that may not have started yet (an article's): it replaces `signal` and `deadlineMs`.
+   * The gate starts it from its `fromMs` — or, on limits other processes share
+   * (`ProviderLimits.shared`), at the call's grant, taken only when at most
+   * `firstGrantWithinMs()` off: further off, the call takes nothing, sleeps until one would be that
+   * near and asks again, so an article not yet begun never queues ahead of the later calls of
+   * articles under way.
+   * @default none (the deadline is `deadlineMs`, and `signal` aborts the call)
    */
-  readonly startAtGrant?: StartAtGrant | undefined;
+  readonly deadline?: CallDeadline | undefined;
   /**
-   * Among calls waiting for the limits, lower ranks go first (the pipeline: the article's start order).
-   * @default none (unranked: served by arrival, behind ranked calls)
+   * Among calls waiting for the limits, lower ranks go first.
+   * @default with a started `deadline`, its instant less `keepBeforeDeadlineMs`; else none (unranked:
+   *   served by arrival, behind ranked calls)
    */
   readonly rank?: number | undefined;
+  /**
+   * With a `deadline` and no `rank`: the time the calls after this one are expected to need before
+   * the deadline, in ms. The call is ranked by the latest instant it can be granted and leave them
+   * that: earliest deadline first. A call whose deadline has not started is unranked.
+   * @default 0
+   */
+  readonly keepBeforeDeadlineMs?: number | undefined;
   /** Told after every attempt. @default none */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
   /**
@@ -170,23 +108,12 @@ export interface GateCallOptions {
   readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }
 
-/** A call whose deadline starts at its grant: see `GateCallOptions.startAtGrant`. */
-export interface StartAtGrant {
-  /** The longest wait for a grant to take, asked at each try. */
-  maxWaitMs(): number;
-  /** Told the grant's instant; returns the deadline and its signal from then on. */
-  granted(atMs: number): { readonly deadlineMs: number; readonly signal: AbortSignal | undefined };
-}
-
-/** The deadline and signal a call runs under; its first grant may set them (`startAtGrant`). */
+/** The deadline and signal a call runs under; a deadline still to start (`pending`) starts at the first grant. */
 interface CallScope {
   signal: AbortSignal | undefined;
   deadlineMs: number;
-  startAtGrant: StartAtGrant | undefined;
+  pending: CallDeadline | undefined;
 }
-
-/** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
-type AttemptObserver = (attempt: Attempt) => void;
 
 /**
  * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
@@ -226,9 +153,7 @@ export class CallGate {
     checkProviderSetup(options, provider.name);
     this.provider = provider;
     this.clock = options.clock ?? systemClock;
-    const limits = Array.isArray(options.limits)
-      ? new LocalLimits({ limits: options.limits as readonly LimitSpec[], clock: this.clock })
-      : (options.limits as ProviderLimits);
+    const limits = isProviderLimits(options.limits) ? options.limits : new LocalLimits({ limits: options.limits, clock: this.clock });
     this.limits = limits;
     const logger = options.logger ?? silentLogger;
     if (options.breaker !== undefined) {
@@ -283,7 +208,7 @@ export class CallGate {
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
     const { onAttempt, tally } = options;
-    const scope: CallScope = { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, startAtGrant: options.startAtGrant };
+    const scope = this.#scopeOf(options);
     let previousDelayMs = 0;
     for (let number = 1; ; ) {
       const attempt = await this.#attempt(request, number, options, scope);
@@ -357,6 +282,29 @@ export class CallGate {
   }
 
   /**
+   * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
+   * limits are shared: this process cannot see the demand ahead of it there, so the call's grant
+   * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
+   * processes' share of the queue.
+   */
+  #scopeOf(options: GateCallOptions): CallScope {
+    const { deadline } = options;
+    if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
+    if (!deadline.started && this.limits.shared !== true) deadline.start(deadline.fromMs);
+    return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
+  }
+
+  /** The provider's name: what the summary and the result lines call this route. */
+  get name(): string {
+    return this.provider.name;
+  }
+
+  /** Ms until `calls` more calls would be granted by the limits, behind those waiting (see `ProviderLimits.backlogMs`). */
+  backlogMs(calls: number, perCall?: CallCost): number {
+    return this.limits.backlogMs(calls, perCall);
+  }
+
+  /**
    * Ms until this provider's circuit may admit a new article's call: 0 when it is closed; until the
    * cooldown ends when open; Infinity while half-open — a call already under way makes the probe,
    * and its outcome decides ({@link onCircuitChange} says when).
@@ -426,15 +374,18 @@ export class CallGate {
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
   async #send(attempt: Attempt, cost: CallCost, maxOutputTokens: number, options: GateCallOptions, scope: CallScope): Promise<LlmResponse> {
-    const { rank } = options;
-    const start = scope.startAtGrant;
-    if (start === undefined) {
+    const { pending } = scope;
+    const rank = options.rank ?? (options.deadline === undefined ? undefined : scope.deadlineMs - (options.keepBeforeDeadlineMs ?? 0));
+    if (pending === undefined) {
       const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
       attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
     } else {
-      attempt.grant = await this.#acquireNear(cost, start, scope.signal, rank);
-      ({ deadlineMs: scope.deadlineMs, signal: scope.signal } = start.granted(this.clock.now()));
-      scope.startAtGrant = undefined;
+      attempt.grant = await this.#acquireNear(cost, pending, scope.signal, rank);
+      // Independent calls may wait together: the first granted starts the deadline for all.
+      pending.start(this.clock.now());
+      scope.deadlineMs = pending.atMs;
+      scope.signal = pending.signal;
+      scope.pending = undefined;
     }
     attempt.sentAtMs = this.clock.now();
     const { signal, deadlineMs } = scope;
@@ -446,13 +397,18 @@ export class CallGate {
   }
 
   /**
-   * A grant at most `start.maxWaitMs()` off: a refusal took nothing and said how far off the grant
+   * A grant at most `deadline.firstGrantWithinMs()` off: a refusal took nothing and said how far off the grant
    * was, so the call sleeps until it would be that near (at least a call's spacing at the current
    * rate, so that processes refused together do not all ask again at once) and asks again.
    */
-  async #acquireNear(cost: CallCost, start: StartAtGrant, signal: AbortSignal | undefined, rank: number | undefined): Promise<LimitGrant> {
+  async #acquireNear(
+    cost: CallCost,
+    deadline: CallDeadline,
+    signal: AbortSignal | undefined,
+    rank: number | undefined,
+  ): Promise<LimitGrant> {
     for (;;) {
-      const maxWaitMs = Math.max(0, start.maxWaitMs());
+      const maxWaitMs = Math.max(0, deadline.firstGrantWithinMs());
       try {
         return await this.limits.acquire(cost, { signal, maxWaitMs, rank });
       } catch (error) {
@@ -507,87 +463,6 @@ export class CallGate {
 }
 
 const REQUEST_ONLY: CallCost = { requests: 1, inputTokens: 0, outputTokens: 0 };
-const NOTHING_USED = { inputTokens: 0, outputTokens: 0 };
-
-/**
- * One attempt as it goes: filled in step by step, then handed to the observers and, as its
- * {@link AttemptEvent}, to the caller. The figures are plain fields, set once it has ended.
- */
-class Attempt implements AttemptEvent {
-  readonly provider: string;
-  readonly request: LlmRequest;
-  readonly task: LlmRequest['task'];
-  readonly articleId: string;
-  readonly workerId: number | undefined;
-  readonly attempt: number;
-  waitStartMs: number;
-  permit: BreakerPermit | undefined;
-  grant: LimitGrant | undefined;
-  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
-  hold: BudgetHold | undefined;
-  worstNanoUsd = 0;
-  readonly price: ProviderPrice | undefined;
-  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
-  costNanoUsd = 0;
-  costUsd: number | undefined;
-  sentAtMs: number | undefined;
-  response: LlmResponse | undefined;
-  error: unknown;
-  outcome: AttemptOutcome = 'ok';
-  called = false;
-  waitMs = 0;
-  latencyMs = 0;
-  atMs = 0;
-  usage: TokenUsage | undefined;
-  retryInMs: number | undefined;
-
-  constructor(
-    provider: string,
-    request: LlmRequest,
-    attempt: number,
-    workerId: number | undefined,
-    startMs: number,
-    price: ProviderPrice | undefined,
-  ) {
-    this.price = price;
-    this.provider = provider;
-    this.request = request;
-    this.task = request.task;
-    this.articleId = request.articleId;
-    this.workerId = workerId;
-    this.attempt = attempt;
-    this.waitStartMs = startMs;
-  }
-
-  #rateLimitInfo: RateLimitInfo | undefined;
-
-  /** The headers the provider answered with, on a response or on an error. */
-  get headers(): ResponseHeaders | undefined {
-    return this.response?.headers ?? (this.error as { headers?: ResponseHeaders } | undefined)?.headers;
-  }
-
-  /** What those headers say of the limits, read once for every observer that asks. */
-  get rateLimitInfo(): RateLimitInfo | undefined {
-    const headers = this.headers;
-    if (headers === undefined) return undefined;
-    this.#rateLimitInfo ??= parseRateLimitHeaders(headers);
-    return this.#rateLimitInfo;
-  }
-
-  end(atMs: number, signal: AbortSignal | undefined): void {
-    this.atMs = atMs;
-    this.called = this.sentAtMs !== undefined;
-    this.waitMs = (this.sentAtMs ?? atMs) - this.waitStartMs;
-    this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
-    this.usage = this.response?.usage;
-    if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
-    if (this.price !== undefined) {
-      const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
-      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
-      this.costUsd = this.costNanoUsd / NANO_USD;
-    }
-  }
-}
 
 /** A mean of the first 16 costs, then a moving mean of weight 1/16. */
 function movingMean(mean: CallCost, next: CallCost, seen: number): CallCost {
@@ -598,116 +473,4 @@ function movingMean(mean: CallCost, next: CallCost, seen: number): CallCost {
     inputTokens: mean.inputTokens + (next.inputTokens - mean.inputTokens) * weight,
     outputTokens: mean.outputTokens + (next.outputTokens - mean.outputTokens) * weight,
   };
-}
-
-/** The grant squares its token estimate with what the call used: all of it back when nothing was used. */
-const settleGrant: AttemptObserver = (attempt) => {
-  if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
-  else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
-};
-
-/**
- * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
- * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
- * it may have been billed in full, and the budget must never be overspent.
- */
-const settleBudget: AttemptObserver = (attempt) => {
-  const { hold } = attempt;
-  if (hold === undefined) return;
-  if (!attempt.called) return hold.settle(0);
-  const billed = billedUsage(attempt.usage, attempt.error);
-  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
-};
-
-/** The outcomes that say the provider is unwell: what the breaker counts. */
-const UNHEALTHY: ReadonlySet<AttemptOutcome> = new Set(['server-error', 'timeout', 'network-error', 'error']);
-
-/**
- * Only the provider's own ill health counts against it: not a 429 (the limits' business), not a
- * request it refused or an answer it botched (it is up), not a wait that ran out or was aborted
- * before the call.
- */
-const tellBreaker: AttemptObserver = (attempt) => {
-  const { permit, outcome } = attempt;
-  if (permit === undefined) return;
-  if (outcome === 'ok') permit.success();
-  else if (attempt.called && UNHEALTHY.has(outcome)) permit.failure();
-  else permit.release();
-};
-
-/**
- * The adaptive rate hears of 429s and successes — and, when the provider states its request limit
- * in its headers, adopts that instead of searching for it.
- */
-function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
-  return (attempt) => {
-    const stated = statedRequestRate(attempt.rateLimitInfo);
-    if (stated !== undefined) adaptive.onStatedLimit(stated);
-    if (attempt.outcome === 'ok') adaptive.onSuccess({ sentAtMs: attempt.sentAtMs });
-    else if (attempt.outcome === 'rate-limited') {
-      adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
-    }
-  };
-}
-
-/**
- * Lowers each limit to what the provider says remains of it, and the request rate to the limit it
- * states (a bucket refilling faster than the provider's would only fill with 429s); never raises
- * either. With an adaptive rate, which runs first, the stated rate is the adaptive rate's already.
- */
-function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
-  return (attempt) => {
-    for (const status of attempt.rateLimitInfo?.limits ?? []) {
-      if (status.remaining === undefined) continue;
-      limits.lowerTo(status.kind, status.remaining);
-      logger.debug({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
-    }
-    const stated = statedRequestRate(attempt.rateLimitInfo);
-    if (stated !== undefined && stated < limits.rate) {
-      limits.setRate(stated);
-      logger.debug({ kind: 'requests', rate: stated }, 'rate synced to headers');
-    }
-  };
-}
-
-/** The request limit the headers state, in requests per second (their limit over their window); undefined when they state none. */
-function statedRequestRate(info: RateLimitInfo | undefined): number | undefined {
-  const stated = info?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
-  return stated === undefined || !(stated.limit! > 0) ? undefined : (stated.limit! * 1000) / stated.windowMs!;
-}
-
-function logFailure(logger: Logger): AttemptObserver {
-  return (attempt) => {
-    if (attempt.outcome === 'ok') return;
-    const { articleId, task, attempt: number, outcome, error } = attempt;
-    logger.debug({ articleId, task, attempt: number, outcome, err: error }, 'attempt failed');
-  };
-}
-
-const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => Error, AttemptOutcome])[] = [
-  [RateLimitError, 'rate-limited'],
-  [ServerError, 'server-error'],
-  [TimeoutError, 'timeout'],
-  [NetworkError, 'network-error'],
-  [BadRequestError, 'rejected'],
-  [AuthenticationError, 'unauthorized'],
-  [QuotaExhaustedError, 'quota-exhausted'],
-  [TruncatedOutputError, 'truncated'],
-  [RefusalError, 'refused'],
-  [MalformedOutputError, 'malformed'],
-  [NotAnApiError, 'not-an-api'],
-];
-
-function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
-  if (signal?.aborted && error === signal.reason) {
-    // The article's deadline passing while the call waited for its token is the limiter's timeout.
-    if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
-    return 'aborted';
-  }
-  for (const [type, outcome] of PROVIDER_OUTCOMES) if (error instanceof type) return outcome;
-  if (isMaxWaitExceededError(error)) return 'limiter-timeout';
-  if (isBrokenCircuitError(error)) return 'circuit-open';
-  if (isLimitTooSmallError(error)) return 'too-large';
-  if (isBudgetExhaustedError(error)) return 'over-budget';
-  return 'error';
 }

@@ -78,6 +78,14 @@ export interface BreakerSetup extends Omit<CircuitBreakerOptions, 'clock' | 'nam
   readonly giveUpAfterMs?: number | undefined;
 }
 
+/** The limits a setup's `limits` describe: the specs given, or those of the limits kept elsewhere. */
+export function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
+  return isProviderLimits(limits) ? limits.specs : limits;
+}
+
+/** Whether a setup's `limits` are kept elsewhere (a `ProviderLimits`) rather than given as specs. */
+export const isProviderLimits = (limits: ProviderSetup['limits']): limits is ProviderLimits => !Array.isArray(limits);
+
 /** Which cross-field rule a provider's options break: see {@link providerSetupProblem}. */
 export type ProviderSetupRule = 'token-burst' | 'adaptive-rate';
 
@@ -101,7 +109,7 @@ export interface ProviderSetupProblem {
 export function providerSetupProblem(
   setup: Pick<ProviderSetup, 'limits' | 'adaptive' | 'maxOutputTokens'>,
 ): ProviderSetupProblem | undefined {
-  const specs = Array.isArray(setup.limits) ? (setup.limits as readonly LimitSpec[]) : (setup.limits as ProviderLimits).specs;
+  const specs = specsOf(setup.limits);
   const maxOutputTokens = setup.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const reserved = `maxOutputTokens (${maxOutputTokens}${setup.maxOutputTokens === undefined ? ', the default' : ''}`;
   for (const [index, spec] of specs.entries()) {
@@ -120,9 +128,7 @@ export function providerSetupProblem(
     }
   }
   if (setup.adaptive !== undefined) {
-    const rate = Array.isArray(setup.limits)
-      ? (specs.find((spec) => spec.kind === 'requests')?.rate ?? Infinity)
-      : (setup.limits as ProviderLimits).rate;
+    const rate = isProviderLimits(setup.limits) ? setup.limits.rate : (specs.find((spec) => spec.kind === 'requests')?.rate ?? Infinity);
     if (!(rate < Infinity)) {
       return {
         rule: 'adaptive-rate',

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { CallGate } from '../gate/call-gate.ts';
+import type { Route } from '../route/route.ts';
 
 /** A wait this short is none: the difference is float arithmetic, not time. */
 const EPSILON_MS = 1e-6;
@@ -19,34 +19,34 @@ const EPSILON_MS = 1e-6;
 export class Admission {
   readonly #clock: Clock;
   readonly #budgetMs: () => number;
-  /** Each gate, with the calls one article makes through it. */
-  readonly #callsPerArticle: ReadonlyMap<CallGate, number>;
-  /** Calls that admitted articles will still make through each gate (not yet waiting at its limits). */
-  readonly #promised = new Map<CallGate, number>();
+  /** Each route, with the calls one article makes through it. */
+  readonly #callsPerArticle: ReadonlyMap<Route, number>;
+  /** Calls that admitted articles will still make through each route (not yet waiting at its limits). */
+  readonly #promised = new Map<Route, number>();
   #running = 0;
   readonly #waiting: (() => void)[] = [];
   #cancelTimer: (() => void) | undefined;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.#releaseAll();
-  /** Stops listening to each gate's circuit: a probe that settles may let the next article in. */
+  /** Stops listening to each route's circuit: a probe that settles may let the next article in. */
   readonly #unwatch: (() => void)[];
 
   /**
-   * @param gates the gate of each task an article goes through, in order
+   * @param routes the route of each task an article goes through, in order
    * @param budgetMs how long an article may wait for the limits in all (its timeout less the time
    *   its calls will take), asked afresh at each decision
    */
-  constructor(gates: readonly CallGate[], clock: Clock, budgetMs: () => number, signal: AbortSignal | undefined) {
-    const callsPerArticle = new Map<CallGate, number>();
-    for (const gate of gates) callsPerArticle.set(gate, (callsPerArticle.get(gate) ?? 0) + 1);
+  constructor(routes: readonly Route[], clock: Clock, budgetMs: () => number, signal: AbortSignal | undefined) {
+    const callsPerArticle = new Map<Route, number>();
+    for (const route of routes) callsPerArticle.set(route, (callsPerArticle.get(route) ?? 0) + 1);
     this.#callsPerArticle = callsPerArticle;
-    for (const gate of callsPerArticle.keys()) this.#promised.set(gate, 0);
+    for (const route of callsPerArticle.keys()) this.#promised.set(route, 0);
     this.#clock = clock;
     this.#budgetMs = budgetMs;
     this.#signal = signal;
     signal?.addEventListener('abort', this.#onAbort, { once: true });
-    this.#unwatch = [...callsPerArticle.keys()].map((gate) =>
-      gate.onCircuitChange(() => {
+    this.#unwatch = [...callsPerArticle.keys()].map((route) =>
+      route.onCircuitChange(() => {
         // Not now: reading the circuit's state while scheduling is what turns it half-open.
         queueMicrotask(() => {
           if (this.#waiting.length > 0) this.#schedule();
@@ -79,14 +79,14 @@ export class Admission {
     });
   }
 
-  /** The article is about to call `gate`: that call leaves the promised and joins the limits' own count. */
-  calling(gate: CallGate): void {
-    this.#promised.set(gate, this.#promised.get(gate)! - 1);
+  /** The article is about to call `route`: that call leaves the promised and joins the limits' own count. */
+  calling(route: Route): void {
+    this.#promised.set(route, this.#promised.get(route)! - 1);
   }
 
-  /** The article ended; `uncalled` are the gates of the tasks it never got to. */
-  finished(uncalled: readonly CallGate[]): void {
-    for (const gate of uncalled) this.#promised.set(gate, this.#promised.get(gate)! - 1);
+  /** The article ended; `uncalled` are the routes of the tasks it never got to. */
+  finished(uncalled: readonly Route[]): void {
+    for (const route of uncalled) this.#promised.set(route, this.#promised.get(route)! - 1);
     this.#running--;
     // Promised calls given back can let the next article in before the timer would.
     if (this.#waiting.length > 0) this.#schedule();
@@ -94,7 +94,7 @@ export class Admission {
 
   #start(): void {
     this.#running++;
-    for (const [gate, calls] of this.#callsPerArticle) this.#promised.set(gate, this.#promised.get(gate)! + calls);
+    for (const [route, calls] of this.#callsPerArticle) this.#promised.set(route, this.#promised.get(route)! + calls);
   }
 
   /** Ms until a new article's calls would all fit in its budget (0: they fit now). */
@@ -106,11 +106,11 @@ export class Admission {
     const alone = this.#running === 0;
     const budgetMs = alone ? 0 : this.#budgetMs();
     let waitMs = 0;
-    for (const [gate, calls] of this.#callsPerArticle) {
-      waitMs = Math.max(waitMs, gate.circuitWaitMs());
+    for (const [route, calls] of this.#callsPerArticle) {
+      waitMs = Math.max(waitMs, route.circuitWaitMs());
       if (alone) continue;
-      // Each call counted at what the gate's calls take (their tokens too, once it has seen some).
-      const backlogMs = gate.limits.backlogMs(this.#promised.get(gate)! + calls, gate.typicalCost());
+      // Each call counted at what the route's calls take (their tokens too, once it has seen some).
+      const backlogMs = route.backlogMs(this.#promised.get(route)! + calls, route.typicalCost());
       // Float residue at the instant the timer was set for must not re-arm it for a picosecond, forever.
       if (backlogMs > budgetMs + EPSILON_MS) waitMs = Math.max(waitMs, backlogMs - budgetMs);
     }

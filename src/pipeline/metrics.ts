@@ -1,4 +1,5 @@
-import type { AttemptEvent, GateFigures } from '../gate/call-gate.ts';
+import type { GateFigures } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
 import { NANO_USD, type Budget } from '../limits/budget.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';

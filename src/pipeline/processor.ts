@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
-import type { AttemptEvent, CallGate, StartAtGrant } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
+import type { CallDeadline } from '../gate/call-deadline.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError, type LlmRequest } from '../provider/provider.ts';
@@ -7,6 +8,7 @@ import { isRetryError } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type Task, type TaskSet } from '../tasks/task-set.ts';
 import { missingInput, MissingFieldError } from '../tasks/template.ts';
+import type { Route } from '../route/route.ts';
 import type { Admission } from './admission.ts';
 import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
@@ -14,8 +16,8 @@ import type { ArticleError, ArticleResult } from './result.ts';
 export interface ProcessorOptions {
   /** Every article's tasks. */
   readonly tasks: TaskSet;
-  /** Where each task's calls go: the gate of its provider, shared by all workers. */
-  readonly gates: ReadonlyMap<string, CallGate>;
+  /** Where each task's calls go (task name → route: its provider's gate), shared by all workers. */
+  readonly routes: ReadonlyMap<string, Route>;
   /** Per-article budget in ms, bounding limiter waits and calls alike. */
   readonly timeoutMs: number;
   readonly clock: Clock;
@@ -42,13 +44,11 @@ export interface ProcessorOptions {
   /** Whether any provider has a price: the result then says what the article cost. @default false */
   readonly priced?: boolean | undefined;
   /**
-   * Set on limits other processes share, where admission cannot see all the demand (see
-   * `ProviderLimits.shared`): the article's deadline starts at its first call's grant rather
-   * than when it starts, and that grant is taken only when at most `maxWaitMs()` off — what
-   * admission would allow an article's waits in all.
-   * @default none (the deadline starts with the article)
+   * On limits that start an article's deadline at its first grant (shared with other processes: see
+   * `ProviderLimits.shared`), the longest wait for that grant worth taking — what admission would
+   * allow an article's waits in all. @default Infinity (any wait)
    */
-  readonly startAtGrant?: { readonly maxWaitMs: () => number } | undefined;
+  readonly firstGrantWithinMs?: (() => number) | undefined;
 }
 
 /**
@@ -64,25 +64,10 @@ export interface ProcessorOptions {
  * an article's first call goes before others' later ones, which keeps the limits busy.
  */
 export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
-  const { clock, timeoutMs, signal: runSignal, gates, admission } = options;
+  const { clock, timeoutMs, signal: runSignal, routes, admission } = options;
   const startMs = clock.now();
-  // On shared limits the deadline is set when the first call is granted (`startAtGrant`).
-  let deadlineMs = options.startAtGrant === undefined ? startMs + timeoutMs : Infinity;
-  let deadlineSignal = deadlineMs === Infinity ? runSignal : options.deadlines.signalFor(deadlineMs);
-  const startAtGrant: StartAtGrant | undefined =
-    options.startAtGrant === undefined
-      ? undefined
-      : {
-          maxWaitMs: options.startAtGrant.maxWaitMs,
-          granted: (atMs) => {
-            // Independent first tasks wait together: the first granted starts the clock for both.
-            if (deadlineMs === Infinity) {
-              deadlineMs = atMs + timeoutMs;
-              deadlineSignal = options.deadlines.signalFor(deadlineMs);
-            }
-            return { deadlineMs, signal: deadlineSignal };
-          },
-        };
+  // Shared by the article's calls: the first call's route starts it (see `CallDeadline`).
+  const deadline = new ArticleDeadline(startMs, timeoutMs, options.deadlines, runSignal, options.firstGrantWithinMs);
   const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
   const { tasks } = options;
   const outputs: Record<string, unknown> = {};
@@ -96,23 +81,21 @@ export async function processArticle(article: Article, options: ProcessorOptions
 
   const run = async (task: Task): Promise<void> => {
     started.push(task);
-    const gate = gates.get(task.name)!;
-    admission?.calling(gate);
+    const route = routes.get(task.name)!;
+    admission?.calling(route);
     try {
       const request = requestFor(task, article.id, fields, outputs);
-      const rank = deadlineMs - task.height * (expectedCallMs?.() ?? 0);
       const callOptions = {
-        signal: deadlineSignal,
-        deadlineMs,
-        startAtGrant: deadlineMs === Infinity ? startAtGrant : undefined,
-        rank,
+        deadline,
+        // Ranked by the latest instant it can be granted and leave the calls after it their time.
+        keepBeforeDeadlineMs: task.height * (expectedCallMs?.() ?? 0),
         onAttempt,
         onSend: options.onSend,
         workerId,
         maxOutputTokens: task.maxOutputTokens,
         tally,
       };
-      outputs[task.name] = (await gate.call(request, callOptions)).response.output;
+      outputs[task.name] = (await route.call(request, callOptions)).response.output;
     } catch (error) {
       failure ??= { task: task.name, error };
     }
@@ -128,7 +111,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     }
   } else await runGraph(pending, outputs, run, () => failure !== undefined);
 
-  admission?.finished(pendingGates(tasks, outputs, started, gates));
+  admission?.finished(uncalledRoutes(tasks, outputs, started, routes));
   const result: Mutable<ArticleResult> = {
     id: article.id,
     title: article.title,
@@ -186,18 +169,59 @@ function lackingField(pending: readonly Task[], fields: Readonly<Record<string, 
   return undefined;
 }
 
-/** The gates of the tasks that will make no call: neither started nor done before. */
-function pendingGates(
+/** The routes of the tasks that will make no call: neither started nor done before. */
+function uncalledRoutes(
   tasks: TaskSet,
   outputs: Readonly<Record<string, unknown>>,
   started: readonly Task[],
-  gates: ReadonlyMap<string, CallGate>,
-): CallGate[] {
-  const gatesLeft: CallGate[] = [];
+  routes: ReadonlyMap<string, Route>,
+): Route[] {
+  const left: Route[] = [];
   // Every task started or done: the usual end of an article, with nothing to give back.
-  if (started.length === tasks.tasks.length) return gatesLeft;
-  for (const task of tasks.tasks) if (!started.includes(task) && !Object.hasOwn(outputs, task.name)) gatesLeft.push(gates.get(task.name)!);
-  return gatesLeft;
+  if (started.length === tasks.tasks.length) return left;
+  for (const task of tasks.tasks) if (!started.includes(task) && !Object.hasOwn(outputs, task.name)) left.push(routes.get(task.name)!);
+  return left;
+}
+
+/**
+ * An article's deadline: `timeoutMs` from when it starts counting — the article's start, or its
+ * first call's grant on limits that say so — with the signal that fires then.
+ */
+class ArticleDeadline implements CallDeadline {
+  atMs = Infinity;
+  signal: AbortSignal | undefined;
+  readonly fromMs: number;
+  readonly #timeoutMs: number;
+  readonly #deadlines: DeadlineSignals;
+  readonly #firstGrantWithinMs: (() => number) | undefined;
+
+  constructor(
+    fromMs: number,
+    timeoutMs: number,
+    deadlines: DeadlineSignals,
+    runSignal: AbortSignal | undefined,
+    firstGrantWithinMs: (() => number) | undefined,
+  ) {
+    this.fromMs = fromMs;
+    this.#timeoutMs = timeoutMs;
+    this.#deadlines = deadlines;
+    this.signal = runSignal;
+    this.#firstGrantWithinMs = firstGrantWithinMs;
+  }
+
+  get started(): boolean {
+    return this.atMs !== Infinity;
+  }
+
+  firstGrantWithinMs(): number {
+    return this.#firstGrantWithinMs?.() ?? Infinity;
+  }
+
+  start(atMs: number): void {
+    if (this.started) return;
+    this.atMs = atMs + this.#timeoutMs;
+    this.signal = this.#deadlines.signalFor(this.atMs);
+  }
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

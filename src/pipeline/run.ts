@@ -1,11 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
-import { CallGate, type AttemptEvent } from '../gate/call-gate.ts';
-import { providerSetupProblem, type ProviderSetup } from '../gate/provider-options.ts';
+import { CallGate } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
+import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../limits/budget.ts';
-import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
 import type { LlmRequest } from '../provider/provider.ts';
+import type { Route } from '../route/route.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
@@ -143,7 +144,10 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
-  const gates = new Map([...taskProviders(tasks, options.providers, options.routes)].map(([task, name]) => [task, gatesByName.get(name)!]));
+  // One provider's gate is a task's route.
+  const routes = new Map<string, Route>(
+    [...taskProviders(tasks, options.providers, options.routes)].map(([task, name]) => [task, gatesByName.get(name)!]),
+  );
   // Loaded before the first token is taken: a call must leave when its token is granted.
   await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
 
@@ -152,7 +156,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     startMs: clock.now(),
     workers,
     providers: [...gatesByName.keys()],
-    tasks: tasks.tasks.map((task) => ({ name: task.name, provider: gates.get(task.name)!.provider.name })),
+    tasks: tasks.tasks.map((task) => ({ name: task.name, provider: routes.get(task.name)!.name })),
     priced: options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name),
     total: options.total,
     budget: options.budget,
@@ -172,18 +176,16 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const latency = new LatencyEstimate(timeoutMs / 2 / tasks.depth);
   const waitBudgetMs = () => timeoutMs * (1 - ADMISSION_MARGIN) - tasks.depth * latency.highMs;
   const admission = new Admission(
-    tasks.tasks.map((task) => gates.get(task.name)!),
+    tasks.tasks.map((task) => routes.get(task.name)!),
     clock,
     waitBudgetMs,
     signal,
   );
   const expectedCallMs = () => latency.meanMs;
-  // Limits other processes share hide their demand from admission: an article's deadline starts at
-  // its first grant, taken only when no further off than its share of what admission allows an
-  // article's waits — the queue its later calls will meet is then about as long, and they fit.
-  const startAtGrant = [...gatesByName.values()].some((gate) => gate.limits.shared === true)
-    ? { maxWaitMs: () => Math.max(0, waitBudgetMs() / tasks.depth) }
-    : undefined;
+  // Limits that start an article's deadline at its first grant (shared ones: see CallDeadline)
+  // take that grant only when no further off than the article's share of what admission allows
+  // its waits: the queue its later calls will meet is then about as long, and they fit.
+  const firstGrantWithinMs = () => Math.max(0, waitBudgetMs() / tasks.depth);
 
   let stoppedBy: RunStop | undefined;
   // A stop that halts intake only (limits out of reach): the articles in flight keep what they were granted.
@@ -220,7 +222,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const optionsFor = (workerId: number): ProcessorOptions =>
     (processorOptions[workerId] ??= {
       tasks,
-      gates,
+      routes,
       priced,
       timeoutMs,
       clock,
@@ -231,7 +233,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       onSend: options.onSend,
       admission,
       expectedCallMs,
-      startAtGrant,
+      firstGrantWithinMs,
     });
 
   try {
@@ -312,8 +314,4 @@ export function taskProviders(
     assigned.set(task.name, name);
   }
   return assigned;
-}
-
-function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
-  return Array.isArray(limits) ? (limits as readonly LimitSpec[]) : (limits as ProviderLimits).specs;
 }

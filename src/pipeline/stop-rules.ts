@@ -1,4 +1,5 @@
-import type { AttemptEvent, CallGate } from '../gate/call-gate.ts';
+import type { CallGate } from '../gate/call-gate.ts';
+import type { AttemptEvent } from '../gate/attempt.ts';
 import { isBudgetExhaustedError } from '../limits/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { BadRequestError, NotAnApiError, stopsRun } from '../provider/provider.ts';

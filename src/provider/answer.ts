@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import { MalformedOutputError, type LlmOutput, type LlmRequest, type ProviderErrorOptions } from './provider.ts';
 import { isRecord } from './json-schema.ts';
-import { validatorOf } from './schema-answers.ts';
+import { validatorOf } from './schema-validators.ts';
 
 /**
  * The output an answer means: `answer` is the model's JSON text (OpenAI's message content) or the

@@ -5,7 +5,7 @@
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HeaderStyle } from '../provider/rate-limit-headers.ts';
+import type { HeaderStyle } from '../vendors/rate-limit-headers.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
 
 /** What the answer must be: free text, any JSON object, a value fitting a schema, or a call of a tool. */

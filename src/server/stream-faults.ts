@@ -1,4 +1,4 @@
-import { createRandom } from '../provider/random.ts';
+import { createRandom } from '../simulator/random.ts';
 import type { StreamEvent } from './chat-api.ts';
 
 /**

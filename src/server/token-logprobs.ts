@@ -5,7 +5,7 @@
  * alternatives share what the chosen token leaves, in falling order, so no distribution sums past 1.
  */
 
-import { createRandom } from '../provider/random.ts';
+import { createRandom } from '../simulator/random.ts';
 import type { TokenLogprob } from './chat-api.ts';
 
 /** Tokens that stand in for the alternatives a model weighed: common ones, as a real top list shows. */

@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../provider/json-schema.ts';
 import type { LlmRequest } from '../provider/provider.ts';
-import { SchemaError, sharedSchemaAnswers } from '../provider/schema-answers.ts';
+import { SchemaError, sharedValidators } from '../provider/schema-validators.ts';
 import { show } from '../validation/checks.ts';
 import { compileTemplate, renderTemplate, TemplateError, type Placeholder, type Template } from './template.ts';
 
@@ -84,7 +84,7 @@ export function defineTasks(specs: readonly TaskSpec[], source = 'tasks'): TaskS
     }
   }
   const order = topologicalOrder(specs, fail);
-  const answers = sharedSchemaAnswers();
+  const validators = sharedValidators();
   const compiled = new Map<string, Task>();
   // Heights from the sinks up: a task's is one more than the highest of those that wait on it.
   const heights = new Map<string, number>();
@@ -105,7 +105,7 @@ export function defineTasks(specs: readonly TaskSpec[], source = 'tasks'): TaskS
     if (spec.schema.type !== 'object')
       fail(`${task}: its schema's root must be {"type": "object", …} (structured output answers objects only)`);
     try {
-      answers.validator(spec.schema);
+      validators.validator(spec.schema);
     } catch (error) {
       if (!(error instanceof SchemaError)) throw error;
       fail(`${task}: its schema is not a valid JSON Schema (${error.message.replace(/^the schema is invalid: /, '')})`);

@@ -1,6 +1,6 @@
 import { sleep, type Clock } from '../clock.ts';
 import type { CallOptions, LlmOutput, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
-import { valueForSchema } from '../provider/schema-value.ts';
+import { valueForSchema } from '../simulator/schema-value.ts';
 
 /** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
 export interface Step {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { pairSettings, runSweep, settingLabel, type SweepOptions } from '../../src/bench/sweep.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
-import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { RateLimitError } from '../../src/provider/provider.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';

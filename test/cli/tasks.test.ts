@@ -5,7 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlmServer } from '../../src/server/index.ts';
-import { type ScriptedApiServer, startScriptedApiServer, type Vendor } from '../provider/scripted-api-server.ts';
+import { type ScriptedApiServer, startScriptedApiServer, type Vendor } from '../vendors/scripted-api-server.ts';
 import { FAST, linesOf, makeTempDir, runCli } from './run-cli.ts';
 
 const TASKS = 'fixtures/tasks/entities-headline.json';

@@ -12,7 +12,8 @@ import {
   type LlmResponse,
   type Provider,
 } from '../../src/provider/provider.ts';
-import { CallGate, type AttemptEvent } from '../../src/gate/call-gate.ts';
+import { CallGate } from '../../src/gate/call-gate.ts';
+import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';

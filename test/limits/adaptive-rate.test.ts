@@ -4,7 +4,7 @@ import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '..
 import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
-import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { builtinRequest } from '../requests.ts';
 
 type Knobs = Omit<AdaptiveRateOptions, 'limits' | 'clock'> & { readonly maxRate: number };

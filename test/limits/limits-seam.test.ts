@@ -11,7 +11,7 @@ import type {
   ProviderLimits,
   TokensUsed,
 } from '../../src/limits/provider-limits.ts';
-import { formatRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
+import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { RateLimitError, type LlmRequest } from '../../src/provider/provider.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { limitHeaderWriter, retryAfterSeconds } from '../../src/middleware/ietf-headers.ts';
-import { parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
+import { parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import type { RateLimitDecision } from '../../src/limiter/keyed-limiter.ts';
 
 const NOW_MS = Date.UTC(2025, 0, 1);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
-import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';

@@ -3,7 +3,7 @@ import { LocalLimits } from '../../src/limits/local-limits.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { AuthenticationError, BadRequestError, NetworkError, ServerError } from '../../src/provider/provider.ts';
-import { SimulatedProvider } from '../../src/provider/simulated.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';

@@ -8,7 +8,7 @@ import { generateObject, generateText, streamText, type LanguageModel } from 'ai
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { LlmServer } from '../../src/server/index.ts';
-import { summarize } from '../../src/provider/text-analysis.ts';
+import { summarize } from '../../src/simulator/text-analysis.ts';
 
 let server: LlmServer;
 let url: string;

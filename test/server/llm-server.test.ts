@@ -12,7 +12,7 @@ type TaskName = 'summarize' | 'sentiment';
 /** The built-in task's request for the article below. */
 const taskRequest = (task: TaskName) => builtinRequest(task, ARTICLE.articleId, ARTICLE.title, ARTICLE.text);
 const promptOf = (task: TaskName) => taskRequest(task).prompt;
-import { analyzeSentiment, extractKeywords, summarize } from '../../src/provider/text-analysis.ts';
+import { analyzeSentiment, extractKeywords, summarize } from '../../src/simulator/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get, parseRaw, post, rawExchange } from './http.ts';
 

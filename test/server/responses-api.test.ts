@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { countTokens } from 'gpt-tokenizer';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
-import { summarize } from '../../src/provider/text-analysis.ts';
+import { summarize } from '../../src/simulator/text-analysis.ts';
 import { get, post } from './http.ts';
 
 const servers: LlmServer[] = [];

@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/index.ts';
 import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
-import { summarize } from '../../src/provider/text-analysis.ts';
+import { summarize } from '../../src/simulator/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { get } from './http.ts';
 import { type SseEvent, StreamReader, postStream } from './sse.ts';

@@ -17,11 +17,12 @@ import {
   type LlmResponse,
   type Provider,
   type ResponseHeaders,
-} from './provider.ts';
+} from '../provider/provider.ts';
 import { createRandom } from './random.ts';
-import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from './rate-limit-headers.ts';
+import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
-import { SchemaError, sharedSchemaAnswers } from './schema-answers.ts';
+import { SchemaError } from '../provider/schema-validators.ts';
+import { sharedSchemaAnswers } from './schema-answers.ts';
 import { simulatedAnswer } from './simulated-answers.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */

@@ -9,7 +9,7 @@ import {
   type LimitSnapshot,
   type LimitStatus,
   type RateLimitInfo,
-} from '../../src/provider/rate-limit-headers.ts';
+} from '../../src/vendors/rate-limit-headers.ts';
 import { LIMIT_KINDS, type LimitKind } from '../../src/limits/provider-limits.ts';
 
 /** 2025-01-01T00:00:00Z, a Wednesday. */

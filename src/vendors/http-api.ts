@@ -4,7 +4,7 @@
  * status, headers and body, never from message text.
  */
 
-import { parseRateLimitHeaders } from './rate-limit-headers.ts';
+import { retryAfterOf } from './header-fields.ts';
 import { checkObject, checkString, expected } from '../validation/checks.ts';
 import {
   AuthenticationError,
@@ -17,12 +17,10 @@ import {
   ServerError,
   TimeoutError,
   type CallOptions,
-  type LlmRequest,
-  type LlmResponse,
   type ProviderErrorOptions,
   type ResponseHeaders,
   type TokenUsage,
-} from './provider.ts';
+} from '../provider/provider.ts';
 
 /** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
 export interface HttpProviderOptions {
@@ -231,7 +229,7 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
     return new QuotaExhaustedError(`${status} no credit or quota left on the account${said}`, options);
   }
   const retryable = headers['x-should-retry'] === 'false' ? false : undefined;
-  const { retryAfterMs } = parseRateLimitHeaders(headers);
+  const retryAfterMs = retryAfterOf(headers);
   if (status === 429) return new RateLimitError(`429 rate limited${said}`, { ...options, retryAfterMs, retryable });
   if (status >= 500) return new ServerError(`${status} server error${said}`, { ...options, retryAfterMs, retryable });
   return new BadRequestError(`${status} request rejected${said}`, options);
@@ -292,75 +290,4 @@ const SHORTEST_KEY_BLANKED = 8;
 
 function blankOut(text: string, secret: string): string {
   return secret.length < SHORTEST_KEY_BLANKED ? text : text.split(secret).join('[key]');
-}
-
-/**
- * What a provider warms up on: one call through the SDK to a canned answer (see
- * {@link cannedFetch}), nothing of it sent. Its schema is a small one of its own: the run's tasks
- * are compiled on their first call.
- */
-export const WARM_UP_REQUEST: LlmRequest = Object.freeze({
-  task: 'warm_up',
-  articleId: 'warm-up',
-  prompt: 'A call made to a canned answer; nothing is sent.',
-  schema: Object.freeze({
-    type: 'object',
-    properties: Object.freeze({ ready: Object.freeze({ type: 'boolean' }) }),
-    required: Object.freeze(['ready']),
-    additionalProperties: false,
-  }),
-});
-
-/** What the warm-up call answers: a value that fits its schema. */
-export const WARM_UP_ANSWER: Readonly<Record<string, unknown>> = Object.freeze({ ready: true });
-
-/**
- * A `fetch` that answers every request with `body` as JSON and sends nothing: an SDK client made
- * with it runs its whole request and response code without a network.
- */
-export function cannedFetch(body: unknown): Fetch {
-  const text = JSON.stringify(body);
-  return async () => new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
-}
-
-/** Loads Node's own `fetch`, which Node loads on its first use: a `data:` URL needs no network. */
-export async function loadFetch(): Promise<void> {
-  await (await fetch('data:,')).arrayBuffer();
-}
-
-/** An official SDK as a provider holds it: its client, and its error classes to tell failures apart. */
-export interface Sdk<Client> {
-  readonly client: Client;
-  readonly errors: SdkErrorClasses;
-}
-
-/** A `fetch` as the SDKs take one. */
-export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
-
-/** A client that can be copied with another `fetch`, as both official SDKs' clients can. */
-export interface RefetchableClient<Client> {
-  withOptions(options: { fetch: Fetch }): Client;
-}
-
-/** What a vendor's `send` gets besides the request: the model asked, and the failure an SDK's rejection means. */
-export interface SendContext {
-  readonly model: string;
-  /** The provider error an SDK's rejection means (see {@link failureOf}), the key blanked out. */
-  failure(error: unknown, errors: SdkErrorClasses, call: CallOptions): unknown;
-}
-
-/**
- * One vendor's official SDK as a provider drives it: how to load it, how to send one request and
- * read the answer, what its canned answer to a task is (for the warm-up) and what its error bodies
- * look like. `HttpApiProvider` does the rest, the same for every vendor.
- */
-export interface SdkWire<Client extends RefetchableClient<Client>> {
-  readonly defaults: HttpProviderDefaults;
-  load(settings: HttpProviderSettings): Promise<Sdk<Client>>;
-  /** Sends one request through the SDK and reads its answer, or throws the failure's provider error. */
-  send(sdk: Sdk<Client>, request: LlmRequest, options: CallOptions, context: SendContext): Promise<LlmResponse>;
-  /** The vendor's response body answering the warm-up call as a model would. */
-  cannedAnswer(): unknown;
-  /** Reads an error body as the vendor shapes it. */
-  readErrorBody(body: unknown): ErrorBody;
 }

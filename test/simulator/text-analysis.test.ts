@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { MAX_SUMMARY_CHARS, analyzeSentiment, extractKeywords, summarize } from '../../src/provider/text-analysis.ts';
+import { MAX_SUMMARY_CHARS, analyzeSentiment, extractKeywords, summarize } from '../../src/simulator/text-analysis.ts';
 
 describe('summarize()', () => {
   it('summarize() - returns the lead sentence', () => {

@@ -3,9 +3,10 @@ import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sampleRegex } from '../../src/provider/regex-sample.ts';
-import { SchemaAnswers, SchemaError } from '../../src/provider/schema-answers.ts';
-import { valueForSchema } from '../../src/provider/schema-value.ts';
+import { sampleRegex } from '../../src/simulator/regex-sample.ts';
+import { SchemaError } from '../../src/provider/schema-validators.ts';
+import { SchemaAnswers } from '../../src/simulator/schema-answers.ts';
+import { valueForSchema } from '../../src/simulator/schema-value.ts';
 
 /** The formats the generator knows, checked here independently of it. */
 const FORMATS: Record<string, (text: string) => boolean> = {

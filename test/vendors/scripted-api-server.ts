@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { valueForSchema } from '../../src/provider/schema-value.ts';
+import { valueForSchema } from '../../src/simulator/schema-value.ts';
 
 /**
  * How the scripted server answers a request: as the API would when all is well (`ok`), or with one

@@ -1,15 +1,11 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
 import type { JsonSchema } from './json-schema.ts';
-import { valueForSchema } from './schema-value.ts';
 
-/** A schema the server cannot answer: it does not compile, or no value made for it validates. */
+/** A schema that cannot be answered: it does not compile, or (the simulator) no value made for it validates. */
 export class SchemaError extends Error {
   override readonly name = 'SchemaError';
 }
-
-/** Candidates tried per schema before giving up: the plain one, then seeded random ones. */
-const ATTEMPTS = 48;
 
 type AjvClass = new (options: object) => { compile(schema: object): ValidateFunction };
 
@@ -21,12 +17,11 @@ interface AjvClasses {
 }
 
 /**
- * Answers JSON schemas with values that validate: each candidate from {@link valueForSchema} is
- * checked with ajv against the schema as sent, so what the server answers always fits. Compiled
- * validators are kept per schema text, the most recently used `maxSchemas` of them — a client
- * asks the same few schemas over and over.
+ * Compiled validators of JSON schemas (draft-07, 2019-09 and 2020-12, by `$schema`), kept per
+ * schema text, the most recently used `maxSchemas` of them — a run or a server asks the same few
+ * schemas over and over.
  */
-export class SchemaAnswers {
+export class SchemaValidators {
   readonly #ajv: AjvClasses;
   readonly #maxSchemas: number;
   readonly #validators = new Map<string, ValidateFunction>();
@@ -41,24 +36,12 @@ export class SchemaAnswers {
    * server that never needs it never pays for it — so that checking a schema or an answer never
    * waits on anything.
    */
-  static create(maxSchemas: number): SchemaAnswers {
+  static create(maxSchemas: number): SchemaValidators {
     const load = createRequire(import.meta.url);
     const { Ajv } = load('ajv') as typeof import('ajv');
     const { Ajv2019 } = load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
     const { Ajv2020 } = load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
-    return new SchemaAnswers({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
-  }
-
-  /**
-   * A value that validates against `schema`, strings made of `words`. Throws {@link SchemaError}.
-   * `validate` saves a second cache lookup when the caller has the schema's validator already.
-   */
-  valueFor(schema: JsonSchema, words: readonly string[], validate: ValidateFunction = this.validator(schema)): unknown {
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const value = valueForSchema(schema, { words, attempt });
-      if (value !== undefined && validate(value)) return value;
-    }
-    throw new SchemaError(`no value was found that fits the schema (${ATTEMPTS} tried)`);
+    return new SchemaValidators({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
   }
 
   /** The compiled validator, from the cache or compiled now. */
@@ -105,12 +88,12 @@ export class SchemaAnswers {
 
 /** Schemas the process keeps compiled for answers it reads or makes, most recently used. */
 const SHARED_SCHEMAS = 256;
-let shared: SchemaAnswers | undefined;
+let shared: SchemaValidators | undefined;
 const byObject = new WeakMap<JsonSchema, ValidateFunction>();
 
-/** The process's one {@link SchemaAnswers}, made (and ajv loaded) on first use. */
-export function sharedSchemaAnswers(): SchemaAnswers {
-  shared ??= SchemaAnswers.create(SHARED_SCHEMAS);
+/** The process's one {@link SchemaValidators}, made (and ajv loaded) on first use. */
+export function sharedValidators(): SchemaValidators {
+  shared ??= SchemaValidators.create(SHARED_SCHEMAS);
   return shared;
 }
 
@@ -121,7 +104,7 @@ export function sharedSchemaAnswers(): SchemaAnswers {
 export function validatorOf(schema: JsonSchema): ValidateFunction {
   let validate = byObject.get(schema);
   if (validate === undefined) {
-    validate = sharedSchemaAnswers().validator(schema);
+    validate = sharedValidators().validator(schema);
     byObject.set(schema, validate);
   }
   return validate;

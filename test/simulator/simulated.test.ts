@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest, type LlmResponse } from '../../src/provider/provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/provider/rate-limit-headers.ts';
+import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import {
   FAILURE_PROFILES,
   OUTAGE_PROFILE_WINDOW,
@@ -11,7 +11,7 @@ import {
   isProfileName,
   type FailureProfile,
   type SimulatedProviderOptions,
-} from '../../src/provider/simulated.ts';
+} from '../../src/simulator/simulated.ts';
 
 const TITLE = 'Solar farm opens ahead of schedule';
 const TEXT =

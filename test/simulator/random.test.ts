@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { createRandom } from '../../src/provider/random.ts';
+import { createRandom } from '../../src/simulator/random.ts';
 
 const draw = (random: () => number, count: number): number[] => Array.from({ length: count }, () => random());
 

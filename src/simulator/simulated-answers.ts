@@ -5,9 +5,10 @@
  * made to fit it, of words from the prompt, checked with ajv.
  */
 
-import type { JsonSchema } from './json-schema.ts';
-import type { LlmOutput, LlmRequest } from './provider.ts';
-import { sharedSchemaAnswers, validatorOf } from './schema-answers.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
+import type { LlmOutput, LlmRequest } from '../provider/provider.ts';
+import { validatorOf } from '../provider/schema-validators.ts';
+import { sharedSchemaAnswers } from './schema-answers.ts';
 import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
 
 /** Keywords a summary lists, as the built-in summarize task asks. */

@@ -13,7 +13,7 @@
  */
 
 import { createRandom } from './random.ts';
-import { isRecord, type JsonSchema } from './json-schema.ts';
+import { isRecord, type JsonSchema } from '../provider/json-schema.ts';
 import { sampleRegex, type Choose } from './regex-sample.ts';
 
 /** A schema as it may appear anywhere in a JSON Schema: an object, or `true` / `false`. */

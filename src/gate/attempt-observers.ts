@@ -1,0 +1,96 @@
+import type { Logger } from 'pino';
+import type { AdaptiveRate } from '../limits/adaptive-rate.ts';
+import type { ProviderLimits } from '../limits/provider-limits.ts';
+import { retryAfterHint } from '../retry/retry.ts';
+import type { RateLimitInfo } from '../vendors/rate-limit-headers.ts';
+import type { Attempt, AttemptOutcome } from './attempt.ts';
+import { usageNanoUsd, billedUsage } from './call-cost.ts';
+
+/** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
+export type AttemptObserver = (attempt: Attempt) => void;
+
+const NOTHING_USED = { inputTokens: 0, outputTokens: 0 };
+
+/** The grant squares its token estimate with what the call used: all of it back when nothing was used. */
+export const settleGrant: AttemptObserver = (attempt) => {
+  if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
+  else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
+};
+
+/**
+ * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
+ * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
+ * it may have been billed in full, and the budget must never be overspent.
+ */
+export const settleBudget: AttemptObserver = (attempt) => {
+  const { hold } = attempt;
+  if (hold === undefined) return;
+  if (!attempt.called) return hold.settle(0);
+  const billed = billedUsage(attempt.usage, attempt.error);
+  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
+};
+
+/** The outcomes that say the provider is unwell: what the breaker counts. */
+const UNHEALTHY: ReadonlySet<AttemptOutcome> = new Set(['server-error', 'timeout', 'network-error', 'error']);
+
+/**
+ * Only the provider's own ill health counts against it: not a 429 (the limits' business), not a
+ * request it refused or an answer it botched (it is up), not a wait that ran out or was aborted
+ * before the call.
+ */
+export const tellBreaker: AttemptObserver = (attempt) => {
+  const { permit, outcome } = attempt;
+  if (permit === undefined) return;
+  if (outcome === 'ok') permit.success();
+  else if (attempt.called && UNHEALTHY.has(outcome)) permit.failure();
+  else permit.release();
+};
+
+/**
+ * The adaptive rate hears of 429s and successes — and, when the provider states its request limit
+ * in its headers, adopts that instead of searching for it.
+ */
+export function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
+  return (attempt) => {
+    const stated = statedRequestRate(attempt.rateLimitInfo);
+    if (stated !== undefined) adaptive.onStatedLimit(stated);
+    if (attempt.outcome === 'ok') adaptive.onSuccess({ sentAtMs: attempt.sentAtMs });
+    else if (attempt.outcome === 'rate-limited') {
+      adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
+    }
+  };
+}
+
+/**
+ * Lowers each limit to what the provider says remains of it, and the request rate to the limit it
+ * states (a bucket refilling faster than the provider's would only fill with 429s); never raises
+ * either. With an adaptive rate, which runs first, the stated rate is the adaptive rate's already.
+ */
+export function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
+  return (attempt) => {
+    for (const status of attempt.rateLimitInfo?.limits ?? []) {
+      if (status.remaining === undefined) continue;
+      limits.lowerTo(status.kind, status.remaining);
+      logger.debug({ kind: status.kind, remaining: status.remaining }, 'limits synced to headers');
+    }
+    const stated = statedRequestRate(attempt.rateLimitInfo);
+    if (stated !== undefined && stated < limits.rate) {
+      limits.setRate(stated);
+      logger.debug({ kind: 'requests', rate: stated }, 'rate synced to headers');
+    }
+  };
+}
+
+/** The request limit the headers state, in requests per second (their limit over their window); undefined when they state none. */
+function statedRequestRate(info: RateLimitInfo | undefined): number | undefined {
+  const stated = info?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
+  return stated === undefined || !(stated.limit! > 0) ? undefined : (stated.limit! * 1000) / stated.windowMs!;
+}
+
+export function logFailure(logger: Logger): AttemptObserver {
+  return (attempt) => {
+    if (attempt.outcome === 'ok') return;
+    const { articleId, task, attempt: number, outcome, error } = attempt;
+    logger.debug({ articleId, task, attempt: number, outcome, err: error }, 'attempt failed');
+  };
+}

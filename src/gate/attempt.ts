@@ -1,0 +1,192 @@
+import type { BreakerPermit } from '../breaker/circuit-breaker.ts';
+import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
+import { isLimitTooSmallError, type LimitGrant } from '../limits/provider-limits.ts';
+import { isBudgetExhaustedError, NANO_USD, type BudgetHold } from '../limits/budget.ts';
+import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
+import {
+  AuthenticationError,
+  BadRequestError,
+  MalformedOutputError,
+  NetworkError,
+  NotAnApiError,
+  QuotaExhaustedError,
+  RateLimitError,
+  RefusalError,
+  ServerError,
+  TimeoutError,
+  TruncatedOutputError,
+  isTimeoutError,
+  type LlmRequest,
+  type LlmResponse,
+  type ResponseHeaders,
+  type TokenUsage,
+} from '../provider/provider.ts';
+import { parseRateLimitHeaders, type RateLimitInfo } from '../vendors/rate-limit-headers.ts';
+import { billedUsage, usageNanoUsd } from './call-cost.ts';
+import type { ProviderPrice } from './provider-options.ts';
+
+/** How one attempt ended. */
+export type AttemptOutcome =
+  | 'ok'
+  /** The provider's failures, by their type (see the errors in `provider.ts`). */
+  | 'rate-limited'
+  | 'server-error'
+  | 'timeout'
+  | 'network-error'
+  | 'rejected'
+  | 'unauthorized'
+  | 'quota-exhausted'
+  | 'truncated'
+  | 'refused'
+  | 'malformed'
+  /** A 2xx whose body is not the API's (a web page): see `NotAnApiError`. */
+  | 'not-an-api'
+  /** Ended before the call: no grant in time, an open circuit, a cost larger than the limits. */
+  | 'limiter-timeout'
+  | 'circuit-open'
+  | 'too-large'
+  /** The budget could not cover the call's worst case: nothing was sent. */
+  | 'over-budget'
+  | 'aborted'
+  | 'error';
+
+/** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
+export interface AttemptEvent {
+  readonly provider: string;
+  readonly task: LlmRequest['task'];
+  readonly articleId: string;
+  /** The pool slot that made the call, when the caller said. */
+  readonly workerId: number | undefined;
+  /** 1-based attempt number within this call. */
+  readonly attempt: number;
+  readonly outcome: AttemptOutcome;
+  /** Time spent waiting for the limits, in ms. */
+  readonly waitMs: number;
+  /** Whether the limits granted the call and the provider was called (each such attempt spent its cost). */
+  readonly called: boolean;
+  /** Clock reading when the provider was called; undefined when it was not. */
+  readonly sentAtMs: number | undefined;
+  /** Time the provider took to answer (0 when it was not called), in ms. */
+  readonly latencyMs: number;
+  /** Clock reading when the attempt ended. */
+  readonly atMs: number;
+  /** Delay before the next attempt, when there will be one, in ms. */
+  readonly retryInMs: number | undefined;
+  /** What the attempt failed with; undefined when it succeeded. */
+  readonly error: unknown;
+  /** The tokens the provider reported for a successful call. */
+  readonly usage: TokenUsage | undefined;
+  /**
+   * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
+   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   */
+  readonly costUsd: number | undefined;
+}
+
+/**
+ * One attempt as it goes: filled in step by step, then handed to the observers and, as its
+ * {@link AttemptEvent}, to the caller. The figures are plain fields, set once it has ended.
+ */
+export class Attempt implements AttemptEvent {
+  readonly provider: string;
+  readonly request: LlmRequest;
+  readonly task: LlmRequest['task'];
+  readonly articleId: string;
+  readonly workerId: number | undefined;
+  readonly attempt: number;
+  waitStartMs: number;
+  permit: BreakerPermit | undefined;
+  grant: LimitGrant | undefined;
+  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  hold: BudgetHold | undefined;
+  worstNanoUsd = 0;
+  readonly price: ProviderPrice | undefined;
+  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  costNanoUsd = 0;
+  costUsd: number | undefined;
+  sentAtMs: number | undefined;
+  response: LlmResponse | undefined;
+  error: unknown;
+  outcome: AttemptOutcome = 'ok';
+  called = false;
+  waitMs = 0;
+  latencyMs = 0;
+  atMs = 0;
+  usage: TokenUsage | undefined;
+  retryInMs: number | undefined;
+
+  constructor(
+    provider: string,
+    request: LlmRequest,
+    attempt: number,
+    workerId: number | undefined,
+    startMs: number,
+    price: ProviderPrice | undefined,
+  ) {
+    this.price = price;
+    this.provider = provider;
+    this.request = request;
+    this.task = request.task;
+    this.articleId = request.articleId;
+    this.workerId = workerId;
+    this.attempt = attempt;
+    this.waitStartMs = startMs;
+  }
+
+  #rateLimitInfo: RateLimitInfo | undefined;
+
+  /** The headers the provider answered with, on a response or on an error. */
+  get headers(): ResponseHeaders | undefined {
+    return this.response?.headers ?? (this.error as { headers?: ResponseHeaders } | undefined)?.headers;
+  }
+
+  /** What those headers say of the limits, read once for every observer that asks. */
+  get rateLimitInfo(): RateLimitInfo | undefined {
+    const headers = this.headers;
+    if (headers === undefined) return undefined;
+    this.#rateLimitInfo ??= parseRateLimitHeaders(headers);
+    return this.#rateLimitInfo;
+  }
+
+  end(atMs: number, signal: AbortSignal | undefined): void {
+    this.atMs = atMs;
+    this.called = this.sentAtMs !== undefined;
+    this.waitMs = (this.sentAtMs ?? atMs) - this.waitStartMs;
+    this.latencyMs = this.sentAtMs === undefined ? 0 : atMs - this.sentAtMs;
+    this.usage = this.response?.usage;
+    if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
+    if (this.price !== undefined) {
+      const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
+      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costUsd = this.costNanoUsd / NANO_USD;
+    }
+  }
+}
+
+const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => Error, AttemptOutcome])[] = [
+  [RateLimitError, 'rate-limited'],
+  [ServerError, 'server-error'],
+  [TimeoutError, 'timeout'],
+  [NetworkError, 'network-error'],
+  [BadRequestError, 'rejected'],
+  [AuthenticationError, 'unauthorized'],
+  [QuotaExhaustedError, 'quota-exhausted'],
+  [TruncatedOutputError, 'truncated'],
+  [RefusalError, 'refused'],
+  [MalformedOutputError, 'malformed'],
+  [NotAnApiError, 'not-an-api'],
+];
+
+export function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
+  if (signal?.aborted && error === signal.reason) {
+    // The article's deadline passing while the call waited for its token is the limiter's timeout.
+    if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
+    return 'aborted';
+  }
+  for (const [type, outcome] of PROVIDER_OUTCOMES) if (error instanceof type) return outcome;
+  if (isMaxWaitExceededError(error)) return 'limiter-timeout';
+  if (isBrokenCircuitError(error)) return 'circuit-open';
+  if (isLimitTooSmallError(error)) return 'too-large';
+  if (isBudgetExhaustedError(error)) return 'over-budget';
+  return 'error';
+}

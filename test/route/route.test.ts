@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.ts';
+import type { CallDeadline } from '../../src/gate/call-deadline.ts';
+import { CallGate } from '../../src/gate/call-gate.ts';
+import { LocalLimits } from '../../src/limits/local-limits.ts';
+import { requestLimit, type ProviderLimits } from '../../src/limits/provider-limits.ts';
+import type { Route } from '../../src/route/route.ts';
+import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
+import { builtinRequest } from '../requests.ts';
+
+/** A deadline that records when it was started, as an article's is. */
+class RecordedDeadline implements CallDeadline {
+  atMs = Infinity;
+  readonly signal = undefined;
+  readonly startedAt: number[] = [];
+
+  constructor(
+    readonly fromMs: number,
+    private readonly timeoutMs: number,
+    private readonly withinMs = Infinity,
+  ) {}
+
+  get started(): boolean {
+    return this.atMs !== Infinity;
+  }
+
+  firstGrantWithinMs(): number {
+    return this.withinMs;
+  }
+
+  start(atMs: number): void {
+    this.startedAt.push(atMs);
+    if (this.atMs === Infinity) this.atMs = atMs + this.timeoutMs;
+  }
+}
+
+function sharedView(limits: LocalLimits): ProviderLimits {
+  return {
+    specs: limits.specs,
+    countsTokens: limits.countsTokens,
+    shared: true,
+    get rate() {
+      return limits.rate;
+    },
+    acquire: (cost, options) => limits.acquire(cost, options),
+    setRate: (rate) => limits.setRate(rate),
+    lowerTo: (kind, remaining) => limits.lowerTo(kind, remaining),
+    backlogMs: (calls, perCall) => limits.backlogMs(calls, perCall),
+  };
+}
+
+describe('a CallGate as a Route', () => {
+  it('is one: named after its provider, calling through its limits, its backlog the limits’', async () => {
+    const clock = new ManualClock();
+    const limits = new LocalLimits({ limits: requestLimit(10, 1), clock });
+    const route: Route = new CallGate({ provider: new ScriptedProvider({ name: 'sim', clock }), limits, clock });
+    expect(route.name).toBe('sim');
+    expect(route.backlogMs(3)).toBe(limits.backlogMs(3));
+    expect(route.circuitWaitMs()).toBe(0);
+    const { attempts } = await drive(clock, route.call(builtinRequest('summarize', 'a1')));
+    expect(attempts).toBe(1);
+    // The call took the burst's token: the next two wait for theirs, 100 ms apart.
+    expect(route.backlogMs(2)).toBe(limits.backlogMs(2));
+    expect(route.backlogMs(2)).toBeGreaterThan(100);
+  });
+});
+
+describe('CallGate.call() with a deadline not yet started', () => {
+  it('on local limits starts it from its fromMs before waiting: a grant past it is refused at once', async () => {
+    const clock = new ManualClock(1000);
+    const limits = new LocalLimits({ limits: requestLimit(1, 1), clock });
+    const provider = new ScriptedProvider({ name: 'sim', clock });
+    const gate = new CallGate({ provider, limits, clock });
+    await drive(clock, gate.call(builtinRequest('summarize', 'a0')));
+    const deadline = new RecordedDeadline(900, 500);
+
+    const error = await drive(
+      clock,
+      gate.call(builtinRequest('summarize', 'a1'), { deadline }).catch((e: unknown) => e),
+    );
+
+    expect(deadline.startedAt).toEqual([900]);
+    expect(deadline.atMs).toBe(1400);
+    // The next token is due at 2000, past 1400: refused, nothing sent.
+    expect((error as Error).name).toBe('RetryError');
+    expect(provider.calls).toHaveLength(1);
+  });
+
+  it('on shared limits starts it at the grant, and takes a grant only when it is within firstGrantWithinMs', async () => {
+    const clock = new ManualClock(0);
+    const local = new LocalLimits({ limits: requestLimit(10, 1), clock });
+    const provider = new ScriptedProvider({ name: 'sim', clock });
+    const gate = new CallGate({ provider, limits: sharedView(local), clock });
+    // Another process's 20 calls ahead: 2 s of the quota.
+    const others = Promise.all(Array.from({ length: 20 }, () => local.acquire({ requests: 1, inputTokens: 0, outputTokens: 0 })));
+    const deadline = new RecordedDeadline(0, 300, 150);
+
+    await drive(clock, gate.call(builtinRequest('summarize', 'a1'), { deadline }));
+    await drive(clock, others);
+
+    expect(provider.calls).toHaveLength(1);
+    const sentAtMs = provider.calls[0]!.atMs;
+    // Not queued behind the others at once (its 300 ms would have run out): taken once near, after them.
+    expect(sentAtMs).toBeGreaterThanOrEqual(1900);
+    expect(deadline.startedAt[0]).toBe(sentAtMs);
+    expect(deadline.atMs).toBe(sentAtMs + 300);
+  });
+});
