@@ -314,6 +314,7 @@ export function taskProviders(
   return assigned;
 }
 
-function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
+/** A provider's limits as specs, whether given as specs or as a `ProviderLimits`. */
+export function specsOf(limits: ProviderSetup['limits']): readonly LimitSpec[] {
   return Array.isArray(limits) ? (limits as readonly LimitSpec[]) : (limits as ProviderLimits).specs;
 }
