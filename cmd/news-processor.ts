@@ -56,7 +56,8 @@ interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryR
 }
 
 const EXAMPLES = `
-Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; installed, \`npx news-processor\`):
+Examples (from a clone, put \`npm start --\` where \`news-processor\` stands, \`npm start --silent --\` when piped: npm's
+banner goes to stdout; installed, \`npx news-processor\`):
   $ news-processor --articles=5 --workers=5 --rate=3           the Go original's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
