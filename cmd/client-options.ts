@@ -140,25 +140,42 @@ export function validateClientFlags(
   }
 }
 
+/**
+ * A key a dry run stands in for one not set: it builds the providers to check what the run would
+ * refuse, but sends nothing, so it needs no key.
+ */
+const NO_KEY = 'dry-run-no-key';
+
 /** The HTTP provider the flags ask for, its key read from `env`; undefined for the simulation. */
-export function httpClientFromFlags(flags: Partial<ClientFlags>, env: Environment): HttpClient | undefined {
+export function httpClientFromFlags(flags: Partial<ClientFlags>, env: Environment, keyOptional = false): HttpClient | undefined {
   const type = flags.provider;
   if (!isHttpProviderType(type)) return undefined;
   const keyVariable = flags.apiKeyEnv ?? HTTP_PROVIDER_DEFAULTS[type].apiKeyEnv;
-  const apiKey = keyFrom(env, keyVariable, `--provider=${type} reads its API key from it (--api-key-env names another variable)`);
+  const apiKey = keyFrom(
+    env,
+    keyVariable,
+    `--provider=${type} reads its API key from it (--api-key-env names another variable)`,
+    keyOptional,
+  );
   return { provider: createHttpProvider(type, { apiKey, model: flags.model, baseUrl: flags.baseUrl }), keyVariable };
 }
 
 /** The HTTP provider a providers-file entry describes, its key read from `env`; undefined for a simulated one. */
-export function httpClientFromConfig(config: ProviderConfig, source: string, env: Environment): HttpClient | undefined {
+export function httpClientFromConfig(
+  config: ProviderConfig,
+  source: string,
+  env: Environment,
+  keyOptional = false,
+): HttpClient | undefined {
   if (config.api === undefined || !isHttpProviderType(config.type)) return undefined;
   const { baseUrl, model, apiKeyEnv } = config.api;
-  const apiKey = keyFrom(env, apiKeyEnv, `provider "${config.name}" in ${source} reads its API key from it (its apiKeyEnv)`);
+  const apiKey = keyFrom(env, apiKeyEnv, `provider "${config.name}" in ${source} reads its API key from it (its apiKeyEnv)`, keyOptional);
   return { provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model }), keyVariable: apiKeyEnv };
 }
 
-function keyFrom(env: Environment, variable: string, why: string): string {
+function keyFrom(env: Environment, variable: string, why: string, optional: boolean): string {
   const key = env[variable];
+  if ((key === undefined || key.trim() === '') && optional) return NO_KEY;
   if (key === undefined || key.trim() === '') throw new UsageError(`${variable} is not set: ${why}`);
   // Never quoted: only what is wrong with it.
   if (!isHeaderSafe(key.trim())) {

@@ -19,6 +19,7 @@ import {
 } from '../src/index.ts';
 import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
+import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
@@ -49,19 +50,21 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags {
   rate: number;
   burst: number;
 }
 
 const EXAMPLES = `
-Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; installed, \`npx news-processor\`):
+Examples (from a clone, put \`npm start --\` where \`news-processor\` stands, \`npm start --silent --\` when piped: npm's
+banner goes to stdout; installed, \`npx news-processor\`):
   $ news-processor --articles=5 --workers=5 --rate=3           the Go original's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
   $ news-processor --articles=200 --rate=50 --workers=20 --profile=production --call-timeout=1s   retry hung calls
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
+  $ news-processor --input fixtures/articles.jsonl --price-input=0.4 --price-output=1.6 --dry-run   calls, tokens, cost, least time; no call
   $ news-processor --articles=50 --rate=8 --provider-rate=5 --max-attempts=5   faster than the provider allows: 429s, retried
   $ news-processor --articles=50 --rate=20 --provider-rate=10 --adaptive        find the provider's rate
   $ news-processor --articles=60 --rate=10 --outage=1s..4s --max-attempts=10 --timeout=20s   ride out an outage
@@ -99,7 +102,8 @@ function buildProgram(onExit: (code: number) => void): Command {
   ])
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
-    .addOption(new Option('--overwrite', 'replace an existing --output file').default(false));
+    .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
+    .addOption(dryRunOption());
   addClientOptions(program);
   addRedisOptions(program);
   oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
@@ -154,12 +158,15 @@ async function run(flags: MainFlags): Promise<number> {
   validateRunFlags(flags);
   // The providers and their limits first: a missing key or an unreachable Redis must stop the run
   // before any file is read or written.
+  validateDryRunFlags(flags);
   const logger = createLogger(flags);
-  const setups = await providerSetups(flags, flags.rate, flags.burst);
+  const setups = await providerSetups(flags, flags.rate, flags.burst, flags.dryRun);
   const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
   // A budget that cannot cover one call is refused before Redis is reached or any file opened.
   runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
   await loadProviderPackages(setups.providers);
+  // Before Redis is reached or any file opened: a dry run touches neither.
+  if (flags.dryRun) return dryRun(flags, setups, tasks);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
     const budget = runBudget(

@@ -94,7 +94,18 @@ export function oneLineErrors(command: Command): Command {
 
 /** The headings --help puts a run's flags under, and the flags under each, in order. */
 export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
-  'The run:': ['--articles', '--workers', '--rate', '--burst', '--timeout', '--call-timeout', '--max-attempts', '--config', '--tasks'],
+  'The run:': [
+    '--articles',
+    '--workers',
+    '--rate',
+    '--burst',
+    '--timeout',
+    '--call-timeout',
+    '--max-attempts',
+    '--config',
+    '--tasks',
+    '--dry-run',
+  ],
   'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
   'Input and output:': [
     '--input',
@@ -423,6 +434,8 @@ export async function providerSetups(
   flags: RunFlags & Partial<ClientFlags>,
   rate: number,
   burst: number,
+  /** A dry run calls nothing: an unset key is no reason to stop it. */
+  keyOptional = false,
 ): Promise<{
   providers: ProviderSetup[];
   routes: Readonly<Record<string, string>> | undefined;
@@ -437,7 +450,7 @@ export async function providerSetups(
     return client?.provider;
   };
   if (flags.config === undefined) {
-    const provider = known(httpClientFromFlags(flags, process.env)) ?? createProvider(flags);
+    const provider = known(httpClientFromFlags(flags, process.env, keyOptional)) ?? createProvider(flags);
     return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables, quotaKeys };
   }
   const config = await loadProvidersConfig(flags.config);
@@ -448,7 +461,8 @@ export async function providerSetups(
       ...p,
       // Each provider draws its own numbers: the same seed would give both the same fate per call.
       provider:
-        known(httpClientFromConfig(p, source, process.env)) ?? createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
+        known(httpClientFromConfig(p, source, process.env, keyOptional)) ??
+        createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
       // The file's own, else the flag's: --call-timeout is a run-wide default.
       callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
     }),

@@ -10,6 +10,8 @@ export function queueRedisOf(connection: RedisConnection): QueueRedis {
   const { target } = connection;
   return {
     url: target.url,
-    createClient: (options: QueueClientOptions) => target.createClient({ ...options, lazyConnect: true }),
+    // No ready check: ioredis runs INFO for it and, where a user's ACL refuses INFO, prints a
+    // warning of its own on the console; BullMQ asks INFO itself, and its refusal is one line.
+    createClient: (options: QueueClientOptions) => target.createClient({ ...options, lazyConnect: true, enableReadyCheck: false }),
   };
 }

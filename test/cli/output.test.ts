@@ -238,6 +238,7 @@ describe.concurrent('news-processor --help', { timeout: 60_000 }, () => {
     '--json',
     '--log-level',
     '--quiet',
+    '--dry-run',
     '--help',
   ];
 
@@ -248,7 +249,7 @@ describe.concurrent('news-processor --help', { timeout: 60_000 }, () => {
     expect(result.stdout).toMatch(/^Usage: news-processor /);
     for (const name of FLAGS) expect(result.stdout).toMatch(new RegExp(`^\\s+(-h, )?${name}\\b`, 'm'));
     expect(result.stdout).toMatch(
-      /^Examples \(from a clone, put `npm start --` where `news-processor` stands; installed, `npx news-processor`\):$/m,
+      /^Examples \(from a clone, put `npm start --` where `news-processor` stands, `npm start --silent --` when piped: npm's\nbanner goes to stdout; installed, `npx news-processor`\):$/m,
     );
     expect(result.stdout).toMatch(/\$ news-processor --articles=5 --workers=5 --rate=3/);
     expect(result.stdout).toMatch(/Exit codes: 0 [\s\S]* 1 [\s\S]* 2 [\s\S]*130 [\s\S]* 143 [\s\S]* 129 [\s\S]* 141 /);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArticleResult } from '../../src/index.ts';
 import type { QueueStatus } from '../../src/queue/index.ts';
 import { freePort, makeCertificates, startRedis, startRedisCluster, startTlsRedis, type TestRedis } from '../redis/redis-server.ts';
-import { makeTempDir, runCli, startCli, type CliResult } from './run-cli.ts';
+import { makeTempDir, ROOT, runCli, startCli, type CliResult } from './run-cli.ts';
 
 let redis: TestRedis;
 let temp: Awaited<ReturnType<typeof makeTempDir>>;
@@ -87,6 +87,32 @@ describe('news-processor enqueue', () => {
     const results = await collected(queue);
     expect(results.map((r) => r.id).sort()).toEqual([...ids].sort());
     expect(results.every((r) => r.status === 'succeeded')).toBe(true);
+  });
+
+  it('refuses in the words docs/queue.md quotes', async () => {
+    const doc = await readFile(join(ROOT, 'docs/queue.md'), 'utf8');
+    const quoted = doc.slice(doc.indexOf('## Refused before any job moves')).split('```')[1]!.trim().split('\n');
+    const closed = await freePort();
+    // The document's Redis is at 6379 (6390 where nothing listens), the test's elsewhere.
+    const asDocumented = (result: CliResult) =>
+      result.stderr
+        .trimEnd()
+        .replaceAll(`:${closed}`, ':6390')
+        .replaceAll(`:${redis.port}`, ':6379')
+        .replace(/NOPERM .*/, 'NOPERM …');
+    const admin = new Redis(redis.url);
+    try {
+      await admin.call('ACL', 'SETUSER', 'cramped', 'on', '>pw', '~other:*', '+@all');
+      const said = [
+        await runCli(['enqueue', '--queue', 'a:b', '--redis', redis.url]),
+        await runCli(['enqueue', '--queue', 'ok', '--redis', `redis://127.0.0.1:${closed}`, '--redis-timeout=1s']),
+        await runCli(['enqueue', '--queue', 'ok', '--redis', `redis://cramped:pw@127.0.0.1:${redis.port}`, '--articles=3']),
+        await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--articles=3']),
+      ].map(asDocumented);
+      expect(said).toEqual(quoted);
+    } finally {
+      admin.disconnect();
+    }
   });
 
   it('refuses a bad queue name, an unreachable Redis and a Redis user without the permissions, in one line, before any job moves', async () => {

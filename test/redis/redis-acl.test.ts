@@ -9,6 +9,7 @@ import {
   RedisRateLimitStore,
   type RedisConnection,
 } from '../../src/redis/index.ts';
+import { ArticleQueue, queueRedisOf } from '../../src/queue/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 
 let redis: TestRedis;
@@ -26,6 +27,8 @@ const USERS: Readonly<Record<string, readonly string[]>> = {
   budget: ['~news-processor:*', '+evalsha', '+eval', '+get', '+incrby', '+decrby'],
   // A password that must be URL-encoded, and SELECT for a database of the URL's path.
   encoded: ['~news-processor:*', '+evalsha', '+eval', '+time', '+get', '+set', '+del', '+select'],
+  // Everything but INFO, which ioredis's ready check and BullMQ run.
+  'no-info': ['~*', '+@all', '-info'],
 };
 
 beforeAll(async () => {
@@ -142,6 +145,20 @@ describe('connectRedis URLs', () => {
       expect(await admin.exists('news-processor:{in-db-3}:requests')).toBe(0);
     } finally {
       db3.disconnect();
+    }
+  });
+});
+
+describe("the queue's clients", () => {
+  it('refuse a user that may not run INFO with the one error BullMQ gives, and ioredis prints no warning of its own', async () => {
+    const warn = vi.spyOn(console, 'warn');
+    try {
+      const connection = await connectAs('no-info');
+      const error = await ArticleQueue.open({ redis: queueRedisOf(connection), name: 'acl' }).catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/NOPERM this user has no permissions to run the 'info' command/);
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
     }
   });
 });

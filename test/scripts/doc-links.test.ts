@@ -85,3 +85,18 @@ describe('brokenLinks', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe("the documents' commands", () => {
+  it('read input files the repository ships: every --input in a command names a file in it, so the examples run from a fresh clone', () => {
+    const named = documentFiles(ROOT).flatMap((document) =>
+      [
+        ...readFileSync(join(ROOT, document), 'utf8').matchAll(
+          /(?:npm start|npx news-processor|news-processor\.js)[^\n]*?--input[ =]([^\s`]+)/g,
+        ),
+      ].map((match) => ({ document, path: match[1]! })),
+    );
+    const files = named.filter(({ path }) => path !== '-');
+    expect(files.length).toBeGreaterThan(10);
+    expect(files.filter(({ path }) => !existsSync(join(ROOT, path)))).toEqual([]);
+  });
+});
