@@ -124,10 +124,15 @@ export { AnthropicProvider } from './vendors/anthropic/anthropic-provider.ts';
 export { OPENAI_DEFAULTS } from './vendors/openai/defaults.ts';
 export { ANTHROPIC_DEFAULTS } from './vendors/anthropic/defaults.ts';
 export { strictSchemaProblem } from './provider/strict-schema.ts';
-export { createHttpProvider } from './vendors/registry.ts';
+export { createHttpProvider, VENDORS } from './vendors/registry.ts';
+export type { Vendor } from './vendors/vendor.ts';
+export type { SdkBinding } from './vendors/http-api-provider.ts';
+export type { BoundSdk, ResponseMeta } from './vendors/sdk-wire.ts';
+export type { HeaderFormat, HeaderFields } from './vendors/header-fields.ts';
+export type { ErrorBody } from './vendors/http-api.ts';
 export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
-export type { HttpProviderOptions, HttpProviderDefaults } from './vendors/http-api.ts';
+export type { HttpProviderOptions, HttpProviderDefaults, HttpProviderSettings } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
 export { MissingPackageError, isMissingPackageError } from './optional-package.ts';
 export type { OptionalPackage } from './optional-package.ts';
