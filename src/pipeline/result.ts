@@ -6,6 +6,8 @@ export interface ArticleError {
   readonly type: string;
   readonly message: string;
   readonly task?: string;
+  /** With a `MissingFieldError`: the placeholder's field the article lacked (`meta.author`), for a tally by field. */
+  readonly field?: string;
 }
 
 export interface ArticleResult {
