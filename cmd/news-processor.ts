@@ -59,6 +59,7 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands; in
   $ news-processor --articles=5 --workers=5 --rate=3           the Go original's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
+  $ news-processor --input fixtures/articles.csv --tasks fixtures/tasks.yaml    CSV articles, YAML tasks
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
   $ news-processor --articles=200 --rate=50 --workers=20 --profile=production --call-timeout=1s   retry hung calls
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts

@@ -1,8 +1,10 @@
 /** A bad line of an input file, as `--skip-invalid` reports it: where, and why. */
 export interface InputIssue {
+  /** The file's path, or the name given to a stream (`stdin`). */
   readonly path: string;
   /** The line it is on: a CSV record's or a JSON array element's first line. */
   readonly line: number;
+  /** What is wrong with it: `missing "id"`, `invalid JSON (…)`. */
   readonly reason: string;
 }
 

@@ -20,6 +20,7 @@ export interface ExpectedField {
   readonly task: string;
 }
 
+/** How the readers of every format (`readArticlesJsonl`, `readArticlesJson`, `readArticlesCsv`) check what they read. */
 export interface ReadArticlesOptions {
   /**
    * Skip bad records (invalid JSON, bad fields, duplicate ids) instead of failing on the first.
