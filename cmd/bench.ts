@@ -22,7 +22,7 @@ import {
 } from './run-options.ts';
 import { stdoutFailureText, stdoutState } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
-import { openInput } from './input.ts';
+import { expectedFields, openInput } from './input.ts';
 import { runTasks } from './task-options.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
@@ -131,7 +131,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   // The table comes at the end; the only lines during the sweep are notices on stderr.
   const terminal = new Terminal({ printsLines: false });
   const logger = createLogger(flags);
-  const input = await openInput(flags, (text) => terminal.notice(text), tasks.inputFields);
+  const input = await openInput(flags, (text) => terminal.notice(text), expectedFields(tasks));
   if (!input.repeatable) throw new UsageError(`--input ${flags.input}: a sweep reads its input once per run: give a file, not a stream`);
   const count = input.count!;
 

@@ -5,7 +5,7 @@ import type { ProviderSetup, TaskSet } from '../src/index.ts';
 import { formatUsd } from '../src/limits/budget.ts';
 import { planRun, type LimitPlan, type RunPlan } from '../src/pipeline/run-plan.ts';
 import { formatMs, formatRate, plural } from './format.ts';
-import { openInput } from './input.ts';
+import { expectedFields, openInput } from './input.ts';
 import type { OutputFlags } from './output.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -35,7 +35,7 @@ export async function dryRun(
   setups: { readonly providers: readonly ProviderSetup[]; readonly routes: Readonly<Record<string, string>> | undefined },
   tasks: TaskSet,
 ): Promise<number> {
-  const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), tasks.inputFields);
+  const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(tasks));
   const plan = await planRun({ source: input.open(), providers: setups.providers, routes: setups.routes, tasks });
   const skippedLines = input.skipped();
   process.stdout.write(

@@ -1,8 +1,53 @@
-// Where the articles of a run come from: generated from the seed, a JSONL file checked in full up
-// front, or a stream (standard input, a pipe, a FIFO) checked as it is read.
+// Where the articles of a run come from: generated from the seed, a JSONL, JSON or CSV file checked
+// in full up front, or a stream (standard input, a pipe, a FIFO) checked as it is read.
+import { extname } from 'node:path';
 import { stat } from 'node:fs/promises';
-import { generateArticles, readArticlesJsonl, type Article, type InputIssue } from '../src/index.ts';
-import { UsageError, type RunFlags } from './run-options.ts';
+import {
+  generateArticles,
+  InputError,
+  readArticlesCsv,
+  readArticlesJson,
+  readArticlesJsonl,
+  type Article,
+  type ExpectedField,
+  type InputIssue,
+  type ReadArticlesOptions,
+  type TaskSet,
+} from '../src/index.ts';
+import { UsageError, type InputFormat, type RunFlags } from './run-options.ts';
+
+const READERS: Readonly<
+  Record<InputFormat, (source: string | AsyncIterable<Uint8Array>, options: ReadArticlesOptions) => AsyncIterable<Article>>
+> = {
+  jsonl: readArticlesJsonl,
+  json: readArticlesJson,
+  csv: readArticlesCsv,
+};
+
+/** What a person typing articles at a terminal is told to type. */
+const TYPED: Readonly<Record<InputFormat, string>> = {
+  jsonl: 'one JSON object per line',
+  json: 'one JSON array of objects',
+  csv: 'a header row, then one article per line',
+};
+
+/** --input-format, or else the file's extension: `.csv`, `.json`; anything else (and standard input) is JSON Lines. */
+export function inputFormat(input: string, format: InputFormat | undefined): InputFormat {
+  if (format !== undefined) return format;
+  const extension = extname(input).toLowerCase();
+  return extension === '.csv' ? 'csv' : extension === '.json' ? 'json' : 'jsonl';
+}
+
+/** Each field the tasks' prompts read, with the first task that reads it: what the input is checked for before the first call. */
+export function expectedFields(tasks: TaskSet): ExpectedField[] {
+  const fields = new Map<string, string>();
+  for (const task of tasks.tasks) {
+    for (const placeholder of task.template.placeholders) {
+      if (placeholder.from === 'input' && !fields.has(placeholder.text)) fields.set(placeholder.text, task.name);
+    }
+  }
+  return [...fields].map(([field, task]) => ({ field, task }));
+}
 
 /**
  * Names of this process's own standard input. They are read through it rather than opened anew:
@@ -33,14 +78,27 @@ export interface RunInput {
  * The input the flags name. A regular file is read once up front, so that a bad line fails the
  * run before any call is spent (`InputError`, exit 2); a stream cannot be read twice, so it is
  * checked as it streams and a bad line stops the run there. `--skip-invalid` skips bad lines
- * either way, saying which.
+ * either way, saying which; an input whose every line was skipped is an `InputError` too.
+ * `fields` (the tasks' placeholders) are checked at a CSV header and the first article.
  */
-export async function openInput(flags: RunFlags, warn: (text: string) => void, taskFields: readonly string[] = []): Promise<RunInput> {
+export async function openInput(
+  flags: Pick<RunFlags, 'input' | 'inputFormat' | 'skipInvalid' | 'articles' | 'seed'>,
+  warn: (text: string) => void,
+  fields: readonly ExpectedField[] = [],
+): Promise<RunInput> {
   const { input, skipInvalid } = flags;
   // With --skip-invalid, a line that lacks a field the tasks read is skipped like any bad line;
-  // without, its article fails (a dead letter naming the field) before any call.
-  const requiredFields = skipInvalid ? taskFields : [];
+  // without, the first article must have them all (the input lacks the field outright), and a
+  // later one that lacks one fails alone, a dead letter naming the field, before any call.
+  const options = { skipInvalid, requiredFields: skipInvalid ? fields.map(({ field }) => field) : [], expectedFields: fields };
   if (input === undefined) {
+    const [first] = generateArticles(1, { seed: flags.seed });
+    const lacking = fields.find(({ field }) => !Object.hasOwn(first!, field));
+    if (lacking !== undefined) {
+      throw new UsageError(
+        `task ${lacking.task}'s prompt reads {{${lacking.field}}}, which generated articles do not have (${Object.keys(first!).join(', ')}): give --input a file that has it`,
+      );
+    }
     return {
       name: 'generated',
       count: flags.articles,
@@ -50,6 +108,8 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void, t
     };
   }
   if (input.trim() === '') throw new UsageError("--input needs a file name, or '-' for standard input");
+  const format = inputFormat(input, flags.inputFormat);
+  const read = READERS[format];
   let skipped = 0;
   const onInvalid = ({ path, line, reason }: InputIssue) => {
     skipped++;
@@ -59,13 +119,14 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void, t
   if (input === '-' || STDIN_PATHS.includes(input)) {
     // A person at a terminal would otherwise watch a progress line stuck at 0 articles.
     if (process.stdin.isTTY === true) {
-      warn('reading articles from standard input, the terminal: one JSON object per line, Ctrl-D to end (or pipe a file in)');
+      warn(`reading articles from standard input, the terminal: ${TYPED[format]}, Ctrl-D to end (or pipe a file in)`);
     }
+    const name = input === '-' ? 'stdin' : input;
     return {
-      name: input === '-' ? 'stdin' : input,
+      name,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(process.stdin, { name: input === '-' ? 'stdin' : input, skipInvalid, onInvalid, requiredFields }),
+      open: () => someValid(read(process.stdin, { ...options, name, onInvalid }), name, () => skipped),
       repeatable: false,
     };
   }
@@ -81,15 +142,16 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void, t
       name: input,
       count: undefined,
       skipped: () => skipped,
-      open: () => readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields }),
+      open: () => someValid(read(input, { ...options, onInvalid }), input, () => skipped),
       repeatable: false,
     };
   }
   let count = 0;
-  for await (const article of readArticlesJsonl(input, { skipInvalid, onInvalid, requiredFields })) {
+  for await (const article of read(input, { ...options, onInvalid })) {
     void article;
     count++;
   }
+  if (count === 0 && skipped > 0) throw noneValid(input, skipped);
   const checkedSkips = skipped;
   // The file was checked in full, duplicates included: without --skip-invalid there are none, and
   // the run need not keep every id. With it, the same lines are skipped again, quietly.
@@ -97,7 +159,24 @@ export async function openInput(flags: RunFlags, warn: (text: string) => void, t
     name: input,
     count,
     skipped: () => checkedSkips,
-    open: () => readArticlesJsonl(input, { skipInvalid, checkDuplicates: skipInvalid, requiredFields }),
+    open: () => read(input, { ...options, checkDuplicates: skipInvalid }),
     repeatable: true,
   };
+}
+
+/** The articles of a stream, or an `InputError` at its end when every line was skipped: a run of nothing is not a success. */
+async function* someValid(articles: AsyncIterable<Article>, name: string, skipped: () => number): AsyncGenerator<Article, void, undefined> {
+  let count = 0;
+  for await (const article of articles) {
+    count++;
+    yield article;
+  }
+  if (count === 0 && skipped() > 0) throw noneValid(name, skipped());
+}
+
+function noneValid(name: string, skipped: number): InputError {
+  return new InputError({
+    path: name,
+    reason: `no valid article read: all ${skipped} ${skipped === 1 ? 'line was' : 'lines were'} invalid and skipped`,
+  });
 }

@@ -21,7 +21,7 @@ import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
-import { openInput } from './input.ts';
+import { expectedFields, openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildQueueCommands } from './queue.ts';
@@ -61,6 +61,7 @@ banner goes to stdout; installed, \`npx news-processor\`):
   $ news-processor --articles=5 --workers=5 --rate=3           the Go original's run
   $ news-processor -articles=10 -rate=5 -burst=1               Go's single-dash spelling works too
   $ news-processor --input fixtures/articles.jsonl --output results.jsonl --overwrite
+  $ news-processor --input fixtures/articles.csv --tasks fixtures/tasks.yaml    CSV articles, YAML tasks
   $ news-processor --articles=1000 --rate=50 --workers=20 --profile=production --quiet
   $ news-processor --articles=200 --rate=50 --workers=20 --profile=production --call-timeout=1s   retry hung calls
   $ news-processor --articles=4 --rate=2 --burst=1 --json      one JSON object, for scripts
@@ -195,6 +196,8 @@ interface FinishedRun {
   /** With --resume: articles of the results file the input does not hold. */
   readonly unseen: number;
   readonly inputName: string;
+  /** Articles that failed lacking a field a task's prompt reads, by field, with the first such task. */
+  readonly lacked: ReadonlyMap<string, { readonly task: string; readonly count: number }>;
   /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
   readonly keyVariables: ReadonlyMap<string, string>;
 }
@@ -282,7 +285,7 @@ async function runWith(
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
-  const input = await openInput(flags, (text) => early.push(text), tasks.inputFields);
+  const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
   const output = await openOutput(flags, input, (text) => early.push(text));
   const terminal = new Terminal({
     out: output.human,
@@ -308,6 +311,8 @@ async function runWith(
   let summary: RunSummary;
   let outputError: OutputError | undefined;
   const { writer } = output;
+  // Articles that lacked a field a prompt reads, by field: the summary names them, --quiet too.
+  const lacked = new Map<string, { readonly task: string; count: number }>();
   try {
     summary = await runPipeline({
       source: skipping?.source ?? input.open(),
@@ -327,6 +332,12 @@ async function runWith(
       },
       onResult: async (result) => {
         progress.result(result);
+        const field = result.error?.field;
+        if (field !== undefined) {
+          const entry = lacked.get(field) ?? { task: result.error!.task ?? '', count: 0 };
+          entry.count++;
+          lacked.set(field, entry);
+        }
         if (printLines) terminal.line(formatResult(result));
         if (writer === undefined || outputError !== undefined) return;
         try {
@@ -357,6 +368,7 @@ async function runWith(
     signal: stopSignal(),
     unseen: skipping?.unseen() ?? 0,
     inputName: input.name,
+    lacked,
     keyVariables,
   };
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
@@ -394,6 +406,8 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     burst,
     resumed,
     skippedLines,
+    // Articles that lacked a field a prompt reads (dead letters), by field.
+    missingFields: Object.fromEntries([...run.lacked].map(([field, { count }]) => [field, count])),
     // The process's peak resident memory, so a script can check it stays flat.
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
@@ -426,6 +440,9 @@ function humanSummary(
   if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
   if (context.sharedNote !== undefined) lines.push(context.sharedNote);
   if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
+  for (const [field, { task, count }] of run.lacked) {
+    lines.push(`Missing field "${field}": ${plural(count, 'article')} lacked it (task ${task} reads {{${field}}}), a dead letter each`);
+  }
   const { writer, kept } = context;
   if (writer !== undefined && run.outputError === undefined && run.stdout === undefined) {
     lines.push(

@@ -34,6 +34,7 @@ import {
   addRunOptions,
   createLogger,
   groupRunOptions,
+  inputFormatOption,
   inputOption,
   loadProviderPackages,
   oneLineErrors,
@@ -132,6 +133,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   const command = addQueueOptions(new Command('enqueue'))
     .description('Add one job per article to the queue (the job id is the article id: enqueueing an input twice adds nothing)')
     .addOption(inputOption())
+    .addOption(inputFormatOption())
     .addOption(new Option('--articles <n>', 'generate this many articles (as a run does)').argParser(integer(1, 1e9)).default(5))
     .addOption(new Option('--seed <n>', 'seed of the generated articles').argParser(integer(0)).default(SIMULATED_DEFAULTS.seed))
     .addOption(skipInvalidOption())
@@ -141,6 +143,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   oneLineErrors(command);
   command.action(async (flags: EnqueueFlags) => {
     if (flags.skipInvalid && flags.input === undefined) throw new UsageError('--skip-invalid applies to --input files only');
+    if (flags.inputFormat !== undefined && flags.input === undefined) throw new UsageError('--input-format applies to --input only');
     const opened = await openQueue(flags);
     const { queue } = opened;
     try {

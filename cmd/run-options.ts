@@ -48,6 +48,8 @@ export interface RunFlags {
   providerRate?: number;
   providerBurst?: number;
   input?: string;
+  /** --input-format; absent: by the file's extension. */
+  inputFormat?: InputFormat;
   skipInvalid: boolean;
   json: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -109,6 +111,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
   'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
   'Input and output:': [
     '--input',
+    '--input-format',
     '--skip-invalid',
     '--output',
     '--resume',
@@ -200,9 +203,20 @@ export function checkLatencyRange(flags: { readonly minLatency: number; readonly
 /** --input: the articles from a file or standard input instead of generated (--articles, which it excludes). */
 export function inputOption(): Option {
   return new Option(
-    '--input <file.jsonl>',
-    "read articles from JSONL (id, title, content, url?, source?); '-' for standard input",
+    '--input <file>',
+    "read articles from a file: JSONL, a JSON array or CSV (id, title, content, url?, source?); '-' for standard input",
   ).conflicts('articles');
+}
+
+/** The formats --input reads: JSON Lines, one JSON array, CSV with a header row. */
+export const INPUT_FORMATS = ['jsonl', 'json', 'csv'] as const;
+export type InputFormat = (typeof INPUT_FORMATS)[number];
+
+/** --input-format: how --input is read, when its extension does not say (standard input, a FIFO, a .txt). */
+export function inputFormatOption(): Option {
+  return new Option('--input-format <format>', `how to read --input: ${INPUT_FORMATS.join(', ')}`)
+    .choices(INPUT_FORMATS)
+    .default(undefined, 'by the extension: .csv, .json, else jsonl');
 }
 
 /** --skip-invalid: bad input lines counted and skipped rather than stopping the command. */
@@ -244,6 +258,7 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       new Option('--provider-burst <calls>', "burst of the provider's quota (default 1 with --provider-rate)").argParser(integer(1, 1e9)),
     )
     .addOption(inputOption())
+    .addOption(inputFormatOption())
     .addOption(skipInvalidOption())
     .addOption(
       new Option('--headers <style>', `send rate-limit headers in this style: ${HEADER_STYLES.join(', ')}`).argParser(oneOf(HEADER_STYLES)),
@@ -349,6 +364,7 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.maxCost !== undefined && flags.config === undefined && flags.priceInput === undefined) {
     throw new UsageError('--max-cost needs a price to count in: give --price-input and --price-output (USD per million tokens)');
   }
+  if (flags.inputFormat !== undefined && flags.input === undefined) throw new UsageError('--input-format applies to --input only');
   if (flags.skipInvalid && flags.input === undefined) {
     throw new UsageError('--skip-invalid applies to --input files only');
   }

@@ -30,8 +30,12 @@ export type { Template, Placeholder } from './tasks/template.ts';
 export type { Article } from './sources/article.ts';
 export { generateArticles, generatedArticle } from './sources/generated.ts';
 export type { GenerateArticlesOptions, GeneratedArticle } from './sources/generated.ts';
-export { readArticlesJsonl, InputError, isInputError } from './sources/jsonl.ts';
-export type { InputIssue, ReadArticlesJsonlOptions } from './sources/jsonl.ts';
+export { readArticlesJsonl } from './sources/jsonl.ts';
+export { readArticlesJson } from './sources/json-array.ts';
+export { readArticlesCsv } from './sources/csv.ts';
+export type { ReadArticlesOptions, ExpectedField } from './sources/read-articles.ts';
+export { InputError, isInputError } from './sources/input-error.ts';
+export type { InputIssue } from './sources/input-error.ts';
 
 // Sinks: where results go.
 export { JsonlWriter, OutputError, isOutputError } from './sinks/jsonl-writer.ts';

@@ -12,7 +12,9 @@ export type OptionalPackage =
   | 'gpt-tokenizer'
   | 'prom-client'
   | 'vega'
-  | 'vega-lite';
+  | 'vega-lite'
+  | 'csv-parse'
+  | 'yaml';
 
 export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Object.freeze({
   openai: '6.49.0',
@@ -23,6 +25,8 @@ export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Obje
   'prom-client': '15.1.3',
   vega: '6.4.0',
   'vega-lite': '6.4.3',
+  'csv-parse': '7.0.3',
+  yaml: '2.9.1',
 });
 
 /** A feature was used whose package is not installed. Its message names the package and the command that installs it. */

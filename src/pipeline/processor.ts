@@ -249,6 +249,7 @@ function describe(error: unknown, task: string): ArticleError {
     if (isBudgetExhaustedError(last)) return { type: last.name, message: last.message, task };
     return { type: last instanceof Error ? last.name : 'Error', message: error.message, task };
   }
+  if (error instanceof MissingFieldError) return { type: error.name, message: error.message, task, field: error.field };
   if (error instanceof Error) return { type: error.name, message: error.message, task };
   return { type: 'Error', message: String(error), task };
 }

@@ -3,9 +3,14 @@ export type ArticleStatus = 'succeeded' | 'failed' | 'cancelled';
 
 /** Why an article failed or was cancelled: the error's class name and message, and the task it met it in. */
 export interface ArticleError {
+  /** The error's class name: `RateLimitError`, `MissingFieldError`. */
   readonly type: string;
+  /** What happened, in a line. */
   readonly message: string;
+  /** The task whose call (or prompt) met it. */
   readonly task?: string;
+  /** With a `MissingFieldError`: the placeholder's field the article lacked (`meta.author`), for a tally by field. */
+  readonly field?: string;
 }
 
 export interface ArticleResult {

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { loadOptional } from '../optional-package.ts';
 import { isRecord } from '../provider/json-schema.ts';
 import { show } from '../validation/checks.ts';
 import { fileErrorDetail } from '../validation/file-error.ts';
@@ -23,7 +24,11 @@ const FIELDS = ['name', 'prompt', 'schema', 'dependsOn', 'provider', 'maxOutputT
 /** The tasks file shipped with the package: summarize, then sentiment — the default of every run. */
 export const BUILTIN_TASKS_SOURCE = 'the built-in tasks';
 
-/** Reads and checks a tasks file; rejects with a {@link TasksError} naming the file, the task and what to fix. */
+/**
+ * Reads and checks a tasks file — JSON, or YAML for a `.yaml`/`.yml` path (the same fields; needs
+ * the `yaml` package) — and rejects with a {@link TasksError} naming the file, the task and what to
+ * fix; in a YAML file, also the line the task starts on (`tasks.yaml:12: task "headline": …`).
+ */
 export async function loadTasksFile(path: string): Promise<TaskSet> {
   let text: string;
   try {
@@ -31,6 +36,7 @@ export async function loadTasksFile(path: string): Promise<TaskSet> {
   } catch (error) {
     throw new TasksError(`${path}: cannot read file (${fileErrorDetail(error)})`, { cause: error });
   }
+  if (/\.ya?ml$/i.test(path)) return loadYamlTasks(text, path);
   let json: unknown;
   try {
     // A byte-order mark is how some editors start a UTF-8 file; JSON.parse would call it a token.
@@ -44,6 +50,46 @@ export async function loadTasksFile(path: string): Promise<TaskSet> {
 /** Checks a parsed tasks file; `source` begins every message (usually the path). Throws a {@link TasksError}. */
 export function parseTasksFile(json: unknown, source = 'tasks'): TaskSet {
   return defineTasks(readSpecs(json, source), source);
+}
+
+/**
+ * A YAML tasks file, read as its JSON twin is. A YAML error names its line; a task's error names
+ * the line its entry starts on, found from the task named at the head of the message.
+ */
+async function loadYamlTasks(text: string, path: string): Promise<TaskSet> {
+  const { LineCounter, parseDocument } = await loadOptional('yaml', 'a YAML tasks file', () => import('yaml'));
+  const lines = new LineCounter();
+  const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const [syntax] = document.errors;
+  if (syntax !== undefined) {
+    throw new TasksError(`${path}:${lines.linePos(syntax.pos[0]).line}: invalid YAML (${syntax.message})`);
+  }
+  const json: unknown = document.toJS();
+  try {
+    return parseTasksFile(json, path);
+  } catch (error) {
+    if (!(error instanceof TasksError) || !error.message.startsWith(`${path}: `)) throw error;
+    const rest = error.message.slice(path.length + 2);
+    const index = taskIndex(rest, isRecord(json) && Array.isArray(json.tasks) ? json.tasks : []);
+    const node = index === undefined ? undefined : document.getIn(['tasks', index], true);
+    const offset = isNode(node) ? node.range?.[0] : undefined;
+    if (offset === undefined) throw error;
+    throw new TasksError(`${path}:${lines.linePos(offset).line}: ${rest}`);
+  }
+}
+
+/** Which entry of `tasks` a message is about: it begins `tasks[N]`, `task "NAME"` or `task name VALUE`. */
+function taskIndex(message: string, tasks: readonly unknown[]): number | undefined {
+  const byIndex = /^tasks\[(\d+)\]/.exec(message);
+  if (byIndex !== null) return Number(byIndex[1]);
+  const byName = /^task (?:name )?(.+?)(?::| is | depends )/.exec(message);
+  if (byName === null) return undefined;
+  const index = tasks.findIndex((task) => isRecord(task) && (JSON.stringify(task.name) === byName[1] || show(task.name) === byName[1]));
+  return index === -1 ? undefined : index;
+}
+
+function isNode(value: unknown): value is { readonly range?: readonly number[] | null } {
+  return typeof value === 'object' && value !== null && 'range' in value;
 }
 
 let builtinTasks: TaskSet | undefined;

@@ -38,6 +38,13 @@ const BAD_FLAGS: ReadonlyArray<readonly [label: string, args: readonly string[],
   ['unknown profile', ['--profile=chaos'], [/--profile/, /chaos/, /stress/]],
   ['--input together with --articles', ['--input', 'fixtures/articles.jsonl', '--articles=3'], [/--input/, /--articles/]],
   ['--skip-invalid without --input', ['--skip-invalid'], [/--skip-invalid/, /--input/]],
+  ['--input-format without --input', ['--input-format=csv'], [/--input-format/, /--input/]],
+  ['unknown --input-format', ['--input', '-', '--input-format=xml'], [/--input-format/, /'xml'/, /jsonl, json, csv/]],
+  [
+    'a prompt field generated articles lack',
+    ['--tasks', 'fixtures/tasks.yaml'],
+    [/task credit's prompt reads \{\{author\}\}/, /generated articles/, /--input/],
+  ],
   ['--provider-burst without --provider-rate', ['--provider-burst=2'], [/--provider-burst/, /--provider-rate/]],
   // A call reserves its prompt plus --max-output-tokens: no call could fit, said before the run.
   ['--max-output-tokens above --tpm', ['--tpm=1000', '--max-output-tokens=2000'], [/--tpm=1000/, /--max-output-tokens \(2000\)/]],
@@ -60,6 +67,11 @@ const BAD_FILES: ReadonlyArray<readonly [file: string, line: number, reason: Reg
   ['duplicate-ids.jsonl', 4, /duplicate id "12" \(first seen on line 2\)/],
   ['not-an-object.jsonl', 2, /expected a JSON object, got \[1,2\]/],
   ['mixed.jsonl', 3, /invalid JSON \(.+\)/],
+  ['unclosed-quote.csv', 2, /invalid CSV \(a quoted field is never closed\)/],
+  ['field-count.csv', 3, /expected 3 fields \(the header's\), got 4/],
+  ['no-id-column.csv', 2, /missing "id"/],
+  ['invalid-element.json', 3, /invalid JSON \(.+\)/],
+  ['not-an-array.json', 1, /expected a JSON array of articles \(\[…\]\), got "\{"/],
 ];
 
 describe.concurrent('news-processor - bad flags: exit 2, one line naming the flag', { timeout: 60_000 }, () => {
@@ -79,7 +91,7 @@ describe.concurrent('news-processor --input - malformed files: exit 2, one line 
 describe.concurrent('fixtures/README.md - the messages it quotes', { timeout: 60_000 }, () => {
   // Its table of bad files: | `file` | line | problem | `message` … |, one row per file.
   const rows = async () =>
-    [...(await readFile('fixtures/README.md', 'utf8')).matchAll(/^\| `([\w-]+\.jsonl)` +\| +\d+ +\|[^|]+\| `([^`]+)`/gm)].map(
+    [...(await readFile('fixtures/README.md', 'utf8')).matchAll(/^\| `([\w-]+\.(?:jsonl|csv|json))` +\| +\d+ +\|[^|]+\| `([^`]+)`/gm)].map(
       ([, file, message]) => [file!, message!] as const,
     );
 
@@ -171,5 +183,68 @@ describe.concurrent('news-processor --skip-invalid', { timeout: 60_000 }, () => 
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 7 articles \| Succeeded:7 Failed:0 \| /m);
     expect(result.stdout).toMatch(/^Skipped input lines: 3$/m);
+  });
+});
+
+describe.concurrent('news-processor --skip-invalid - every line skipped', { timeout: 60_000 }, () => {
+  let temp: Awaited<ReturnType<typeof makeTempDir>>;
+  beforeAll(async () => {
+    temp = await makeTempDir();
+  });
+  afterAll(async () => {
+    await temp.remove();
+  });
+
+  it('a file: exit 2, one line saying no valid article was read and how many were skipped, no --output written', async () => {
+    const output = join(temp.dir, 'results.jsonl');
+    const result = await runCli([...FAST, '--input', 'fixtures/bad/all-invalid.jsonl', '--skip-invalid', '--output', output]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.split('\n').filter((line) => !line.startsWith('warning: skipping '))).toEqual([
+      'error: fixtures/bad/all-invalid.jsonl: no valid article read: all 3 lines were invalid and skipped',
+      '',
+    ]);
+    await expect(readFile(output, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('standard input: exit 2 at its end, the same line', async () => {
+    const result = await runCli([...FAST, '--input', '-', '--skip-invalid', '--quiet'], {
+      stdin: await readFile('fixtures/bad/all-invalid.jsonl'),
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^error: stdin: no valid article read: all 3 lines were invalid and skipped; the run was stopped there$/m,
+    );
+    expect(result.stdout).toMatch(/ 0 articles .*\| Succeeded:0 Failed:0 /);
+  });
+});
+
+describe.concurrent('news-processor - a field a prompt reads, missing from the input', { timeout: 60_000 }, () => {
+  it('from the first article of a JSONL file: exit 2 before any call, naming the line, the article, the field and the task', async () => {
+    const result = await runCli([...FAST, '--input', 'fixtures/articles.jsonl', '--tasks', 'fixtures/tasks.yaml']);
+    expectUsageError(result, []);
+    expect(result.stderr).toBe(
+      'error: fixtures/articles.jsonl:1: the first article, "101", has no field "author" that task credit\'s prompt reads ({{author}})\n',
+    );
+  });
+
+  it("from a CSV file's header row, with --skip-invalid too", async () => {
+    for (const skip of [[], ['--skip-invalid']]) {
+      const result = await runCli([...FAST, '--input', 'fixtures/bad/field-count.csv', '--tasks', 'fixtures/tasks.yaml', ...skip]);
+      expectUsageError(result, []);
+      expect(result.stderr).toBe(
+        'error: fixtures/bad/field-count.csv:1: the header has no column "author" that task credit\'s prompt reads ({{author}})\n',
+      );
+    }
+  });
+
+  it('from a later article: its dead letter, and the summary names the field and how many lacked it, under --quiet too', async () => {
+    const quiet = await runCli([...FAST, '--input', 'fixtures/bad/missing-content.jsonl', '--quiet']);
+    expect(quiet.code).toBe(1);
+    expect(quiet.stdout).toMatch(
+      /^Missing field "content": 1 article lacked it \(task summarize reads \{\{content\}\}\), a dead letter each$/m,
+    );
+    const json = await runCli([...FAST, '--input', 'fixtures/bad/missing-content.jsonl', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ failed: 1, missingFields: { content: 1 } });
   });
 });

@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Article } from '../../src/sources/article.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
-import { InputError, isInputError, readArticlesJsonl } from '../../src/sources/jsonl.ts';
-import type { InputIssue, ReadArticlesJsonlOptions } from '../../src/sources/jsonl.ts';
+import { InputError, isInputError, type InputIssue } from '../../src/sources/input-error.ts';
+import { readArticlesJsonl } from '../../src/sources/jsonl.ts';
+import type { ReadArticlesOptions } from '../../src/sources/read-articles.ts';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/', import.meta.url));
 const fixture = (name: string): string => join(FIXTURES, name);
@@ -30,7 +31,7 @@ async function tempFile(text: string): Promise<string> {
 }
 
 /** Reads everything; on failure returns the articles read so far and the error. */
-async function readAll(path: string, options?: ReadArticlesJsonlOptions): Promise<{ articles: Article[]; error: unknown }> {
+async function readAll(path: string, options?: ReadArticlesOptions): Promise<{ articles: Article[]; error: unknown }> {
   const articles: Article[] = [];
   try {
     for await (const article of readArticlesJsonl(path, options)) articles.push(article);
