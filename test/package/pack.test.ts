@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,10 +10,6 @@ import { OPTIONAL_PACKAGES } from '../../src/optional-package.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
-/**
- * The package as a user gets it: `npm pack` (of the `dist/` that `npm test` has just built), then
- * `npm install` of the tarball into a fresh project that has no TypeScript and no tsx.
- */
 /** Bytes under a folder, as `du` counts file contents (symlinks not followed). */
 async function folderBytes(path: string): Promise<number> {
   let bytes = 0;
@@ -24,37 +20,64 @@ async function folderBytes(path: string): Promise<number> {
 }
 
 /**
- * The package as a user gets it: `npm run tarball` (the published manifest, of the `dist/` the
- * tests' setup has just built), then `npm install` of the tarball into a fresh project that has no
- * TypeScript, no tsx and none of the optional packages.
+ * What `npm pack` packs, on a copy of the repository (the files its build and pack read, and its
+ * node_modules linked): the pack swaps package.json for the published one while it runs, which
+ * tests running beside this one read.
+ */
+async function stageRepository(): Promise<string> {
+  const stage = await mkdtemp(join(tmpdir(), 'news-processor-repository-'));
+  for (const path of [
+    'package.json',
+    '.npmignore',
+    'README.md',
+    'LICENSE',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'src',
+    'cmd',
+    'scripts',
+  ]) {
+    await cp(join(ROOT, path), join(stage, path), { recursive: true });
+  }
+  await symlink(join(ROOT, 'node_modules'), join(stage, 'node_modules'));
+  return stage;
+}
+
+/**
+ * The package as a user gets it: `npm pack` (its prepack builds `dist/` and writes the published
+ * manifest), then `npm install` of the tarball into a fresh project that has no TypeScript, no tsx
+ * and none of the optional packages.
  */
 describe('the packed package, installed into a fresh project', () => {
   let dir: string;
+  let stage: string;
   let files: string[];
   let manifest: Record<string, unknown>;
-  let installOutput: string;
+  let install: { status: number | null; stdout: string; stderr: string };
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'news-processor-pack-'));
-    const tarball = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'pack.ts'), '--destination', dir], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    }).trim();
+    stage = await stageRepository();
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
+        cwd: stage,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    ) as { filename: string }[];
+    const tarball = join(dir, packed!.filename);
     files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
       .trim()
       .split('\n')
       .map((path) => path.replace(/^package\//, ''));
     manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
     await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    installOutput = execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
-      cwd: dir,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    install = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: dir, encoding: 'utf8' });
   }, 300_000);
 
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
+    await rm(stage, { recursive: true, force: true });
   });
 
   it('holds the compiled library and command with their types, README and LICENSE, not the sources, tests or benchmarks', () => {
@@ -67,10 +90,15 @@ describe('the packed package, installed into a fresh project', () => {
     expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
   });
 
-  it('carries no build step and no development dependencies: installing it runs nothing', () => {
+  it('carries no build step and no development dependencies: installing it runs nothing and warns of nothing', async () => {
     expect(manifest).not.toHaveProperty('scripts');
     expect(manifest).not.toHaveProperty('devDependencies');
-    expect(installOutput).not.toMatch(/install-scripts|prepare/);
+    expect(install.status, install.stderr).toBe(0);
+    expect(install.stderr).toBe('');
+    expect(install.stdout).not.toMatch(/install-scripts|prepare|warn/i);
+    // The repository's own manifest is back once the pack is done.
+    expect(await readFile(join(stage, 'package.json'), 'utf8')).toBe(await readFile(join(ROOT, 'package.json'), 'utf8'));
+    expect(existsSync(join(stage, 'dist', 'repository-package.json'))).toBe(false);
   });
 
   it('weighs what the token bucket needs: the optional packages are peers, left out', async () => {

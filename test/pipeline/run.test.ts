@@ -23,7 +23,9 @@ describe('runPipeline()', () => {
     expect(summary.efficiency).toBe(1);
   });
 
-  it('4 articles × 2 calls at rate 2, burst 1 take at least 3.5 s on the real clock (and under 5 s)', async () => {
+  // The exact schedule is the manual clock's (above); here the real timers: never early, and no
+  // more than twice the floor late, a bound that only a lost or doubled wait can break.
+  it('4 articles × 2 calls at rate 2, burst 1 take at least 3.5 s on the real clock (and under twice that)', async () => {
     const provider = new SimulatedProvider({ minLatencyMs: 1, maxLatencyMs: 2, clock: systemClock });
     const started = performance.now();
     const summary = await runPipeline({ source: generateArticles(4), providers: [{ provider, limits: requestLimit(2, 1) }], workers: 5 });
@@ -31,7 +33,7 @@ describe('runPipeline()', () => {
     expect(summary.succeeded).toBe(4);
     expect(summary.calls).toBe(8);
     expect(elapsedMs).toBeGreaterThanOrEqual(3500);
-    expect(elapsedMs).toBeLessThan(5000);
+    expect(elapsedMs).toBeLessThan(2 * 3500);
   });
 
   it('takes no token before every provider is ready(): a call granted while an SDK loads would leave with the ones granted after it', async () => {

@@ -11,6 +11,7 @@ import {
   type Provider,
 } from '../../src/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
+import { recordReserveWaits } from './reserve-waits.ts';
 
 /** Answers at once, and before answering call `onCall` (numbered from 1) awaits what it is given. */
 class HookedProvider implements Provider {
@@ -79,6 +80,7 @@ describe('a pipeline on a quota shared through Redis', () => {
   it('goes on when Redis restarts mid-run, the lost state starting the quota full: one extra burst', async () => {
     const own = await startRedis();
     const connection = await connectRedis(own.url);
+    const waitsUs = recordReserveWaits(connection);
     try {
       // One worker, so that no limiter call is in flight while the provider restarts Redis.
       const provider = new HookedProvider((call) => (call === 6 ? own.restart() : undefined));
@@ -89,11 +91,13 @@ describe('a pipeline on a quota shared through Redis', () => {
       });
       expect([summary.succeeded, summary.failed]).toEqual([6, 0]);
       const atMs = provider.callsAtMs;
-      // Before the restart: the burst of 3, then 20/s (the floor of the six calls is 150 ms; a
-      // few ms less for the lateness of the first call, which the others do not share).
+      // Before the restart: the burst of 3 granted with no wait, then 20/s (the floor of the six
+      // calls is 150 ms; a few ms less for the lateness of the first call, which the others do not share).
+      expect(waitsUs.slice(0, 3)).toEqual([0, 0, 0]);
       expect(atMs[5]! - atMs[0]!).toBeGreaterThanOrEqual(140);
-      // After it, the lost state starts the quota full: calls 7 to 9 go at once...
-      expect(atMs[8]! - atMs[6]!).toBeLessThan(25);
+      // After it, the lost state starts the quota full: Redis grants calls 7 to 9 with no wait...
+      expect(waitsUs).toHaveLength(12);
+      expect(waitsUs.slice(6, 9)).toEqual([0, 0, 0]);
       // ...and then the rate holds again.
       expect(atMs[11]! - atMs[6]!).toBeGreaterThanOrEqual(140);
     } finally {

@@ -4,7 +4,7 @@ import { isLimiterUnavailableError, requestLimit } from '../../src/index.ts';
 import { connectRedis, isRedisRedirectError, RedisLimits, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
 import { clusterSlot, namesOnEveryNode, slotRanges } from './cluster-slot.ts';
 import { startRedisCluster, type TestCluster } from './redis-server.ts';
-import { envelopeExcess, runSharedQuota } from './shared-quota.ts';
+import { excessFromFirst, firstCallTokens, runSharedQuota, stray429s } from './shared-quota.ts';
 
 let cluster: TestCluster;
 let connection: RedisConnection;
@@ -38,12 +38,12 @@ describe('RedisLimits on a Redis Cluster', () => {
         await limits.check();
         const startMs = performance.now();
         const grantedMs: number[] = [];
+        // Redis decides the waits: none for the burst (a max wait of 0 refuses any), at most one period after.
         for (let i = 0; i < 5; i++) {
-          await limits.acquire(ONE_CALL);
+          await limits.acquire(ONE_CALL, { maxWaitMs: i < 2 ? 0 : 50 });
           grantedMs.push(performance.now() - startMs);
         }
         for (let i = 2; i < 5; i++) expect(grantedMs[i]).toBeGreaterThanOrEqual((i - 1) * 50 - 1);
-        expect(grantedMs[4]).toBeLessThan(1000);
         // The bucket is on the node that serves its slot, and on no other.
         for (const [other, node] of nodes) {
           const held = await node.call('EXISTS', limits.keys[0]!).catch(() => 0);
@@ -102,9 +102,9 @@ describe('RedisLimits on a Redis Cluster', () => {
       quotaKey,
     });
     expect(run.summaries.map((s) => s.failureReasons)).toEqual([{}, {}, {}]);
-    expect(run.refused).toBe(0);
-    expect(run.sentAtMs).toHaveLength(60);
-    expect(envelopeExcess(run.sentAtMs, rate, burst)).toBeLessThanOrEqual(1);
+    expect(run.refused).toBeLessThanOrEqual(stray429s(60));
+    expect(run.sentAtMs).toHaveLength(60 + run.refused);
+    expect(excessFromFirst(run.sentAtMs, rate, burst)).toBeLessThanOrEqual(1 + firstCallTokens(rate));
     expect(run.sentAtMs.at(-1)! - run.sentAtMs[0]!).toBeGreaterThanOrEqual(((60 - burst) / rate) * 1000 - 1000 / rate);
   }, 30_000);
 
