@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { AttemptEvent, CallGate, StartAtGrant } from '../gate/call-gate.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
+import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError, type LlmRequest } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
@@ -49,6 +50,8 @@ export interface ProcessorOptions {
    * @default none (the deadline starts with the article)
    */
   readonly startAtGrant?: { readonly maxWaitMs: () => number } | undefined;
+  /** Whether an article whose limits could not be reached ends `cancelled` (to be run again) rather than failed. @default false */
+  readonly cancelOnLostLimits?: boolean | undefined;
 }
 
 /**
@@ -142,7 +145,10 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (failure !== undefined) {
     const { error } = failure;
     const lastError = isRetryError(error) ? error.lastError : error;
-    const cancelled = (runSignal?.aborted === true && error === runSignal.reason) || isBudgetExhaustedError(lastError);
+    const cancelled =
+      (runSignal?.aborted === true && error === runSignal.reason) ||
+      isBudgetExhaustedError(lastError) ||
+      (options.cancelOnLostLimits === true && isLimiterUnavailableError(lastError));
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, failure.task);
   }
