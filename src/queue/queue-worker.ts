@@ -69,6 +69,7 @@ export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'to
 
 /** The queue's Redis stopped answering, or answers again. */
 export interface QueueRedisChange {
+  /** `false`: Redis stopped answering; `true`: it answers again. */
   readonly available: boolean;
   /** What happened, in a sentence: for a log or a person. */
   readonly message: string;

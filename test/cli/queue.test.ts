@@ -377,7 +377,18 @@ describe('news-processor status', () => {
   it("names each worker by host:pid; a killed worker's jobs count as stalled, not active, once their lock is gone", async () => {
     const queue = newQueue();
     await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=20']);
-    const slow = ['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', '--min-latency=20s', '--max-latency=21s', '--timeout=60s', '--quiet'];
+    const slow = [
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=inf',
+      '--min-latency=20s',
+      '--max-latency=21s',
+      '--timeout=60s',
+      '--quiet',
+    ];
     // The one to be killed holds 3 jobs on a short lock; the other holds 1 and looks for stalled jobs rarely.
     const victim = startCli([...slow, '--workers=3', '--lock-duration=1s'], { killAfterMs: 60_000 });
     const other = startCli([...slow, '--workers=1', '--stalled-interval=10m', '--grace=0s'], { killAfterMs: 60_000 });
