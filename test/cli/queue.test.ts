@@ -110,6 +110,10 @@ describe('news-processor enqueue', () => {
     }
     const worker = await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--articles=3']);
     expectOneLine(worker, /--articles belongs to enqueue: a worker takes its articles from the queue/);
+    expectOneLine(
+      await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--redis-give-up=soon']),
+      /option '--redis-give-up <duration>' argument 'soon' is invalid\. Expected a duration/,
+    );
   });
 });
 
