@@ -179,6 +179,7 @@ interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags {
   grace: number;
   lockDuration: number;
   stalledInterval: number;
+  redisGiveUp: number;
 }
 
 function workerCommand(onExit: (code: number) => void): Command {
@@ -211,6 +212,14 @@ function workerCommand(onExit: (code: number) => void): Command {
       new Option('--stalled-interval <duration>', 'how often to put back the jobs of workers that died (one script each time)')
         .argParser(duration({ allowZero: false }))
         .default(QUEUE_WORKER_DEFAULTS.stalledIntervalMs, formatDuration(QUEUE_WORKER_DEFAULTS.stalledIntervalMs)),
+    )
+    .addOption(
+      new Option(
+        '--redis-give-up <duration>',
+        'when Redis stops answering: how long to wait for it, holding the jobs taken, before stopping (exit 1)',
+      )
+        .argParser(duration({ allowZero: true }))
+        .default(QUEUE_WORKER_DEFAULTS.redisGiveUpMs, formatDuration(QUEUE_WORKER_DEFAULTS.redisGiveUpMs)),
     );
   oneLineErrors(groupRunOptions(command)).addHelpText('after', EXAMPLES);
   command.action(async (flags: WorkerFlags) => {
@@ -287,6 +296,9 @@ async function workOn(
       graceMs: flags.grace,
       lockDurationMs: flags.lockDuration,
       stalledIntervalMs: flags.stalledInterval,
+      redisGiveUpMs: flags.redisGiveUp,
+      // Said as it happens, whatever --quiet says: the worker is not stuck, it is waiting.
+      onRedisChange: ({ available, message }) => terminal.notice(`${available ? 'notice' : 'warning'}: ${message}`),
       onAttempt: (event) => {
         progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
@@ -310,9 +322,25 @@ async function workOn(
     lines.push(
       `Worker: ${plural(summary.articles, 'job')} taken from queue ${queue.name}` +
         (summary.returned > 0 ? `, ${summary.returned} put back unfinished for another worker` : '') +
+        (summary.leftLocked > 0 ? `, ${summary.leftLocked} left locked (back to waiting once the lock runs out)` : '') +
         (signal === undefined ? '' : ` (stopped by ${signal})`),
     );
+    const { count, totalMs } = summary.redisOutages;
+    if (count > 0) {
+      lines.push(
+        `Redis: stopped answering ${count === 1 ? 'once' : `${count} times`}, ${formatDuration(Math.max(1, Math.round(totalMs)))} in all; ` +
+          'the worker held its jobs meanwhile',
+      );
+    }
     process.stdout.write(`${printLines ? '\n' : ''}${lines.join('\n')}\n`);
+  }
+  if (summary.stoppedBy?.by === 'limits') {
+    process.stderr.write(
+      `error: ${summary.stoppedBy.message}; the worker stopped (see --redis-give-up), ` +
+        `its unfinished jobs go back to the queue once their lock runs out: start a worker again once Redis is back ` +
+        `(news-processor status --queue ${queue.name} shows what is left)\n`,
+    );
+    return 1;
   }
   if (summary.stoppedBy !== undefined) {
     process.stderr.write(`error: ${summary.stoppedBy.message}; the worker stopped, its unfinished jobs went back to the queue\n`);
@@ -356,18 +384,28 @@ function statusCommand(onExit: (code: number) => void): Command {
   return command;
 }
 
-/** `Queue batch1: 120 waiting · 10 active · 370 completed · 2 failed · 0 delayed | 9.8/s · eta 13s | 2 workers | 760 calls, 3 repeated` */
-export function formatStatus(status: QueueStatus): string {
+/**
+ * `Queue batch1: 120 waiting · 10 active · 370 completed · 2 failed · 0 delayed | 9.8/s · eta 13s |
+ * 2 workers (a:41 seen 1s ago, b:77 seen 0s ago) | 760 calls, 3 repeated`; jobs stalled, when there
+ * are any, after the active ones.
+ */
+export function formatStatus(status: QueueStatus, nowMs = Date.now()): string {
   const eta =
     status.etaMs === 0
       ? 'done'
       : status.etaMs === null
-        ? 'no ETA (nothing finished in the last minute)'
-        : `eta ${formatDuration(Math.round(status.etaMs / 1000) * 1000)}`;
+        ? `no ETA (${status.workers.length === 0 ? 'no worker connected' : 'nothing finished in the last minute'})`
+        : // Whole seconds, never "0s" while anything is left.
+          `eta ${formatDuration(Math.max(1, Math.ceil(status.etaMs / 1000)) * 1000)}`;
+  const stalled =
+    status.stalled > 0 ? ` · ${status.stalled} stalled (their worker is gone: back to waiting at a worker's next stalled check)` : '';
+  const workers = status.workers.map(
+    ({ name, lastSeenMs }) => `${name} seen ${formatDuration(Math.max(0, Math.round((nowMs - lastSeenMs) / 1000)) * 1000)} ago`,
+  );
   return (
-    `Queue ${status.name}: ${status.waiting} waiting · ${status.active} active · ${status.completed} completed · ` +
+    `Queue ${status.name}: ${status.waiting} waiting · ${status.active} active${stalled} · ${status.completed} completed · ` +
     `${status.failed} failed · ${status.delayed} delayed | ${status.finishedPerSecond.toFixed(1)}/s · ${eta} | ` +
-    `${plural(status.workers.length, 'worker')}${status.workers.length > 0 ? ` (${status.workers.join(', ')})` : ''} | ` +
+    `${plural(status.workers.length, 'worker')}${workers.length > 0 ? ` (${workers.join(', ')})` : ''} | ` +
     `${plural(status.calls, 'call')}, ${status.repeatedCalls} repeated`
   );
 }

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import type { CallDeadline } from '../gate/call-deadline.ts';
 import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
+import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError, type LlmRequest } from '../provider/provider.ts';
 import { isRetryError } from '../retry/retry.ts';
@@ -49,6 +50,8 @@ export interface ProcessorOptions {
    * allow an article's waits in all. @default Infinity (any wait)
    */
   readonly firstGrantWithinMs?: (() => number) | undefined;
+  /** Whether an article whose limits could not be reached ends `cancelled` (to be run again) rather than failed. @default false */
+  readonly cancelOnLostLimits?: boolean | undefined;
 }
 
 /**
@@ -125,7 +128,10 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (failure !== undefined) {
     const { error } = failure;
     const lastError = isRetryError(error) ? error.lastError : error;
-    const cancelled = (runSignal?.aborted === true && error === runSignal.reason) || isBudgetExhaustedError(lastError);
+    const cancelled =
+      (runSignal?.aborted === true && error === runSignal.reason) ||
+      isBudgetExhaustedError(lastError) ||
+      (options.cancelOnLostLimits === true && isLimiterUnavailableError(lastError));
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, failure.task);
   }

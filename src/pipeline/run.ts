@@ -12,13 +12,13 @@ import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
-import { checkDurationMs, checkInteger, checkNumber, expected } from '../validation/checks.ts';
+import { checkDurationMs, checkInteger, checkNumber, checkOneOf, expected } from '../validation/checks.ts';
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
 import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
-import { STOP_RULES, type WatchedRun } from './stop-rules.ts';
+import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
 import type { ArticleResult } from './result.ts';
 
 /** What a run does unless told otherwise. */
@@ -114,6 +114,15 @@ export interface PipelineOptions {
    * @default none
    */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
+  /**
+   * What the run does when its limits cannot be reached (a shared quota's Redis went away):
+   * `"stop"` — intake stops (`stoppedBy.by` is `"limits"`) and the articles in flight fail with
+   * `LimiterUnavailableError`; `"cancel"` — intake goes on, and the articles that met it end
+   * `cancelled`, to be run again: for a source that holds its articles back until Redis answers
+   * again, as the queue worker does.
+   * @default "stop"
+   */
+  readonly limitsLost?: 'stop' | 'cancel' | undefined;
 }
 
 /**
@@ -130,6 +139,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const { workers = PIPELINE_DEFAULTS.workers, timeoutMs = PIPELINE_DEFAULTS.timeoutMs } = options;
   checkInteger('workers', workers, 1);
   checkDurationMs('timeoutMs', timeoutMs, { positive: true });
+  const limitsLost = options.limitsLost ?? 'stop';
+  checkOneOf('limitsLost', limitsLost, ['stop', 'cancel'] as const);
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
   const tasks = options.tasks ?? loadBuiltinTasks();
@@ -198,7 +209,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       return () => attemptListeners.splice(attemptListeners.indexOf(listener), 1);
     },
   };
-  const unwatch = STOP_RULES.map((rule) =>
+  const rules = limitsLost === 'stop' ? STOP_RULES : STOP_RULES.filter((rule) => rule !== limitsUnreachable);
+  const unwatch = rules.map((rule) =>
     rule.watch(watched, (found) => {
       const halted = rule.halts === 'run' ? stop : intake;
       // A stop of the whole run says more than an earlier stop of intake; nothing says more than the first.
@@ -234,6 +246,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       admission,
       expectedCallMs,
       firstGrantWithinMs,
+      cancelOnLostLimits: limitsLost === 'cancel',
     });
 
   try {

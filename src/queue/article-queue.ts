@@ -16,6 +16,8 @@ export const QUEUE_DEFAULTS = Object.freeze({
   prefix: 'news-processor:',
   /** Articles added to Redis in one round trip by `enqueue`. */
   batchSize: 500,
+  /** `open`'s check of the queue must answer within this many ms (bullmq's loading not counted), and `close` waits no longer. */
+  timeoutMs: 2000,
 });
 
 /**
@@ -42,7 +44,7 @@ export interface ArticleQueueOptions {
   readonly name: string;
   /** @default QUEUE_DEFAULTS.prefix */
   readonly prefix?: string | undefined;
-  /** `open`'s check of the queue must answer within this many ms (bullmq's loading not counted). @default 2000 */
+  /** `open`'s check of the queue must answer within this many ms (bullmq's loading not counted), and `close` waits no longer. @default QUEUE_DEFAULTS.timeoutMs */
   readonly timeoutMs?: number | undefined;
 }
 
@@ -61,15 +63,31 @@ export interface QueueCounts {
   readonly failed: number;
 }
 
+/** A worker process connected to the queue, as `status` lists it. */
+export interface QueueWorkerInfo {
+  /** The name it gave (`runQueueWorker`'s `workerName`, `host:pid` by default). */
+  readonly name: string;
+  /** When Redis last heard from it (epoch ms): a worker waiting for jobs asks every few seconds. */
+  readonly lastSeenMs: number;
+}
+
 /** What `status` says of a queue. */
 export interface QueueStatus extends QueueCounts {
   readonly name: string;
+  /**
+   * Jobs taken whose lock has run out: their worker is gone (killed, or cut off from Redis), and
+   * a live worker's next stalled check puts them back to waiting. Not counted in `active`.
+   */
+  readonly stalled: number;
   /** Jobs finished (completed or failed) in the last minute, per second. */
   readonly finishedPerSecond: number;
-  /** Until waiting, delayed and active are done at that rate, in ms; `null` with nothing finishing. */
+  /**
+   * Until waiting, delayed, active and stalled are done at that rate, in ms; `null` with nothing
+   * finishing, or no worker connected to do it.
+   */
   readonly etaMs: number | null;
-  /** Worker processes connected to the queue now, by the name each gave (`host:pid`). */
-  readonly workers: readonly string[];
+  /** Worker processes connected to the queue now, by name. */
+  readonly workers: readonly QueueWorkerInfo[];
   /** Provider calls the workers made, every processing counted. */
   readonly calls: number;
   /**
@@ -106,9 +124,11 @@ export class ArticleQueue {
   /** BullMQ's prefix for this queue: `<prefix>{<name>}`, one Redis Cluster slot per queue. */
   readonly bullPrefix: string;
   readonly #keyBase: string;
+  readonly #timeoutMs: number;
 
   private constructor(options: ArticleQueueOptions, queue: BullQueue<ArticleJobData, ArticleResult>, client: Redis | Cluster) {
     this.name = options.name;
+    this.#timeoutMs = options.timeoutMs ?? QUEUE_DEFAULTS.timeoutMs;
     this.redis = options.redis;
     this.queue = queue;
     this.client = client;
@@ -131,7 +151,7 @@ export class ArticleQueue {
     // The queue reports a lost connection as an error event; its callers see the failed call.
     queue.on('error', () => {});
     const opened = new ArticleQueue(options, queue, client);
-    const timeoutMs = options.timeoutMs ?? 2000;
+    const timeoutMs = options.timeoutMs ?? QUEUE_DEFAULTS.timeoutMs;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -202,11 +222,12 @@ export class ArticleQueue {
     };
   }
 
-  /** The counts, the rate of the last minute, an ETA, the workers connected and the calls. */
+  /** The counts, the jobs stalled, the rate of the last minute, an ETA, the workers connected and the calls. */
   async status(nowMs = Date.now()): Promise<QueueStatus> {
     const sinceMs = nowMs - 60_000;
-    const [counts, completedLastMinute, failedLastMinute, firstCompleted, firstFailed, workers, stats] = await Promise.all([
+    const [counts, stalled, completedLastMinute, failedLastMinute, firstCompleted, firstFailed, workers, stats] = await Promise.all([
       this.counts(),
+      this.#stalled(),
       this.client.zcount(this.key('completed'), sinceMs, '+inf'),
       this.client.zcount(this.key('failed'), sinceMs, '+inf'),
       this.client.zrangebyscore(this.key('completed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
@@ -219,16 +240,31 @@ export class ArticleQueue {
     const windowMs = Math.max(1000, nowMs - Math.max(sinceMs, Number.isFinite(firstMs) ? firstMs : nowMs));
     const finishedPerSecond = ((completedLastMinute + failedLastMinute) * 1000) / windowMs;
     const repeatedCalls = Number(stats.repeatedCalls ?? 0) + (await this.#unsettledRepeats());
+    const active = Math.max(0, counts.active - stalled);
     const left = counts.waiting + counts.delayed + counts.active;
     return {
       name: this.name,
       ...counts,
+      active,
+      stalled,
       finishedPerSecond,
-      etaMs: left === 0 ? 0 : finishedPerSecond > 0 ? (left / finishedPerSecond) * 1000 : null,
-      workers: workers.map((worker) => worker.name ?? worker.addr ?? '?').sort(),
+      etaMs: left === 0 ? 0 : finishedPerSecond > 0 && workers.length > 0 ? (left / finishedPerSecond) * 1000 : null,
+      workers: workers
+        .map((client) => workerInfo(client, `${this.bullPrefix}:${Buffer.from(this.name).toString('base64')}:w:`, nowMs))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
       calls: Number(stats.calls ?? 0),
       repeatedCalls,
     };
+  }
+
+  /**
+   * The active jobs whose lock has run out. A job is locked while it is taken, the lock renewed by
+   * its worker; one without is held by no one until a stalled check puts it back.
+   */
+  async #stalled(): Promise<number> {
+    const ids = await this.client.lrange(this.key('active'), 0, -1);
+    const locked = await Promise.all(ids.map((id) => this.client.exists(this.key(`${id}:lock`))));
+    return locked.filter((exists) => exists === 0).length;
   }
 
   /**
@@ -320,14 +356,32 @@ export class ArticleQueue {
     await this.client.eval(SETTLE_CALLS, 2, this.key(CALLS_KEY), this.key(STATS_KEY), jobId, attempts);
   }
 
+  /** Closes the queue's client: at once if Redis does not answer (what it had not sent is dropped). */
   async close(): Promise<void> {
-    await this.queue.close().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.queue.close().catch(() => {}),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.client.status === 'ready' ? this.#timeoutMs : 0))),
+    ]);
+    clearTimeout(timer);
     this.client.disconnect();
   }
 
   #fire(pending: Promise<unknown>): void {
     pending.catch(() => {});
   }
+}
+
+/**
+ * A worker's entry of `CLIENT LIST`, as BullMQ returns it: `name` is the queue's, `rawname` the
+ * connection's — `named` (`<prefix>:<queue in base64>:w:`) and the worker's name; `idle` is in seconds.
+ */
+function workerInfo(client: { readonly [field: string]: string }, named: string, nowMs: number): QueueWorkerInfo {
+  const raw = client.rawname ?? '';
+  return {
+    name: raw.startsWith(named) ? raw.slice(named.length) : (client.addr ?? '?'),
+    lastSeenMs: nowMs - Number(client.idle ?? 0) * 1000,
+  };
 }
 
 function bullPrefixOf(options: ArticleQueueOptions): string {

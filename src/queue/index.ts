@@ -1,7 +1,15 @@
 // The article queue: a batch spread over any number of worker processes on BullMQ (news-processor/queue).
 export { ArticleQueue, QUEUE_DEFAULTS } from './article-queue.ts';
-export type { ArticleQueueOptions, ArticleJobData, QueueCounts, QueueStatus, QueueRedis, QueueClientOptions } from './article-queue.ts';
+export type {
+  ArticleQueueOptions,
+  ArticleJobData,
+  QueueCounts,
+  QueueStatus,
+  QueueWorkerInfo,
+  QueueRedis,
+  QueueClientOptions,
+} from './article-queue.ts';
 export { runQueueWorker, QUEUE_WORKER_DEFAULTS } from './queue-worker.ts';
-export type { QueueWorkerOptions, QueueWorkerSummary } from './queue-worker.ts';
+export type { QueueWorkerOptions, QueueWorkerSummary, QueueRedisChange } from './queue-worker.ts';
 export { jobIdOf, articleIdOf, checkQueueName } from './job-ids.ts';
 export { queueRedisOf } from './queue-redis.ts';

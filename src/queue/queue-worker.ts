@@ -1,11 +1,14 @@
 import { hostname } from 'node:os';
 import type { Job, Worker as BullWorker } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import { isLimiterUnavailableError, LimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { loadOptional } from '../optional-package.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
-import { runPipeline, type PipelineOptions } from '../pipeline/run.ts';
-import type { RunSummary } from '../pipeline/metrics.ts';
+import { PIPELINE_DEFAULTS, runPipeline, type PipelineOptions } from '../pipeline/run.ts';
+import type { RunStop, RunSummary } from '../pipeline/metrics.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkObject } from '../validation/checks.ts';
+import { formatDuration } from '../validation/duration.ts';
 import type { ArticleJobData, ArticleQueue } from './article-queue.ts';
 import { jobIdOf } from './job-ids.ts';
 
@@ -26,9 +29,25 @@ export const QUEUE_WORKER_DEFAULTS = Object.freeze({
   graceMs: 10_000,
   /** With `exitWhenDrained`: how often an idle worker asks whether the queue is done. */
   drainCheckMs: 500,
+  /**
+   * How long the worker waits for a lost Redis to answer again — holding its jobs, starting none —
+   * before it stops, in ms: what a run gives a provider that stays down (`PIPELINE_DEFAULTS.giveUpAfterMs`),
+   * long enough for a restart or a failover, short enough that a Redis gone for good ends the worker.
+   */
+  redisGiveUpMs: PIPELINE_DEFAULTS.giveUpAfterMs,
 });
 
-export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'total'> {
+/** While Redis is lost, how often the worker asks whether it answers again, in ms. */
+const PROBE_EVERY_MS = 250;
+/** How long one of those questions may go unanswered, in ms. */
+const PROBE_TIMEOUT_MS = 2000;
+/**
+ * After its grace period, how long a stopping worker may still wait for Redis to take its last
+ * writes (jobs put back, completed), in ms: a Redis that is gone must not hold the process.
+ */
+const CLOSE_MARGIN_MS = 500;
+
+export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'total' | 'limitsLost'> {
   readonly queue: ArticleQueue;
   /** End once nothing is left on the queue (waiting, delayed or running anywhere). @default false: wait for more */
   readonly exitWhenDrained?: boolean | undefined;
@@ -40,14 +59,33 @@ export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'to
   readonly lockDurationMs?: number | undefined;
   /** @default QUEUE_WORKER_DEFAULTS.stalledIntervalMs */
   readonly stalledIntervalMs?: number | undefined;
+  /** @default QUEUE_WORKER_DEFAULTS.redisGiveUpMs */
+  readonly redisGiveUpMs?: number | undefined;
   /** The name `status` lists the worker by. @default `host:pid` */
   readonly workerName?: string | undefined;
+  /** Told when the queue's Redis stops answering (the worker holds its jobs) and when it answers again (it goes on). @default none */
+  readonly onRedisChange?: ((change: QueueRedisChange) => void) | undefined;
+}
+
+/** The queue's Redis stopped answering, or answers again. */
+export interface QueueRedisChange {
+  /** `false`: Redis stopped answering; `true`: it answers again. */
+  readonly available: boolean;
+  /** What happened, in a sentence: for a log or a person. */
+  readonly message: string;
 }
 
 /** A worker's run: the pipeline's figures for the articles it took, and what it gave back. */
 export interface QueueWorkerSummary extends RunSummary {
-  /** Jobs put back on the queue unfinished (a stop, or cut at the end of the grace period). */
+  /** Jobs put back on the queue unfinished (a stop, cut at the end of the grace period, or Redis lost under their calls). */
   readonly returned: number;
+  /**
+   * Jobs the worker held when it ended that Redis did not take back (it was not answering): they
+   * stay locked until their lock runs out, then a worker's stalled check puts them back.
+   */
+  readonly leftLocked: number;
+  /** Times the queue's Redis stopped answering while the worker ran, and how long it was away in all (ms). */
+  readonly redisOutages: { readonly count: number; readonly totalMs: number };
 }
 
 /** A job taken, waiting for its article's result. */
@@ -64,6 +102,13 @@ interface Taken {
  * an article cut short (a stop) puts its job back for another worker. Any number of workers, on
  * any number of machines, share one queue and — through `RedisLimits` — one quota.
  *
+ * A Redis that stops answering is waited for, up to `redisGiveUpMs`: the worker starts nothing,
+ * keeps the jobs it holds, and puts back those whose calls met the lost limits (they end
+ * `cancelled`, never dead letters); once Redis answers it goes on. Past the bound it stops as a
+ * run does (`stoppedBy.by` is `"limits"`). Once stopped, it ends within its grace period and a
+ * moment more whatever Redis does: what Redis has not taken back by then stays locked, and comes
+ * back when the lock runs out.
+ *
  * A worker that dies (`kill -9`) leaves its jobs locked until the lock runs out; another worker's
  * stalled check then puts them back, and the calls the dead one had made for them are counted as
  * `repeatedCalls`.
@@ -74,26 +119,39 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   const graceMs = options.graceMs ?? QUEUE_WORKER_DEFAULTS.graceMs;
   const lockDurationMs = options.lockDurationMs ?? QUEUE_WORKER_DEFAULTS.lockDurationMs;
   const stalledIntervalMs = options.stalledIntervalMs ?? QUEUE_WORKER_DEFAULTS.stalledIntervalMs;
+  const redisGiveUpMs = options.redisGiveUpMs ?? QUEUE_WORKER_DEFAULTS.redisGiveUpMs;
   checkDurationMs('graceMs', graceMs, { positive: false });
   checkDurationMs('lockDurationMs', lockDurationMs, { positive: true });
   checkDurationMs('stalledIntervalMs', stalledIntervalMs, { positive: true });
+  checkDurationMs('redisGiveUpMs', redisGiveUpMs, { positive: false });
   const workers = options.workers ?? 5;
   const { Worker, WaitingError, UnrecoverableError } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
 
-  const taken = new Map<string, Taken>();
+  // By article id: a job whose lock ran out while Redis was away may be handed over again while
+  // this worker still holds it; one processing of the article then settles both.
+  const taken = new Map<string, Taken[]>();
+  const settleTaken = (id: string, result: ArticleResult | undefined) => {
+    for (const { settle } of taken.get(id) ?? []) settle(result);
+    taken.delete(id);
+  };
+  /** Jobs handed to this worker that Redis has not yet seen finished or put back. */
+  const held = new Set<string>();
   const inbox = new Inbox<Article>();
   let returned = 0;
   // Stopping: no more jobs; those not started go back at once, those under way get the grace period.
   const cut = new AbortController();
   const pipelineSignal = options.signal === undefined ? cut.signal : AbortSignal.any([options.signal, cut.signal]);
   let stopping = false;
+  let stoppedAtMs = 0;
+  let closing = false;
   let graceTimer: NodeJS.Timeout | undefined;
   let worker: BullWorker<ArticleJobData, ArticleResult> | undefined;
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    stoppedAtMs = performance.now();
     void worker?.pause(true).catch(() => {});
-    for (const article of inbox.drain()) taken.get(article.id)?.settle(undefined);
+    for (const article of inbox.drain()) settleTaken(article.id, undefined);
     inbox.close();
     if (taken.size > 0 && graceMs < Infinity) graceTimer = setTimeout(() => cut.abort(new Error('the grace period ran out')), graceMs);
   };
@@ -101,16 +159,64 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   if (stopSignal?.aborted) stop();
 
   const client = queue.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+
+  // A lost Redis: nothing starts, the jobs held are kept, and it is asked every moment whether it is back.
+  let outage: { readonly sinceMs: number; readonly giveUp: NodeJS.Timeout } | undefined;
+  const outages = { count: 0, totalMs: 0 };
+  let gaveUp: RunStop | undefined;
+  const lost = (why: string) => {
+    if (outage !== undefined || stopping || closing) return;
+    inbox.pause();
+    const giveUp = setTimeout(() => {
+      const message = `Redis at ${queue.redis.url} did not answer for ${formatDuration(redisGiveUpMs)} (${why})`;
+      gaveUp = { by: 'limits', type: 'LimiterUnavailableError', message };
+      stop();
+      // Nothing under way can finish without Redis: no grace.
+      cut.abort(new LimiterUnavailableError(message));
+    }, redisGiveUpMs);
+    outage = { sinceMs: performance.now(), giveUp };
+    outages.count++;
+    options.onRedisChange?.({
+      available: false,
+      message:
+        `${why}: holding ${taken.size === 1 ? '1 job' : `${taken.size} jobs`}, starting none; ` +
+        `waiting up to ${formatDuration(redisGiveUpMs)} for it to answer again`,
+    });
+    void watchOutage();
+  };
+  const back = () => {
+    if (outage === undefined) return;
+    clearTimeout(outage.giveUp);
+    const downMs = performance.now() - outage.sinceMs;
+    outages.totalMs += downMs;
+    outage = undefined;
+    if (stopping) return;
+    inbox.resume();
+    options.onRedisChange?.({
+      available: true,
+      message: `Redis at ${queue.redis.url} answers again after ${formatDuration(Math.max(1, Math.round(downMs)))}: going on`,
+    });
+  };
+  const watchOutage = async () => {
+    while (outage !== undefined && !closing) {
+      await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS));
+      if (outage !== undefined && !closing && (await answers(client))) back();
+    }
+  };
+  client.on('close', () => lost(`the connection to Redis at ${queue.redis.url} was lost`));
+
   worker = new Worker<ArticleJobData, ArticleResult>(
     queue.name,
     async (job, token) => {
       const article = job.data.article;
+      if (job.id !== undefined) held.add(job.id);
       const result = await new Promise<ArticleResult | undefined>((settle) => {
-        taken.set(article.id, { job, settle });
+        const holding = taken.get(article.id);
+        if (holding !== undefined) holding.push({ job, settle });
+        else taken.set(article.id, [{ job, settle }]);
         if (stopping) settle(undefined);
-        else inbox.push(article);
+        else if (holding === undefined) inbox.push(article);
       });
-      taken.delete(article.id);
       if (result !== undefined && result.status !== 'cancelled') {
         // Its calls are settled once BullMQ has it finished (the 'completed' and 'failed' events):
         // a worker dying before then leaves the job to run again, its calls still counted.
@@ -118,9 +224,13 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
         await job.updateData({ ...job.data, result });
         throw new UnrecoverableError(`${result.error?.type ?? 'Error'}: ${result.error?.message ?? 'failed'}`);
       }
-      // Not started, or cut short: back on the queue for another worker.
-      returned++;
-      await job.moveToWait(token);
+      // Not started, cut short, or its limits lost: back on the queue. Had Redis no answer, the
+      // job stays locked until its lock runs out; thrown on, the error would fail it.
+      try {
+        await job.moveToWait(token);
+        returned++;
+        if (job.id !== undefined) held.delete(job.id);
+      } catch {}
       throw new WaitingError();
     },
     {
@@ -133,9 +243,10 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       autorun: false,
     },
   );
-  // A lost connection shows as error events while the client reconnects; the jobs it held come back by the stalled check.
+  // A lost connection shows as error events while the client reconnects (said once, by `lost`).
   worker.on('error', () => {});
   const settle = (job: Job<ArticleJobData, ArticleResult> | undefined, result: ArticleResult | undefined) => {
+    if (job?.id !== undefined) held.delete(job.id);
     if (job?.id !== undefined && result !== undefined) void queue.settleCalls(job.id, result.attempts).catch(() => {});
   };
   worker.on('completed', (job, result) => settle(job, result));
@@ -145,13 +256,12 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   let drainTimer: NodeJS.Timeout | undefined;
   if (exitWhenDrained) {
     const check = async () => {
-      if (!stopping && taken.size === 0 && (await queue.drained().catch(() => false))) stop();
+      if (!stopping && outage === undefined && taken.size === 0 && (await queue.drained().catch(() => false))) stop();
       if (!stopping) drainTimer = setTimeout(check, QUEUE_WORKER_DEFAULTS.drainCheckMs);
     };
     drainTimer = setTimeout(check, QUEUE_WORKER_DEFAULTS.drainCheckMs);
   }
 
-  const onAttempt = options.onAttempt;
   const running = worker.run();
   let summary: RunSummary;
   try {
@@ -159,15 +269,23 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       ...options,
       source: inbox,
       signal: pipelineSignal,
+      limitsLost: 'cancel',
       // Counted as it is sent, not when it answers: a worker killed mid-call has paid for it.
       onSend: (request) => {
         queue.countCall(jobIdOf(request.articleId));
         options.onSend?.(request);
       },
-      onAttempt,
+      onAttempt: (event) => {
+        // The limits may see a Redis that stopped answering before the worker's own connection does.
+        if (isLimiterUnavailableError(event.error) && outage === undefined) {
+          const why = event.error.message;
+          void answers(client).then((yes) => yes || lost(why));
+        }
+        options.onAttempt?.(event);
+      },
       onResult: async (result) => {
         await options.onResult?.(result);
-        taken.get(result.id)?.settle(result);
+        settleTaken(result.id, result);
       },
     });
   } finally {
@@ -176,13 +294,47 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
     clearTimeout(graceTimer);
     clearTimeout(drainTimer);
     stopSignal?.removeEventListener('abort', stop);
-    for (const { settle } of taken.values()) settle(undefined);
-    await worker.close().catch(() => {});
-    await running.catch(() => {});
+    for (const id of [...taken.keys()]) settleTaken(id, undefined);
+    // Redis has until the end of the grace period (none once given up on) to take the last writes.
+    const waitMs = gaveUp !== undefined ? 0 : Math.max(0, stoppedAtMs + graceMs - performance.now());
+    const closed = await within(
+      worker.close().then(() => running),
+      waitMs + CLOSE_MARGIN_MS,
+    );
+    closing = true;
+    if (outage !== undefined) back();
+    if (!closed) void worker.disconnect().catch(() => {});
     // BullMQ leaves a client it was given open (it may be shared): this one is the worker's own.
     client.disconnect();
   }
-  return { ...summary, returned };
+  return {
+    ...summary,
+    stoppedBy: summary.stoppedBy ?? gaveUp,
+    returned,
+    leftLocked: held.size,
+    redisOutages: outages,
+  };
+}
+
+/** Whether `client` is connected and answers a PING within {@link PROBE_TIMEOUT_MS}. */
+async function answers(client: Redis | Cluster): Promise<boolean> {
+  if (client.status !== 'ready') return false;
+  return within(client.ping(), PROBE_TIMEOUT_MS);
+}
+
+/** Whether `pending` settles within `ms` (Infinity: waits for it); its failure counts as settled. */
+async function within(pending: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = pending.then(
+    () => true,
+    () => true,
+  );
+  if (ms === Infinity) return settled;
+  try {
+    return await Promise.race([settled, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The articles of the jobs taken, in the order taken, as the pipeline's source: ends once closed and empty. */
@@ -190,6 +342,17 @@ class Inbox<T> implements AsyncIterable<T> {
   readonly #items: T[] = [];
   #wake: (() => void) | undefined;
   #closed = false;
+  #paused = false;
+
+  /** Hands nothing over until `resume`: what it holds stays. */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#wake?.();
+  }
 
   push(item: T): void {
     this.#items.push(item);
@@ -203,12 +366,13 @@ class Inbox<T> implements AsyncIterable<T> {
 
   close(): void {
     this.#closed = true;
+    this.#paused = false;
     this.#wake?.();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
     for (;;) {
-      const item = this.#items.shift();
+      const item = this.#paused ? undefined : this.#items.shift();
       if (item !== undefined) {
         yield item;
         continue;

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -136,6 +136,10 @@ describe('news-processor enqueue', () => {
     }
     const worker = await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--articles=3']);
     expectOneLine(worker, /--articles belongs to enqueue: a worker takes its articles from the queue/);
+    expectOneLine(
+      await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--redis-give-up=soon']),
+      /option '--redis-give-up <duration>' argument 'soon' is invalid\. Expected a duration/,
+    );
   });
 });
 
@@ -262,67 +266,186 @@ describe('news-processor worker', () => {
   });
 });
 
-describe('a Redis restarted mid-run (persisting its data, as production runs it)', () => {
-  it('the workers reconnect and go on: every article collected once, all succeeded', async () => {
+describe('a worker whose Redis is lost (killed, persisting its data as production runs it)', () => {
+  /** A persistent redis-server on a port of its own, a queue of `articles` on it, and the worker's flags. */
+  async function persistentQueue(articles: number) {
     const dir = await mkdtemp(join(tmpdir(), 'news-processor-aof-'));
     const port = await freePort();
     const url = `redis://127.0.0.1:${port}`;
-    let server = await launchPersistent(port, dir);
+    const redisServer = { process: await launchPersistent(port, dir) };
+    const queue = newQueue();
+    const enqueued = await runCli(['enqueue', '--queue', queue, '--redis', url, `--articles=${articles}`]);
+    expect(enqueued.code, enqueued.stderr).toBe(0);
+    return {
+      url,
+      queue,
+      worker: (extra: readonly string[]) =>
+        startCli(
+          ['worker', '--queue', queue, '--redis', url, '--rate=20', '--workers=8', '--min-latency=50ms', '--max-latency=100ms', ...extra],
+          { killAfterMs: 90_000 },
+        ),
+      kill: async () => {
+        redisServer.process.kill('SIGKILL');
+        await once(redisServer.process, 'exit');
+      },
+      restart: async () => {
+        redisServer.process = await launchPersistent(port, dir);
+      },
+      remove: async () => {
+        redisServer.process.kill('SIGKILL');
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  const LOST =
+    /^warning: the connection to Redis at redis:\/\/127\.0\.0\.1:\d+ was lost: holding \d+ jobs?, starting none; waiting up to (\S+) for it to answer again$/m;
+
+  it('says so at once, holds its jobs, goes on once Redis is back: every article succeeded once, no dead letter', async () => {
+    const setup = await persistentQueue(60);
     try {
-      const queue = newQueue();
-      await runCli(['enqueue', '--queue', queue, '--redis', url, '--articles=40']);
-      const worker = startCli(
+      const worker = setup.worker(['--exit-when-drained']);
+      await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 5, 30_000);
+      await setup.kill();
+      await worker.waitForStderr(LOST, 10_000);
+      expect(worker.stderr().match(LOST)![1]).toBe('30s');
+      // Away for a while: the worker waits, it does not end.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(worker.child.exitCode).toBeNull();
+      await setup.restart();
+      const done = await worker.result;
+      expect(done.timedOut).toBe(false);
+      expect(done.code, done.stderr).toBe(0);
+      // After the start line, one line when it went, one when it came back, in that order; nothing else.
+      const lines = done.stderr.split('\n').filter((line) => line !== '');
+      expect(lines, done.stderr).toHaveLength(3);
+      expect(lines[0]).toMatch(/^worker on queue /);
+      expect(lines[1]).toMatch(LOST);
+      expect(lines[2]).toMatch(/^notice: Redis at \S+ answers again after \S+: going on$/);
+      expect(done.stdout).toMatch(/^Redis: stopped answering once, \S+ in all; the worker held its jobs meanwhile$/m);
+      const results = await collected(setup.queue, setup.url);
+      expect(results).toHaveLength(60);
+      expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
+      expect(await statusOf(setup.queue, setup.url)).toMatchObject({ waiting: 0, active: 0, stalled: 0, completed: 60, failed: 0 });
+    } finally {
+      await setup.remove();
+    }
+  }, 120_000);
+
+  it('Redis away past --redis-give-up: exit 1 with its summary and what to run next; its jobs come back, none a dead letter', async () => {
+    const setup = await persistentQueue(40);
+    try {
+      const worker = setup.worker(['--exit-when-drained', '--redis-give-up=2s', '--lock-duration=2s']);
+      await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 5, 30_000);
+      const killedMs = performance.now();
+      await setup.kill();
+      const done = await worker.result;
+      const afterKillMs = performance.now() - killedMs;
+      expect(done.timedOut).toBe(false);
+      expect(done.code, done.stderr).toBe(1);
+      expect(afterKillMs).toBeGreaterThanOrEqual(2000);
+      expect(afterKillMs).toBeLessThan(2000 + 15_000);
+      expect(done.stderr).toMatch(LOST);
+      expect(done.stderr).toMatch(
+        new RegExp(
+          `^error: Redis at \\S+ did not answer for 2s \\(.*\\); the worker stopped \\(see --redis-give-up\\), its unfinished jobs go back to the queue once their lock runs out: ` +
+            `start a worker again once Redis is back \\(news-processor status --queue ${setup.queue} shows what is left\\)$`,
+          'm',
+        ),
+      );
+      expect(done.stdout).toMatch(/^Worker: \d+ jobs taken from queue \S+/m);
+      expect(done.stdout).toMatch(/^Calls: \d+ /m);
+      // Back, another worker finishes the batch: the jobs the first held come back once their lock ran out.
+      await setup.restart();
+      const rest = await runCli(
         [
           'worker',
           '--queue',
-          queue,
+          setup.queue,
           '--redis',
-          url,
-          '--rate=20',
-          '--workers=4',
-          '--min-latency=50ms',
-          '--max-latency=100ms',
-          '--exit-when-drained',
-          '--lock-duration=3s',
-          '--stalled-interval=1s',
-          '--redis-timeout=5s',
-        ],
-        { killAfterMs: 90_000 },
-      );
-      await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 5, 30_000);
-      server.kill('SIGKILL');
-      await once(server, 'exit');
-      server = await launchPersistent(port, dir);
-      const done = await worker.result;
-      expect(done.timedOut).toBe(false);
-      expect(done.stderr).not.toMatch(/^\s+at /m);
-      const results = await collected(queue, url);
-      // A call in flight when Redis went may fail its article (LimiterUnavailableError): then a
-      // second worker, started once Redis is back, puts it through.
-      if (results.length < 40 || results.some((r) => r.status !== 'succeeded')) {
-        await runCli(['retry-failed', '--queue', queue, '--redis', url]);
-        const rest = await runCli([
-          'worker',
-          '--queue',
-          queue,
-          '--redis',
-          url,
+          setup.url,
           '--rate=inf',
           ...QUICK,
           '--exit-when-drained',
           '--quiet',
           '--stalled-interval=1s',
-        ]);
-        expect(rest.code, rest.stderr).toBe(0);
-      }
-      const finished = await collected(queue, url);
-      expect(finished).toHaveLength(40);
-      expect(finished.filter((r) => r.status !== 'succeeded')).toEqual([]);
+        ],
+        { killAfterMs: 60_000 },
+      );
+      expect(rest.code, rest.stderr).toBe(0);
+      const results = await collected(setup.queue, setup.url);
+      expect(results).toHaveLength(40);
+      expect(results.filter((r) => r.status !== 'succeeded')).toEqual([]);
     } finally {
-      server.kill('SIGKILL');
-      await rm(dir, { recursive: true, force: true });
+      await setup.remove();
     }
-  });
+  }, 120_000);
+
+  it('SIGTERM while Redis is down: ends within --grace and a moment, exit 143 with its summary', async () => {
+    const setup = await persistentQueue(40);
+    try {
+      const worker = setup.worker(['--grace=1s']);
+      await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 3, 30_000);
+      await setup.kill();
+      await worker.waitForStderr(LOST, 10_000);
+      const signalledMs = performance.now();
+      worker.send('SIGTERM');
+      const done = await worker.result;
+      const afterSignalMs = performance.now() - signalledMs;
+      expect(done.timedOut).toBe(false);
+      expect(done.code, done.stderr).toBe(143);
+      expect(afterSignalMs).toBeLessThan(1000 + 10_000);
+      expect(done.stdout).toMatch(/^Worker: \d+ jobs taken from queue \S+.* \(stopped by SIGTERM\)$/m);
+      expect(done.stdout).toMatch(/^Redis: stopped answering once/m);
+    } finally {
+      await setup.remove();
+    }
+  }, 120_000);
+});
+
+describe('news-processor status', () => {
+  it("names each worker by host:pid; a killed worker's jobs count as stalled, not active, once their lock is gone", async () => {
+    const queue = newQueue();
+    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=20']);
+    const slow = [
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=inf',
+      '--min-latency=20s',
+      '--max-latency=21s',
+      '--timeout=60s',
+      '--quiet',
+    ];
+    // The one to be killed holds 3 jobs on a short lock; the other holds 1 and looks for stalled jobs rarely.
+    const victim = startCli([...slow, '--workers=3', '--lock-duration=1s'], { killAfterMs: 60_000 });
+    const other = startCli([...slow, '--workers=1', '--stalled-interval=10m', '--grace=0s'], { killAfterMs: 60_000 });
+    try {
+      await until(async () => (await statusOf(queue)).active === 4, 30_000);
+      const both = await statusOf(queue);
+      const host = hostname();
+      expect(both.workers.map((w) => w.name).sort()).toEqual([`${host}:${victim.child.pid}`, `${host}:${other.child.pid}`].sort());
+      for (const { lastSeenMs } of both.workers) expect(Math.abs(Date.now() - lastSeenMs)).toBeLessThan(60_000);
+      const human = await runCli(['status', '--queue', queue, '--redis', redis.url]);
+      expect(human.stdout).toMatch(new RegExp(`\\| 2 workers \\(${host}:\\d+ seen \\d+s ago, ${host}:\\d+ seen \\d+s ago\\) \\|`));
+
+      victim.send('SIGKILL');
+      await victim.result;
+      await until(async () => (await statusOf(queue)).stalled === 3, 30_000);
+      const after = await statusOf(queue);
+      expect(after).toMatchObject({ waiting: 16, active: 1, stalled: 3, completed: 0 });
+      expect(after.workers.map((w) => w.name)).toEqual([`${host}:${other.child.pid}`]);
+      const line = (await runCli(['status', '--queue', queue, '--redis', redis.url])).stdout;
+      expect(line).toContain(" · 1 active · 3 stalled (their worker is gone: back to waiting at a worker's next stalled check) · ");
+      expect(line).not.toMatch(/eta 0s/);
+    } finally {
+      victim.send('SIGKILL');
+      other.send('SIGTERM');
+      await Promise.all([victim.result, other.result]);
+    }
+  }, 90_000);
 });
 
 /** A redis-server that writes every change to its append-only file before answering: a restart loses nothing. */

@@ -137,6 +137,44 @@ describe('a pipeline on a quota shared through Redis', () => {
     }
   });
 
+  it("limitsLost: 'cancel' (the queue worker's): intake goes on, the articles that met the lost Redis end cancelled, none failed", async () => {
+    const own = await startRedis();
+    const connection = await connectRedis(own.url, { timeoutMs: 300 });
+    try {
+      const provider = new HookedProvider((call) => (call === 8 ? own.kill() : undefined));
+      const results: ArticleResult[] = [];
+      const summary = await runPipeline({
+        source: generateArticles(30),
+        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(50, 2), quotaKey: 'lost' }) }],
+        workers: 4,
+        limitsLost: 'cancel',
+        onResult: (result) => void results.push(result),
+      });
+      // Every article was taken: the lost Redis stopped nothing.
+      expect(summary.articles).toBe(30);
+      expect(results).toHaveLength(30);
+      expect(summary.failed).toBe(0);
+      expect(summary.deadLetters).toBe(0);
+      expect(summary.cancelled).toBeGreaterThanOrEqual(1);
+      expect(summary.succeeded + summary.cancelled).toBe(30);
+      for (const result of results.filter((r) => r.status === 'cancelled')) expect(result.error?.type).toBe('LimiterUnavailableError');
+      expect(summary.stoppedBy).toBeUndefined();
+    } finally {
+      await connection.close();
+      await own.stop();
+    }
+  });
+
+  it('refuses a limitsLost it does not know', async () => {
+    await expect(
+      runPipeline({
+        source: [],
+        providers: [{ provider: new HookedProvider(), limits: requestLimit(1, 1) }],
+        limitsLost: 'ignore' as 'stop',
+      }),
+    ).rejects.toThrow(/Expected limitsLost to be one of "stop", "cancel"/);
+  });
+
   it('oversubscribed processes on one quota lose nothing: an article not granted its first call has not started', async () => {
     // Four "processes" (each its own connection, limits and pipeline) of 20 workers on one 20/s
     // quota, a 2 s timeout: 80 articles at once would wait 8 s for their later calls if all began.
