@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
+import { BUILTIN_VALIDATORS } from './builtin-validators.ts';
 import type { JsonSchema } from './json-schema.ts';
 import { valueForSchema } from './schema-value.ts';
 
@@ -20,6 +21,26 @@ interface AjvClasses {
   readonly draft2020: AjvClass;
 }
 
+/** What every schema is compiled with, at run time and ahead of time (`npm run validators`) alike. */
+export const AJV_OPTIONS = Object.freeze({ strict: false, validateFormats: false, allErrors: false, logger: false });
+
+let ajvClasses: AjvClasses | undefined;
+
+/**
+ * Loads ajv (synchronously: it is CommonJS, and its ~40 ms are paid once) the first time a schema
+ * that was not compiled ahead is compiled: a run of the built-in tasks never pays for it.
+ */
+function loadAjv(): AjvClasses {
+  if (ajvClasses === undefined) {
+    const load = createRequire(import.meta.url);
+    const { Ajv } = load('ajv') as typeof import('ajv');
+    const { Ajv2019 } = load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
+    const { Ajv2020 } = load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+    ajvClasses = { draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 };
+  }
+  return ajvClasses;
+}
+
 /**
  * Answers JSON schemas with values that validate: each candidate from {@link valueForSchema} is
  * checked with ajv against the schema as sent, so what the server answers always fits. Compiled
@@ -27,26 +48,18 @@ interface AjvClasses {
  * asks the same few schemas over and over.
  */
 export class SchemaAnswers {
-  readonly #ajv: AjvClasses;
   readonly #maxSchemas: number;
   readonly #validators = new Map<string, ValidateFunction>();
 
-  private constructor(ajv: AjvClasses, maxSchemas: number) {
-    this.#ajv = ajv;
+  /** Loads ajv when a schema not compiled ahead first needs it. */
+  constructor(maxSchemas: number) {
     this.#maxSchemas = maxSchemas;
   }
 
-  /**
-   * Loads ajv (synchronously: it is CommonJS, and its ~40 ms are paid once) on first use — a run or a
-   * server that never needs it never pays for it — so that checking a schema or an answer never
-   * waits on anything.
-   */
+  /** Loads ajv now, so that checking a schema or an answer never waits on it (a server, before it listens). */
   static create(maxSchemas: number): SchemaAnswers {
-    const load = createRequire(import.meta.url);
-    const { Ajv } = load('ajv') as typeof import('ajv');
-    const { Ajv2019 } = load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
-    const { Ajv2020 } = load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
-    return new SchemaAnswers({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
+    loadAjv();
+    return new SchemaAnswers(maxSchemas);
   }
 
   /**
@@ -71,7 +84,7 @@ export class SchemaAnswers {
       this.#validators.set(text, validate);
       return validate;
     }
-    validate = this.#compile(schema);
+    validate = BUILTIN_VALIDATORS.get(text) ?? this.#compile(schema);
     if (this.#validators.size >= this.#maxSchemas) this.#validators.delete(this.#validators.keys().next().value!);
     this.#validators.set(text, validate);
     return validate;
@@ -81,15 +94,16 @@ export class SchemaAnswers {
     // The dialect comes from `$schema`; ajv is not told it (it knows none before draft-07 by URI).
     const { $schema, ...rest } = schema;
     const dialect = typeof $schema === 'string' ? $schema : '';
-    const first = /draft-0[67]/.test(dialect) ? this.#ajv.draft7 : /2019-09/.test(dialect) ? this.#ajv.draft2019 : this.#ajv.draft2020;
+    const ajv = loadAjv();
+    const first = /draft-0[67]/.test(dialect) ? ajv.draft7 : /2019-09/.test(dialect) ? ajv.draft2019 : ajv.draft2020;
     try {
       return this.#compileWith(first, rest);
     } catch (error) {
       // Without `$schema`, a tuple `items: [...]` is the older drafts' form.
-      if (first !== this.#ajv.draft2020 || !Array.isArray(rest.items))
+      if (first !== ajv.draft2020 || !Array.isArray(rest.items))
         throw new SchemaError(`the schema is invalid: ${(error as Error).message}`);
       try {
-        return this.#compileWith(this.#ajv.draft7, rest);
+        return this.#compileWith(ajv.draft7, rest);
       } catch (older) {
         throw new SchemaError(`the schema is invalid: ${(older as Error).message}`);
       }
@@ -99,7 +113,7 @@ export class SchemaAnswers {
   #compileWith(Ajv: AjvClass, schema: object): ValidateFunction {
     // An instance per schema: ajv keeps every schema it compiled, and a dropped validator must go with it.
     // Formats are made from a table of known shapes (the tests check them); unknown ones are not errors.
-    return new Ajv({ strict: false, validateFormats: false, allErrors: false, logger: false }).compile(schema);
+    return new Ajv({ ...AJV_OPTIONS }).compile(schema);
   }
 }
 
@@ -108,9 +122,9 @@ const SHARED_SCHEMAS = 256;
 let shared: SchemaAnswers | undefined;
 const byObject = new WeakMap<JsonSchema, ValidateFunction>();
 
-/** The process's one {@link SchemaAnswers}, made (and ajv loaded) on first use. */
+/** The process's one {@link SchemaAnswers}, made on first use. */
 export function sharedSchemaAnswers(): SchemaAnswers {
-  shared ??= SchemaAnswers.create(SHARED_SCHEMAS);
+  shared ??= new SchemaAnswers(SHARED_SCHEMAS);
   return shared;
 }
 
