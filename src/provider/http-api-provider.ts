@@ -6,12 +6,12 @@ import {
   loadFetch,
   WARM_UP_REQUEST,
   type HttpProviderOptions,
+  type HttpProviderType,
   type RefetchableClient,
   type SdkWire,
 } from './http-api.ts';
 import { OPENAI_WIRE } from './openai-wire.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from './provider.ts';
-import type { HttpProviderType } from './provider-types.ts';
 
 /** What a provider needs of its vendor's SDK once it is bound to the settings. */
 interface BoundSdk {

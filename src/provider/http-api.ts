@@ -24,6 +24,9 @@ import {
   type TokenUsage,
 } from './provider.ts';
 
+/** The HTTP APIs a provider can speak. */
+export type HttpProviderType = 'openai' | 'anthropic';
+
 /** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
 export interface HttpProviderOptions {
   /**

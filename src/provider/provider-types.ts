@@ -1,12 +1,11 @@
-import type { HttpProviderDefaults, HttpProviderOptions } from './http-api.ts';
+import type { HttpProviderDefaults, HttpProviderOptions, HttpProviderType } from './http-api.ts';
 import { AnthropicProvider, OpenAiProvider, type HttpApiProvider } from './http-api-provider.ts';
 import { ANTHROPIC_DEFAULTS, OPENAI_DEFAULTS } from './vendor-defaults.ts';
 
 /** What a provider is: the in-process simulation, or an HTTP API (OpenAI and compatible servers, or Anthropic). */
 export type ProviderType = 'simulated' | HttpProviderType;
 
-/** The HTTP APIs a provider can speak. */
-export type HttpProviderType = 'openai' | 'anthropic';
+export type { HttpProviderType };
 
 export const PROVIDER_TYPES: readonly ProviderType[] = Object.freeze(['simulated', 'openai', 'anthropic'] as ProviderType[]);
 
