@@ -17,15 +17,12 @@ import {
   type RunSummary,
   type TaskSet,
 } from '../src/index.ts';
-import { buildBenchCommand } from './bench.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
-import { buildQueueCommands } from './queue.ts';
-import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import {
@@ -85,7 +82,16 @@ no quota left, or answered its first call 404 or with a web page: the run stops)
 (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP), 141 stdout closed early (… | head). A
 run stopped with work left and an --output file says that --resume finishes it.`;
 
-function buildProgram(onExit: (code: number) => void): Command {
+/**
+ * Whether `argv` can name a command or ask for the list of them: anything but `--name[=value]`
+ * options. A run's flags alone leave the commands' modules (the server, the queue, the sweep)
+ * unloaded: a third of the modules the command has.
+ */
+function mayNameCommand(argv: readonly string[]): boolean {
+  return argv.some((arg) => !arg.startsWith('--') || arg === '--' || arg === '--help' || arg.startsWith('--help='));
+}
+
+async function buildProgram(argv: readonly string[], onExit: (code: number) => void): Promise<Command> {
   const program = new Command('news-processor')
     .description(
       'Push a batch of articles through rate-limited LLM calls (summarize, then sentiment, or the tasks of --tasks FILE): a worker pool, ' +
@@ -93,10 +99,16 @@ function buildProgram(onExit: (code: number) => void): Command {
         'provider is simulated in-process, so no server or key is needed.',
     )
     .version(packageVersion(), '-V, --version', 'print the version')
-    .enablePositionalOptions()
-    .addCommand(buildBenchCommand(onExit))
-    .addCommand(buildServeCommand(onExit));
-  for (const command of buildQueueCommands(onExit)) program.addCommand(command);
+    .enablePositionalOptions();
+  if (mayNameCommand(argv)) {
+    const [{ buildBenchCommand }, { buildServeCommand }, { buildQueueCommands }] = await Promise.all([
+      import('./bench.ts'),
+      import('./serve.ts'),
+      import('./queue.ts'),
+    ]);
+    program.addCommand(buildBenchCommand(onExit)).addCommand(buildServeCommand(onExit));
+    for (const command of buildQueueCommands(onExit)) program.addCommand(command);
+  }
   addRunOptions(program, [
     new Option('--rate <calls/s>', 'calls per second to the provider').argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
@@ -114,7 +126,8 @@ function buildProgram(onExit: (code: number) => void): Command {
 async function main(argv: readonly string[]): Promise<number> {
   watchStdout();
   let exitCode = EXIT_OK;
-  const program = buildProgram((code) => (exitCode = code));
+  const args = normalizeGoFlags(argv);
+  const program = await buildProgram(args, (code) => (exitCode = code));
   program.action(async (flags: MainFlags) => {
     for (const option of ['rate', 'burst'] as const) {
       if (flags.config !== undefined && program.getOptionValueSource(option) === 'cli') {
@@ -126,7 +139,7 @@ async function main(argv: readonly string[]): Promise<number> {
     exitCode = await run(flags);
   });
   try {
-    await program.parseAsync(normalizeGoFlags(argv), { from: 'user' });
+    await program.parseAsync(args, { from: 'user' });
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code !== 'commander.helpDisplayed' && error.code !== 'commander.version') return EXIT_USAGE;

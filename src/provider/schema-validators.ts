@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
+import { BUILTIN_VALIDATORS } from './builtin-validators.ts';
 import type { JsonSchema } from './json-schema.ts';
 
 /** A schema that cannot be answered: it does not compile, or (the simulator) no value made for it validates. */
@@ -16,32 +17,45 @@ interface AjvClasses {
   readonly draft2020: AjvClass;
 }
 
+/** What every schema is compiled with, at run time and ahead of time (`npm run validators`) alike. */
+export const AJV_OPTIONS = Object.freeze({ strict: false, validateFormats: false, allErrors: false, logger: false });
+
+let ajvClasses: AjvClasses | undefined;
+
 /**
- * Compiled validators of JSON schemas (draft-07, 2019-09 and 2020-12, by `$schema`), kept per
- * schema text, the most recently used `maxSchemas` of them — a run or a server asks the same few
- * schemas over and over.
+ * Loads ajv (synchronously: it is CommonJS, and its ~40 ms are paid once) the first time a schema
+ * that was not compiled ahead is compiled: a run of the built-in tasks never pays for it.
  */
-export class SchemaValidators {
-  readonly #ajv: AjvClasses;
-  readonly #maxSchemas: number;
-  readonly #validators = new Map<string, ValidateFunction>();
-
-  private constructor(ajv: AjvClasses, maxSchemas: number) {
-    this.#ajv = ajv;
-    this.#maxSchemas = maxSchemas;
-  }
-
-  /**
-   * Loads ajv (synchronously: it is CommonJS, and its ~40 ms are paid once) on first use — a run or a
-   * server that never needs it never pays for it — so that checking a schema or an answer never
-   * waits on anything.
-   */
-  static create(maxSchemas: number): SchemaValidators {
+function loadAjv(): AjvClasses {
+  if (ajvClasses === undefined) {
     const load = createRequire(import.meta.url);
     const { Ajv } = load('ajv') as typeof import('ajv');
     const { Ajv2019 } = load('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js');
     const { Ajv2020 } = load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
-    return new SchemaValidators({ draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 }, maxSchemas);
+    ajvClasses = { draft7: Ajv, draft2019: Ajv2019, draft2020: Ajv2020 };
+  }
+  return ajvClasses;
+}
+
+/**
+ * Compiled validators of JSON schemas (draft-07, 2019-09 and 2020-12, by `$schema`), kept per
+ * schema text, the most recently used `maxSchemas` of them — a run or a server asks the same few
+ * schemas over and over. The built-in tasks' validators were compiled ahead (`npm run
+ * validators`): a run of them never loads ajv.
+ */
+export class SchemaValidators {
+  readonly #maxSchemas: number;
+  readonly #validators = new Map<string, ValidateFunction>();
+
+  /** Loads ajv when a schema not compiled ahead first needs it. */
+  constructor(maxSchemas: number) {
+    this.#maxSchemas = maxSchemas;
+  }
+
+  /** Loads ajv now, so that checking a schema or an answer never waits on it (a server, before it listens). */
+  static create(maxSchemas: number): SchemaValidators {
+    loadAjv();
+    return new SchemaValidators(maxSchemas);
   }
 
   /** The compiled validator, from the cache or compiled now. */
@@ -54,7 +68,7 @@ export class SchemaValidators {
       this.#validators.set(text, validate);
       return validate;
     }
-    validate = this.#compile(schema);
+    validate = BUILTIN_VALIDATORS.get(text) ?? this.#compile(schema);
     if (this.#validators.size >= this.#maxSchemas) this.#validators.delete(this.#validators.keys().next().value!);
     this.#validators.set(text, validate);
     return validate;
@@ -64,15 +78,16 @@ export class SchemaValidators {
     // The dialect comes from `$schema`; ajv is not told it (it knows none before draft-07 by URI).
     const { $schema, ...rest } = schema;
     const dialect = typeof $schema === 'string' ? $schema : '';
-    const first = /draft-0[67]/.test(dialect) ? this.#ajv.draft7 : /2019-09/.test(dialect) ? this.#ajv.draft2019 : this.#ajv.draft2020;
+    const ajv = loadAjv();
+    const first = /draft-0[67]/.test(dialect) ? ajv.draft7 : /2019-09/.test(dialect) ? ajv.draft2019 : ajv.draft2020;
     try {
       return this.#compileWith(first, rest);
     } catch (error) {
       // Without `$schema`, a tuple `items: [...]` is the older drafts' form.
-      if (first !== this.#ajv.draft2020 || !Array.isArray(rest.items))
+      if (first !== ajv.draft2020 || !Array.isArray(rest.items))
         throw new SchemaError(`the schema is invalid: ${(error as Error).message}`);
       try {
-        return this.#compileWith(this.#ajv.draft7, rest);
+        return this.#compileWith(ajv.draft7, rest);
       } catch (older) {
         throw new SchemaError(`the schema is invalid: ${(older as Error).message}`);
       }
@@ -82,7 +97,7 @@ export class SchemaValidators {
   #compileWith(Ajv: AjvClass, schema: object): ValidateFunction {
     // An instance per schema: ajv keeps every schema it compiled, and a dropped validator must go with it.
     // Formats are made from a table of known shapes (the tests check them); unknown ones are not errors.
-    return new Ajv({ strict: false, validateFormats: false, allErrors: false, logger: false }).compile(schema);
+    return new Ajv({ ...AJV_OPTIONS }).compile(schema);
   }
 }
 
@@ -91,9 +106,9 @@ const SHARED_SCHEMAS = 256;
 let shared: SchemaValidators | undefined;
 const byObject = new WeakMap<JsonSchema, ValidateFunction>();
 
-/** The process's one {@link SchemaValidators}, made (and ajv loaded) on first use. */
+/** The process's one {@link SchemaValidators}, made on first use. */
 export function sharedValidators(): SchemaValidators {
-  shared ??= SchemaValidators.create(SHARED_SCHEMAS);
+  shared ??= new SchemaValidators(SHARED_SCHEMAS);
   return shared;
 }
 

@@ -22,7 +22,6 @@ import { createRandom } from './random.ts';
 import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
-import { sharedSchemaAnswers } from './schema-answers.ts';
 import { simulatedAnswer } from './simulated-answers.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
@@ -234,14 +233,6 @@ export class SimulatedProvider implements Provider {
   /** Calls that started hanging. */
   get hangs(): number {
     return this.#hangs;
-  }
-
-  /**
-   * Resolves once what answering needs is loaded (ajv, which checks every answer against its
-   * schema): before the first call, so that calls granted their tokens do not wait for it together.
-   */
-  async ready(): Promise<void> {
-    sharedSchemaAnswers();
   }
 
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {

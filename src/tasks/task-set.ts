@@ -59,7 +59,7 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * Checks task specs and compiles them into a {@link TaskSet}: names unique and well formed, every
  * dependency known and no cycle, every `{{tasks.NAME}}` placeholder in its task's `dependsOn`, every
  * schema an object schema that ajv compiles. Throws a {@link TasksError} whose message starts
- * with `source`. Loads ajv.
+ * with `source`. Loads ajv for a schema not compiled ahead (the built-in tasks' are).
  */
 export function defineTasks(specs: readonly TaskSpec[], source = 'tasks'): TaskSet {
   const fail = (message: string): never => {

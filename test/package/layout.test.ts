@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const CMD = fileURLToPath(new URL('../../cmd/', import.meta.url));
 
 /** The mechanisms that know nothing of LLMs or articles, and the folders that do. */
 const GENERIC = ['limiter', 'retry', 'breaker', 'middleware', 'validation'];
@@ -49,23 +50,62 @@ async function folderImports(): Promise<Map<string, Set<string>>> {
   return folders;
 }
 
+/** Each .ts file of `roots`, and the files it imports: static imports, type-only ones and `import()` alike. */
+async function fileImports(roots: readonly string[]): Promise<Map<string, Set<string>>> {
+  const files = new Map<string, Set<string>>();
+  const visit = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await visit(path);
+      else if (entry.name.endsWith('.ts')) {
+        const targets = new Set<string>();
+        for (const [, specifier] of (await readFile(path, 'utf8')).matchAll(/(?:from|import\() '(\.[^']+)'/g)) {
+          targets.add(relative(resolve(SRC, '..'), resolve(dirname(path), specifier!)));
+        }
+        files.set(relative(resolve(SRC, '..'), path), targets);
+      }
+    }
+  };
+  for (const root of roots) await visit(root);
+  return files;
+}
+
+/** Every cycle a depth-first walk of `graph` meets, each as `a → b → a`. */
+function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  const cycles: string[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const walk = (node: string, path: string[]): void => {
+    if (state.get(node) === 'done') return;
+    if (state.get(node) === 'visiting') {
+      cycles.push([...path.slice(path.indexOf(node)), node].join(' → '));
+      return;
+    }
+    state.set(node, 'visiting');
+    for (const next of graph.get(node) ?? []) walk(next, [...path, node]);
+    state.set(node, 'done');
+  };
+  for (const node of graph.keys()) walk(node, []);
+  return cycles;
+}
+
 describe('the layout of src/', () => {
   it('has no folder-level import cycle', async () => {
-    const graph = await folderImports();
-    const cycles: string[] = [];
-    const state = new Map<string, 'visiting' | 'done'>();
-    const walk = (folder: string, path: string[]): void => {
-      if (state.get(folder) === 'done') return;
-      if (state.get(folder) === 'visiting') {
-        cycles.push([...path.slice(path.indexOf(folder)), folder].join(' → '));
-        return;
-      }
-      state.set(folder, 'visiting');
-      for (const next of graph.get(folder) ?? []) walk(next, [...path, folder]);
-      state.set(folder, 'done');
-    };
-    for (const folder of graph.keys()) walk(folder, []);
-    expect(cycles).toEqual([]);
+    expect(cyclesOf(await folderImports())).toEqual([]);
+  });
+
+  it('has no file-level import cycle in src/ and cmd/, type-only imports included', async () => {
+    const graph = await fileImports([SRC, CMD]);
+    expect(graph.get('cmd/news-processor.ts')).toContain('cmd/run-options.ts');
+    expect(cyclesOf(graph)).toEqual([]);
+  });
+
+  it('finds a file-level cycle when there is one', () => {
+    const graph = new Map([
+      ['a.ts', new Set(['b.ts'])],
+      ['b.ts', new Set(['c.ts'])],
+      ['c.ts', new Set(['a.ts'])],
+    ]);
+    expect(cyclesOf(graph)).toEqual(['a.ts → b.ts → c.ts → a.ts']);
   });
 
   it('keeps the generic mechanisms free of LLM and article code', async () => {
