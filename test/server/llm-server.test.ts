@@ -7,6 +7,8 @@ import { LLM_SERVER_DEFAULTS, LlmServer, type LlmServerOptions } from '../../src
 import { ManualClock, RateLimitError, ServerError, SimulatedProvider, TimeoutError } from '../../src/index.ts';
 import { readAnswer } from '../../src/provider/answer.ts';
 import { builtinRequest } from '../requests.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import type { Article } from '../../src/sources/article.ts';
 
 type TaskName = 'summarize' | 'sentiment';
 /** The built-in task's request for the article below. */
@@ -320,7 +322,8 @@ describe('LlmServer answers any schema with a value that validates', () => {
     ];
     const named = await post(
       `${url}/v1/messages`,
-      { ...HELLO_ANTHROPIC, tools, tool_choice: { type: 'tool', name: 'extract' } },
+      // Room for the longest answer the schema may get: cut off, a tool's input would be {}.
+      { ...HELLO_ANTHROPIC, max_tokens: 1024, tools, tool_choice: { type: 'tool', name: 'extract' } },
       anthropicKey(),
     );
     expect(named.body.content[0]).toMatchObject({ type: 'tool_use', name: 'extract' });
@@ -344,6 +347,53 @@ describe('LlmServer answers any schema with a value that validates', () => {
       anthropicKey(),
     );
     expect(afterResult.body).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'All good.' }] });
+  });
+
+  it('answers vary with the article: 300 articles, every topic, confidences across [0, 1]; the same request, the same answer, on either route', async () => {
+    const { url } = await start({ rate: Infinity });
+    const topicSchema = {
+      type: 'object',
+      properties: {
+        topic: { type: 'string', enum: ['economy', 'politics', 'sport', 'science', 'culture'] },
+        confidence: { type: 'number', minimum: 0, maximum: 1 },
+      },
+      required: ['topic', 'confidence'],
+      additionalProperties: false,
+    };
+    const classify = (article: Article) => ({
+      model: 'm',
+      messages: [{ role: 'user', content: `Classify the article.\n\nTitle: ${article.title}\n\n${article.content}` }],
+      response_format: { type: 'json_schema', json_schema: { name: 'classify', strict: true, schema: topicSchema } },
+    });
+    const answerOf = async (article: Article) => {
+      const response = await post(`${url}/v1/chat/completions`, classify(article), openAiKey());
+      expect(response.status).toBe(200);
+      return JSON.parse(response.body.choices[0].message.content);
+    };
+    const articles = [...generateArticles(300)];
+    const values = [];
+    for (const article of articles) values.push(await answerOf(article));
+    for (const value of values) expect(ajv.validate(topicSchema, value), JSON.stringify(value)).toBe(true);
+    expect(new Set(values.map((value) => value.topic)).size).toBe(5);
+    const confidences = values.map((value) => value.confidence);
+    expect(Math.min(...confidences)).toBeLessThan(0.1);
+    expect(Math.max(...confidences)).toBeGreaterThan(0.9);
+    expect(new Set(confidences).size).toBeGreaterThan(50);
+    // The same request again, after 300 others: the same answer; and as a forced tool on the Anthropic route.
+    expect(await answerOf(articles[0]!)).toEqual(values[0]);
+    const { messages } = classify(articles[0]!);
+    const tool = await post(
+      `${url}/v1/messages`,
+      {
+        model: 'm',
+        max_tokens: 256,
+        messages,
+        tools: [{ name: 'classify', input_schema: topicSchema }],
+        tool_choice: { type: 'tool', name: 'classify' },
+      },
+      anthropicKey(),
+    );
+    expect(tool.body.content[0].input).toEqual(values[0]);
   });
 
   it('OpenAI json_object: a JSON object', async () => {
