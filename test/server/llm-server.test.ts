@@ -16,7 +16,7 @@ const taskRequest = (task: TaskName) => builtinRequest(task, ARTICLE.articleId, 
 const promptOf = (task: TaskName) => taskRequest(task).prompt;
 import { analyzeSentiment, extractKeywords, summarize } from '../../src/provider/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
-import { get, parseRaw, post, rawExchange } from './http.ts';
+import { get, type JsonResponse, parseRaw, post, rawExchange } from './http.ts';
 
 const INSTANT = { minLatencyMs: 0, maxLatencyMs: 0 };
 const servers: LlmServer[] = [];
@@ -713,6 +713,60 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
     expect((await post(`${url}/v1/chat/completions`, HELLO, openAiKey())).status).toBe(200);
   });
 
+  it("apiKeys: any other key gets the vendor's 401 on every route, quoted masked if at all, and takes no quota; the keys given are served", async () => {
+    const accepted = 'sk-accepted-0001';
+    const { url } = await start({ apiKeys: [accepted, 'sk-also-ok'], rate: 1, burst: 1, clock: new ManualClock() });
+    const wrong = 'sk-wrong-key-7f3a9c2dXYZW';
+    const openAiRefusal = {
+      error: {
+        message:
+          'Incorrect API key provided: sk-******************XYZW. You can find your API key at https://platform.openai.com/account/api-keys.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    };
+    const anthropicRefusal = { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } };
+    const responses = { model: 'm', input: 'Hello.' };
+    const exchanges: [string, Promise<JsonResponse>, object][] = [
+      ['POST /v1/chat/completions', post(`${url}/v1/chat/completions`, HELLO, openAiKey(wrong)), openAiRefusal],
+      ['POST /v1/responses', post(`${url}/v1/responses`, responses, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/responses/{id}', get(`${url}/v1/responses/resp_1`, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/models', get(`${url}/v1/models`, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/models/{id}', get(`${url}/v1/models/m`, openAiKey(wrong)), openAiRefusal],
+      ['POST /v1/messages', post(`${url}/v1/messages`, HELLO_ANTHROPIC, anthropicKey(wrong)), anthropicRefusal],
+      ['POST /v1/messages/count_tokens', post(`${url}/v1/messages/count_tokens`, HELLO, anthropicKey(wrong)), anthropicRefusal],
+      ['GET /v1/models (Anthropic)', get(`${url}/v1/models`, anthropicKey(wrong)), anthropicRefusal],
+      // Anthropic's route reads x-api-key first: a good bearer token does not stand in for a wrong one.
+      [
+        'POST /v1/messages, x-api-key wrong',
+        post(`${url}/v1/messages`, HELLO_ANTHROPIC, { ...anthropicKey(wrong), ...openAiKey(accepted) }),
+        anthropicRefusal,
+      ],
+    ];
+    for (const [route, exchange, body] of exchanges) {
+      const response = await exchange;
+      expect(response.status, route).toBe(401);
+      expect(response.body, route).toMatchObject(body);
+      expect(JSON.stringify(response.body), route).not.toContain(wrong.slice(3, -4));
+      // A key refused is no key: no quota is stated for it.
+      expect(
+        Object.keys(response.headers).filter((name) => name.includes('ratelimit')),
+        route,
+      ).toEqual([]);
+    }
+    // A short key is not quoted at all; no key is the missing-key 401, as without apiKeys.
+    const short = await post(`${url}/v1/chat/completions`, HELLO, openAiKey('sk-short'));
+    expect(short.body.error.message).toMatch(/^Incorrect API key provided: \*{8}\. /);
+    const none = await post(`${url}/v1/chat/completions`, HELLO, {});
+    expect(none).toMatchObject({ status: 401, body: { error: { message: expect.stringContaining("You didn't provide an API key.") } } });
+    // The keys given are served, each with the whole of its quota (burst 1): the refusals took none.
+    for (const key of [accepted, 'sk-also-ok']) {
+      expect((await post(`${url}/v1/chat/completions`, HELLO, openAiKey(key))).status).toBe(200);
+    }
+    expect((await post(`${url}/v1/messages`, HELLO_ANTHROPIC, anthropicKey(accepted))).status).toBe(429);
+  });
+
   const HUGE = 2 * 1024 * 1024;
 
   it.each([
@@ -1037,6 +1091,12 @@ describe('LlmServer options', () => {
     [{ models: 'gpt' }, 'Expected models to be an array of model ids, got "gpt"'],
     [{ models: [''] }, 'Expected each model to be a non-empty string, got ""'],
     [{ simulation: { minLatencyMs: 5, maxLatencyMs: 1 } }, 'Expected minLatencyMs to be at most maxLatencyMs (1), got 5'],
+    // Keys are secrets: never quoted back.
+    [{ apiKeys: [] }, 'Expected apiKeys to be a non-empty array of API keys, got an empty one'],
+    [{ apiKeys: 'sk-secret' }, 'Expected apiKeys to be a non-empty array of API keys, got string'],
+    [{ apiKeys: ['sk-fine', 'sk secret'] }, 'Expected apiKeys[1] to be printable ASCII without spaces, got a string of 9 characters'],
+    [{ apiKeys: [''] }, 'Expected apiKeys[0] to be printable ASCII without spaces, got a string of 0 characters'],
+    [{ apiKeys: [42] }, 'Expected apiKeys[0] to be printable ASCII without spaces, got number'],
   ])('%j: TypeError', (options, message) => {
     expect(() => new LlmServer(options as LlmServerOptions)).toThrow(new TypeError(message));
   });
