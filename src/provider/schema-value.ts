@@ -294,7 +294,8 @@ class Maker {
       const sampled = sampleRegex(schema.pattern, choose);
       if (sampled !== undefined) return fitLength(sampled, minLength, maxLength, schema.pattern);
     }
-    const wordCount = this.#random === undefined ? PLAIN_WORDS : 1 + this.choose(PLAIN_WORDS * 2);
+    // Other attempts say no word twice: a run of the list is at most the list.
+    const wordCount = this.#random === undefined ? PLAIN_WORDS : 1 + this.choose(Math.min(PLAIN_WORDS * 2, this.#words.length));
     // Other attempts start anywhere in the list, so that one word list gives many strings.
     const start = salt + this.choose(this.#words.length);
     const words = Array.from({ length: wordCount }, (_, i) => this.#words[(start + i) % this.#words.length]!);
