@@ -228,5 +228,8 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     // Its own "(default: …)": after the flag, before the next one.
     for (const [flag, value] of defaults)
       expect(help).toMatch(new RegExp(`${literal(flag)} (?:(?! --[a-z]).)*\\(default: ${literal(value)}\\)`));
+    // No keys named, every key is accepted: what the key flags say.
+    expect(help).toMatch(/--api-keys <keys> accept only these API keys, keys separated by commas: .*every key is accepted/);
+    expect(help).toMatch(/--api-keys-file <file> accept only the API keys in this file, one a line \(blank lines and # comments skipped\)/);
   });
 });
