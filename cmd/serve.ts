@@ -2,6 +2,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
 import { SIMULATED_DEFAULTS, isMissingPackageError, type ProfileName } from '../src/index.ts';
+import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
 import { accepting, integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
 import { systemErrorText } from './stdout.ts';
@@ -16,6 +17,8 @@ interface ServeFlags {
   tokensPerSecond: number;
   failMidStream: number;
   lenientSchemas: boolean;
+  apiKeys?: string[];
+  apiKeysFile?: string;
   minLatency: number;
   maxLatency: number;
   profile: ProfileName;
@@ -28,8 +31,11 @@ const EXAMPLES = `
 Routes: POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and
 POST /v1/messages/count_tokens (Anthropic), GET /v1/responses/ID, GET /v1/models[/ID], GET /healthz,
 GET /metrics (Prometheus); each chat route answers whole or streamed (stream: true). The API key is
-Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic); each key has its own quota, which the
-vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute, at most --burst at once).
+Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic); any key is accepted unless --api-keys or
+--api-keys-file name the ones that are (any other gets the vendor's 401, as a wrong key does). Each key has
+its own quota, which the vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute,
+at most --burst at once). Answers to any JSON schema vary with the prompt and --seed, the same request
+getting the same answer.
 
 Examples:
   $ news-processor serve                                        on http://127.0.0.1:8080, 10 requests/s per key
@@ -37,6 +43,7 @@ Examples:
   $ news-processor serve --tpm=40000 --profile=production       a token quota too, and real-world failures
   $ news-processor serve --min-latency=0ms --max-latency=0ms --rate=inf    as fast as it goes
   $ news-processor serve --tokens-per-second=20 --fail-mid-stream=0.2      slow streams, one in five cut
+  $ news-processor serve --api-keys-file=keys.txt               only the keys in keys.txt (one a line, # comments)
 
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second
@@ -93,10 +100,26 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         "take any schema marked strict, as other OpenAI-compatible servers do, instead of OpenAI's strict-mode rules",
       ).default(false),
     );
+  command
+    .addOption(
+      new Option(
+        '--api-keys <keys>',
+        "accept only these API keys, keys separated by commas: any other gets the vendor's 401 (without it or --api-keys-file, every key is accepted)",
+      ).argParser(apiKeyList),
+    )
+    .addOption(
+      new Option(
+        '--api-keys-file <file>',
+        'accept only the API keys in this file, one a line (blank lines and # comments skipped); with --api-keys too, the keys of both',
+      ),
+    );
   for (const option of simulationOptions()) command.addOption(option);
   command
     .addOption(
-      new Option('--seed <n>', "seed of the answers' latency and fate, in arrival order")
+      new Option(
+        '--seed <n>',
+        "seed of the answers' latency and fate, in arrival order, and (with each prompt) of the values made for any schema",
+      )
         .argParser(integer(0))
         .default(SIMULATED_DEFAULTS.seed),
     )
@@ -118,6 +141,9 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
 
 async function serve(flags: ServeFlags): Promise<number> {
   checkLatencyRange(flags);
+  if (flags.apiKeys !== undefined) checkApiKeys(flags.apiKeys);
+  const fromFile = flags.apiKeysFile === undefined ? undefined : await readApiKeysFile(flags.apiKeysFile);
+  const apiKeys = flags.apiKeys === undefined && fromFile === undefined ? undefined : [...(flags.apiKeys ?? []), ...(fromFile ?? [])];
   const server = new LlmServer({
     rate: flags.rate,
     burst: flags.burst,
@@ -125,6 +151,7 @@ async function serve(flags: ServeFlags): Promise<number> {
     tokensPerSecond: flags.tokensPerSecond,
     failMidStream: flags.failMidStream,
     lenientSchemas: flags.lenientSchemas,
+    apiKeys,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,

@@ -5,6 +5,7 @@ import { NANO_USD } from '../limits/budget.ts';
 import { amountOf, type LimitKind } from '../limits/provider-limits.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
+import { SIMULATED_DEFAULTS } from '../simulator/simulated.ts';
 import { simulatedAnswer } from '../simulator/simulated-answers.ts';
 import { estimateInputTokens, loadTokenizer } from '../provider/token-estimate.ts';
 import type { Article } from '../sources/article.ts';
@@ -192,7 +193,8 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
  */
 function typicalAnswer(request: LlmRequest): unknown {
   try {
-    return simulatedAnswer(request);
+    // As the simulated provider answers with its default seed: a typical answer, not the one a run will get.
+    return simulatedAnswer(request, SIMULATED_DEFAULTS.seed);
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     return undefined;

@@ -79,6 +79,7 @@ export const anthropicApi: ChatApi = {
   requestIdHeader: 'request-id',
   retryAfterMs: false,
   missingKeyMessage: 'x-api-key header is required',
+  refusedKeyMessage: () => 'invalid x-api-key',
   schemaParam: 'tools',
 
   keyOf(headers) {

@@ -158,6 +158,8 @@ export interface ChatApi {
   readonly retryAfterMs: boolean;
   /** The 401's message when a request carries no key. */
   readonly missingKeyMessage: string;
+  /** The 401's message for a key the server does not accept: the vendor's, never quoting the key whole. */
+  refusedKeyMessage(key: string): string;
   /** The request field a schema that cannot be answered is blamed on. */
   readonly schemaParam: string;
   /** The API key the request carries, or undefined. */

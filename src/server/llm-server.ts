@@ -63,6 +63,7 @@ export type LlmServerSimulation = Pick<
   'minLatencyMs' | 'maxLatencyMs' | 'profile' | 'seed' | 'outage' | 'hangMs'
 >;
 
+/** What a {@link LlmServer} is made with: every option optional, its default beside it. */
 export interface LlmServerOptions {
   /**
    * Requests per second per API key, > 0; `Infinity` for no limit. The headers state it per minute
@@ -99,6 +100,13 @@ export interface LlmServerOptions {
   readonly simulation?: LlmServerSimulation;
   /** Model ids `GET /v1/models` lists; requests may name any model. @default LLM_SERVER_DEFAULTS.models (["simulated"]) */
   readonly models?: readonly string[];
+  /**
+   * The API keys the server accepts (printable ASCII, no spaces: what a header carries); any other
+   * key gets the vendor's 401 — OpenAI's `invalid_api_key`, Anthropic's `authentication_error` —
+   * as a revoked or mistyped key does, quoted masked if at all, and takes nothing from any quota.
+   * @default none (every non-empty key is accepted)
+   */
+  readonly apiKeys?: readonly string[] | undefined;
   /** API keys the limiters hold at most (see `KeyedLimiter`). @default KEYED_LIMITER_DEFAULTS.maxKeys (1,000,000: the limiter's) */
   readonly maxKeys?: number;
   /** API keys `/metrics` labels apart. @default LLM_SERVER_DEFAULTS.maxKeyLabels (1000) */
@@ -109,6 +117,7 @@ export interface LlmServerOptions {
   readonly clock?: Clock;
 }
 
+/** Where {@link LlmServer.listen} listens. */
 export interface ListenOptions {
   /** Address to listen on. @default LLM_SERVER_DEFAULTS.host ("127.0.0.1") */
   readonly host?: string;
@@ -133,6 +142,8 @@ interface Exchange {
   readonly requestId: string;
   readonly startedMs: number;
   key: string | undefined;
+  /** A key the server does not accept: logged by its fingerprint, as the exchange's key is, and given nothing else. */
+  refusedKey: string | undefined;
 }
 
 /**
@@ -213,7 +224,8 @@ const PER_MINUTE_EPSILON = 1e-9;
  * `POST /v1/messages/count_tokens`, `GET /v1/responses/{id}`, `GET /v1/models[/{id}]`, `GET
  * /healthz` and `GET /metrics` (Prometheus). Every chat request goes through the same steps:
  *
- * 1. needs an API key (`Authorization: Bearer …`, or `x-api-key` on the Anthropic route): 401 without;
+ * 1. needs an API key (`Authorization: Bearer …`, or `x-api-key` on the Anthropic route), one of
+ *    `apiKeys` when those are given: 401 without, or with another;
  * 2. is refused with 413 when its declared length is over `maxBodyBytes`, before a byte is read;
  * 3. takes a request from its key's quota — a `KeyedLimiter`, so two keys never share one — or
  *    gets 429 with `retry-after` (and `retry-after-ms` on the OpenAI routes);
@@ -229,7 +241,7 @@ const PER_MINUTE_EPSILON = 1e-9;
  * 8. is sent whole, or streamed in the API's events at `tokensPerSecond` — a stream the client
  *    leaves ends there, one the fault or an outage cuts ends early (all counted in `/metrics`).
  *
- * Every response with a key carries the vendor's rate-limit headers, computed when it is sent.
+ * Every response to an accepted key carries the vendor's rate-limit headers, computed when it is sent.
  */
 export class LlmServer {
   readonly #server: Server;
@@ -245,6 +257,7 @@ export class LlmServer {
   readonly #responses = new ResponseStore(LLM_SERVER_DEFAULTS.maxResponses);
   readonly #maxBodyBytes: number;
   readonly #models: readonly string[];
+  readonly #apiKeys: ReadonlySet<string> | undefined;
   readonly #maxKeyLabels: number;
   readonly #logger: Logger;
   #loaded: Loaded | undefined;
@@ -263,6 +276,7 @@ export class LlmServer {
       maxBodyBytes = LLM_SERVER_DEFAULTS.maxBodyBytes,
       simulation = {},
       models = LLM_SERVER_DEFAULTS.models,
+      apiKeys,
       maxKeys,
       maxKeyLabels = LLM_SERVER_DEFAULTS.maxKeyLabels,
       logger = silentLogger,
@@ -280,6 +294,7 @@ export class LlmServer {
     if (!Array.isArray(models)) throw expected('models', 'an array of model ids', models);
     for (const model of models) checkString('each model', model);
     checkInteger('maxKeyLabels', maxKeyLabels, 0);
+    if (apiKeys !== undefined) checkApiKeys(apiKeys);
 
     this.#clock = clock;
     this.#requests = new KeyedLimiter({ rate, burst, clock, maxKeys });
@@ -295,6 +310,7 @@ export class LlmServer {
     this.#parseOptions = { lenientSchemas };
     this.#maxBodyBytes = maxBodyBytes;
     this.#models = Object.freeze([...models]);
+    this.#apiKeys = apiKeys === undefined ? undefined : new Set(apiKeys);
     this.#maxKeyLabels = maxKeyLabels;
     this.#logger = logger;
     const listener = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
@@ -389,6 +405,7 @@ export class LlmServer {
       requestId: randomUUID().replaceAll('-', ''),
       startedMs: performance.now(),
       key: undefined,
+      refusedKey: undefined,
     };
     const id = withId === null ? '' : decodeURIComponent(withId[2]!);
     this.#inFlight++;
@@ -445,10 +462,20 @@ export class LlmServer {
     }
   }
 
-  /** 401 without an API key; the key is the exchange's from here on. */
+  /**
+   * 401 without an API key, or with one the server does not accept; the key is the exchange's from
+   * here on. A refused key is not: it gets no quota nor metrics label of its own, so keys made up by
+   * the thousand fill no limiter; only the log names it, by its fingerprint.
+   */
   #authenticate(exchange: Exchange): void {
-    exchange.key = exchange.api.keyOf(exchange.req.headers);
-    if (exchange.key === undefined) throw new Refusal({ kind: 'authentication', message: exchange.api.missingKeyMessage });
+    const { api, req } = exchange;
+    const key = api.keyOf(req.headers);
+    if (key === undefined) throw new Refusal({ kind: 'authentication', message: api.missingKeyMessage });
+    if (this.#apiKeys !== undefined && !this.#apiKeys.has(key)) {
+      exchange.refusedKey = key;
+      throw new Refusal({ kind: 'authentication', message: api.refusedKeyMessage(key), code: 'invalid_api_key' });
+    }
+    exchange.key = key;
   }
 
   /** 413 by the declared length, before a byte is read. */
@@ -767,7 +794,8 @@ export class LlmServer {
     const seconds = (performance.now() - exchange.startedMs) / 1000;
     this.#loaded?.metrics.observe(exchange.route, status, this.#loaded.metrics.labelOf(exchange.key), seconds);
     if (this.#logger.isLevelEnabled('info')) {
-      const { req, requestId, key } = exchange;
+      const { req, requestId } = exchange;
+      const key = exchange.key ?? exchange.refusedKey;
       const fields = { method: req.method, path: req.url, status, ms: Math.round(seconds * 1e4) / 10, requestId };
       this.#logger.info(key === undefined ? fields : { ...fields, key: keyFingerprint(key) }, 'request');
     }
@@ -810,6 +838,24 @@ function simulatedFailure(error: unknown): Failure | undefined {
   if (isServerError(error)) return { kind: 'overloaded', message: `The server is overloaded or down: ${error.message}.` };
   if (isTimeoutError(error)) return { kind: 'timeout', message: 'The request timed out before an answer was ready.' };
   return undefined;
+}
+
+/** Printable ASCII without spaces: what a header carries whole, as the vendors' keys are. */
+const API_KEY = /^[\x21-\x7e]+$/;
+
+/** The keys are secrets: what is wrong with them is said by type and length, never by the key. */
+function checkApiKeys(apiKeys: unknown): void {
+  if (!Array.isArray(apiKeys) || apiKeys.length === 0) {
+    throw new TypeError(
+      `Expected apiKeys to be a non-empty array of API keys, got ${Array.isArray(apiKeys) ? 'an empty one' : typeof apiKeys}`,
+    );
+  }
+  apiKeys.forEach((key, index) => {
+    if (typeof key !== 'string' || !API_KEY.test(key)) {
+      const got = typeof key === 'string' ? `a string of ${key.length} characters` : typeof key;
+      throw new TypeError(`Expected apiKeys[${index}] to be printable ASCII without spaces, got ${got}`);
+    }
+  });
 }
 
 function pickSimulation(simulation: LlmServerSimulation): LlmServerSimulation {

@@ -93,6 +93,9 @@ export const openAiApi: ChatApi = {
 
   keyOf: bearerToken,
 
+  refusedKeyMessage: (key) =>
+    `Incorrect API key provided: ${maskedKey(key)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+
   parse(body, options) {
     if (!isRecord(body)) throw new InvalidRequestError(`Invalid request body: expected a JSON object, but got ${jsonType(body)}.`);
     const { model, messages } = body;
@@ -247,6 +250,19 @@ export function openAiErrorBody(failure: Failure): { error: Record<string, unkno
         : 'invalid_request_error';
   const code = failure.code ?? (failure.kind === 'rate-limited' ? 'rate_limit_exceeded' : null);
   return { error: { message: failure.message, type, param: failure.param ?? null, code } };
+}
+
+/** Least length of a key whose first 3 and last 4 characters are shown: the 5 or more between stay hidden. */
+const SHOWN_KEY_LENGTH = 12;
+
+/**
+ * A key as OpenAI quotes a wrong one, `sk-***…***WXYZ`: enough to tell which key was sent, not
+ * enough to use it. A shorter key is all asterisks.
+ */
+function maskedKey(key: string): string {
+  const points = Array.from(key);
+  if (points.length < SHOWN_KEY_LENGTH) return '*'.repeat(points.length);
+  return `${points.slice(0, 3).join('')}${'*'.repeat(points.length - 7)}${points.slice(-4).join('')}`;
 }
 
 function modelObject(id: string): unknown {

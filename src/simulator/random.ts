@@ -20,3 +20,14 @@ export function createRandom(seed: number): () => number {
     return ((mixed ^ (mixed >>> 14)) >>> 0) / 2 ** 32;
   };
 }
+
+/**
+ * A seed for `createRandom` drawn from `text` and `seed` (FNV-1a over the text's UTF-16 code
+ * units, started from the seed): the same text and seed give the same draws, other texts others.
+ */
+export function seedFrom(text: string, seed: number): number {
+  if (!Number.isInteger(seed)) throw new TypeError(`Expected seed to be an integer, got ${String(seed)}`);
+  let hash = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash;
+}

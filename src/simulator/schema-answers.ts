@@ -30,9 +30,15 @@ export class SchemaAnswers {
   /**
    * A value that validates against `schema`, strings made of `words`. Throws {@link SchemaError}.
    * `validate` saves a second cache lookup when the caller has the schema's validator already.
+   * `variant` 0 tries the plainest value first; any other integer tries values seeded from it first
+   * (the same variant, the same value) and the plainest last, so that answers seeded per request
+   * vary as the requests do and fit wherever the plain one would.
    */
-  valueFor(schema: JsonSchema, words: readonly string[], validate: ValidateFunction = this.validator(schema)): unknown {
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+  valueFor(schema: JsonSchema, words: readonly string[], validate: ValidateFunction = this.validator(schema), variant = 0): unknown {
+    for (let tried = 0; tried < ATTEMPTS; tried++) {
+      // Attempt 0 is the plain one: first for variant 0, last otherwise (and never twice: a seeded
+      // attempt that would come to 0 takes ATTEMPTS, which variant 0 never reaches).
+      const attempt = variant === 0 ? tried : tried === ATTEMPTS - 1 ? 0 : variant + tried || ATTEMPTS;
       const value = valueForSchema(schema, { words, attempt });
       if (value !== undefined && validate(value)) return value;
     }

@@ -8,8 +8,11 @@
  *
  * The value is a candidate: keywords that only a validator can settle (`not`, overlapping `oneOf`
  * branches, a pattern with lookarounds) may defeat it. Attempt 0 makes the plainest choices (first
- * branch, first enum member, a few items); other attempts make seeded random ones, so a caller that
- * validates can try again and get something else.
+ * branch, first enum member, a few items, the number nearest 0); other attempts make seeded random
+ * ones — any member, any branch, a length anywhere from the least allowed to a few past it, a number
+ * anywhere within the bounds, a run of the words from anywhere in the list — so a caller that
+ * validates can try again and get something else, and one that seeds per request gets answers
+ * that differ as requests do.
  */
 
 import { createRandom } from './random.ts';
@@ -22,7 +25,7 @@ export type SchemaNode = JsonSchema | boolean;
 export interface SchemaValueOptions {
   /** Words strings are made of, in order of preference (an empty list counts as none). @default a few neutral words (alpha, bravo, …) */
   readonly words?: readonly string[];
-  /** 0 for the plainest choices; any other integer seeds random ones. @default 0 */
+  /** 0 for the plainest choices; any other integer seeds random ones (the same integer, the same value). @default 0 */
   readonly attempt?: number;
 }
 
@@ -89,7 +92,8 @@ class Maker {
       if (schema.enum.length === 0) return undefined;
       return structuredClone(schema.enum[(salt + this.choose(schema.enum.length)) % schema.enum.length]);
     }
-    switch (this.#typeOf(schema, depth)) {
+    const type = this.#typeOf(schema, depth);
+    switch (type) {
       case 'object':
         return this.#object(schema, depth, salt, shift);
       case 'array':
@@ -97,9 +101,11 @@ class Maker {
       case 'string':
         return this.#string(schema, salt + shift);
       case 'integer':
-        return numberFor(schema, true, salt, this.#random);
-      case 'number':
-        return numberFor(schema, false, salt, this.#random);
+      case 'number': {
+        const number = numberFor(schema, type === 'integer', salt, this.#random);
+        // JSON has no -0: the value is what goes over the wire.
+        return number === 0 ? 0 : number;
+      }
       case 'boolean':
         return (salt + this.choose(2)) % 2 === 0;
       case 'null':
@@ -251,10 +257,12 @@ class Maker {
     const contains = schema.contains as SchemaNode | undefined;
     const minContains = contains === undefined ? 0 : typeof schema.minContains === 'number' ? schema.minContains : 1;
 
+    const fewest = Math.max(minItems, minContains);
     let count: number;
-    if (this.#minimal(depth)) count = Math.max(minItems, minContains);
-    else if (this.#random === undefined) count = Math.max(minItems, tuple.length, minContains, PLAIN_ITEMS);
-    else count = Math.max(minItems, minContains) + this.choose(PLAIN_ITEMS + 2);
+    if (this.#minimal(depth)) count = fewest;
+    else if (this.#random === undefined) count = Math.max(fewest, tuple.length, PLAIN_ITEMS);
+    // Any length the schema allows, up to a few past the least: lists of a model's length.
+    else count = fewest + this.choose(Math.min(maxItems, fewest + PLAIN_ITEMS) - fewest + 1);
     count = Math.min(count, maxItems);
 
     const unique = schema.uniqueItems === true;
@@ -286,8 +294,11 @@ class Maker {
       const sampled = sampleRegex(schema.pattern, choose);
       if (sampled !== undefined) return fitLength(sampled, minLength, maxLength, schema.pattern);
     }
-    const wordCount = this.#random === undefined ? PLAIN_WORDS : 1 + this.choose(PLAIN_WORDS * 2);
-    const words = Array.from({ length: wordCount }, (_, i) => this.#words[(salt + i) % this.#words.length]!);
+    // Other attempts say no word twice: a run of the list is at most the list.
+    const wordCount = this.#random === undefined ? PLAIN_WORDS : 1 + this.choose(Math.min(PLAIN_WORDS * 2, this.#words.length));
+    // Other attempts start anywhere in the list, so that one word list gives many strings.
+    const start = salt + this.choose(this.#words.length);
+    const words = Array.from({ length: wordCount }, (_, i) => this.#words[(start + i) % this.#words.length]!);
     // Past the list, a number keeps sibling strings apart.
     if (salt >= this.#words.length) words.push(String(Math.floor(salt / this.#words.length) + 1));
     return fitLength(words.join(' '), minLength, maxLength, undefined);
@@ -409,7 +420,11 @@ function numberFor(schema: Schema, integer: boolean, salt: number, random: (() =
   const highValue = high?.value ?? lowValue + 200;
   // Plain: the allowed value nearest 0 (nudged by salt, so siblings differ); random: anywhere between.
   let target = random === undefined ? Math.min(Math.max(salt, lowValue), highValue) : lowValue + random() * (highValue - lowValue);
-  if (random !== undefined && !integer && random() < 0.5) target = Math.round(target);
+  if (random !== undefined && !integer) {
+    // Two decimals, as a model writes a score or a price, where the bounds leave room for them.
+    const rounded = Math.round(target * 100) / 100;
+    if (fits(rounded)) target = rounded;
+  }
 
   const step = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : undefined;
   if (step !== undefined) {
@@ -491,7 +506,10 @@ function fitLength(text: string, min: number, max: number, pattern: string | und
   const points = Array.from(text);
   if (pattern === undefined) {
     while (points.length < min) points.push(...Array.from(points.length === 0 ? 'x' : ` ${text}`));
-    return points.slice(0, Math.min(Math.max(min, Math.min(points.length, max)), max)).join('');
+    const kept = points.slice(0, Math.min(Math.max(min, Math.min(points.length, max)), max));
+    // Cut short, the words end where one ends, as a model's would, unless that falls under the minimum.
+    const space = kept.length < points.length ? kept.lastIndexOf(' ') : -1;
+    return (space > 0 && space >= min ? kept.slice(0, space) : kept).join('');
   }
   if (points.length >= min) return text;
   const padding = 'x'.repeat(min - points.length);

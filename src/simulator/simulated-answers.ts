@@ -8,6 +8,7 @@
 import type { JsonSchema } from '../provider/json-schema.ts';
 import type { LlmOutput, LlmRequest } from '../provider/provider.ts';
 import { validatorOf } from '../provider/schema-validators.ts';
+import { seedFrom } from './random.ts';
 import { sharedSchemaAnswers } from './schema-answers.ts';
 import { analyzeSentiment, extractKeywords, summarize } from './text-analysis.ts';
 
@@ -64,17 +65,20 @@ export function articleOf(prompt: string): { title: string; text: string } {
 /**
  * The simulation's answer to `request`. A built-in task's analysis that does not fit the schema as
  * sent (one of the same shape that asks more: a `maxItems`, a pattern) gives way to a made value.
- * Rejects with `SchemaError` when no value can be made to fit.
+ * A made value is seeded by the task, the prompt and `seed`: articles get answers as varied as a
+ * model's — enum members, numbers across their bounds, lists of other lengths, their own words —
+ * and the same request the same answer. Rejects with `SchemaError` when no value can be made to fit.
  */
-export function simulatedAnswer(request: LlmRequest): LlmOutput {
+export function simulatedAnswer(request: LlmRequest, seed: number): LlmOutput {
   const { title, text } = articleOf(request.prompt);
   const known = knownTask(request.task, request.schema);
   const answers = sharedSchemaAnswers();
   const validate = validatorOf(request.schema);
+  const variant = seedFrom(`${request.task}\n${request.prompt}`, seed);
   if (known !== undefined) {
     const output = KNOWN_TASKS[known]!.answer(title, text);
     if (validate(output)) return output;
-    return answers.valueFor(request.schema, Object.values(output).flat().map(String), validate) as LlmOutput;
+    return answers.valueFor(request.schema, Object.values(output).flat().map(String), validate, variant) as LlmOutput;
   }
-  return answers.valueFor(request.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate) as LlmOutput;
+  return answers.valueFor(request.schema, extractKeywords(`${title}\n${text}`, ANSWER_WORDS), validate, variant) as LlmOutput;
 }

@@ -83,7 +83,11 @@ export interface SimulatedProviderOptions {
    * @default SIMULATED_DEFAULTS.profile ("default": never fails)
    */
   readonly profile?: ProfileName | FailureProfile;
-  /** Seeds the random draws (an integer), so a run with the same calls is repeatable. @default SIMULATED_DEFAULTS.seed (1) */
+  /**
+   * Seeds the random draws (an integer), so a run with the same calls is repeatable; and, with each
+   * request's task and prompt, the values made for schemas other than the built-in tasks.
+   * @default SIMULATED_DEFAULTS.seed (1)
+   */
   readonly seed?: number;
   /** Server-side quota; calls beyond it get an immediate 429 with a retry-after. @default none */
   readonly quota?: ProviderQuota;
@@ -145,7 +149,9 @@ const TOKEN_EPSILON = 1e-9;
  * 3. if a `quota` is set and exhausted, rejects at once with {@link RateLimitError} whose
  *    `retryAfterMs` is the time until the quota admits a call again;
  * 4. hangs, or waits its latency and then fails (429 / 503) or answers with output derived from the
- *    article's text (lead-sentence summary and keywords, or lexicon sentiment).
+ *    article's text (lead-sentence summary and keywords, or lexicon sentiment); any other schema
+ *    gets a value made to fit it, seeded by the seed and the request (not by n: the same request,
+ *    the same answer).
  *
  * With a `headerStyle`, responses and errors carry rate-limit headers, computed when they are sent.
  *
@@ -156,6 +162,7 @@ export class SimulatedProvider implements Provider {
   readonly name: string;
   readonly #clock: Clock;
   readonly #random: () => number;
+  readonly #seed: number;
   readonly #failures: FailureProfile;
   readonly #minLatencyMs: number;
   readonly #maxLatencyMs: number;
@@ -199,6 +206,7 @@ export class SimulatedProvider implements Provider {
     this.name = name;
     this.#clock = clock;
     this.#random = createRandom(seed);
+    this.#seed = seed;
     this.#failures = resolveProfile(profile);
     this.#minLatencyMs = minLatencyMs;
     this.#maxLatencyMs = maxLatencyMs;
@@ -285,7 +293,7 @@ export class SimulatedProvider implements Provider {
       this.#serverErrors += 1;
       throw new ServerError(undefined, { headers: this.#headers(undefined) });
     }
-    const response = answer(request);
+    const response = answer(request, this.#seed);
     const headers = this.#headers(undefined);
     return headers === undefined ? response : { ...response, headers };
   }
@@ -334,10 +342,10 @@ function pickOutcome(roll: number, failures: FailureProfile): Outcome {
 }
 
 /** The simulation's answer, with the usage a model's would report: about four characters a token. */
-function answer(request: LlmRequest): LlmResponse {
+function answer(request: LlmRequest, seed: number): LlmResponse {
   let output: LlmOutput;
   try {
-    output = simulatedAnswer(request);
+    output = simulatedAnswer(request, seed);
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     throw new BadRequestError(`400 the ${request.task} schema admits no value the simulation can make: ${error.message}`, {

@@ -83,6 +83,8 @@ let articles: Map<string, { title: string; content: string }>;
 let open: Serve;
 /** A quota well under what the client sends. */
 let throttled: Serve;
+/** Only the run's own key is accepted. */
+let guarded: Serve;
 /** A quota stated in the headers, per minute, with a second's worth of burst: what the vendors' quotas look like. */
 let stated: Serve;
 const STATED_RATE = 20;
@@ -97,10 +99,11 @@ beforeAll(async () => {
   const referenceOutput = join(temp.dir, 'in-process.jsonl');
   const zeroLatency = ['--min-latency=0ms', '--max-latency=0ms'];
   let inProcess: CliResult;
-  [open, throttled, stated, inProcess] = await Promise.all([
+  [open, throttled, stated, guarded, inProcess] = await Promise.all([
     startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=20ms']),
     startServe(['--rate=5', '--burst=1', ...zeroLatency]),
     startServe([`--rate=${STATED_RATE}`, `--burst=${STATED_RATE}`, '--min-latency=10ms', '--max-latency=30ms']),
+    startServe(['--rate=inf', `--api-keys=sk-other-key,${KEY}`, ...zeroLatency]),
     runCli([`--input=${input}`, '--rate=inf', ...zeroLatency, `--output=${referenceOutput}`, '--quiet']),
   ]);
   expect(inProcess.code, inProcess.stderr).toBe(0);
@@ -111,8 +114,8 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     // SIGTERM: each stops taking connections and exits 0 once its requests are answered.
-    for (const serve of [open, throttled, stated]) serve?.run.send('SIGTERM');
-    for (const serve of [open, throttled, stated]) {
+    for (const serve of [open, throttled, stated, guarded]) serve?.run.send('SIGTERM');
+    for (const serve of [open, throttled, stated, guarded]) {
       if (serve === undefined) continue;
       const stopped = await serve.run.result;
       expect(stopped.timedOut).toBe(false);
@@ -127,7 +130,7 @@ afterAll(async () => {
       expect(stopped.stderr).not.toContain(KEY);
     }
   } finally {
-    for (const serve of [open, throttled, stated]) serve?.run.send('SIGKILL');
+    for (const serve of [open, throttled, stated, guarded]) serve?.run.send('SIGKILL');
     await temp?.remove();
   }
 });
@@ -195,6 +198,29 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
         expect(r.error.message).toMatch(/cut off/);
       }
       await expectNoKey(result, output);
+    },
+  );
+
+  it.each<[Vendor, string]>([
+    ['openai', 'invalid_api_key'],
+    ['anthropic', 'authentication_error'],
+  ])(
+    '--provider=%s against serve --api-keys with a key it does not accept: the first 401 stops the run, one line saying which variable to fix, exit 2',
+    async (vendor, code) => {
+      const wrong = `${KEY}-revoked`;
+      const output = join(temp.dir, `refused-${vendor}.jsonl`);
+      const result = await runCli(
+        [...against(guarded, vendor), '--articles=30', '--rate=inf', '--workers=4', `--output=${output}`, '--json'],
+        { env: { ...ENV, [KEY_VARIABLE]: wrong } },
+      );
+      expect(result.code).toBe(2);
+      const summary = JSON.parse(result.stdout);
+      expect(summary).toMatchObject({ succeeded: 0, stoppedBy: { by: 'provider', provider: vendor, type: 'AuthenticationError' } });
+      expect(summary.notStarted).toBeGreaterThan(20);
+      expect(linesOf(result.stderr)).toEqual([
+        `error: provider "${vendor}" stopped the run: 401 the API key was refused (${code}); set ${KEY_VARIABLE} to a key this provider accepts, then run again (finished results are kept)`,
+      ]);
+      for (const text of [result.stdout, result.stderr, await readFile(output, 'utf8')]) expect(text).not.toContain(KEY);
     },
   );
 

@@ -1,11 +1,13 @@
+import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { formatDuration, SIMULATED_DEFAULTS } from '../../src/index.ts';
 import { LLM_SERVER_DEFAULTS } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { post } from '../server/http.ts';
-import { linesOf, runCli, startCli, type CliRun } from './run-cli.ts';
+import { linesOf, makeTempDir, runCli, startCli, type CliRun } from './run-cli.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:(\d+))\n/;
 
@@ -76,6 +78,90 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     }
   });
 
+  it("--api-keys and --api-keys-file: the keys of both are served, any other gets the vendor's 401 on either route; no key in the log", async () => {
+    const temp = await makeTempDir();
+    const file = join(temp.dir, 'keys.txt');
+    // Comments, blank lines, spaces around a key, Windows line ends: all as a hand-kept file has them.
+    await writeFile(file, '# the team\r\nsk-file-one\r\n\r\n  sk-file-two  \n# sk-commented-out\n');
+    const run = startCli([
+      'serve',
+      '--port=0',
+      '--min-latency=0ms',
+      '--max-latency=0ms',
+      '--api-keys=sk-flag-one, sk-flag-two',
+      `--api-keys-file=${file}`,
+    ]);
+    try {
+      const url = await listening(run);
+      for (const key of ['sk-flag-one', 'sk-flag-two', 'sk-file-one', 'sk-file-two']) {
+        expect((await post(`${url}/v1/chat/completions`, HELLO, { authorization: `Bearer ${key}` })).status, key).toBe(200);
+      }
+      for (const key of ['sk-commented-out', 'sk-unknown-key-0123456789']) {
+        const openai = await post(`${url}/v1/chat/completions`, HELLO, { authorization: `Bearer ${key}` });
+        expect(openai.status).toBe(401);
+        expect(openai.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_api_key' });
+        expect(openai.body.error.message).not.toContain(key);
+        const anthropic = await post(`${url}/v1/messages`, { ...HELLO, max_tokens: 16 }, { 'x-api-key': key });
+        expect(anthropic.status).toBe(401);
+        expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+      }
+      run.child.kill('SIGTERM');
+      const result = await run.result;
+      expect(result.code).toBe(0);
+      for (const key of ['sk-flag-one', 'sk-file-one', 'sk-unknown-key-0123456789']) expect(result.stderr).not.toContain(key);
+      // A refused key is logged as an accepted one is: by its fingerprint.
+      const logged = linesOf(result.stderr)
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line));
+      expect(logged).toContainEqual(expect.objectContaining({ status: 401, key: keyFingerprint('sk-unknown-key-0123456789') }));
+    } finally {
+      run.child.kill('SIGKILL');
+      await temp.remove();
+    }
+  });
+
+  it.each<[string, string[], (dir: string) => string]>([
+    ['--api-keys with no key', ['--api-keys= , '], () => 'error: --api-keys needs at least one API key (keys separated by commas)'],
+    [
+      '--api-keys with a key no header carries',
+      ['--api-keys=sk-good,sk-bad\u00e9-secret'],
+      () => 'error: --api-keys: key 2 is not an API key (printable ASCII without spaces)',
+    ],
+    [
+      '--api-keys-file missing',
+      ['--api-keys-file=DIR/none.txt'],
+      (dir) => `error: --api-keys-file ${dir}/none.txt: cannot read it: no such file or directory (ENOENT)`,
+    ],
+    [
+      '--api-keys-file a directory',
+      ['--api-keys-file=DIR'],
+      (dir) => `error: --api-keys-file ${dir}: cannot read it: illegal operation on a directory (EISDIR)`,
+    ],
+    [
+      '--api-keys-file of comments only',
+      ['--api-keys-file=DIR/comments.txt'],
+      (dir) => `error: --api-keys-file ${dir}/comments.txt holds no API key (one a line; blank lines and # comments are skipped)`,
+    ],
+    [
+      '--api-keys-file with a line that is no key',
+      ['--api-keys-file=DIR/spaced.txt'],
+      (dir) => `error: --api-keys-file ${dir}/spaced.txt: line 2 is not an API key (printable ASCII without spaces, one key a line)`,
+    ],
+  ])('serve %s: one line, exit 2, nothing served, no key quoted', async (_, args, message) => {
+    const temp = await makeTempDir();
+    try {
+      await writeFile(join(temp.dir, 'comments.txt'), '# no keys yet\n\n   \n');
+      await writeFile(join(temp.dir, 'spaced.txt'), 'sk-good\nsk-half secret\n');
+      const result = await runCli(['serve', '--port=0', ...args.map((arg) => arg.replace('DIR', temp.dir))]);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(linesOf(result.stderr)).toEqual([message(temp.dir)]);
+      expect(result.stderr).not.toMatch(/secret/);
+    } finally {
+      await temp.remove();
+    }
+  });
+
   it('a port in use: one line naming the address, exit 2', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
@@ -142,5 +228,8 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     // Its own "(default: …)": after the flag, before the next one.
     for (const [flag, value] of defaults)
       expect(help).toMatch(new RegExp(`${literal(flag)} (?:(?! --[a-z]).)*\\(default: ${literal(value)}\\)`));
+    // No keys named, every key is accepted: what the key flags say.
+    expect(help).toMatch(/--api-keys <keys> accept only these API keys, keys separated by commas: .*every key is accepted/);
+    expect(help).toMatch(/--api-keys-file <file> accept only the API keys in this file, one a line \(blank lines and # comments skipped\)/);
   });
 });

@@ -1,6 +1,6 @@
 import type { Article } from '../../src/index.ts';
 import { describe, expect, it } from 'vitest';
-import { SimulatedProvider } from '../../src/index.ts';
+import { SIMULATED_DEFAULTS, SimulatedProvider } from '../../src/index.ts';
 import type { LlmRequest } from '../../src/provider/provider.ts';
 import { simulatedAnswer } from '../../src/simulator/simulated-answers.ts';
 import { planRun } from '../../src/pipeline/run-plan.ts';
@@ -63,7 +63,7 @@ describe('planRun', () => {
         prompt: `List the people in: ${article.content}`,
         schema: TASKS.tasks[0]!.schema,
       };
-      const { people } = simulatedAnswer(request) as { people: string[] };
+      const { people } = simulatedAnswer(request, SIMULATED_DEFAULTS.seed) as { people: string[] };
       return `Write a headline naming ${JSON.stringify(people)} for: ${article.title}`;
     });
     const entitiesPrompts = ARTICLES.slice(0, 2).map((article) => `List the people in: ${article.content}`);

@@ -7,6 +7,8 @@ import { LLM_SERVER_DEFAULTS, LlmServer, type LlmServerOptions } from '../../src
 import { ManualClock, RateLimitError, ServerError, SimulatedProvider, TimeoutError } from '../../src/index.ts';
 import { readAnswer } from '../../src/provider/answer.ts';
 import { builtinRequest } from '../requests.ts';
+import { generateArticles } from '../../src/sources/generated.ts';
+import type { Article } from '../../src/sources/article.ts';
 
 type TaskName = 'summarize' | 'sentiment';
 /** The built-in task's request for the article below. */
@@ -14,7 +16,7 @@ const taskRequest = (task: TaskName) => builtinRequest(task, ARTICLE.articleId, 
 const promptOf = (task: TaskName) => taskRequest(task).prompt;
 import { analyzeSentiment, extractKeywords, summarize } from '../../src/simulator/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
-import { get, parseRaw, post, rawExchange } from './http.ts';
+import { get, type JsonResponse, parseRaw, post, rawExchange } from './http.ts';
 
 const INSTANT = { minLatencyMs: 0, maxLatencyMs: 0 };
 const servers: LlmServer[] = [];
@@ -320,7 +322,8 @@ describe('LlmServer answers any schema with a value that validates', () => {
     ];
     const named = await post(
       `${url}/v1/messages`,
-      { ...HELLO_ANTHROPIC, tools, tool_choice: { type: 'tool', name: 'extract' } },
+      // Room for the longest answer the schema may get: cut off, a tool's input would be {}.
+      { ...HELLO_ANTHROPIC, max_tokens: 1024, tools, tool_choice: { type: 'tool', name: 'extract' } },
       anthropicKey(),
     );
     expect(named.body.content[0]).toMatchObject({ type: 'tool_use', name: 'extract' });
@@ -344,6 +347,53 @@ describe('LlmServer answers any schema with a value that validates', () => {
       anthropicKey(),
     );
     expect(afterResult.body).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'All good.' }] });
+  });
+
+  it('answers vary with the article: 300 articles, every topic, confidences across [0, 1]; the same request, the same answer, on either route', async () => {
+    const { url } = await start({ rate: Infinity });
+    const topicSchema = {
+      type: 'object',
+      properties: {
+        topic: { type: 'string', enum: ['economy', 'politics', 'sport', 'science', 'culture'] },
+        confidence: { type: 'number', minimum: 0, maximum: 1 },
+      },
+      required: ['topic', 'confidence'],
+      additionalProperties: false,
+    };
+    const classify = (article: Article) => ({
+      model: 'm',
+      messages: [{ role: 'user', content: `Classify the article.\n\nTitle: ${article.title}\n\n${article.content}` }],
+      response_format: { type: 'json_schema', json_schema: { name: 'classify', strict: true, schema: topicSchema } },
+    });
+    const answerOf = async (article: Article) => {
+      const response = await post(`${url}/v1/chat/completions`, classify(article), openAiKey());
+      expect(response.status).toBe(200);
+      return JSON.parse(response.body.choices[0].message.content);
+    };
+    const articles = [...generateArticles(300)];
+    const values = [];
+    for (const article of articles) values.push(await answerOf(article));
+    for (const value of values) expect(ajv.validate(topicSchema, value), JSON.stringify(value)).toBe(true);
+    expect(new Set(values.map((value) => value.topic)).size).toBe(5);
+    const confidences = values.map((value) => value.confidence);
+    expect(Math.min(...confidences)).toBeLessThan(0.1);
+    expect(Math.max(...confidences)).toBeGreaterThan(0.9);
+    expect(new Set(confidences).size).toBeGreaterThan(50);
+    // The same request again, after 300 others: the same answer; and as a forced tool on the Anthropic route.
+    expect(await answerOf(articles[0]!)).toEqual(values[0]);
+    const { messages } = classify(articles[0]!);
+    const tool = await post(
+      `${url}/v1/messages`,
+      {
+        model: 'm',
+        max_tokens: 256,
+        messages,
+        tools: [{ name: 'classify', input_schema: topicSchema }],
+        tool_choice: { type: 'tool', name: 'classify' },
+      },
+      anthropicKey(),
+    );
+    expect(tool.body.content[0].input).toEqual(values[0]);
   });
 
   it('OpenAI json_object: a JSON object', async () => {
@@ -661,6 +711,60 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
       error: { type: 'authentication_error', message: 'x-api-key header is required' },
     });
     expect((await post(`${url}/v1/chat/completions`, HELLO, openAiKey())).status).toBe(200);
+  });
+
+  it("apiKeys: any other key gets the vendor's 401 on every route, quoted masked if at all, and takes no quota; the keys given are served", async () => {
+    const accepted = 'sk-accepted-0001';
+    const { url } = await start({ apiKeys: [accepted, 'sk-also-ok'], rate: 1, burst: 1, clock: new ManualClock() });
+    const wrong = 'sk-wrong-key-7f3a9c2dXYZW';
+    const openAiRefusal = {
+      error: {
+        message:
+          'Incorrect API key provided: sk-******************XYZW. You can find your API key at https://platform.openai.com/account/api-keys.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    };
+    const anthropicRefusal = { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } };
+    const responses = { model: 'm', input: 'Hello.' };
+    const exchanges: [string, Promise<JsonResponse>, object][] = [
+      ['POST /v1/chat/completions', post(`${url}/v1/chat/completions`, HELLO, openAiKey(wrong)), openAiRefusal],
+      ['POST /v1/responses', post(`${url}/v1/responses`, responses, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/responses/{id}', get(`${url}/v1/responses/resp_1`, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/models', get(`${url}/v1/models`, openAiKey(wrong)), openAiRefusal],
+      ['GET /v1/models/{id}', get(`${url}/v1/models/m`, openAiKey(wrong)), openAiRefusal],
+      ['POST /v1/messages', post(`${url}/v1/messages`, HELLO_ANTHROPIC, anthropicKey(wrong)), anthropicRefusal],
+      ['POST /v1/messages/count_tokens', post(`${url}/v1/messages/count_tokens`, HELLO, anthropicKey(wrong)), anthropicRefusal],
+      ['GET /v1/models (Anthropic)', get(`${url}/v1/models`, anthropicKey(wrong)), anthropicRefusal],
+      // Anthropic's route reads x-api-key first: a good bearer token does not stand in for a wrong one.
+      [
+        'POST /v1/messages, x-api-key wrong',
+        post(`${url}/v1/messages`, HELLO_ANTHROPIC, { ...anthropicKey(wrong), ...openAiKey(accepted) }),
+        anthropicRefusal,
+      ],
+    ];
+    for (const [route, exchange, body] of exchanges) {
+      const response = await exchange;
+      expect(response.status, route).toBe(401);
+      expect(response.body, route).toMatchObject(body);
+      expect(JSON.stringify(response.body), route).not.toContain(wrong.slice(3, -4));
+      // A key refused is no key: no quota is stated for it.
+      expect(
+        Object.keys(response.headers).filter((name) => name.includes('ratelimit')),
+        route,
+      ).toEqual([]);
+    }
+    // A short key is not quoted at all; no key is the missing-key 401, as without apiKeys.
+    const short = await post(`${url}/v1/chat/completions`, HELLO, openAiKey('sk-short'));
+    expect(short.body.error.message).toMatch(/^Incorrect API key provided: \*{8}\. /);
+    const none = await post(`${url}/v1/chat/completions`, HELLO, {});
+    expect(none).toMatchObject({ status: 401, body: { error: { message: expect.stringContaining("You didn't provide an API key.") } } });
+    // The keys given are served, each with the whole of its quota (burst 1): the refusals took none.
+    for (const key of [accepted, 'sk-also-ok']) {
+      expect((await post(`${url}/v1/chat/completions`, HELLO, openAiKey(key))).status).toBe(200);
+    }
+    expect((await post(`${url}/v1/messages`, HELLO_ANTHROPIC, anthropicKey(accepted))).status).toBe(429);
   });
 
   const HUGE = 2 * 1024 * 1024;
@@ -987,6 +1091,12 @@ describe('LlmServer options', () => {
     [{ models: 'gpt' }, 'Expected models to be an array of model ids, got "gpt"'],
     [{ models: [''] }, 'Expected each model to be a non-empty string, got ""'],
     [{ simulation: { minLatencyMs: 5, maxLatencyMs: 1 } }, 'Expected minLatencyMs to be at most maxLatencyMs (1), got 5'],
+    // Keys are secrets: never quoted back.
+    [{ apiKeys: [] }, 'Expected apiKeys to be a non-empty array of API keys, got an empty one'],
+    [{ apiKeys: 'sk-secret' }, 'Expected apiKeys to be a non-empty array of API keys, got string'],
+    [{ apiKeys: ['sk-fine', 'sk secret'] }, 'Expected apiKeys[1] to be printable ASCII without spaces, got a string of 9 characters'],
+    [{ apiKeys: [''] }, 'Expected apiKeys[0] to be printable ASCII without spaces, got a string of 0 characters'],
+    [{ apiKeys: [42] }, 'Expected apiKeys[0] to be printable ASCII without spaces, got number'],
   ])('%j: TypeError', (options, message) => {
     expect(() => new LlmServer(options as LlmServerOptions)).toThrow(new TypeError(message));
   });

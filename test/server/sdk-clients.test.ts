@@ -107,6 +107,34 @@ describe('the official openai client against serve', () => {
     expect(other.response.headers.get('x-ratelimit-remaining-requests')).toBe('1');
   });
 
+  it('with apiKeys, a wrong key gets AuthenticationError (invalid_api_key), on Chat Completions, Responses and models alike; an accepted key is served', async () => {
+    const url = await start({ apiKeys: ['sk-served-a1b2c3d4'] });
+    const wrong = 'sk-wrong-e5f6a7b8c9d0';
+    const client = openai(url, wrong, 2);
+    const calls: (() => Promise<unknown>)[] = [
+      () => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi.' }] }),
+      () => client.responses.create({ model: 'm', input: 'Hi.' }),
+      async () => client.models.list(),
+    ];
+    for (const call of calls) {
+      const refused = await call().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
+      const error = refused as InstanceType<typeof OpenAI.AuthenticationError>;
+      expect(error.status).toBe(401);
+      expect(error.code).toBe('invalid_api_key');
+      expect(error.message).toMatch(/^401 Incorrect API key provided: sk-\*+c9d0\. /);
+      expect(error.message).not.toContain(wrong);
+    }
+    // 401 is not retried: one request each, though two retries were allowed.
+    const { text } = await get(`${url}/metrics`);
+    expect(text).toContain('serve_requests_total{route="/v1/chat/completions",status="401",key=""} 1');
+    const served = await openai(url, 'sk-served-a1b2c3d4').chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'Hi.' }],
+    });
+    expect(served.choices[0]!.message.content).toBe('Hi.');
+  });
+
   it("the SDK's own retry waits our retry-after-ms and then succeeds", async () => {
     // Two per burst, then one every 2 s: the third call is refused, its retry-after ~2 s; the SDK's own backoff
     // (at most 0.5 s before a first retry) would be refused again, and with one retry allowed the call would fail.
@@ -161,6 +189,30 @@ describe('the official @anthropic-ai/sdk client against serve', () => {
     const other = await call(anthropic(url, 'key-two'));
     expect(other.data.content[0]).toEqual({ type: 'text', text: 'Hi.' });
     expect(other.response.headers.get('anthropic-ratelimit-requests-remaining')).toBe('1');
+  });
+
+  it('with apiKeys, a wrong key gets AuthenticationError (invalid x-api-key) on messages and countTokens; an accepted key is served', async () => {
+    const url = await start({ apiKeys: ['sk-ant-served-a1b2c3d4'] });
+    const wrong = 'sk-ant-wrong-e5f6a7b8c9d0';
+    const client = anthropic(url, wrong, 2);
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Hi.' }];
+    const calls: (() => Promise<unknown>)[] = [
+      () => client.messages.create({ model: 'm', max_tokens: 16, messages }),
+      () => client.messages.countTokens({ model: 'm', messages }),
+    ];
+    for (const call of calls) {
+      const refused = await call().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+      const error = refused as InstanceType<typeof Anthropic.AuthenticationError>;
+      expect(error.status).toBe(401);
+      expect(error.error).toMatchObject({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+      expect(error.message).not.toContain(wrong);
+    }
+    // 401 is not retried: one request, though two retries were allowed.
+    const { text } = await get(`${url}/metrics`);
+    expect(text).toContain('serve_requests_total{route="/v1/messages",status="401",key=""} 1');
+    const served = await anthropic(url, 'sk-ant-served-a1b2c3d4').messages.create({ model: 'm', max_tokens: 16, messages });
+    expect(served.content[0]).toEqual({ type: 'text', text: 'Hi.' });
   });
 
   it("the SDK's own retry waits our retry-after and then succeeds", async () => {

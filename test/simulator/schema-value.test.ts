@@ -43,9 +43,13 @@ beforeAll(async () => {
   answers = await SchemaAnswers.create(64);
 });
 
-/** The server's answer for `schema`, checked by the judge; returns it for further checks. */
-function answerFits(schema: Record<string, unknown>, words: readonly string[] = ['budget', 'council', 'growth', 'residents']): unknown {
-  const value = answers.valueFor(schema, words);
+/** The server's answer for `schema` (seeded by `variant`), checked by the judge; returns it for further checks. */
+function answerFits(
+  schema: Record<string, unknown>,
+  words: readonly string[] = ['budget', 'council', 'growth', 'residents'],
+  variant = 0,
+): unknown {
+  const value = answers.valueFor(schema, words, undefined, variant);
   const validate = judge(schema);
   const fits = validate(value);
   expect(fits, `${JSON.stringify(value)} for ${JSON.stringify(schema)}: ${JSON.stringify(validate.errors)}`).toBe(true);
@@ -204,8 +208,10 @@ describe('SchemaAnswers.valueFor', () => {
     ['true (anything)', obj({ anything: {} })],
     ['a top-level array', { type: 'array', items: obj({ id: { type: 'string', format: 'uuid' } }), minItems: 2, uniqueItems: true }],
     ['a top-level string', { type: 'string', minLength: 1 }],
-  ])('%s', (_, schema) => {
+  ])('%s: the plain value, and the values of other variants', (_, schema) => {
     answerFits(schema as Record<string, unknown>);
+    // Variants as a request's hash makes them: anywhere in 32 bits.
+    for (let n = 1; n <= 25; n++) answerFits(schema as Record<string, unknown>, undefined, Math.imul(n, 0x9e3779b1) >>> 0);
   });
 
   it('fills strings from the given words', () => {
@@ -229,6 +235,50 @@ describe('SchemaAnswers.valueFor', () => {
   it('answers the same schema with the same value', () => {
     const schema = obj({ a: { type: 'string' }, n: { type: 'number' }, list: { type: 'array', items: { type: 'integer' } } });
     expect(answers.valueFor(schema, ['x', 'y'])).toEqual(answers.valueFor(schema, ['x', 'y']));
+    expect(answers.valueFor(schema, ['x', 'y'], undefined, 12_345)).toEqual(answers.valueFor(schema, ['x', 'y'], undefined, 12_345));
+  });
+
+  it('spreads the values of 300 variants over what the schema allows: every member, numbers across the bounds, every length', () => {
+    const schema = obj({
+      topic: { type: 'string', enum: ['economy', 'politics', 'sport', 'science', 'culture'] },
+      confidence: { type: 'number', minimum: 0, maximum: 1 },
+      year: { type: 'integer', minimum: 1990, maximum: 2030 },
+      tags: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 4 },
+      headline: { type: 'string', maxLength: 24 },
+    });
+    const words = ['harbor', 'bank', 'rates', 'inflation', 'eases', 'economists', 'wage', 'growth'];
+    const values = Array.from(
+      { length: 300 },
+      (_, n) => answerFits(schema, words, Math.imul(n + 1, 0x9e3779b1) >>> 0) as Record<string, any>,
+    );
+    const count = (pick: (value: Record<string, any>) => unknown) => {
+      const counts = new Map<unknown, number>();
+      for (const value of values) counts.set(pick(value), (counts.get(pick(value)) ?? 0) + 1);
+      return counts;
+    };
+    // Uniform over 5 members: 60 each expected; under 30 would be far out of chance.
+    const topics = count((value) => value.topic);
+    expect(topics.size).toBe(5);
+    for (const [topic, times] of topics) expect(times, String(topic)).toBeGreaterThan(30);
+    const confidences = values.map((value) => value.confidence as number);
+    expect(Math.min(...confidences)).toBeLessThan(0.1);
+    expect(Math.max(...confidences)).toBeGreaterThan(0.9);
+    expect(new Set(confidences).size).toBeGreaterThan(50);
+    // Two decimals, as a model writes a score.
+    for (const confidence of confidences) expect(Math.round(confidence * 100) / 100).toBe(confidence);
+    const years = values.map((value) => value.year as number);
+    expect(Math.min(...years)).toBeLessThan(2000);
+    expect(Math.max(...years)).toBeGreaterThan(2020);
+    expect([...count((value) => value.tags.length).keys()].sort()).toEqual([1, 2, 3, 4]);
+    for (const value of values) {
+      // Strings of the words, cut between them.
+      for (const text of [value.headline, ...value.tags])
+        expect(
+          text.split(' ').every((word: string) => words.includes(word)),
+          text,
+        ).toBe(true);
+    }
+    expect(count((value) => value.headline).size).toBeGreaterThan(10);
   });
 
   it.each([
@@ -422,10 +472,17 @@ describe('the answer validates for any satisfiable schema (property)', () => {
 
   it('ajv accepts the value made for every generated schema', () => {
     fc.assert(
-      fc.property(schema, fc.array(fc.stringMatching(/^[a-z]{1,10}$/), { maxLength: 6 }), (generated, words) => {
-        // As a server receives it: parsed JSON (fast-check's objects may lack a prototype, which ajv's const tells apart).
-        answerFits(JSON.parse(JSON.stringify(generated)), words);
-      }),
+      fc.property(
+        schema,
+        fc.array(fc.stringMatching(/^[a-z]{1,10}$/), { maxLength: 6 }),
+        fc.integer({ min: 1, max: 2 ** 32 - 1 }),
+        (generated, words, variant) => {
+          // As a server receives it: parsed JSON (fast-check's objects may lack a prototype, which ajv's const tells apart).
+          const parsed = JSON.parse(JSON.stringify(generated));
+          answerFits(parsed, words);
+          answerFits(parsed, words, variant);
+        },
+      ),
       { numRuns: 200 },
     );
   });

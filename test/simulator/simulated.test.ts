@@ -1,4 +1,7 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, it, expect } from 'vitest';
+import { generateArticles } from '../../src/sources/generated.ts';
+import type { Article } from '../../src/sources/article.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest, type LlmResponse } from '../../src/provider/provider.ts';
 import { builtinRequest } from '../requests.ts';
@@ -361,6 +364,46 @@ describe('SimulatedProvider', () => {
     const { output } = await answer;
     expect(output).toEqual({ people: expect.arrayContaining([expect.stringMatching(/solar|farm|schedule/)]), count: expect.any(Number) });
     expect(output.count).toBeGreaterThanOrEqual(2);
+  });
+
+  it('.call() - answers any other task as articles differ: 300 articles, every topic, confidences across [0, 1]; the same request, the same answer', async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        topic: { type: 'string', enum: ['economy', 'politics', 'sport', 'science', 'culture'] },
+        confidence: { type: 'number', minimum: 0, maximum: 1 },
+      },
+      required: ['topic', 'confidence'],
+      additionalProperties: false,
+    };
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    const classify = (article: Article): LlmRequest => ({
+      task: 'classify',
+      articleId: article.id,
+      prompt: `Classify the article.\n\nTitle: ${article.title}\n\n${article.content}`,
+      schema,
+    });
+    const articles = [...generateArticles(300)];
+    const answersOf = async (provider: SimulatedProvider, list: readonly Article[]) => {
+      const outputs = [];
+      for (const article of list) outputs.push((await provider.call(classify(article))).output);
+      return outputs;
+    };
+    const outputs = await answersOf(new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }), articles);
+    for (const output of outputs) expect(validate(output), JSON.stringify(output)).toBe(true);
+    const topics = new Map<unknown, number>();
+    for (const { topic } of outputs) topics.set(topic, (topics.get(topic) ?? 0) + 1);
+    expect(topics.size).toBe(5);
+    const confidences = outputs.map((output) => output.confidence as number);
+    expect(Math.min(...confidences)).toBeLessThan(0.1);
+    expect(Math.max(...confidences)).toBeGreaterThan(0.9);
+    expect(new Set(confidences).size).toBeGreaterThan(50);
+    // Seeded by the request, not by the call's place: the last ten articles first, from a new provider, answered alike.
+    const again = await answersOf(new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }), articles.slice(-10).reverse());
+    expect(again.reverse()).toEqual(outputs.slice(-10));
+    // Another seed, other answers.
+    const reseeded = await answersOf(new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0, seed: 2 }), articles.slice(0, 20));
+    expect(reseeded.filter((output, index) => JSON.stringify(output) !== JSON.stringify(outputs[index])).length).toBeGreaterThan(10);
   });
 
   it('.call() - refuses a schema no value fits with a BadRequestError, not retried', async () => {
