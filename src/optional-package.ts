@@ -14,7 +14,10 @@ export type OptionalPackage =
   | 'vega'
   | 'vega-lite'
   | 'csv-parse'
-  | 'yaml';
+  | 'yaml'
+  | 'lmdb'
+  | '@opentelemetry/api'
+  | '@opentelemetry/sdk-node';
 
 export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Object.freeze({
   openai: '6.49.0',
@@ -27,6 +30,9 @@ export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Obje
   'vega-lite': '6.4.3',
   'csv-parse': '7.0.3',
   yaml: '2.9.1',
+  lmdb: '3.5.6',
+  '@opentelemetry/api': '1.9.0',
+  '@opentelemetry/sdk-node': '0.223.0',
 });
 
 /** A feature was used whose package is not installed. Its message names the package and the command that installs it. */
