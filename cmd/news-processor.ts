@@ -22,7 +22,7 @@ import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } f
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
-import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { buildQueueCommands } from './queue.ts';
 import { buildServeCommand } from './serve.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
@@ -162,14 +162,17 @@ async function run(flags: MainFlags): Promise<number> {
   await loadProviderPackages(setups.providers);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
-    const budget = runBudget(
-      flags,
-      tasks,
-      assigned,
-      setups.providers,
-      shared === undefined ? undefined : { connection: shared.connection, logger },
-    );
-    return await runWith(flags, { ...setups, tasks, budget }, logger, shared);
+    // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
+    const budgetFor = (earlierUsd: number) =>
+      runBudget(
+        flags,
+        tasks,
+        assigned,
+        setups.providers,
+        shared === undefined ? undefined : { connection: shared.connection, logger },
+        earlierUsd,
+      );
+    return await runWith(flags, { ...setups, tasks, budgetFor }, logger, shared);
   } finally {
     await shared?.close();
   }
@@ -187,6 +190,8 @@ interface FinishedRun {
   readonly signal: StopSignal | undefined;
   /** With --resume: articles of the results file the input does not hold. */
   readonly unseen: number;
+  /** With --resume: what the results file said earlier runs spent, in USD (0 otherwise). */
+  readonly earlierCostUsd: number;
   readonly inputName: string;
   /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
   readonly keyVariables: ReadonlyMap<string, string>;
@@ -267,16 +272,20 @@ function ending(run: FinishedRun): Ending {
 
 async function runWith(
   flags: MainFlags,
-  setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
+  setups: Awaited<ReturnType<typeof providerSetups>> & {
+    readonly tasks: TaskSet;
+    readonly budgetFor: (earlierUsd: number) => Budget | undefined;
+  },
   logger: Logger,
   shared: SharedLimits | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables, tasks, budget } = setups;
+  const { providers, routes, keyVariables, tasks } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), tasks.inputFields);
   const output = await openOutput(flags, input, (text) => early.push(text));
+  const budget = setups.budgetFor(output.earlierCostUsd);
   const terminal = new Terminal({
     out: output.human,
     printsLines: printLines,
@@ -339,6 +348,11 @@ async function runWith(
     await writer?.close().catch((error: OutputError) => {
       outputError ??= error;
     });
+    if (output.kept !== undefined && outputError === undefined) {
+      await compactResults(flags.output!).catch((error: OutputError) => {
+        outputError = error;
+      });
+    }
     await terminal.close();
   }
 
@@ -349,6 +363,7 @@ async function runWith(
     stdout: stdoutState(),
     signal: stopSignal(),
     unseen: skipping?.unseen() ?? 0,
+    earlierCostUsd: output.earlierCostUsd,
     inputName: input.name,
     keyVariables,
   };
@@ -387,6 +402,8 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     burst,
     resumed,
     skippedLines,
+    // With --resume: what the results file said was spent before this run (its lines' costUsd).
+    earlierCostUsd: run.earlierCostUsd,
     // The process's peak resident memory, so a script can check it stays flat.
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
@@ -409,7 +426,7 @@ function humanSummary(
     readonly kept: number;
   },
 ): string {
-  const lines = formatSummary(run.summary);
+  const lines = formatSummary(run.summary, { earlierCostUsd: run.earlierCostUsd });
   const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
   if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
   // A signal's stop is said by the summary alone: it says how to finish.

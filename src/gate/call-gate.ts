@@ -25,6 +25,7 @@ import { RetryError, RetryPolicy, retryAfterHint, type RetryDecision, type Retry
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { BudgetExhaustedError, isBudgetExhaustedError, NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { RateHistory, type RateSince } from '../limits/rate-history.ts';
 import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
 import { checkProviderSetup, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
@@ -93,7 +94,10 @@ export interface AttemptEvent {
   readonly usage: TokenUsage | undefined;
   /**
    * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
-   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   * cut off or malformed); 0 for one not sent or refused with a status; its worst case (its prompt
+   * as input tokens, its whole answer) for one sent that no usage tells of — a timeout, a broken
+   * connection, a call cancelled in flight: it may have been billed in full, and the budget counts
+   * it so. Undefined without a price.
    */
   readonly costUsd: number | undefined;
 }
@@ -110,6 +114,14 @@ export interface GateFigures {
   readonly breakerOpens: number;
   /** Times the adaptive rate cut the rate. */
   readonly rateCuts: number;
+  /** Whether the adaptive rate moves the request rate. */
+  readonly adaptive: boolean;
+  /**
+   * The request rate from each instant on (clock readings, calls per second), oldest first: the
+   * first is the rate when the gate was made. Undefined where the limits are shared with other
+   * processes, whose moves of the rate this process does not see.
+   */
+  readonly rates: readonly RateSince[] | undefined;
 }
 
 /** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
@@ -220,6 +232,8 @@ export class CallGate {
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
   readonly #observers: readonly AttemptObserver[];
+  /** The request rate's moves, for the run's rate bound; none kept for shared limits. */
+  readonly #rates: RateHistory | undefined;
 
   constructor(options: CallGateOptions) {
     const { provider, maxConcurrent } = options;
@@ -236,6 +250,7 @@ export class CallGate {
       this.breaker = new CircuitBreaker({ ...breakerOptions, clock: this.clock, name: provider.name, logger });
     }
     if (options.adaptive !== undefined) this.adaptive = new AdaptiveRate({ ...options.adaptive, limits, clock: this.clock });
+    this.#rates = (limits as ProviderLimits).shared === true ? undefined : new RateHistory(this.clock.now(), limits.rate);
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
@@ -274,6 +289,8 @@ export class CallGate {
       countsTokens: this.limits.countsTokens,
       breakerOpens: this.breaker?.opens ?? 0,
       rateCuts: this.adaptive?.decreases ?? 0,
+      adaptive: this.adaptive !== undefined,
+      rates: this.#rates?.moves,
     };
   }
 
@@ -393,10 +410,10 @@ export class CallGate {
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
     const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price, maxOutputTokens);
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
+      if (this.#budget !== undefined) await this.#hold(attempt);
       const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       if (cost !== REQUEST_ONLY) this.#recordCost(cost);
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
@@ -408,7 +425,9 @@ export class CallGate {
       attempt.error = error;
     }
     attempt.end(this.clock.now(), scope.signal);
+    const rate = this.limits.rate;
     for (const observe of this.#observers) observe(attempt);
+    this.#recordRate(attempt.atMs, rate);
     return attempt;
   }
 
@@ -416,12 +435,23 @@ export class CallGate {
    * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
    * whole answer included — or refuses it, sending nothing.
    */
-  async #hold(attempt: Attempt, maxOutputTokens: number): Promise<void> {
-    const worstNano = worstCaseNanoUsd(attempt.request, maxOutputTokens, this.#price!);
+  async #hold(attempt: Attempt): Promise<void> {
+    const worstNano = attempt.worstNanoUsd();
     const hold = await this.#budget!.reserve(worstNano);
     if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
     attempt.hold = hold;
-    attempt.worstNanoUsd = worstNano;
+  }
+
+  /**
+   * Notes a move of the request rate the observers just made. Where the limits are this process's
+   * own, every move is one of this gate's observers': a rise is dated at the attempt's end (before
+   * the observers ran), a cut now (after them), so that the rates noted never allowed fewer
+   * grants than the limits did.
+   */
+  #recordRate(endMs: number, before: number): void {
+    const rate = this.limits.rate;
+    if (rate === before || this.#rates === undefined) return;
+    this.#rates.record(rate > before ? endMs : this.clock.now(), rate);
   }
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */
@@ -523,11 +553,14 @@ class Attempt implements AttemptEvent {
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
-  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  /** The budget's hold on the attempt's worst case. */
   hold: BudgetHold | undefined;
-  worstNanoUsd = 0;
   readonly price: ProviderPrice | undefined;
-  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  readonly maxOutputTokens: number;
+  /**
+   * What the attempt cost, nano-USD (0 without a price): its reported usage, or its worst case
+   * when it was sent and nothing told (it may have been billed in full) — what the budget keeps.
+   */
   costNanoUsd = 0;
   costUsd: number | undefined;
   sentAtMs: number | undefined;
@@ -548,8 +581,10 @@ class Attempt implements AttemptEvent {
     workerId: number | undefined,
     startMs: number,
     price: ProviderPrice | undefined,
+    maxOutputTokens: number,
   ) {
     this.price = price;
+    this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
     this.task = request.task;
@@ -583,9 +618,14 @@ class Attempt implements AttemptEvent {
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
     if (this.price !== undefined) {
       const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
-      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costNanoUsd = !this.called ? 0 : billed === undefined ? this.worstNanoUsd() : usageNanoUsd(billed, this.price);
       this.costUsd = this.costNanoUsd / NANO_USD;
     }
+  }
+
+  /** The most the attempt can cost at its price, its whole answer included, in nano-USD. */
+  worstNanoUsd(): number {
+    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!);
   }
 }
 
@@ -612,11 +652,7 @@ const settleGrant: AttemptObserver = (attempt) => {
  * it may have been billed in full, and the budget must never be overspent.
  */
 const settleBudget: AttemptObserver = (attempt) => {
-  const { hold } = attempt;
-  if (hold === undefined) return;
-  if (!attempt.called) return hold.settle(0);
-  const billed = billedUsage(attempt.usage, attempt.error);
-  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
+  attempt.hold?.settle(attempt.costNanoUsd);
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */
