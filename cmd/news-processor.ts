@@ -223,7 +223,7 @@ const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: Finished
     const again =
       flags.output === undefined || flags.output === '-'
         ? 'run again with a larger --max-cost (and --output, to keep what is done)'
-        : 'run again with --resume --max-cost … to go on';
+        : 'run again with --resume and a larger --max-cost to go on (it caps the whole job: what was spent counts)';
     return { code: EXIT_FAILED, line: `error: ${stop.message}; intake stopped, ${notStarted}: ${again}` };
   },
 };

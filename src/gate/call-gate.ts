@@ -109,6 +109,7 @@ export interface GateFigures {
   readonly limits: readonly LimitSpec[];
   /** The request rate in force now (the adaptive rate moves it), calls per second. */
   readonly rate: number;
+  /** Whether any of its limits counts LLM tokens. */
   readonly countsTokens: boolean;
   /** Times the circuit breaker opened. */
   readonly breakerOpens: number;

@@ -60,6 +60,7 @@ export function formatUsd(usd: number): string {
   return `$${Number(usd.toPrecision(3))}`;
 }
 
+/** A budget kept in this process: how much, and how much of it is spent already. */
 export interface LocalBudgetOptions {
   /** The budget in USD, finite, > 0. */
   readonly maxUsd: number;

@@ -1,6 +1,8 @@
-/** A request rate in force from `atMs` (a clock reading) on, in calls per second. */
+/** A request rate in force from an instant on. */
 export interface RateSince {
+  /** The instant, a clock reading in ms. */
   readonly atMs: number;
+  /** The rate from then on, in calls per second. */
   readonly rate: number;
 }
 

@@ -14,8 +14,9 @@ export interface Percentiles {
 /** Per-provider call figures. */
 export interface ProviderFigures {
   readonly name: string;
-  /** Limiter settings: tokens per second and burst. */
+  /** The request limit as configured: calls per second (`Infinity` without one)… */
   readonly rate: number;
+  /** …and the calls that may go at once after a quiet spell. */
   readonly burst: number;
   /** Attempts made, retries included: each took one token. */
   readonly calls: number;

@@ -40,6 +40,7 @@ export interface KeptResults {
   readonly spentUsd: number;
 }
 
+/** How {@link keepSucceeded} rewrites a results file. */
 export interface KeepSucceededOptions {
   /**
    * Keep the last line of each article that did not succeed too (moved to the end), its `costUsd`
