@@ -264,6 +264,67 @@ describe.concurrent('news-processor --tasks', { timeout: 60_000 }, () => {
   });
 });
 
+describe.concurrent('news-processor --tasks: the least possible time', { timeout: 60_000 }, () => {
+  // Two tasks that do not depend on each other: an article's two calls run at once.
+  const independent = () =>
+    write('independent.json', {
+      tasks: [
+        { name: 'topic', prompt: 'Topic of: {{title}}', schema: OBJECT('topic') },
+        { name: 'people', prompt: 'People in: {{content}}', schema: OBJECT('people') },
+      ],
+    });
+  const check = (stdout: string) => {
+    const summary = JSON.parse(stdout);
+    expect(summary.succeeded).toBe(5);
+    // Each article's critical path is one call, not the two added up: no bound passes the elapsed time.
+    for (const bound of Object.values(summary.lowerBoundsMs) as number[]) expect(bound).toBeLessThanOrEqual(summary.elapsedMs);
+    expect(summary.efficiency).toBeLessThanOrEqual(1);
+    expect(summary.efficiency).toBeGreaterThan(0.5);
+  };
+
+  it.each([
+    ['without limits', ['--rate=inf']],
+    ['under a rate limit', ['--rate=20', '--burst=2']],
+  ])('is a true lower bound for independent tasks, on the simulated provider %s', async (_, limits) => {
+    const result = await runCli([
+      '--tasks',
+      await independent(),
+      '--articles=5',
+      '--workers=5',
+      '--min-latency=100ms',
+      '--max-latency=150ms',
+      ...limits,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    check(result.stdout);
+  });
+
+  it('is a true lower bound for independent tasks against serve', async () => {
+    const slow = new LlmServer({ rate: Infinity, simulation: { minLatencyMs: 100, maxLatencyMs: 150 } });
+    const url = await slow.listen({ port: 0 });
+    try {
+      const result = await runCli(
+        [
+          '--tasks',
+          await independent(),
+          '--provider=openai',
+          `--base-url=${url}/v1`,
+          '--rate=inf',
+          '--articles=5',
+          '--workers=5',
+          '--json',
+        ],
+        { env: { OPENAI_API_KEY: KEY } },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      check(result.stdout);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
   const PRICES = ['--price-input=400', '--price-output=1600'];
 
