@@ -41,7 +41,8 @@ const EXAMPLES = `
 Each setting runs --repeat times with the same seed, one run at a time. Elapsed is the median
 over the repeats (with min–max), as are the rate floor (calls − burst) / rate and the
 efficiency (the least the run could take / elapsed; the bound column says which lower bound
-that was: the rate, one article's calls in series, or all calls over the workers). Counts —
+that was: the rate, the longest article's critical path through its tasks, or the articles'
+critical paths over the workers). Counts —
 calls (every attempt, retries included), 429s received, retries, failed articles — are the
 middle run's, so they stay whole. A progress line shows on a terminal (not with --quiet).
 

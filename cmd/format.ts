@@ -87,12 +87,23 @@ export function formatResult(result: ArticleResult): string {
   return `${mark} article ${result.id} ${result.status}${where}: ${result.error?.type}: ${result.error?.message}`;
 }
 
+/** What the run had spent before (a resumed run's results file says), in USD: the summary then says "this run" and "in all". */
+export interface SummaryContext {
+  readonly earlierCostUsd?: number | undefined;
+}
+
+/** A provider's rate as configured, and where the adaptive rate settled it. */
+function formatLimit(p: RunSummary['providers'][number]): string {
+  const settled = p.adaptive ? ` (adaptive: settled at ${formatRate(p.finalRate)}/s)` : '';
+  return `${formatRate(p.rate)}/s${settled} burst=${p.burst}`;
+}
+
 /** The ported Go pipeline's summary line, in form, then the figures it never showed. */
-export function formatSummary(summary: RunSummary): string[] {
+export function formatSummary(summary: RunSummary, context: SummaryContext = {}): string[] {
   const limits =
     summary.providers.length > 1
-      ? summary.providers.map((p) => `${p.name} ${formatRate(p.rate)}/s burst=${p.burst}`).join(', ')
-      : `${formatRate(summary.providers[0]!.rate)}/s burst=${summary.providers[0]!.burst}`;
+      ? summary.providers.map((p) => `${p.name} ${formatLimit(p)}`).join(', ')
+      : formatLimit(summary.providers[0]!);
   const { notStarted } = summary;
   const articles =
     notStarted !== null && notStarted > 0
@@ -141,11 +152,7 @@ export function formatSummary(summary: RunSummary): string[] {
       summary.providers.length > 1
         ? ` (${summary.providers.map((p) => `${p.name} ${p.costUsd === undefined ? 'no price' : formatUsd(p.costUsd)}`).join(', ')})`
         : '';
-    const budget =
-      summary.budget === undefined
-        ? ''
-        : ` | Budget: ${formatUsd(summary.budget.spentUsd)} of ${formatUsd(summary.budget.maxUsd)} spent or held`;
-    lines.push(`Cost: ${formatUsd(summary.costUsd)}${each}${budget}`);
+    lines.push(`Cost: ${formatCost(summary, context)}${each}`);
   }
   // With no call made there is nothing to take percentiles of (a resumed run with nothing left).
   if (summary.calls > 0) {
@@ -156,6 +163,19 @@ export function formatSummary(summary: RunSummary): string[] {
   if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
   if (summary.interrupted) lines.push('Interrupted: intake stopped; the articles in flight were cancelled.');
   return lines;
+}
+
+/**
+ * One figure of money: what the run spent, and — when it is not all the job spent (a resumed run,
+ * a budget other processes share) — what was spent in all, which is what the budget counts.
+ */
+function formatCost(summary: RunSummary, context: SummaryContext): string {
+  const thisRun = summary.costUsd!;
+  const inAll = summary.budget?.spentUsd ?? thisRun + (context.earlierCostUsd ?? 0);
+  const budget = summary.budget === undefined ? '' : ` of a ${formatUsd(summary.budget.maxUsd)} budget`;
+  // Compared in whole nano-dollars, as the budget counts: sums of floats differ in the last bits.
+  if (Math.round(inAll * 1e9) === Math.round(thisRun * 1e9)) return `${formatUsd(thisRun)}${budget}`;
+  return `${formatUsd(thisRun)} this run, ${formatUsd(inAll)} in all${budget}`;
 }
 
 /**
@@ -180,11 +200,17 @@ function formatBound(summary: RunSummary): string {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
     const whose = summary.providers.length > 1 ? ` of ${p.name}` : '';
-    why = `the rate${whose}: (${p.calls} calls − burst ${p.burst}) / ${formatRate(p.rate)}/s = ${formatMs(p.rateFloorMs)}, + last call ${formatMs(p.lastCallLatencyMs)}`;
+    // A rate that moved (the adaptive rate) gave the floor at the rates it allowed over time.
+    const atConfiguredMs = (Math.max(0, p.calls - p.burst) * 1000) / p.rate;
+    const rate =
+      p.rateFloorMs === atConfiguredMs
+        ? `${formatRate(p.rate)}/s`
+        : `the rates allowed (${formatRate(p.rate)}/s → ${formatRate(p.finalRate)}/s)`;
+    why = `the rate${whose}: (${p.calls} calls − burst ${p.burst}) / ${rate} = ${formatMs(p.rateFloorMs)}, + last call ${formatMs(p.lastCallLatencyMs)}`;
   } else if (summary.boundBy === 'latency') {
-    why = "latency: the longest article's calls in series";
+    why = "latency: the longest article's critical path";
   } else {
-    why = `the workers: all calls' time / ${plural(summary.workers, 'worker')}`;
+    why = `the workers: the articles' critical paths / ${plural(summary.workers, 'worker')}`;
   }
   return `${before}Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}%${after}`;
 }

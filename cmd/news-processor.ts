@@ -22,7 +22,7 @@ import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './d
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
-import { mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import {
@@ -183,14 +183,17 @@ async function run(flags: MainFlags): Promise<number> {
   if (flags.dryRun) return dryRun(flags, setups, tasks);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
-    const budget = runBudget(
-      flags,
-      tasks,
-      assigned,
-      setups.providers,
-      shared === undefined ? undefined : { connection: shared.connection, logger },
-    );
-    return await runWith(flags, { ...setups, tasks, budget }, logger, shared);
+    // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
+    const budgetFor = (earlierUsd: number) =>
+      runBudget(
+        flags,
+        tasks,
+        assigned,
+        setups.providers,
+        shared === undefined ? undefined : { connection: shared.connection, logger },
+        earlierUsd,
+      );
+    return await runWith(flags, { ...setups, tasks, budgetFor }, logger, shared);
   } finally {
     await shared?.close();
   }
@@ -208,6 +211,8 @@ interface FinishedRun {
   readonly signal: StopSignal | undefined;
   /** With --resume: articles of the results file the input does not hold. */
   readonly unseen: number;
+  /** With --resume: what the results file said earlier runs spent, in USD (0 otherwise). */
+  readonly earlierCostUsd: number;
   readonly inputName: string;
   /** Articles that failed lacking a field a task's prompt reads, by field, with the first such task. */
   readonly lacked: ReadonlyMap<string, { readonly task: string; readonly count: number }>;
@@ -241,7 +246,7 @@ const STOP_ENDINGS: Readonly<Record<RunStop['by'], (stop: RunStop, run: Finished
     const again =
       flags.output === undefined || flags.output === '-'
         ? 'run again with a larger --max-cost (and --output, to keep what is done)'
-        : 'run again with --resume --max-cost … to go on';
+        : 'run again with --resume and a larger --max-cost to go on (it caps the whole job: what was spent counts)';
     return { code: EXIT_FAILED, line: `error: ${stop.message}; intake stopped, ${notStarted}: ${again}` };
   },
 };
@@ -290,16 +295,20 @@ function ending(run: FinishedRun): Ending {
 
 async function runWith(
   flags: MainFlags,
-  setups: Awaited<ReturnType<typeof providerSetups>> & { readonly tasks: TaskSet; readonly budget: Budget | undefined },
+  setups: Awaited<ReturnType<typeof providerSetups>> & {
+    readonly tasks: TaskSet;
+    readonly budgetFor: (earlierUsd: number) => Budget | undefined;
+  },
   logger: Logger,
   shared: SharedLimits | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables, tasks, budget } = setups;
+  const { providers, routes, keyVariables, tasks } = setups;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
   const output = await openOutput(flags, input, (text) => early.push(text));
+  const budget = setups.budgetFor(output.earlierCostUsd);
   const terminal = new Terminal({
     out: output.human,
     printsLines: printLines,
@@ -370,6 +379,11 @@ async function runWith(
     await writer?.close().catch((error: OutputError) => {
       outputError ??= error;
     });
+    if (output.kept !== undefined && outputError === undefined) {
+      await compactResults(flags.output!).catch((error: OutputError) => {
+        outputError = error;
+      });
+    }
     await terminal.close();
   }
 
@@ -380,6 +394,7 @@ async function runWith(
     stdout: stdoutState(),
     signal: stopSignal(),
     unseen: skipping?.unseen() ?? 0,
+    earlierCostUsd: output.earlierCostUsd,
     inputName: input.name,
     lacked,
     keyVariables,
@@ -421,6 +436,8 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     skippedLines,
     // Articles that lacked a field a prompt reads (dead letters), by field.
     missingFields: Object.fromEntries([...run.lacked].map(([field, { count }]) => [field, count])),
+    // With --resume: what the results file said was spent before this run (its lines' costUsd).
+    earlierCostUsd: run.earlierCostUsd,
     // The process's peak resident memory, so a script can check it stays flat.
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
@@ -443,7 +460,7 @@ function humanSummary(
     readonly kept: number;
   },
 ): string {
-  const lines = formatSummary(run.summary);
+  const lines = formatSummary(run.summary, { earlierCostUsd: run.earlierCostUsd });
   const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
   if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
   // A signal's stop is said by the summary alone: it says how to finish.

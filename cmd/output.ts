@@ -1,7 +1,7 @@
 // Where the results of a run go (--output FILE or -), and how --resume takes an earlier run up.
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { generatedArticle, JsonlWriter, keepSucceeded, type Article } from '../src/index.ts';
+import { generatedArticle, isOutputError, JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
 import type { RunInput } from './input.ts';
 import { UsageError, type RunFlags } from './run-options.ts';
 
@@ -20,6 +20,8 @@ export interface RunOutput {
   readonly kept: ReadonlyMap<string, string> | undefined;
   /** With --resume: the outputs of the articles that did not, which this run keeps (their tasks are not run again). */
   readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
+  /** With --resume: what the file says earlier runs spent (its lines' `costUsd`), in USD; 0 otherwise. */
+  readonly earlierCostUsd: number;
 }
 
 /**
@@ -33,31 +35,54 @@ export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput,
   if (output === undefined) {
     if (resume) throw new UsageError('--resume needs --output: the results file to take up');
     if (overwrite) throw new UsageError('--overwrite needs --output');
-    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined };
+    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined, earlierCostUsd: 0 };
   }
   if (output.trim() === '') throw new UsageError("--output needs a file name, or '-' for standard output");
   if (output === '-') {
     if (resume) throw new UsageError('--resume needs a results file, not standard output');
-    return { writer: JsonlWriter.to(process.stdout, 'stdout'), human: process.stderr, kept: undefined, partial: undefined };
+    return {
+      writer: JsonlWriter.to(process.stdout, 'stdout'),
+      human: process.stderr,
+      kept: undefined,
+      partial: undefined,
+      earlierCostUsd: 0,
+    };
   }
   if (flags.input !== undefined && flags.input !== '-' && (await samePath(output, flags.input))) {
     throw new UsageError(`--output ${output} is the --input file: it would be overwritten`);
   }
   let kept: ReadonlyMap<string, string> | undefined;
   let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
+  let earlierCostUsd = 0;
   if (resume) {
-    const results = await keepSucceeded(output);
+    // The lines of articles that did not finish stay (each once) until this run's take their place:
+    // their calls were billed, and a run stopped again must not forget them.
+    const results = await keepSucceeded(output, { keepUnfinished: true });
     if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
     partial = results.partial;
+    earlierCostUsd = results.spentUsd;
   } else if (!overwrite && (await nonEmptyFile(output))) {
     throw new UsageError(`--output ${output} exists and is not empty: --resume to complete that run, --overwrite to replace it`);
   }
   try {
-    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept, partial };
+    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept, partial, earlierCostUsd };
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
+  }
+}
+
+/**
+ * After a resumed run, folds each article's lines into one again — the earlier line of an article
+ * this run took up goes, its cost added to the new one's — so that the file holds each article
+ * once and its lines' `costUsd` still add up to all that was spent.
+ */
+export async function compactResults(path: string): Promise<void> {
+  try {
+    await keepSucceeded(path, { keepUnfinished: true });
+  } catch (error) {
+    throw isOutputError(error) ? error : new OutputError(path, error as Error);
   }
 }
 

@@ -317,7 +317,8 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
     .addOption(
       new Option(
         '--max-cost <usd>',
-        'never spend more than this, USD: every call holds its worst case first; the run stops for a --resume when spent',
+        "never spend more than this, USD: every call holds its worst case first; the run stops when spent. The whole job's: " +
+          'on --resume what the results file says was spent counts',
       ).argParser(positiveUsd),
     );
   if (options.config !== false) {

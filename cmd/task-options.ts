@@ -50,7 +50,9 @@ export async function runTasks(
  * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
  * shared through. Refused up front when a provider has no price, or when no call of any task could
  * fit it: the least a call can hold is its prompt's fixed text, its schema and the framing as input
- * tokens, and its whole answer.
+ * tokens, and its whole answer. `earlierUsd` is what earlier runs of the job spent (a resumed run's
+ * results file says it): a budget in this process starts with it spent, so that --max-cost is the
+ * job's; one in Redis has counted it already.
  */
 export function runBudget(
   flags: Pick<RunFlags, 'maxCost' | 'config'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
@@ -58,10 +60,11 @@ export function runBudget(
   assigned: ReadonlyMap<string, string>,
   providers: readonly ProviderSetup[],
   redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
+  earlierUsd = 0,
 ): Budget | undefined {
   if (flags.maxCost === undefined) return undefined;
   checkBudget(flags.maxCost, tasks, assigned, providers, flags.config);
-  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost });
+  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd });
   return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
 }
 

@@ -41,7 +41,7 @@ export type { InputIssue } from './sources/input-error.ts';
 export { JsonlWriter, OutputError, isOutputError } from './sinks/jsonl-writer.ts';
 export type { JsonlWriterOptions } from './sinks/jsonl-writer.ts';
 export { keepSucceeded, ResultsFileError, isResultsFileError } from './sinks/results-file.ts';
-export type { KeptResults } from './sinks/results-file.ts';
+export type { KeptResults, KeepSucceededOptions } from './sinks/results-file.ts';
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
@@ -77,6 +77,8 @@ export type {
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
 export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './limits/budget.ts';
 export type { Budget, BudgetHold, LocalBudgetOptions } from './limits/budget.ts';
+// The moves of a request rate over a run (`GateFigures.rates`): what the run's rate bound is read from.
+export type { RateSince } from './limits/rate-history.ts';
 // Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
 export { LimiterUnavailableError, isLimiterUnavailableError } from './limiter/limiter-unavailable-error.ts';
 

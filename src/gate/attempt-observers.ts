@@ -4,7 +4,6 @@ import type { ProviderLimits } from '../limits/provider-limits.ts';
 import { retryAfterHint } from '../retry/retry.ts';
 import type { RateLimitInfo } from '../vendors/rate-limit-headers.ts';
 import type { Attempt, AttemptOutcome } from './attempt.ts';
-import { usageNanoUsd, billedUsage } from './call-cost.ts';
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
 export type AttemptObserver = (attempt: Attempt) => void;
@@ -23,11 +22,7 @@ export const settleGrant: AttemptObserver = (attempt) => {
  * it may have been billed in full, and the budget must never be overspent.
  */
 export const settleBudget: AttemptObserver = (attempt) => {
-  const { hold } = attempt;
-  if (hold === undefined) return;
-  if (!attempt.called) return hold.settle(0);
-  const billed = billedUsage(attempt.usage, attempt.error);
-  hold.settle(billed === undefined ? attempt.worstNanoUsd : usageNanoUsd(billed, attempt.price!));
+  attempt.hold?.settle(attempt.costNanoUsd);
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */

@@ -22,7 +22,7 @@ import {
   type TokenUsage,
 } from '../provider/provider.ts';
 import { parseRateLimitHeaders, type RateLimitInfo } from '../vendors/rate-limit-headers.ts';
-import { billedUsage, usageNanoUsd } from './call-cost.ts';
+import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
 /** How one attempt ended. */
@@ -78,7 +78,10 @@ export interface AttemptEvent {
   readonly usage: TokenUsage | undefined;
   /**
    * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
-   * cut off or malformed); 0 for one not sent or refused with a status. Undefined without a price.
+   * cut off or malformed); 0 for one not sent or refused with a status; its worst case (its prompt
+   * as input tokens, its whole answer) for one sent that no usage tells of — a timeout, a broken
+   * connection, a call cancelled in flight: it may have been billed in full, and the budget counts
+   * it so. Undefined without a price.
    */
   readonly costUsd: number | undefined;
 }
@@ -97,11 +100,14 @@ export class Attempt implements AttemptEvent {
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
-  /** The budget's hold on the attempt's worst case, and that worst case (nano-USD). */
+  /** The budget's hold on the attempt's worst case. */
   hold: BudgetHold | undefined;
-  worstNanoUsd = 0;
   readonly price: ProviderPrice | undefined;
-  /** What the attempt cost by its reported usage, nano-USD (0 without a price). */
+  readonly maxOutputTokens: number;
+  /**
+   * What the attempt cost, nano-USD (0 without a price): its reported usage, or its worst case
+   * when it was sent and nothing told (it may have been billed in full) — what the budget keeps.
+   */
   costNanoUsd = 0;
   costUsd: number | undefined;
   sentAtMs: number | undefined;
@@ -122,8 +128,10 @@ export class Attempt implements AttemptEvent {
     workerId: number | undefined,
     startMs: number,
     price: ProviderPrice | undefined,
+    maxOutputTokens: number,
   ) {
     this.price = price;
+    this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
     this.task = request.task;
@@ -157,9 +165,14 @@ export class Attempt implements AttemptEvent {
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
     if (this.price !== undefined) {
       const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
-      this.costNanoUsd = billed === undefined ? 0 : usageNanoUsd(billed, this.price);
+      this.costNanoUsd = !this.called ? 0 : billed === undefined ? this.worstNanoUsd() : usageNanoUsd(billed, this.price);
       this.costUsd = this.costNanoUsd / NANO_USD;
     }
+  }
+
+  /** The most the attempt can cost at its price, its whole answer included, in nano-USD. */
+  worstNanoUsd(): number {
+    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!);
   }
 }
 

@@ -10,7 +10,7 @@ import { RetryError, RetryPolicy, type RetryDecision, type RetryPolicyOptions } 
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { BudgetExhaustedError, NANO_USD, type Budget } from '../limits/budget.ts';
-import { worstCaseNanoUsd } from './call-cost.ts';
+import { RateHistory, type RateSince } from '../limits/rate-history.ts';
 import { checkProviderSetup, isProviderLimits, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../limits/adaptive-rate.ts';
@@ -35,11 +35,20 @@ export interface GateFigures {
   readonly limits: readonly LimitSpec[];
   /** The request rate in force now (the adaptive rate moves it), calls per second. */
   readonly rate: number;
+  /** Whether any of its limits counts LLM tokens. */
   readonly countsTokens: boolean;
   /** Times the circuit breaker opened. */
   readonly breakerOpens: number;
   /** Times the adaptive rate cut the rate. */
   readonly rateCuts: number;
+  /** Whether the adaptive rate moves the request rate. */
+  readonly adaptive: boolean;
+  /**
+   * The request rate from each instant on (clock readings, calls per second), oldest first: the
+   * first is the rate when the gate was made. Undefined where the limits are shared with other
+   * processes, whose moves of the rate this process does not see.
+   */
+  readonly rates: readonly RateSince[] | undefined;
 }
 
 /** A gate: its provider's setup (the one shape, see {@link ProviderSetup}), and what the run around it shares. */
@@ -147,6 +156,8 @@ export class CallGate {
   readonly #estimateInputTokens: (request: LlmRequest) => number | Promise<number>;
   readonly #inFlight: LimitFunction | undefined;
   readonly #observers: readonly AttemptObserver[];
+  /** The request rate's moves, for the run's rate bound; none kept for shared limits. */
+  readonly #rates: RateHistory | undefined;
 
   constructor(options: CallGateOptions) {
     const { provider, maxConcurrent } = options;
@@ -161,6 +172,7 @@ export class CallGate {
       this.breaker = new CircuitBreaker({ ...breakerOptions, clock: this.clock, name: provider.name, logger });
     }
     if (options.adaptive !== undefined) this.adaptive = new AdaptiveRate({ ...options.adaptive, limits, clock: this.clock });
+    this.#rates = (limits as ProviderLimits).shared === true ? undefined : new RateHistory(this.clock.now(), limits.rate);
     this.#retry = new RetryPolicy(options.retry);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
@@ -199,6 +211,8 @@ export class CallGate {
       countsTokens: this.limits.countsTokens,
       breakerOpens: this.breaker?.opens ?? 0,
       rateCuts: this.adaptive?.decreases ?? 0,
+      adaptive: this.adaptive !== undefined,
+      rates: this.#rates?.moves,
     };
   }
 
@@ -341,10 +355,10 @@ export class CallGate {
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
     const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price);
+    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price, maxOutputTokens);
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      if (this.#budget !== undefined) await this.#hold(attempt, maxOutputTokens);
+      if (this.#budget !== undefined) await this.#hold(attempt);
       const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       if (cost !== REQUEST_ONLY) this.#recordCost(cost);
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
@@ -356,7 +370,9 @@ export class CallGate {
       attempt.error = error;
     }
     attempt.end(this.clock.now(), scope.signal);
+    const rate = this.limits.rate;
     for (const observe of this.#observers) observe(attempt);
+    this.#recordRate(attempt.atMs, rate);
     return attempt;
   }
 
@@ -364,12 +380,23 @@ export class CallGate {
    * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
    * whole answer included — or refuses it, sending nothing.
    */
-  async #hold(attempt: Attempt, maxOutputTokens: number): Promise<void> {
-    const worstNano = worstCaseNanoUsd(attempt.request, maxOutputTokens, this.#price!);
+  async #hold(attempt: Attempt): Promise<void> {
+    const worstNano = attempt.worstNanoUsd();
     const hold = await this.#budget!.reserve(worstNano);
     if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
     attempt.hold = hold;
-    attempt.worstNanoUsd = worstNano;
+  }
+
+  /**
+   * Notes a move of the request rate the observers just made. Where the limits are this process's
+   * own, every move is one of this gate's observers': a rise is dated at the attempt's end (before
+   * the observers ran), a cut now (after them), so that the rates noted never allowed fewer
+   * grants than the limits did.
+   */
+  #recordRate(endMs: number, before: number): void {
+    const rate = this.limits.rate;
+    if (rate === before || this.#rates === undefined) return;
+    this.#rates.record(rate > before ? endMs : this.clock.now(), rate);
   }
 
   /** Takes the cost from the limits, by the deadline, then calls the provider. */

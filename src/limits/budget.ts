@@ -60,9 +60,15 @@ export function formatUsd(usd: number): string {
   return `$${Number(usd.toPrecision(3))}`;
 }
 
+/** A budget kept in this process: how much, and how much of it is spent already. */
 export interface LocalBudgetOptions {
   /** The budget in USD, finite, > 0. */
   readonly maxUsd: number;
+  /**
+   * Already spent of it, in USD, ≥ 0: what earlier runs of the same job spent (a resumed run's
+   * results file says it), so that the budget is the job's, not each run's. @default 0
+   */
+  readonly spentUsd?: number | undefined;
 }
 
 /** A budget kept in this process: exact, shared by every provider and worker of a run. */
@@ -76,6 +82,9 @@ export class LocalBudget implements Budget {
     checkNumber('maxUsd', options.maxUsd, { min: 0, minExclusive: true, unit: 'USD' });
     this.maxUsd = options.maxUsd;
     this.#maxNano = Math.floor(options.maxUsd * NANO_USD + 1e-6);
+    const { spentUsd = 0 } = options;
+    checkNumber('spentUsd', spentUsd, { min: 0, unit: 'USD' });
+    this.#usedNano = toNanoUsd(spentUsd);
   }
 
   get spentUsd(): number {

@@ -1,6 +1,7 @@
 import type { GateFigures } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { NANO_USD, type Budget } from '../limits/budget.ts';
+import { rateFloorMs } from '../limits/rate-history.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 
@@ -14,8 +15,9 @@ export interface Percentiles {
 /** Per-provider call figures. */
 export interface ProviderFigures {
   readonly name: string;
-  /** Limiter settings: tokens per second and burst. */
+  /** The request limit as configured: calls per second (`Infinity` without one)… */
   readonly rate: number;
+  /** …and the calls that may go at once after a quiet spell. */
   readonly burst: number;
   /** Attempts made, retries included: each took one token. */
   readonly calls: number;
@@ -25,7 +27,11 @@ export interface ProviderFigures {
   readonly timeouts: number;
   /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
   readonly networkErrors: number;
-  /** No schedule can grant the last token before `(calls − burst) / rate`, in ms. */
+  /**
+   * No schedule can grant the last token sooner, in ms: `(calls − burst) / rate`, at the rates the
+   * run's limits allowed over time where they moved (the adaptive rate) and this process saw every
+   * move; at the configured rate otherwise.
+   */
   readonly rateFloorMs: number;
   /** When the last call was granted its token, relative to the run's start, in ms. */
   readonly lastGrantMs: number;
@@ -46,6 +52,8 @@ export interface ProviderFigures {
   readonly circuitRejections: number;
   /** The request rate at the end of the run (the adaptive rate moves it), calls per second. */
   readonly finalRate: number;
+  /** Whether the adaptive rate moved the request rate (then `finalRate` is where it settled). */
+  readonly adaptive: boolean;
   /** Times the adaptive rate cut the rate after 429s. */
   readonly rateCuts: number;
   /** What its calls cost at its price, in USD; absent when it has none. */
@@ -110,8 +118,10 @@ export interface RunSummary {
   /**
    * What no run of these calls could beat, each a true lower bound on the elapsed time: `rate`, the
    * rate floor plus the latency of the call granted last (of the provider that bounds the run);
-   * `latency`, the longest article's own calls in series; `workers`, the time all calls took over
-   * the workers that made them. 0 where a bound says nothing (no limit, no calls).
+   * `latency`, the longest article's critical path — the longest chain of its calls through its
+   * task graph, a task's calls after those of the tasks it depends on, independent ones side by
+   * side; `workers`, the articles' critical paths added up over the workers (each article holds a
+   * worker for at least its critical path). 0 where a bound says nothing (no limit, no calls).
    */
   readonly lowerBoundsMs: { readonly rate: number; readonly latency: number; readonly workers: number };
   /** The largest of the lower bounds: no run could end sooner. */
@@ -137,7 +147,11 @@ export interface RunSummary {
   readonly tasks: readonly TaskFigures[];
   /** What the run's calls cost at the providers' prices, in USD; absent when no provider has one. */
   readonly costUsd?: number;
-  /** The budget, and what of it was spent or is still held (a call whose cost no usage told counts whole). */
+  /**
+   * The budget, and what of it is spent at the end — by this run, earlier runs of the job it was
+   * given (a resumed run's), and other processes sharing it — a call whose cost no usage told
+   * counting whole, as in `costUsd`.
+   */
   readonly budget?: { readonly maxUsd: number; readonly spentUsd: number };
 }
 
@@ -186,10 +200,10 @@ export class Metrics {
   #failed = 0;
   #cancelled = 0;
   #wastedCalls = 0;
-  /** Every call's latency added up, for the workers bound. */
-  #callMs = 0;
-  /** The most one article's calls took in series, for the latency bound. */
-  #longestArticleCallMs = 0;
+  /** The articles' critical paths added up, for the workers bound. */
+  #pathMs = 0;
+  /** The longest article's critical path, for the latency bound. */
+  #longestPathMs = 0;
 
   constructor(options: {
     readonly startMs: number;
@@ -268,7 +282,6 @@ export class Metrics {
     else if (event.outcome === 'timeout') counters.timeouts++;
     else if (event.outcome === 'network-error') counters.networkErrors++;
     this.#latency.record(event.latencyMs);
-    this.#callMs += event.latencyMs;
     const grantMs = event.atMs - event.latencyMs - this.#startMs;
     if (grantMs >= counters.lastGrantMs) {
       counters.lastGrantMs = grantMs;
@@ -280,8 +293,10 @@ export class Metrics {
     this.#articles++;
   }
 
-  recordResult(result: ArticleResult): void {
-    if (result.callMs > this.#longestArticleCallMs) this.#longestArticleCallMs = result.callMs;
+  /** An article's end, with its critical path (`ProcessedArticle.pathMs`). */
+  recordResult(result: ArticleResult, pathMs: number): void {
+    this.#pathMs += pathMs;
+    if (pathMs > this.#longestPathMs) this.#longestPathMs = pathMs;
     if (result.status === 'succeeded') this.#succeeded++;
     else if (result.status === 'cancelled') this.#cancelled++;
     else {
@@ -314,7 +329,8 @@ export class Metrics {
       const requests = gate.limits.find((limit) => limit.kind === 'requests');
       const rate = requests?.rate ?? Infinity;
       const burst = requests?.burst ?? 0;
-      const rateFloorMs = rate === Infinity ? 0 : rate === 0 ? Infinity : (Math.max(0, c.calls - burst) * 1000) / rate;
+      // At the rates the limits allowed over time where this process saw every move, else the configured one.
+      const providerFloorMs = rateFloorMs(gate.rates ?? [{ atMs: this.#startMs, rate }], this.#startMs, c.calls, burst);
       const { costNanoUsd, priced, ...counts } = c;
       providers.push({
         name: gate.provider,
@@ -322,10 +338,11 @@ export class Metrics {
         burst,
         ...counts,
         ...(priced === true && { costUsd: costNanoUsd / NANO_USD }),
-        rateFloorMs,
+        rateFloorMs: providerFloorMs,
         achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
         breakerOpens: gate.breakerOpens,
         finalRate: gate.rate,
+        adaptive: gate.adaptive,
         countsTokens: gate.countsTokens,
         rateCuts: gate.rateCuts,
       });
@@ -336,12 +353,12 @@ export class Metrics {
       timeouts += c.timeouts;
       networkErrors += c.networkErrors;
       // The provider that could finish last bounds the run.
-      if (rate !== Infinity && c.calls > burst && rateFloorMs + c.lastCallLatencyMs > rateBoundMs) {
-        rateBoundMs = rateFloorMs + c.lastCallLatencyMs;
-        floorMs = rateFloorMs;
+      if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
+        rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
+        floorMs = providerFloorMs;
       }
     }
-    const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestArticleCallMs, workers: this.#callMs / this.#workers };
+    const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestPathMs, workers: this.#pathMs / this.#workers };
     const [boundBy, leastMs] = (Object.entries(lowerBoundsMs) as [BoundBy, number][]).reduce((a, b) => (b[1] > a[1] ? b : a));
     return {
       articles: this.#articles,

@@ -54,10 +54,20 @@ export interface ProcessorOptions {
   readonly cancelOnLostLimits?: boolean | undefined;
 }
 
+/** An article's result, and the least time its calls alone kept it: what the run's lower bounds are made of. */
+export interface ProcessedArticle {
+  readonly result: ArticleResult;
+  /**
+   * The longest chain of its calls' answer times through the task graph — a task's calls one
+   * after another, after those of the tasks it depends on — in ms: the article took no less.
+   */
+  readonly pathMs: number;
+}
+
 /**
  * Runs an article's tasks — each once the tasks it depends on are done, independent ones at once —
- * and always resolves with its result: succeeded with every task's output, failed with the reason
- * (a dead letter) and the outputs it had, or cancelled. It never rejects. Outputs an earlier run
+ * and always resolves with its result (and its calls' longest chain): succeeded with every task's
+ * output, failed with the reason (a dead letter) and the outputs it had, or cancelled. It never rejects. Outputs an earlier run
  * left (`article.outputs`) are kept, their tasks not run again. A field the input line lacks fails
  * the article before any call.
  *
@@ -66,7 +76,7 @@ export interface ProcessorOptions {
  * Under load that serves work under way before articles started after it; with time to spare,
  * an article's first call goes before others' later ones, which keeps the limits busy.
  */
-export async function processArticle(article: Article, options: ProcessorOptions): Promise<ArticleResult> {
+export async function processArticle(article: Article, options: ProcessorOptions): Promise<ProcessedArticle> {
   const { clock, timeoutMs, signal: runSignal, routes, admission } = options;
   const startMs = clock.now();
   // Shared by the article's calls: the first call's route starts it (see `CallDeadline`).
@@ -78,6 +88,9 @@ export async function processArticle(article: Article, options: ProcessorOptions
     for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
   }
   const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
+  // When each task's calls could have ended at the soonest, counting only call time: its own calls
+  // in series after the longest chain of the tasks it depends on (0 for those done before).
+  const pathEndMs = new Map<string, number>();
   const started: Task[] = [];
   let failure: { task: string; error: unknown } | undefined;
   const { onAttempt, workerId, expectedCallMs } = options;
@@ -86,6 +99,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     started.push(task);
     const route = routes.get(task.name)!;
     admission?.calling(route);
+    const own = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
     try {
       const request = requestFor(task, article.id, fields, outputs);
       const callOptions = {
@@ -96,11 +110,17 @@ export async function processArticle(article: Article, options: ProcessorOptions
         onSend: options.onSend,
         workerId,
         maxOutputTokens: task.maxOutputTokens,
-        tally,
+        tally: own,
       };
       outputs[task.name] = (await route.call(request, callOptions)).response.output;
     } catch (error) {
       failure ??= { task: task.name, error };
+    } finally {
+      tally.calls += own.calls;
+      tally.latencyMs += own.latencyMs;
+      tally.costNanoUsd += own.costNanoUsd;
+      const afterMs = task.dependsOn.reduce((longest, name) => Math.max(longest, pathEndMs.get(name) ?? 0), 0);
+      pathEndMs.set(task.name, afterMs + own.latencyMs);
     }
   };
   const pending = article.outputs === undefined ? tasks.tasks : tasks.tasks.filter((task) => !Object.hasOwn(outputs, task.name));
@@ -125,6 +145,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     callMs: tally.latencyMs,
   };
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
+  const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());
   if (failure !== undefined) {
     const { error } = failure;
     const lastError = isRetryError(error) ? error.lastError : error;
@@ -135,7 +156,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, failure.task);
   }
-  return result;
+  return { result, pathMs };
 }
 
 /**

@@ -254,8 +254,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       options.source,
       async (article, workerId) => {
         metrics.recordStarted();
-        const result = await processArticle(article, optionsFor(workerId));
-        metrics.recordResult(result);
+        const { result, pathMs } = await processArticle(article, optionsFor(workerId));
+        metrics.recordResult(result, pathMs);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },

@@ -23,6 +23,8 @@ function settingResult(setting: BenchSetting, calls: number, lastLatencyMs = 100
     countsTokens: false,
     breakerOpens: 0,
     rateCuts: 0,
+    adaptive: false,
+    rates: undefined,
   };
   const summary = new Metrics({ startMs: 0, workers: 5, providers: ['sim'] }).summary(elapsedMs, { interrupted: false }, [figures]);
   const rateFloorMs = rate === Infinity ? 0 : (Math.max(0, calls - burst) / rate) * 1000;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { formatAttempt, formatSummary, plural } from '../../cmd/format.ts';
+import { formatAttempt, formatRate, formatSummary, plural } from '../../cmd/format.ts';
 import { ManualClock } from '../../src/clock.ts';
+import { formatUsd, LocalBudget } from '../../src/limits/budget.ts';
+import type { RunSummary } from '../../src/pipeline/metrics.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { BadRequestError, RateLimitError } from '../../src/provider/provider.ts';
@@ -39,7 +41,57 @@ describe('the summary lines (cmd/format.ts)', () => {
     expect(lines[1]).toBe('Calls: 4 | Retries: 1 | 429s received: 1 | 5xx: 0 | Timeouts: 0 | Dead letters: 1 | Cancelled: 0');
     // What went wrong leads the line; the efficiency (of the calls made) comes after it.
     expect(lines[2]).toMatch(
-      /^1 429, 1 retry, 1 dead letter, 1 wasted call \| Least possible: \S+, bound by the workers: all calls' time \/ 1 worker \| Efficiency: \d+\.\d%$/,
+      /^1 429, 1 retry, 1 dead letter, 1 wasted call \| Least possible: \S+, bound by the workers: the articles' critical paths \/ 1 worker \| Efficiency: \d+\.\d%$/,
+    );
+  });
+
+  it('says where the adaptive rate settled, and the rate bound at the rates it allowed', async () => {
+    const clock = new ManualClock();
+    // Every third call a 429: the adaptive rate cuts the rate from 40/s.
+    const script = Array.from({ length: 200 }, (_, i) =>
+      i % 3 === 2 ? { latencyMs: 5, error: new RateLimitError(undefined, {}) } : { latencyMs: 5 },
+    );
+    const provider = new ScriptedProvider({ name: 'sim', clock, script });
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: generateArticles(40),
+        providers: [{ provider, limits: requestLimit(40, 1), adaptive: {} }],
+        timeoutMs: 60_000,
+        retry: { maxAttempts: 10 },
+        clock,
+      }),
+      5,
+    );
+    const settled = summary.providers[0]!.finalRate;
+    expect(settled).toBeLessThan(40);
+    const lines = formatSummary(summary);
+    expect(lines[0]).toMatch(
+      new RegExp(`^Rate limit=40/s \\(adaptive: settled at ${formatRate(settled).replace('.', '\\.')}/s\\) burst=1 \\| 40 articles \\|`),
+    );
+    expect(lines[2]).toMatch(
+      /Least possible: \S+, bound by the rate: \(\d+ calls − burst 1\) \/ the rates allowed \(40\/s → [\d.]+\/s\) = /,
+    );
+  });
+
+  it('says one cost: with a budget, of it; resumed, this run and in all', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ latencyMs: 10 }] });
+    const price = { inputPerMTok: 1, outputPerMTok: 1 };
+    const once = async (budget?: LocalBudget) =>
+      drive(
+        clock,
+        runPipeline({ source: generateArticles(2), providers: [{ provider, limits: requestLimit(Infinity, 1), price }], budget, clock }),
+      );
+    const cost = (summary: RunSummary, context = {}) => formatSummary(summary, context).find((line) => line.startsWith('Cost: '));
+    // The scripted provider tells no usage: each call counts at its worst case.
+    const plain = await once();
+    const usd = formatUsd(plain.costUsd!);
+    expect(cost(plain)).toBe(`Cost: ${usd}`);
+    expect(cost(await once(new LocalBudget({ maxUsd: 5 })))).toBe(`Cost: ${usd} of a $5.00 budget`);
+    expect(cost(plain, { earlierCostUsd: 1.5 })).toBe(`Cost: ${usd} this run, ${formatUsd(1.5 + plain.costUsd!)} in all`);
+    expect(cost(await once(new LocalBudget({ maxUsd: 5, spentUsd: 1.5 })), { earlierCostUsd: 1.5 })).toBe(
+      `Cost: ${usd} this run, ${formatUsd(1.5 + plain.costUsd!)} in all of a $5.00 budget`,
     );
   });
 

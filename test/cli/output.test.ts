@@ -74,7 +74,7 @@ describe.concurrent('news-processor - the per-call lines and the summary', { tim
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 3 articles \| Succeeded:3 Failed:0 \| \S+$/m);
-    // No rate limit: the bound is the calls themselves (one article's in series, or all over the workers).
+    // No rate limit: the bound is the calls themselves (one article's critical path, or all of them over the workers).
     expect(result.stdout).toMatch(/^Least possible: \S+, bound by (latency|the workers): .* \| Efficiency: \d+\.\d% \| /m);
     const calls = result.stdout.split('\n').filter((line) => line.startsWith('worker '));
     expect(calls).toHaveLength(6);
@@ -125,7 +125,9 @@ describe.concurrent('news-processor - the per-call lines and the summary', { tim
     const result = await runCli([...FAST, '--articles=1', '--workers=1', '--quiet', '--output', output]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Rate limit=inf\/s burst=3 \| 1 article \| Succeeded:1 Failed:0 \| /m);
-    expect(result.stdout).toMatch(/^Least possible: \S+, bound by (latency: .*|the workers: all calls' time \/ 1 worker) \| /m);
+    expect(result.stdout).toMatch(
+      /^Least possible: \S+, bound by (latency: .*|the workers: the articles' critical paths \/ 1 worker) \| /m,
+    );
     expect(result.stdout).toMatch(/ \| 0 429s, 0 retries, 0 dead letters, 0 wasted calls$/m);
     expect(linesOf(result.stdout).at(-1)).toBe(`Results: 1 line written to ${output}`);
   });

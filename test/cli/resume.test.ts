@@ -16,6 +16,7 @@ interface Result {
   id: string;
   status: string;
   outputs?: Record<string, unknown>;
+  costUsd?: number;
 }
 
 async function results(path: string): Promise<Result[]> {
@@ -71,6 +72,32 @@ describe.concurrent('news-processor --resume', { timeout: 90_000 }, () => {
     expect(kept).toBeGreaterThanOrEqual(2 * succeeded);
     expect(summary.calls).toBe(2 * 60 - kept);
     expectEachOnceAndSucceeded(await results(output), 60);
+  });
+
+  it('after Ctrl-C the result lines carry every call billed, cut ones included; the resume keeps each article once and the sum whole', async () => {
+    const output = join(temp.dir, 'cost-after-ctrl-c.jsonl');
+    const priced = ['--price-input=100', '--price-output=100', '--max-cost=50'];
+    // Calls of 200–400 ms: Ctrl-C finds some in flight.
+    const first = startCli([...SLOW, '--min-latency=200ms', '--max-latency=400ms', ...priced, '--output', output, '--json']);
+    await waitForResults(output, 6);
+    first.interrupt();
+    const firstRun = await first.result;
+    expect(firstRun.code).toBe(130);
+    const firstSummary = JSON.parse(firstRun.stdout) as { costUsd: number; budget: { spentUsd: number }; cancelled: number };
+    expect(firstSummary.cancelled).toBeGreaterThan(0);
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    const lineSum = async () => (await results(output)).reduce((sum, r) => sum + nano(r.costUsd!), 0);
+    // One figure: the lines, the run's cost and the budget's spend agree.
+    expect(nano(firstSummary.budget.spentUsd)).toBe(nano(firstSummary.costUsd));
+    expect(await lineSum()).toBe(nano(firstSummary.costUsd));
+
+    const second = await runCli([...SLOW, '--rate=inf', ...priced, '--output', output, '--resume', '--json']);
+    expect(second.code, second.stderr).toBe(0);
+    const secondSummary = JSON.parse(second.stdout) as { costUsd: number; earlierCostUsd: number; budget: { spentUsd: number } };
+    expect(nano(secondSummary.earlierCostUsd)).toBe(nano(firstSummary.costUsd));
+    expect(nano(secondSummary.budget.spentUsd)).toBe(nano(firstSummary.costUsd) + nano(secondSummary.costUsd));
+    expectEachOnceAndSucceeded(await results(output), 60);
+    expect(await lineSum()).toBe(nano(firstSummary.costUsd) + nano(secondSummary.costUsd));
   });
 
   it('after SIGKILL, with the last line cut short: dropped with a warning, and the run completes', async () => {

@@ -264,6 +264,67 @@ describe.concurrent('news-processor --tasks', { timeout: 60_000 }, () => {
   });
 });
 
+describe.concurrent('news-processor --tasks: the least possible time', { timeout: 60_000 }, () => {
+  // Two tasks that do not depend on each other: an article's two calls run at once.
+  const independent = () =>
+    write('independent.json', {
+      tasks: [
+        { name: 'topic', prompt: 'Topic of: {{title}}', schema: OBJECT('topic') },
+        { name: 'people', prompt: 'People in: {{content}}', schema: OBJECT('people') },
+      ],
+    });
+  const check = (stdout: string) => {
+    const summary = JSON.parse(stdout);
+    expect(summary.succeeded).toBe(5);
+    // Each article's critical path is one call, not the two added up: no bound passes the elapsed time.
+    for (const bound of Object.values(summary.lowerBoundsMs) as number[]) expect(bound).toBeLessThanOrEqual(summary.elapsedMs);
+    expect(summary.efficiency).toBeLessThanOrEqual(1);
+    expect(summary.efficiency).toBeGreaterThan(0.5);
+  };
+
+  it.each([
+    ['without limits', ['--rate=inf']],
+    ['under a rate limit', ['--rate=20', '--burst=2']],
+  ])('is a true lower bound for independent tasks, on the simulated provider %s', async (_, limits) => {
+    const result = await runCli([
+      '--tasks',
+      await independent(),
+      '--articles=5',
+      '--workers=5',
+      '--min-latency=100ms',
+      '--max-latency=150ms',
+      ...limits,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    check(result.stdout);
+  });
+
+  it('is a true lower bound for independent tasks against serve', async () => {
+    const slow = new LlmServer({ rate: Infinity, simulation: { minLatencyMs: 100, maxLatencyMs: 150 } });
+    const url = await slow.listen({ port: 0 });
+    try {
+      const result = await runCli(
+        [
+          '--tasks',
+          await independent(),
+          '--provider=openai',
+          `--base-url=${url}/v1`,
+          '--rate=inf',
+          '--articles=5',
+          '--workers=5',
+          '--json',
+        ],
+        { env: { OPENAI_API_KEY: KEY } },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      check(result.stdout);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
   const PRICES = ['--price-input=400', '--price-output=1600'];
 
@@ -295,7 +356,7 @@ describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
     expect(summary.notStarted).toBeGreaterThan(0);
     expect(linesOf(stopped.stderr)).toEqual([
       expect.stringMatching(
-        /^error: the budget of \$2\.00 cannot cover the next call \(up to \$[\d.]+\): \$[\d.]+ of it is spent or held; intake stopped, \d+ articles? not started: run again with --resume --max-cost … to go on$/,
+        /^error: the budget of \$2\.00 cannot cover the next call \(up to \$[\d.]+\): \$[\d.]+ of it is spent or held; intake stopped, \d+ articles? not started: run again with --resume and a larger --max-cost to go on \(it caps the whole job: what was spent counts\)$/,
       ),
     ]);
     const resumed = await runCli([...args, '--max-cost=100', '--resume', '--quiet']);
@@ -303,6 +364,41 @@ describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
     const lines = await results(output);
     expect(lines.map((line) => line.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 12 }, (_, i) => String(i + 1)));
     expect(lines.every((line) => line.status === 'succeeded')).toBe(true);
+  });
+
+  it("is the job's: on --resume what the results file says was spent counts against it, judged by what was billed", async () => {
+    const output = path('job.jsonl');
+    // One price for input and output: what the provider billed is its tokens used at that price.
+    const args = [...FAST, '--articles=80', '--workers=3', '--price-input=100', '--price-output=100', '--max-cost=1.5', '--output', output];
+    const billed = (summary: { providers: { tokensUsed: number }[] }) => (summary.providers[0]!.tokensUsed * 100) / 1e6;
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    const lineSum = async () => (await results(output)).reduce((sum: number, line: { costUsd: number }) => sum + nano(line.costUsd), 0);
+
+    const first = await runCli([...args, '--json']);
+    expect(first.code, first.stderr).toBe(1);
+    const firstSummary = JSON.parse(first.stdout);
+    expect(firstSummary.stoppedBy).toMatchObject({ by: 'budget' });
+    const firstBilled = billed(firstSummary);
+    expect(firstBilled).toBeGreaterThan(0.5);
+    expect(nano(firstSummary.costUsd)).toBe(nano(firstBilled));
+    // Every call is in a line: those of the articles the budget stopped too.
+    expect(await lineSum()).toBe(nano(firstBilled));
+
+    const second = await runCli([...args, '--resume', '--json']);
+    const secondSummary = JSON.parse(second.stdout);
+    const secondBilled = billed(secondSummary);
+    expect(secondSummary.earlierCostUsd).toBeCloseTo(firstBilled, 9);
+    // Only what the first run left of the $1.50 was there to spend.
+    expect(firstBilled + secondBilled).toBeLessThanOrEqual(1.5);
+    expect(secondSummary.budget.spentUsd).toBeCloseTo(firstBilled + secondBilled, 9);
+    expect(await lineSum()).toBe(nano(firstBilled) + nano(secondBilled));
+    const ids = (await results(output)).map((line: { id: string }) => line.id);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    // The human summary says one cost: this run's, and the job's in all, of the budget.
+    const third = await runCli([...args, '--resume', '--quiet']);
+    expect(third.stdout).toMatch(/^Cost: \$[\d.]+ this run, \$[\d.]+ in all of a \$1\.50 budget$/m);
+    expect(third.stdout).not.toMatch(/spent or held/);
   });
 
   it.each([

@@ -5,7 +5,7 @@ import { inputTokenBound } from '../../src/gate/call-cost.ts';
 import { LocalBudget } from '../../src/limits/budget.ts';
 import { requestLimit } from '../../src/limits/provider-limits.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
-import { runPipeline } from '../../src/pipeline/run.ts';
+import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import {
   ServerError,
   TimeoutError,
@@ -141,7 +141,10 @@ class UsageProvider implements Provider {
     private readonly usageOf: (request: LlmRequest, call: number) => { inputTokens: number; outputTokens: number } | 'timeout' | 'error',
   ) {}
 
+  lastRequest: LlmRequest | undefined;
+
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
+    this.lastRequest = request;
     const usage = this.usageOf(request, this.calls++);
     await sleep(this.clock, 5, options.signal);
     if (usage === 'timeout') throw new TimeoutError('no answer', { retryable: true });
@@ -211,6 +214,60 @@ describe('runPipeline() - what a run cost, and a budget', () => {
     expect(summary.budget).toEqual({ maxUsd: 5, spentUsd: budget.spentUsd });
   });
 
+  it('a call cancelled in flight (Ctrl-C) counts at its worst case — it may have been billed — in its result line, the cost and the budget alike', async () => {
+    const clock = new ManualClock();
+    const provider = new UsageProvider(clock, () => ({ inputTokens: 1000, outputTokens: 100 }));
+    const results: ArticleResult[] = [];
+    const budget = new LocalBudget({ maxUsd: 50 });
+    const controller = new AbortController();
+    // The calls take 5 ms: at 7 ms each article's headline is in flight.
+    clock.setTimer(7, () => controller.abort(new CancelledError('interrupted (SIGINT)')));
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: articles(4),
+        tasks: defineTasks(DIAMOND),
+        providers: [{ provider, limits: requestLimit(Infinity, 1), price: PRICE, maxOutputTokens: 100 }],
+        budget,
+        workers: 4,
+        signal: controller.signal,
+        clock,
+        onResult: (result) => void results.push(result),
+      }),
+    );
+    expect(summary.interrupted).toBe(true);
+    expect(results.map((r) => r.status)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    // Two calls each answered ($0.56 each), and the headline cut off in flight at its worst case.
+    const worstNano = Math.ceil((inputTokenBound(provider.lastRequest!) * 400 + 100 * 1600) * 1000 - 1e-6);
+    for (const result of results) expect(nano(result.costUsd!)).toBe(2 * 560_000_000 + worstNano);
+    expect(nano(summary.costUsd!)).toBe(4 * (2 * 560_000_000 + worstNano));
+    expect(nano(budget.spentUsd)).toBe(nano(summary.costUsd!));
+    expect(summary.budget).toEqual({ maxUsd: 50, spentUsd: budget.spentUsd });
+  });
+
+  it('a budget the job had spent part of before (a resume) counts it: only the rest is there to spend', async () => {
+    const clock = new ManualClock();
+    const provider = new UsageProvider(clock, () => ({ inputTokens: 1000, outputTokens: 100 }));
+    const budget = new LocalBudget({ maxUsd: 5, spentUsd: 3 });
+    const summary = await drive(
+      clock,
+      runPipeline({
+        source: articles(20),
+        tasks: defineTasks(DIAMOND),
+        providers: [{ provider, limits: requestLimit(Infinity, 1), price: PRICE, maxOutputTokens: 100 }],
+        budget,
+        workers: 1,
+        clock,
+      }),
+    );
+    expect(summary.stoppedBy).toMatchObject({ by: 'budget' });
+    expect(summary.costUsd!).toBeLessThanOrEqual(2);
+    expect(summary.costUsd!).toBeGreaterThan(1);
+    expect(budget.spentUsd).toBeCloseTo(3 + summary.costUsd!, 9);
+    expect(() => new LocalBudget({ maxUsd: 5, spentUsd: -1 })).toThrow(/^Expected spentUsd to be/);
+  });
+
   it('never spends more than the budget, for any usages, failures, retries and any number of workers', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -245,6 +302,7 @@ describe('runPipeline() - what a run cost, and a budget', () => {
             return usage;
           });
           const budget = new LocalBudget({ maxUsd });
+          const results: ArticleResult[] = [];
           const summary = await drive(
             clock,
             runPipeline({
@@ -256,11 +314,18 @@ describe('runPipeline() - what a run cost, and a budget', () => {
               timeoutMs: 60_000,
               retry: { maxAttempts: 3, backoff: () => 1 },
               clock,
+              onResult: (result) => void results.push(result),
             }),
           );
           expect(billedNano / 1e9).toBeLessThanOrEqual(maxUsd + 1e-9);
           expect(budget.spentUsd).toBeLessThanOrEqual(maxUsd + 1e-9);
           expect(summary.costUsd!).toBeLessThanOrEqual(maxUsd + 1e-9);
+          // One figure: what was billed is the run's cost, the budget's spend and its result lines' sum.
+          // (+ 0: a usage of nothing costs -0 nano-dollars, rounded up from -1e-6.)
+          const nano = (usd: number) => Math.round(usd * 1e9) + 0;
+          expect(nano(summary.costUsd!)).toBe(billedNano + 0);
+          expect(nano(budget.spentUsd)).toBe(billedNano + 0);
+          expect(results.reduce((sum, r) => sum + nano(r.costUsd!), 0)).toBe(billedNano + 0);
         },
       ),
       { numRuns: 60 },

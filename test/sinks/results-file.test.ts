@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OutputError } from '../../src/sinks/jsonl-writer.ts';
 import { keepSucceeded } from '../../src/sinks/results-file.ts';
 
+const linesOf = (text: string) => text.split('\n').filter((line) => line !== '');
+
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'results-file-'));
@@ -28,6 +30,35 @@ describe('keepSucceeded()', () => {
     expect(await readFile(path, 'utf8')).toBe(`${expected.join('\n')}\n`);
     expect(kept.succeeded.size).toBe(expected.length);
     expect(kept.dropped).toBe(5000 - expected.length + 1);
+  });
+
+  it('says what its lines spent, those of unfinished articles too; keepUnfinished keeps each article once and the sum whole', async () => {
+    const path = join(dir, 'results.jsonl');
+    const line = (id: string, status: string, costUsd: number, outputs: object = {}) =>
+      JSON.stringify({ id, title: `t${id}`, status, outputs, costUsd });
+    const lines = [
+      line('1', 'succeeded', 0.25),
+      line('2', 'cancelled', 0.125, { a: 1 }),
+      line('3', 'failed', 0.5),
+      // A resumed run's lines: 2 succeeded this time; 3 failed again.
+      line('2', 'succeeded', 0.0625, { a: 1, b: 2 }),
+      line('3', 'cancelled', 0.25, { a: 3 }),
+    ];
+    await writeFile(path, `${lines.join('\n')}\n`);
+    const kept = await keepSucceeded(path, { keepUnfinished: true });
+    expect(kept.spentUsd).toBe(1.1875);
+    expect([...kept.succeeded.keys()]).toEqual(['1', '2']);
+    expect(kept.partial).toEqual(new Map([['3', { a: 3 }]]));
+    // Each article once, the unfinished at the end; each line's cost is its article's in all.
+    expect(await readFile(path, 'utf8')).toBe(
+      `${[line('1', 'succeeded', 0.25), line('2', 'succeeded', 0.1875, { a: 1, b: 2 }), line('3', 'cancelled', 0.75, { a: 3 })].join('\n')}\n`,
+    );
+    // Taken up again, nothing moves.
+    expect((await keepSucceeded(path, { keepUnfinished: true })).spentUsd).toBe(1.1875);
+    // Without it, the unfinished lines go, but what they spent is still said.
+    const dropped = await keepSucceeded(path);
+    expect(dropped.spentUsd).toBe(1.1875);
+    expect(linesOf(await readFile(path, 'utf8'))).toHaveLength(2);
   });
 
   it('a results file that cannot be read (a folder) is an OutputError naming it', async () => {
