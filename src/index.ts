@@ -63,7 +63,6 @@ export type {
   AdaptiveRateOptions,
   AdaptiveTuning,
   RateLimitedInfo,
-  SucceededInfo,
   RateChangeEvent,
   RateChangeListener,
 } from './limits/adaptive-rate.ts';
