@@ -70,7 +70,6 @@ export type {
   AdaptiveRateOptions,
   AdaptiveTuning,
   RateLimitedInfo,
-  SucceededInfo,
   RateChangeEvent,
   RateChangeListener,
 } from './limits/adaptive-rate.ts';

@@ -49,7 +49,7 @@ export function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
   return (attempt) => {
     const stated = statedRequestRate(attempt.rateLimitInfo);
     if (stated !== undefined) adaptive.onStatedLimit(stated);
-    if (attempt.outcome === 'ok') adaptive.onSuccess({ sentAtMs: attempt.sentAtMs });
+    if (attempt.outcome === 'ok') adaptive.onSuccess();
     else if (attempt.outcome === 'rate-limited') {
       adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
     }

@@ -67,7 +67,7 @@ const request: LlmRequest = builtinRequest('summarize', '1');
 describe('ProviderLimits: another implementation stands in without touching the gate', () => {
   it('every attempt acquires its cost through the interface; grants are settled, 429s cut the rate, headers lower the limits', async () => {
     const clock = new ManualClock();
-    // 600 a minute: the 10/s the limits have, so the stated limit changes nothing here.
+    // 600 a minute: the 10/s the limits have — known, so the 429 cuts by the margin, not the factor.
     const headers = formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 600, remaining: 3, resetMs: 100 }]);
     const provider = new ScriptedProvider({
       name: 'remote',
@@ -85,9 +85,13 @@ describe('ProviderLimits: another implementation stands in without touching the 
     expect(limits.acquired[0]).toEqual({ cost: { requests: 1, inputTokens: 40, outputTokens: 60 }, rank: 7, maxWaitMs: 1000 });
     // The 429 used nothing; the success had no usage to report, so its estimate stands.
     expect(limits.settled).toEqual([{ inputTokens: 0, outputTokens: 0 }]);
-    expect(limits.rates).toEqual([8]);
-    expect(limits.lowered).toEqual([['requests', 3]]);
-    expect(gate.figures()).toMatchObject({ provider: 'remote', rate: 8, countsTokens: true, rateCuts: 1, limits: limits.specs });
+    expect(limits.rates).toEqual([10 * 0.97]);
+    // The 429 empties the request bucket; the headers then say what remains.
+    expect(limits.lowered).toEqual([
+      ['requests', 0],
+      ['requests', 3],
+    ]);
+    expect(gate.figures()).toMatchObject({ provider: 'remote', rate: 10 * 0.97, countsTokens: true, rateCuts: 1, limits: limits.specs });
   });
 
   it('a refusal from the limits ends the attempt as a limiter timeout, the provider never called', async () => {
