@@ -5,145 +5,39 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { systemClock, type Clock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
 import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
-import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow, type SimulatedProviderOptions } from '../simulator/simulated.ts';
-import { silentLogger } from '../silent-logger.ts';
-import { checkBoolean, checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
-import { anthropicApi, countTokensPrompt } from './anthropic-api.ts';
+import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
+import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
+import { countTokensPrompt } from './anthropic-api.ts';
 import { answerChoice, type Draft, type Tokenizer } from './answer-choices.ts';
 import { type ChatAnswer, type ChatApi, type ChatRequest, type Failure, InvalidRequestError, type ParseOptions } from './chat-api.ts';
-import { openAiApi } from './openai-api.ts';
-import { schemaInPrompt } from './prompt-schema.ts';
 import { readBody } from './request-body.ts';
 import { ResponseStore } from './response-store.ts';
-import { responsesApi } from './responses-api.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { SchemaAnswers } from '../simulator/schema-answers.ts';
-import { knownTask } from '../simulator/simulated-answers.ts';
 import { loadOptional } from '../optional-package.ts';
-import { withDescribedConstraints } from './described-constraints.ts';
 import { ServerMetrics, keyFingerprint } from './server-metrics.ts';
 import { StreamFaults } from './stream-faults.ts';
 import { writeStream } from './stream-writer.ts';
+import { ClientGone, Refusal, type Exchange, type LimitContext } from './exchange.ts';
+import { LLM_SERVER_DEFAULTS, serverSettings, type ListenOptions, type LlmServerOptions } from './llm-server-options.ts';
+import { matchRoute, type RouteHandler } from './routes.ts';
+import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './answer-schema.ts';
 
-/** What `serve` is unless told otherwise. */
-export const LLM_SERVER_DEFAULTS = Object.freeze({
-  host: '127.0.0.1',
-  port: 8080,
-  /** Requests per second per API key: the headers state it per minute (600). */
-  rate: 10,
-  /** Requests one key may make at once after a quiet spell. */
-  burst: 10,
-  /** Output tokens a stream sends per second after its first: a current small model's pace. */
-  tokensPerSecond: 80,
-  /** Share of streams whose connection drops midway. */
-  failMidStream: 0,
-  /** Largest request body, bytes (1 MiB): a larger one gets 413 without being read. */
-  maxBodyBytes: 1_048_576,
-  /** What `GET /v1/models` lists; any model name is answered. */
-  models: Object.freeze(['simulated']) as readonly string[],
-  /** API keys `/metrics` labels apart; later ones are counted under `other`. */
-  maxKeyLabels: 1000,
-  /** Compiled JSON schemas kept, most recently used. */
-  maxSchemas: 256,
-  /** Responses API answers kept for `GET /v1/responses/{id}` and `previous_response_id`, most recent. */
-  maxResponses: 10_000,
-});
-
-/** Each answer's latency and fate, as the in-process simulated provider takes them. */
-export type LlmServerSimulation = Pick<
-  SimulatedProviderOptions,
-  'minLatencyMs' | 'maxLatencyMs' | 'profile' | 'seed' | 'outage' | 'hangMs'
->;
-
-/** What a {@link LlmServer} is made with: every option optional, its default beside it. */
-export interface LlmServerOptions {
-  /**
-   * Requests per second per API key, > 0; `Infinity` for no limit. The headers state it per minute
-   * (`x-ratelimit-limit-requests` = 60 × rate, rounded down), as the vendors state theirs.
-   * @default LLM_SERVER_DEFAULTS.rate (10)
-   */
-  readonly rate?: number;
-  /** Requests one key may make at once after a quiet spell, a whole number >= 1. @default LLM_SERVER_DEFAULTS.burst (10) */
-  readonly burst?: number;
-  /**
-   * LLM tokens per minute per API key (the burst is one minute's worth): each answer takes its
-   * prompt's tokens plus its output's, as `usage` reports them.
-   * @default none (no token limit)
-   */
-  readonly tokensPerMinute?: number | undefined;
-  /**
-   * Output tokens a streamed answer sends per second, after its first (which comes after the latency); `Infinity` sends all at once.
-   * @default LLM_SERVER_DEFAULTS.tokensPerSecond (80)
-   */
-  readonly tokensPerSecond?: number;
-  /**
-   * Share of streams, in [0, 1], whose connection drops after some of their tokens (seeded with the simulation's seed).
-   * @default LLM_SERVER_DEFAULTS.failMidStream (0)
-   */
-  readonly failMidStream?: number;
-  /**
-   * Take any schema marked `strict: true`, as other OpenAI-compatible servers do, instead of enforcing OpenAI's strict-mode rules.
-   * @default false
-   */
-  readonly lenientSchemas?: boolean;
-  /** Largest request body in bytes; a larger one gets 413 without being read. @default LLM_SERVER_DEFAULTS.maxBodyBytes (1 MiB) */
-  readonly maxBodyBytes?: number;
-  /** Latency, failure profile, seed, outage window and hang time of the answers. @default {} (the simulated provider's defaults) */
-  readonly simulation?: LlmServerSimulation;
-  /** Model ids `GET /v1/models` lists; requests may name any model. @default LLM_SERVER_DEFAULTS.models (["simulated"]) */
-  readonly models?: readonly string[];
-  /**
-   * The API keys the server accepts (printable ASCII, no spaces: what a header carries); any other
-   * key gets the vendor's 401 — OpenAI's `invalid_api_key`, Anthropic's `authentication_error` —
-   * as a revoked or mistyped key does, quoted masked if at all, and takes nothing from any quota.
-   * @default none (every non-empty key is accepted)
-   */
-  readonly apiKeys?: readonly string[] | undefined;
-  /** API keys the limiters hold at most (see `KeyedLimiter`). @default KEYED_LIMITER_DEFAULTS.maxKeys (1,000,000: the limiter's) */
-  readonly maxKeys?: number;
-  /** API keys `/metrics` labels apart. @default LLM_SERVER_DEFAULTS.maxKeyLabels (1000) */
-  readonly maxKeyLabels?: number;
-  /** Logs a line per request at `info` (keys by fingerprint only). @default silentLogger (says nothing) */
-  readonly logger?: Logger;
-  /** Time source of the quotas, the simulation and the streams' pacing. @default systemClock */
-  readonly clock?: Clock;
-}
-
-/** Where {@link LlmServer.listen} listens. */
-export interface ListenOptions {
-  /** Address to listen on. @default LLM_SERVER_DEFAULTS.host ("127.0.0.1") */
-  readonly host?: string;
-  /** Port; 0 picks a free one. @default LLM_SERVER_DEFAULTS.port (8080) */
-  readonly port?: number;
-}
+export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type LlmServerSimulation } from './llm-server-options.ts';
 
 /** What a server loads when it starts, not when it is imported. */
 interface Loaded {
   readonly schemas: SchemaAnswers;
   readonly metrics: ServerMetrics;
   readonly tokenizer: Tokenizer;
-}
-
-/** One request on its way through the server. */
-interface Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly api: ChatApi;
-  /** The route as metrics label it: a known path (ids as `{id}`), or `unknown`. */
-  readonly route: string;
-  readonly requestId: string;
-  readonly startedMs: number;
-  key: string | undefined;
-  /** A key the server does not accept: logged by its fingerprint, as the exchange's key is, and given nothing else. */
-  refusedKey: string | undefined;
 }
 
 /**
@@ -156,63 +50,6 @@ interface Prepared {
   readonly answerSchema: JsonSchema;
 }
 
-/** What a failure's headers describe: the decisions that refused it (else the key's quota as it stands), its wait, whether to close. */
-interface LimitContext {
-  readonly requests?: RateLimitDecision | undefined;
-  readonly tokens?: RateLimitDecision | undefined;
-  readonly retryAfterMs?: number | undefined;
-  readonly close?: boolean;
-}
-
-/** A request the server answers with a failure, thrown by the step that finds it. */
-class Refusal extends Error {
-  override readonly name = 'Refusal';
-
-  constructor(
-    readonly failure: Failure,
-    readonly limits: LimitContext = {},
-  ) {
-    super(failure.message);
-  }
-}
-
-/** The client went away before the answer: nothing to send, counted as 499. */
-class ClientGone extends Error {
-  override readonly name = 'ClientGone';
-}
-
-/** Routes by method and path; `{id}` stands for the last segment. */
-type Route =
-  | 'POST /v1/chat/completions'
-  | 'POST /v1/messages'
-  | 'POST /v1/responses'
-  | 'POST /v1/messages/count_tokens'
-  | 'GET /v1/responses/{id}'
-  | 'GET /v1/models'
-  | 'GET /v1/models/{id}'
-  | 'GET /healthz'
-  | 'GET /metrics';
-
-const ROUTES: ReadonlySet<string> = new Set<Route>([
-  'POST /v1/chat/completions',
-  'POST /v1/messages',
-  'POST /v1/responses',
-  'POST /v1/messages/count_tokens',
-  'GET /v1/responses/{id}',
-  'GET /v1/models',
-  'GET /v1/models/{id}',
-  'GET /healthz',
-  'GET /metrics',
-]);
-/** Paths whose last segment is an id. */
-const WITH_ID = /^(\/v1\/(?:responses|models))\/([^/]+)$/;
-/** What free text and `json_object` answers are: the simulation's summary of the article in the prompt. */
-const SUMMARY_SCHEMA: JsonSchema = Object.freeze({
-  type: 'object',
-  properties: { summary: { type: 'string' }, keywords: { type: 'array', items: { type: 'string' } } },
-  required: ['summary', 'keywords'],
-  additionalProperties: false,
-});
 /** nginx's status for a client that closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
 /** The whole requests a per-minute limit states: rounded down, so a client taking it as its rate is never over. */
@@ -265,43 +102,28 @@ export class LlmServer {
   #closing: Promise<void> | undefined;
 
   constructor(options: LlmServerOptions = {}) {
-    checkObject('options', options);
     const {
-      rate = LLM_SERVER_DEFAULTS.rate,
-      burst = LLM_SERVER_DEFAULTS.burst,
+      rate,
+      burst,
       tokensPerMinute,
-      tokensPerSecond = LLM_SERVER_DEFAULTS.tokensPerSecond,
-      failMidStream = LLM_SERVER_DEFAULTS.failMidStream,
-      lenientSchemas = false,
-      maxBodyBytes = LLM_SERVER_DEFAULTS.maxBodyBytes,
-      simulation = {},
-      models = LLM_SERVER_DEFAULTS.models,
+      tokensPerSecond,
+      failMidStream,
+      lenientSchemas,
+      maxBodyBytes,
+      simulation,
+      models,
       apiKeys,
       maxKeys,
-      maxKeyLabels = LLM_SERVER_DEFAULTS.maxKeyLabels,
-      logger = silentLogger,
-      clock = systemClock,
-    } = options;
-    checkNumber('rate', rate, { min: 0, minExclusive: true, finite: false, unit: 'requests per second' });
-    // Headers say the limit in whole requests.
-    checkInteger('burst', burst, 1);
-    if (tokensPerMinute !== undefined) checkInteger('tokensPerMinute', tokensPerMinute, 1);
-    checkNumber('tokensPerSecond', tokensPerSecond, { min: 0, minExclusive: true, finite: false, unit: 'tokens per second' });
-    checkNumber('failMidStream', failMidStream, { min: 0, max: 1 });
-    checkBoolean('lenientSchemas', lenientSchemas);
-    checkInteger('maxBodyBytes', maxBodyBytes, 1);
-    checkObject('simulation', simulation);
-    if (!Array.isArray(models)) throw expected('models', 'an array of model ids', models);
-    for (const model of models) checkString('each model', model);
-    checkInteger('maxKeyLabels', maxKeyLabels, 0);
-    if (apiKeys !== undefined) checkApiKeys(apiKeys);
-
+      maxKeyLabels,
+      logger,
+      clock,
+    } = serverSettings(options);
     this.#clock = clock;
     this.#requests = new KeyedLimiter({ rate, burst, clock, maxKeys });
     this.#tokens =
       tokensPerMinute === undefined ? undefined : new KeyedLimiter({ rate: tokensPerMinute / 60, burst: tokensPerMinute, clock, maxKeys });
     // One provider for all: call n's fate depends on the seed and n, in arrival order, as in-process.
-    const picked = pickSimulation(simulation);
+    const picked = simulation;
     this.#provider = new SimulatedProvider({ ...picked, name: 'serve', clock });
     this.#outage = picked.outage ?? (picked.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
     this.#createdAtMs = clock.now();
@@ -386,51 +208,25 @@ export class LlmServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?', 1)[0]!;
-    const withId = WITH_ID.exec(path);
-    const route = `${req.method} ${withId === null ? path : `${withId[1]}/{id}`}`;
-    const api =
-      route === 'POST /v1/chat/completions'
-        ? openAiApi
-        : route === 'POST /v1/messages' || route === 'POST /v1/messages/count_tokens'
-          ? anthropicApi
-          : route === 'POST /v1/responses' || route === 'GET /v1/responses/{id}'
-            ? responsesApi
-            : apiOf(req.headers);
+    const { spec, id, api, label } = matchRoute(req.method, req.url, req.headers);
     const exchange: Exchange = {
       req,
       res,
       api,
-      route: ROUTES.has(route) ? route.slice(route.indexOf(' ') + 1) : 'unknown',
+      route: label,
       requestId: randomUUID().replaceAll('-', ''),
       startedMs: performance.now(),
       key: undefined,
       refusedKey: undefined,
     };
-    const id = withId === null ? '' : decodeURIComponent(withId[2]!);
     this.#inFlight++;
     try {
-      switch (route as Route) {
-        case 'POST /v1/chat/completions':
-        case 'POST /v1/messages':
-        case 'POST /v1/responses':
-          return await this.#chat(exchange);
-        case 'POST /v1/messages/count_tokens':
-          return await this.#countTokens(exchange);
-        case 'GET /v1/responses/{id}':
-          return this.#retrieveResponse(exchange, id);
-        case 'GET /v1/models':
-          return this.#answerKeyed(exchange, () => api.models(this.#models));
-        case 'GET /v1/models/{id}':
-          return this.#answerKeyed(exchange, () => api.model(id));
-        case 'GET /healthz':
-          return this.#send(exchange, 200, { status: 'ok' });
-        case 'GET /metrics':
-          return await this.#scrape(exchange);
-        default:
-          exchange.key = exchange.api.keyOf(req.headers);
-          return this.#fail(exchange, { kind: 'not-found', message: `Invalid URL (${req.method} ${path})` });
+      if (spec === undefined) {
+        exchange.key = exchange.api.keyOf(req.headers);
+        const path = (req.url ?? '/').split('?', 1)[0]!;
+        return this.#fail(exchange, { kind: 'not-found', message: `Invalid URL (${req.method} ${path})` });
       }
+      return await this.#handlers[spec.handler](exchange, id);
     } catch (error) {
       this.#logger.error({ err: error, requestId: exchange.requestId }, 'request failed');
       if (res.headersSent) res.destroy();
@@ -439,6 +235,17 @@ export class LlmServer {
       this.#inFlight--;
     }
   }
+
+  /** What each kind of route runs (see `ROUTES`). */
+  readonly #handlers: Readonly<Record<RouteHandler, (exchange: Exchange, id: string) => void | Promise<void>>> = {
+    chat: (exchange) => this.#chat(exchange),
+    'count-tokens': (exchange) => this.#countTokens(exchange),
+    'retrieve-response': (exchange, id) => this.#retrieveResponse(exchange, id),
+    models: (exchange) => this.#answerKeyed(exchange, () => exchange.api.models(this.#models)),
+    model: (exchange, id) => this.#answerKeyed(exchange, () => exchange.api.model(id)),
+    health: (exchange) => this.#send(exchange, 200, { status: 'ok' }),
+    metrics: (exchange) => this.#scrape(exchange),
+  };
 
   /**
    * The story of a chat request, the same on every chat route: each step says what it does and
@@ -520,49 +327,10 @@ export class LlmServer {
       const request = api.parse(body, { ...this.#parseOptions, previousResponse: (id) => this.#responses.find(key, id) });
       const { shape } = request;
       if (shape.kind === 'text') return { request, answerSchema: SUMMARY_SCHEMA };
-      if (shape.kind === 'json-object') return { request, answerSchema: this.#promptedSchema(request) ?? SUMMARY_SCHEMA };
-      return { request, answerSchema: this.#schemaToAnswer(shape.name, shape.schema) };
+      if (shape.kind === 'json-object') return { request, answerSchema: promptedSchema(this.#loaded!.schemas, request) ?? SUMMARY_SCHEMA };
+      return { request, answerSchema: schemaToAnswer(this.#loaded!.schemas, shape.name, shape.schema) };
     } catch (error) {
       throw asRefusal(api, error);
-    }
-  }
-
-  /**
-   * The request's schema, checked: it compiles and admits a value (SchemaError otherwise). With the
-   * constraints its descriptions state added, when values fit that and the schema as sent alike.
-   */
-  #schemaToAnswer(name: string, schema: JsonSchema): JsonSchema {
-    const { schemas } = this.#loaded!;
-    const validate = schemas.validator(schema);
-    // The pipeline's own tasks are answered from the article; any other schema must admit a value.
-    if (knownTask(name, schema) !== undefined) return schema;
-    const described = withDescribedConstraints(schema);
-    if (described !== schema) {
-      try {
-        const value = schemas.valueFor(described, [], schemas.validator(described));
-        if (validate(value)) return described;
-      } catch (error) {
-        // Words that make no schema, or one nothing fits, are words only.
-        if (!(error instanceof SchemaError)) throw error;
-      }
-    }
-    schemas.valueFor(schema, [], validate);
-    return schema;
-  }
-
-  /**
-   * For JSON mode, the schema the prompt gives, when it gives one that can be answered; undefined
-   * otherwise (the answer is then the article's summary as JSON). A prompt's schema is the client's
-   * text, not a parameter: one that cannot be answered is no error.
-   */
-  #promptedSchema(request: ChatRequest): JsonSchema | undefined {
-    const schema = schemaInPrompt(request.promptText);
-    if (schema === undefined) return undefined;
-    try {
-      return this.#schemaToAnswer('json_object', schema);
-    } catch (error) {
-      if (error instanceof SchemaError) return undefined;
-      throw error;
     }
   }
 
@@ -802,23 +570,6 @@ export class LlmServer {
   }
 }
 
-/**
- * What the simulated provider is asked: the summary (free text, and JSON mode without a schema),
- * the request's schema under its name, or for JSON mode the schema its prompt gives — answered from
- * what the prompt says around it, not from the schema's own words.
- */
-function taskOfAnswer(request: ChatRequest, answerSchema: JsonSchema): { task: string; prompt: string } {
-  const { shape, lastUserText } = request;
-  if (answerSchema === SUMMARY_SCHEMA) return { task: 'summarize', prompt: lastUserText };
-  if (shape.kind === 'schema' || shape.kind === 'tool') return { task: shape.name, prompt: lastUserText };
-  return { task: 'json_object', prompt: lastUserText.replace(/```[\s\S]*?```/g, '') };
-}
-
-/** The API a request outside the chat routes speaks, by its headers: Anthropic's name their key and version. */
-function apiOf(headers: IncomingHttpHeaders): ChatApi {
-  return headers['x-api-key'] !== undefined || headers['anthropic-version'] !== undefined ? anthropicApi : openAiApi;
-}
-
 /** A request the API refused as it stands, or a schema it cannot answer, as the 400 that says so. */
 function asRefusal(api: ChatApi, error: unknown): Refusal {
   if (error instanceof InvalidRequestError) {
@@ -838,29 +589,4 @@ function simulatedFailure(error: unknown): Failure | undefined {
   if (isServerError(error)) return { kind: 'overloaded', message: `The server is overloaded or down: ${error.message}.` };
   if (isTimeoutError(error)) return { kind: 'timeout', message: 'The request timed out before an answer was ready.' };
   return undefined;
-}
-
-/** Printable ASCII without spaces: what a header carries whole, as the vendors' keys are. */
-const API_KEY = /^[\x21-\x7e]+$/;
-
-/** The keys are secrets: what is wrong with them is said by type and length, never by the key. */
-function checkApiKeys(apiKeys: unknown): void {
-  if (!Array.isArray(apiKeys) || apiKeys.length === 0) {
-    throw new TypeError(
-      `Expected apiKeys to be a non-empty array of API keys, got ${Array.isArray(apiKeys) ? 'an empty one' : typeof apiKeys}`,
-    );
-  }
-  apiKeys.forEach((key, index) => {
-    if (typeof key !== 'string' || !API_KEY.test(key)) {
-      const got = typeof key === 'string' ? `a string of ${key.length} characters` : typeof key;
-      throw new TypeError(`Expected apiKeys[${index}] to be printable ASCII without spaces, got ${got}`);
-    }
-  });
-}
-
-function pickSimulation(simulation: LlmServerSimulation): LlmServerSimulation {
-  const { minLatencyMs, maxLatencyMs, profile, seed, outage, hangMs } = simulation;
-  const picked: Record<string, unknown> = { minLatencyMs, maxLatencyMs, profile, seed, outage, hangMs };
-  for (const [name, value] of Object.entries(picked)) if (value === undefined) delete picked[name];
-  return picked as LlmServerSimulation;
 }

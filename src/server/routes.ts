@@ -1,0 +1,73 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { anthropicApi } from './anthropic-api.ts';
+import type { ChatApi } from './chat-api.ts';
+import { openAiApi } from './openai-api.ts';
+import { responsesApi } from './responses-api.ts';
+
+/** What the server does with a request: the steps `LlmServer` runs for each kind. */
+export type RouteHandler = 'chat' | 'count-tokens' | 'retrieve-response' | 'models' | 'model' | 'health' | 'metrics';
+
+/** One route: its method and path (`{id}` for a last segment that is an id), the API it speaks, what handles it. */
+export interface RouteSpec {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  /** The API whose shapes its answers and errors take; `undefined`: told by the request's headers. */
+  readonly api: ChatApi | undefined;
+  readonly handler: RouteHandler;
+}
+
+/** Every route the server answers, written once: the dispatch, the metrics' route label and the API of each come from here. */
+export const ROUTES: readonly RouteSpec[] = Object.freeze([
+  { method: 'POST', path: '/v1/chat/completions', api: openAiApi, handler: 'chat' },
+  { method: 'POST', path: '/v1/messages', api: anthropicApi, handler: 'chat' },
+  { method: 'POST', path: '/v1/responses', api: responsesApi, handler: 'chat' },
+  { method: 'POST', path: '/v1/messages/count_tokens', api: anthropicApi, handler: 'count-tokens' },
+  { method: 'GET', path: '/v1/responses/{id}', api: responsesApi, handler: 'retrieve-response' },
+  { method: 'GET', path: '/v1/models', api: undefined, handler: 'models' },
+  { method: 'GET', path: '/v1/models/{id}', api: undefined, handler: 'model' },
+  { method: 'GET', path: '/healthz', api: undefined, handler: 'health' },
+  { method: 'GET', path: '/metrics', api: undefined, handler: 'metrics' },
+] satisfies RouteSpec[]);
+
+/** A request matched to its route: the route (undefined for none), its id segment, the API it speaks, the metrics label. */
+export interface MatchedRoute {
+  readonly spec: RouteSpec | undefined;
+  /** The `{id}` segment, decoded; '' when the route has none. */
+  readonly id: string;
+  readonly api: ChatApi;
+  /** The route as metrics label it: a known path (ids as `{id}`), or `unknown`. */
+  readonly label: string;
+}
+
+const BY_KEY = new Map(ROUTES.map((spec) => [`${spec.method} ${spec.path}`, spec]));
+
+/** Matches `method` and `url` against {@link ROUTES}: the exact path, else the path with its last segment as `{id}`. */
+export function matchRoute(method: string | undefined, url: string | undefined, headers: IncomingHttpHeaders): MatchedRoute {
+  const path = (url ?? '/').split('?', 1)[0]!;
+  let spec = BY_KEY.get(`${method} ${path}`);
+  let id = '';
+  if (spec === undefined) {
+    const slash = path.lastIndexOf('/');
+    const withId = slash > 0 ? BY_KEY.get(`${method} ${path.slice(0, slash)}/{id}`) : undefined;
+    const segment = withId !== undefined && slash < path.length - 1 ? decodedSegment(path.slice(slash + 1)) : undefined;
+    if (segment !== undefined) {
+      spec = withId;
+      id = segment;
+    }
+  }
+  return { spec, id, api: spec?.api ?? apiOf(headers), label: spec?.path ?? 'unknown' };
+}
+
+/** The API a request outside the chat routes speaks, by its headers: Anthropic's name their key and version. */
+function apiOf(headers: IncomingHttpHeaders): ChatApi {
+  return headers['x-api-key'] !== undefined || headers['anthropic-version'] !== undefined ? anthropicApi : openAiApi;
+}
+
+/** A path segment decoded; undefined for a malformed `%` escape (no route has it). */
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
