@@ -7,6 +7,7 @@ import {
   PROVIDER_TYPES,
   isEnvVariableName,
   isHttpProviderType,
+  type HttpProviderType,
 } from '../src/vendors/registry.ts';
 import {
   createHttpProvider,
@@ -25,6 +26,7 @@ export interface ClientFlags {
   model?: string;
   baseUrl?: string;
   apiKeyEnv?: string;
+  apiVersion?: string;
 }
 
 /** The environment the command reads keys from: `process.env`, or a test's. */
@@ -36,10 +38,10 @@ export interface HttpClient {
   readonly keyVariable: string;
 }
 
-/** Each vendor's default as help shows it: `openai: …, anthropic: …`. */
-function perVendor(pick: (defaults: HttpProviderDefaults) => string): string {
+/** Each vendor's default as help shows it: `openai: …, anthropic: …`; one with none must be given (Azure's endpoint). */
+function perVendor(pick: (defaults: HttpProviderDefaults) => string | undefined): string {
   return Object.entries(HTTP_PROVIDER_DEFAULTS)
-    .map(([type, defaults]) => `${type}: ${pick(defaults)}`)
+    .map(([type, defaults]) => `${type}: ${pick(defaults) ?? 'none, give it'}`)
     .join(', ');
 }
 
@@ -51,12 +53,18 @@ export function addClientOptions(command: Command): Command {
         .argParser(oneOf(PROVIDER_TYPES))
         .default(PROVIDER_DEFAULTS.type),
     )
-    .addOption(new Option('--model <name>', `model to ask (default ${perVendor((d) => d.model)})`).argParser(modelName))
+    .addOption(new Option('--model <name>', `model to ask; Azure's deployment (default ${perVendor((d) => d.model)})`).argParser(modelName))
     .addOption(
       new Option(
         '--base-url <url>',
-        `API base URL; OpenAI-compatible ones end in /v1, Anthropic's is the host root (default ${perVendor((d) => d.baseUrl)})`,
+        `API base URL; OpenAI-compatible ones end in /v1, Anthropic's is the host root, Azure's the resource's endpoint (default ${perVendor((d) => d.baseUrl)})`,
       ).argParser(httpUrl),
+    )
+    .addOption(
+      new Option(
+        '--api-version <version>',
+        "Azure OpenAI's api-version, e.g. 2024-10-21 (with --provider=azure, which needs it)",
+      ).argParser(modelName),
     )
     .addOption(
       new Option('--api-key-env <NAME>', `environment variable holding the API key (default ${perVendor((d) => d.apiKeyEnv)})`).argParser(
@@ -91,10 +99,16 @@ const SIMULATION_ONLY = {
 /** Simulation flags with a default: given on the command line with a real API, they would be silently ignored. */
 const SIMULATION_DEFAULTED = { minLatency: '--min-latency', maxLatency: '--max-latency', profile: '--profile' } as const;
 
-const API_FLAGS = { model: '--model', baseUrl: '--base-url', apiKeyEnv: '--api-key-env' } as const;
+const API_FLAGS = { model: '--model', baseUrl: '--base-url', apiKeyEnv: '--api-key-env', apiVersion: '--api-version' } as const;
 
 function entries<K extends string, V>(record: Readonly<Record<K, V>>): [K, V][] {
   return Object.entries(record) as [K, V][];
+}
+
+/** The real APIs' --provider values, as a message lists them: `--provider=openai, --provider=anthropic or --provider=azure`. */
+function realApis(): string {
+  const flags = PROVIDER_TYPES.filter(isHttpProviderType).map((type) => `--provider=${type}`);
+  return `${flags.slice(0, -1).join(', ')} or ${flags.at(-1)}`;
 }
 
 /** Whether the flags call an HTTP API (not the simulation). */
@@ -133,10 +147,25 @@ export function validateClientFlags(
     for (const [field, flag] of entries(SIMULATION_DEFAULTED)) {
       if (given(field)) throw new UsageError(`${flag} describes the simulated provider; --provider=${flags.provider} calls a real API`);
     }
+    const defaults = HTTP_PROVIDER_DEFAULTS[flags.provider as HttpProviderType];
+    if (defaults.baseUrl === undefined && flags.baseUrl === undefined) {
+      throw new UsageError(
+        `--provider=${flags.provider} needs --base-url: its ${defaults.fileNames?.baseUrl ?? 'base URL'}, which has no default`,
+      );
+    }
+    if (defaults.model === undefined && flags.model === undefined) {
+      throw new UsageError(`--provider=${flags.provider} needs --model: its ${defaults.fileNames?.model ?? 'model'}, which has no default`);
+    }
+    if (defaults.takesApiVersion === true && flags.apiVersion === undefined) {
+      throw new UsageError(`--provider=${flags.provider} needs --api-version (e.g. 2024-10-21)`);
+    }
+    if (defaults.takesApiVersion !== true && flags.apiVersion !== undefined) {
+      throw new UsageError(`--api-version applies to --provider=azure only`);
+    }
     return;
   }
   for (const [field, flag] of entries(API_FLAGS)) {
-    if (flags[field] !== undefined) throw new UsageError(`${flag} applies to --provider=openai or --provider=anthropic`);
+    if (flags[field] !== undefined) throw new UsageError(`${flag} applies to ${realApis()}`);
   }
 }
 
@@ -157,7 +186,8 @@ export function httpClientFromFlags(flags: Partial<ClientFlags>, env: Environmen
     `--provider=${type} reads its API key from it (--api-key-env names another variable)`,
     keyOptional,
   );
-  return { provider: createHttpProvider(type, { apiKey, model: flags.model, baseUrl: flags.baseUrl }), keyVariable };
+  const options = { apiKey, model: flags.model, baseUrl: flags.baseUrl, apiVersion: flags.apiVersion };
+  return { provider: createHttpProvider(type, options), keyVariable };
 }
 
 /** The HTTP provider a providers-file entry describes, its key read from `env`; undefined for a simulated one. */
@@ -168,9 +198,9 @@ export function httpClientFromConfig(
   keyOptional = false,
 ): HttpClient | undefined {
   if (config.api === undefined || !isHttpProviderType(config.type)) return undefined;
-  const { baseUrl, model, apiKeyEnv } = config.api;
+  const { baseUrl, model, apiKeyEnv, apiVersion } = config.api;
   const apiKey = keyFrom(env, apiKeyEnv, `provider "${config.name}" in ${source} reads its API key from it (its apiKeyEnv)`, keyOptional);
-  return { provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model }), keyVariable: apiKeyEnv };
+  return { provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model, apiVersion }), keyVariable: apiKeyEnv };
 }
 
 function keyFrom(env: Environment, variable: string, why: string, optional: boolean): string {

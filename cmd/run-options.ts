@@ -133,7 +133,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--breaker-cooldown',
     '--breaker-give-up',
   ],
-  'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env'],
+  'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env', '--api-version'],
   'Sharing a quota through Redis:': [
     '--redis',
     '--quota-key',

@@ -60,12 +60,14 @@ export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits
   readonly api: ApiConfig | undefined;
 }
 
-/** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
+/** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file; Azure's `endpoint`, `deployment`, `apiVersion`). */
 export interface ApiConfig {
   readonly baseUrl: string;
   readonly model: string;
   /** The environment variable the key is read from (by the command, never by the library). */
   readonly apiKeyEnv: string;
+  /** Azure OpenAI's `api-version`; undefined for the others. */
+  readonly apiVersion?: string | undefined;
 }
 
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
@@ -189,32 +191,54 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
 }
 
 /** A provider's fields that say what it is and how it is called. */
-const CLIENT_FIELDS = ['type', 'baseUrl', 'model', 'apiKeyEnv', 'maxConcurrent'] as const;
+const CLIENT_FIELDS = ['type', 'baseUrl', 'model', 'apiKeyEnv', 'maxConcurrent', 'endpoint', 'deployment', 'apiVersion'] as const;
 
 function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<ProviderConfig, 'type' | 'api' | 'maxConcurrent'> {
   const type = o.type === undefined ? PROVIDER_DEFAULTS.type : at.choice(o.type, `${path}.type`, PROVIDER_TYPES);
   const maxConcurrent = o.maxConcurrent === undefined ? undefined : at.integer(o.maxConcurrent, `${path}.maxConcurrent`, 1);
   if (type === 'simulated') {
-    for (const field of ['baseUrl', 'model', 'apiKeyEnv'] as const) {
-      if (o[field] !== undefined)
-        at.fail(`${path}.${field}`, `nothing on a simulated provider (it is for "openai" and "anthropic")`, o[field]);
+    for (const field of CLIENT_FIELDS.filter((name) => name !== 'type' && name !== 'maxConcurrent')) {
+      if (o[field] !== undefined) at.fail(`${path}.${field}`, 'nothing on a simulated provider (it is for a real API)', o[field]);
     }
     return { type, api: undefined, maxConcurrent };
   }
   if (o.simulated !== undefined) at.fail(`${path}.simulated`, `nothing on an "${type}" provider (it is for "simulated")`, o.simulated);
   const defaults = HTTP_PROVIDER_DEFAULTS[type];
-  if (o.baseUrl !== undefined && !isHttpUrl(o.baseUrl)) at.fail(`${path}.baseUrl`, 'an http:// or https:// URL', o.baseUrl);
-  if (o.baseUrl !== undefined && hasCredentials(o.baseUrl as string)) {
-    at.fail(`${path}.baseUrl`, 'a URL without user:password (the key is read from apiKeyEnv)', maskCredentials(o.baseUrl as string));
+  // Azure names the base URL and the model as it does: its `endpoint` and `deployment`.
+  const baseUrlField = defaults.fileNames?.baseUrl ?? 'baseUrl';
+  const modelField = defaults.fileNames?.model ?? 'model';
+  for (const [field, own] of [
+    ['baseUrl', baseUrlField],
+    ['model', modelField],
+  ] as const) {
+    if (field !== own && o[field] !== undefined)
+      at.fail(`${path}.${field}`, `nothing on an "${type}" provider (it takes "${own}")`, o[field]);
   }
-  if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) at.fail(`${path}.model`, 'a model name', o.model);
+  const baseUrl = o[baseUrlField];
+  const model = o[modelField];
+  if (baseUrl === undefined && defaults.baseUrl === undefined)
+    at.fail(`${path}.${baseUrlField}`, `given (an "${type}" provider has none by default)`, baseUrl);
+  if (baseUrl !== undefined && !isHttpUrl(baseUrl)) at.fail(`${path}.${baseUrlField}`, 'an http:// or https:// URL', baseUrl);
+  if (baseUrl !== undefined && hasCredentials(baseUrl as string)) {
+    at.fail(`${path}.${baseUrlField}`, 'a URL without user:password (the key is read from apiKeyEnv)', maskCredentials(baseUrl as string));
+  }
+  if (model === undefined && defaults.model === undefined)
+    at.fail(`${path}.${modelField}`, `given (an "${type}" provider has none by default)`, model);
+  if (model !== undefined && (typeof model !== 'string' || model.trim() === ''))
+    at.fail(`${path}.${modelField}`, `a ${modelField} name`, model);
   if (o.apiKeyEnv !== undefined && !isEnvVariableName(o.apiKeyEnv)) {
     at.fail(`${path}.apiKeyEnv`, 'an environment variable name (letters, digits, _)', o.apiKeyEnv);
   }
+  if (defaults.takesApiVersion === true && (typeof o.apiVersion !== 'string' || o.apiVersion.trim() === '')) {
+    at.fail(`${path}.apiVersion`, `an API version such as "2024-10-21" (an "${type}" provider needs one)`, o.apiVersion);
+  }
+  if (defaults.takesApiVersion !== true && o.apiVersion !== undefined)
+    at.fail(`${path}.apiVersion`, `nothing on an "${type}" provider (it is Azure's)`, o.apiVersion);
   const api = {
-    baseUrl: (o.baseUrl as string | undefined) ?? defaults.baseUrl,
-    model: (o.model as string | undefined) ?? defaults.model,
+    baseUrl: (baseUrl as string | undefined) ?? defaults.baseUrl!,
+    model: (model as string | undefined) ?? defaults.model!,
     apiKeyEnv: (o.apiKeyEnv as string | undefined) ?? defaults.apiKeyEnv,
+    apiVersion: o.apiVersion as string | undefined,
   };
   return { type, api, maxConcurrent };
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { anthropicApi } from './anthropic-api.ts';
+import { azureApi } from './azure-api.ts';
 import type { ChatApi } from './chat-api.ts';
 import { openAiApi } from './openai-api.ts';
 import { responsesApi } from './responses-api.ts';
@@ -14,6 +15,8 @@ export interface RouteSpec {
   /** The API whose shapes its answers and errors take; `undefined`: told by the request's headers. */
   readonly api: ChatApi | undefined;
   readonly handler: RouteHandler;
+  /** Query parameters the route cannot do without (Azure's `api-version`): without them, no route matches. @default none */
+  readonly query?: readonly string[];
 }
 
 /** Every route the server answers, written once: the dispatch, the metrics' route label and the API of each come from here. */
@@ -21,6 +24,8 @@ export const ROUTES: readonly RouteSpec[] = Object.freeze([
   { method: 'POST', path: '/v1/chat/completions', api: openAiApi, handler: 'chat' },
   { method: 'POST', path: '/v1/messages', api: anthropicApi, handler: 'chat' },
   { method: 'POST', path: '/v1/responses', api: responsesApi, handler: 'chat' },
+  // Azure OpenAI's form: the deployment in the path, `?api-version=` required.
+  { method: 'POST', path: '/openai/deployments/{id}/chat/completions', api: azureApi, handler: 'chat', query: ['api-version'] },
   { method: 'POST', path: '/v1/messages/count_tokens', api: anthropicApi, handler: 'count-tokens' },
   { method: 'GET', path: '/v1/responses/{id}', api: responsesApi, handler: 'retrieve-response' },
   { method: 'GET', path: '/v1/models', api: undefined, handler: 'models' },
@@ -39,27 +44,40 @@ export interface MatchedRoute {
   readonly label: string;
 }
 
-const BY_KEY = new Map(ROUTES.map((spec) => [`${spec.method} ${spec.path}`, spec]));
+const BY_KEY = new Map(ROUTES.filter((spec) => !spec.path.includes('{')).map((spec) => [`${spec.method} ${spec.path}`, spec]));
+/** The routes with an `{id}` segment, each as a pattern over the path. */
+const WITH_ID = ROUTES.filter((spec) => spec.path.includes('{id}')).map((spec) => ({
+  spec,
+  pattern: new RegExp(`^${spec.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace('{id}', '([^/]+)')}$`),
+}));
 
-/** Matches `method` and `url` against {@link ROUTES}: the exact path, else the path with its last segment as `{id}`. */
+/** Matches `method` and `url` against {@link ROUTES}: the exact path, else a path with an `{id}` segment. */
 export function matchRoute(method: string | undefined, url: string | undefined, headers: IncomingHttpHeaders): MatchedRoute {
-  const path = (url ?? '/').split('?', 1)[0]!;
+  const [path = '/', search = ''] = (url ?? '/').split('?', 2);
   let spec = BY_KEY.get(`${method} ${path}`);
   let id = '';
   if (spec === undefined) {
-    const slash = path.lastIndexOf('/');
-    const withId = slash > 0 ? BY_KEY.get(`${method} ${path.slice(0, slash)}/{id}`) : undefined;
-    const segment = withId !== undefined && slash < path.length - 1 ? decodedSegment(path.slice(slash + 1)) : undefined;
-    if (segment !== undefined) {
-      spec = withId;
-      id = segment;
+    for (const candidate of WITH_ID) {
+      if (candidate.spec.method !== method) continue;
+      const match = candidate.pattern.exec(path);
+      const segment = match === null ? undefined : decodedSegment(match[1]!);
+      if (segment !== undefined) {
+        spec = candidate.spec;
+        id = segment;
+        break;
+      }
     }
+  }
+  if (spec?.query !== undefined) {
+    const params = new URLSearchParams(search);
+    if (spec.query.some((name) => (params.get(name) ?? '') === '')) spec = undefined;
   }
   return { spec, id, api: spec?.api ?? apiOf(headers), label: spec?.path ?? 'unknown' };
 }
 
 /** The API a request outside the chat routes speaks, by its headers: Anthropic's name their key and version. */
 function apiOf(headers: IncomingHttpHeaders): ChatApi {
+  if (headers['api-key'] !== undefined) return azureApi;
   return headers['x-api-key'] !== undefined || headers['anthropic-version'] !== undefined ? anthropicApi : openAiApi;
 }
 

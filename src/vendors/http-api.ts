@@ -22,29 +22,38 @@ import {
   type TokenUsage,
 } from '../provider/provider.ts';
 
-/** How to reach an HTTP API: shared by the OpenAI(-compatible) and Anthropic providers. */
+/** How to reach an HTTP API: shared by every vendor's provider (OpenAI and compatible servers, Azure OpenAI, Anthropic). */
 export interface HttpProviderOptions {
   /**
    * The API key. Sent only in the request's auth header: it never appears in an error message, a
    * log line or a result (a provider that echoes it back has it blanked out).
    */
   readonly apiKey: string;
-  /** Names the provider in logs, metrics and routing. @default the vendor's: OPENAI_DEFAULTS.name or ANTHROPIC_DEFAULTS.name */
+  /** Names the provider in logs, metrics and routing. @default the vendor's (`OPENAI_DEFAULTS.name`, …) */
   readonly name?: string | undefined;
-  /** The model to ask. @default the vendor's: OPENAI_DEFAULTS.model or ANTHROPIC_DEFAULTS.model */
+  /** The model to ask; for Azure OpenAI, the deployment. @default the vendor's (`OPENAI_DEFAULTS.model`, …); Azure has none */
   readonly model?: string | undefined;
   /**
-   * The API's base URL, as the vendor's SDK takes it (`…/v1` for OpenAI, the host root for Anthropic).
-   * @default the vendor's: OPENAI_DEFAULTS.baseUrl or ANTHROPIC_DEFAULTS.baseUrl
+   * The API's base URL, as the vendor's SDK takes it (`…/v1` for OpenAI, the host root for Anthropic;
+   * for Azure OpenAI the resource's endpoint, `https://NAME.openai.azure.com`).
+   * @default the vendor's (`OPENAI_DEFAULTS.baseUrl`, …); Azure has none
    */
   readonly baseUrl?: string | undefined;
+  /** Azure OpenAI's `api-version` (`2024-10-21`): required there, taken by no other vendor. @default none */
+  readonly apiVersion?: string | undefined;
 }
 
 /** What an HTTP API is unless told otherwise. */
 export interface HttpProviderDefaults {
   readonly name: string;
-  readonly baseUrl: string;
-  readonly model: string;
+  /** Where the API is; undefined when each user's differs and must be given (Azure's endpoint). */
+  readonly baseUrl: string | undefined;
+  /** The model asked; undefined when it must be given (Azure's deployment). */
+  readonly model: string | undefined;
+  /** Whether the API takes an `apiVersion` (required then): Azure OpenAI's `api-version`. @default false */
+  readonly takesApiVersion?: boolean | undefined;
+  /** What the providers file calls `baseUrl` and `model` for this vendor (Azure's `endpoint`, `deployment`). @default the same names */
+  readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
   readonly apiKeyEnv: string;
 }
@@ -55,12 +64,14 @@ export interface HttpProviderSettings {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
+  /** Azure OpenAI's `api-version`; undefined for the vendors that take none. */
+  readonly apiVersion: string | undefined;
 }
 
 /** Checks the options and fills in the vendor's defaults; throws `TypeError` for a bad one (never showing the key). */
 export function httpProviderSettings(options: HttpProviderOptions, defaults: HttpProviderDefaults): HttpProviderSettings {
   checkObject('options', options);
-  const { apiKey, name = defaults.name, model = defaults.model, baseUrl = defaults.baseUrl } = options;
+  const { apiKey, name = defaults.name, model = defaults.model, baseUrl = defaults.baseUrl, apiVersion } = options;
   // Never shown, whatever it is: only what kind of value it was.
   if (typeof apiKey !== 'string' || apiKey === '') {
     throw new TypeError(`Expected apiKey to be a non-empty string, got ${apiKey === '' ? 'an empty string' : typeof apiKey}`);
@@ -72,11 +83,19 @@ export function httpProviderSettings(options: HttpProviderOptions, defaults: Htt
     );
   }
   checkString('name', name);
+  if (model === undefined)
+    throw expected('model', `given (${defaults.name} has no default: name the ${defaults.fileNames?.model ?? 'model'})`, model);
   checkString('model', model);
+  if (baseUrl === undefined) {
+    throw expected('baseUrl', `given (${defaults.name} has no default: name the ${defaults.fileNames?.baseUrl ?? 'base URL'})`, baseUrl);
+  }
+  if (defaults.takesApiVersion === true) checkString('apiVersion', apiVersion);
+  else if (apiVersion !== undefined)
+    throw expected('apiVersion', `left out (${defaults.name} takes none: it is Azure OpenAI's)`, apiVersion);
   if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', maskCredentials(String(baseUrl)));
   if (hasCredentials(baseUrl))
     throw expected('baseUrl', 'a URL without a user name or password (the key is apiKey)', maskCredentials(baseUrl));
-  return { apiKey, name, model, baseUrl };
+  return { apiKey, name, model, baseUrl, apiVersion };
 }
 
 /** Whether an API key can go in an HTTP header: Latin-1, no control characters (a line break would end the header). */

@@ -1,4 +1,5 @@
 import { ANTHROPIC_VENDOR } from './anthropic/anthropic-vendor.ts';
+import { AZURE_VENDOR } from './azure/azure-vendor.ts';
 import type { HttpApiProvider } from './http-api-provider.ts';
 import type { HttpProviderDefaults, HttpProviderOptions } from './http-api.ts';
 import { OPENAI_VENDOR } from './openai/openai-vendor.ts';
@@ -12,6 +13,7 @@ import type { Vendor } from './vendor.ts';
 export const VENDORS = Object.freeze({
   openai: OPENAI_VENDOR,
   anthropic: ANTHROPIC_VENDOR,
+  azure: AZURE_VENDOR,
 } satisfies Record<string, Vendor>);
 
 /** The HTTP APIs a provider can speak: the registry's vendors. */

@@ -59,6 +59,7 @@ const FREE_TEXT = new Set([
   '--model',
   '--base-url',
   '--api-key-env',
+  '--api-version',
   '--host',
   '--redis',
   '--quota-key',

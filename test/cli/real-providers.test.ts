@@ -309,7 +309,7 @@ describe('news-processor: the client flags', () => {
   it.each([
     [
       ['--provider=gemini'],
-      /^error: option '--provider <type>' argument 'gemini' is invalid\. Expected one of: simulated, openai, anthropic\.$/,
+      /^error: option '--provider <type>' argument 'gemini' is invalid\. Expected one of: simulated, openai, anthropic, azure\.$/,
     ],
     [
       ['--provider=openai', '--base-url=localhost:8000/v1'],
@@ -317,8 +317,8 @@ describe('news-processor: the client flags', () => {
     ],
     [['--provider=openai', '--api-key-env=MY-KEY'], /argument 'MY-KEY' is invalid\. Expected an environment variable name/],
     [['--provider=openai', '--model= '], /argument ' ' is invalid\. Expected a model name\.$/],
-    [['--model=gpt-4.1-mini'], /^error: --model applies to --provider=openai or --provider=anthropic$/],
-    [['--base-url=http://localhost:8000/v1'], /^error: --base-url applies to --provider=openai or --provider=anthropic$/],
+    [['--model=gpt-4.1-mini'], /^error: --model applies to --provider=openai, --provider=anthropic or --provider=azure$/],
+    [['--base-url=http://localhost:8000/v1'], /^error: --base-url applies to --provider=openai, --provider=anthropic or --provider=azure$/],
     [
       ['--provider=anthropic', '--headers=anthropic'],
       /^error: --headers describes the simulated provider; --provider=anthropic calls a real API$/,

@@ -34,7 +34,7 @@ describe('parseProvidersConfig(): what a provider is and how it is called', () =
   });
 
   it.each([
-    [{ type: 'gemini' }, 'providers[0].type: expected one of "simulated", "openai", "anthropic", got "gemini"'],
+    [{ type: 'gemini' }, 'providers[0].type: expected one of "simulated", "openai", "anthropic", "azure", got "gemini"'],
     [
       { type: 'openai', baseUrl: 'api.openai.com/v1' },
       'providers[0].baseUrl: expected an http:// or https:// URL, got "api.openai.com/v1"',
@@ -51,10 +51,7 @@ describe('parseProvidersConfig(): what a provider is and how it is called', () =
     ],
     [{ maxConcurrent: 0 }, 'providers[0].maxConcurrent: expected a whole number >= 1, got 0'],
     [{ maxConcurrent: 1.5 }, 'providers[0].maxConcurrent: expected a whole number >= 1, got 1.5'],
-    [
-      { model: 'gpt-4.1-mini' },
-      'providers[0].model: expected nothing on a simulated provider (it is for "openai" and "anthropic"), got "gpt-4.1-mini"',
-    ],
+    [{ model: 'gpt-4.1-mini' }, 'providers[0].model: expected nothing on a simulated provider (it is for a real API), got "gpt-4.1-mini"'],
     [
       { type: 'openai', simulated: { profile: 'stress' } },
       'providers[0].simulated: expected nothing on an "openai" provider (it is for "simulated"), got {"profile":"stress"}',

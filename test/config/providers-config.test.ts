@@ -181,7 +181,7 @@ describe('parseProvidersConfig()', () => {
     [
       'an unknown header style',
       (c) => (c.providers[0].simulated.headers = 'aws'),
-      'providers[0].simulated.headers: expected one of "openai", "anthropic", "ietf", got "aws"',
+      'providers[0].simulated.headers: expected one of "openai", "anthropic", "azure", "ietf", got "aws"',
     ],
     [
       'a route to nobody',

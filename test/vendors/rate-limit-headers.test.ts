@@ -518,7 +518,7 @@ describe('formatRateLimitHeaders()', () => {
       ['openai', [{ ...requests, resetMs: -1 }], undefined, /resetMs.*got -1/],
       ['openai', [], -5, /retryAfterMs to be a finite number >= 0 \(ms\), got -5/],
       ['openai', [], Infinity, /retryAfterMs.*got Infinity/],
-      ['aws' as HeaderStyle, [], undefined, /style to be one of "openai", "anthropic", "ietf", got "aws"/],
+      ['aws' as HeaderStyle, [], undefined, /style to be one of "openai", "anthropic", "azure", "ietf", got "aws"/],
       ['openai', null as never, undefined, /status to be an array, got null/],
       ['openai', [null as never], undefined, /each status to be an object/],
     ];
@@ -529,7 +529,7 @@ describe('formatRateLimitHeaders()', () => {
   });
 
   it('isHeaderStyle() - accepts only the style names', () => {
-    expect(HEADER_STYLES).toEqual(['openai', 'anthropic', 'ietf']);
+    expect(HEADER_STYLES).toEqual(['openai', 'anthropic', 'azure', 'ietf']);
     expect(isHeaderStyle('ietf')).toBe(true);
     expect(isHeaderStyle('aws')).toBe(false);
     expect(isHeaderStyle(undefined)).toBe(false);

@@ -7,7 +7,7 @@ const types = Object.keys(VENDORS) as (keyof typeof VENDORS)[];
 
 describe('the vendor registry', () => {
   it('is where the provider types, their defaults and the header styles come from', () => {
-    expect(types).toEqual(['openai', 'anthropic']);
+    expect(types).toEqual(['openai', 'anthropic', 'azure']);
     expect(PROVIDER_TYPES).toEqual(['simulated', ...types]);
     expect(HEADER_STYLES).toEqual([...types, 'ietf']);
     for (const type of types) {
@@ -19,9 +19,19 @@ describe('the vendor registry', () => {
   });
 
   it.each(types)('%s: createHttpProvider() makes the vendor’s provider, named by its defaults', (type) => {
-    const provider = createHttpProvider(type, { apiKey: 'sk-test-key-1234' });
-    expect(provider.name).toBe(VENDORS[type].defaults.name);
-    expect(provider.model).toBe(VENDORS[type].defaults.model);
+    const { defaults } = VENDORS[type];
+    // Azure has no default endpoint nor deployment, and needs an API version.
+    const given =
+      defaults.baseUrl === undefined ? { baseUrl: 'https://example.openai.azure.com', model: 'deploy', apiVersion: '2024-10-21' } : {};
+    const provider = createHttpProvider(type, { apiKey: 'sk-test-key-1234', ...given });
+    expect(provider.name).toBe(defaults.name);
+    expect(provider.model).toBe(defaults.model ?? 'deploy');
+  });
+
+  it('refuses an apiVersion for a vendor that takes none', () => {
+    expect(() => createHttpProvider('openai', { apiKey: 'sk-test-key-1234', apiVersion: '2024-10-21' })).toThrow(
+      "Expected apiVersion to be left out (openai takes none: it is Azure OpenAI's)",
+    );
   });
 });
 

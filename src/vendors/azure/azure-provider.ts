@@ -1,0 +1,78 @@
+import type { AzureOpenAI } from 'openai';
+import { loadOptional } from '../../optional-package.ts';
+import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
+import type { HttpProviderOptions, HttpProviderSettings } from '../http-api.ts';
+import { decodeOpenAi } from '../openai/decode.ts';
+import { encodeOpenAi, type OpenAiBody } from '../openai/encode.ts';
+import { readOpenAiErrorBody } from '../openai/errors.ts';
+import { bindSdk, WARM_UP_ANSWER, type SdkWire } from '../sdk-wire.ts';
+import { AZURE_DEFAULTS } from './defaults.ts';
+
+/** The client options for one provider, everything given so that the SDK reads nothing from the environment. */
+function azureClientOptions(settings: HttpProviderSettings, fetch?: AzureFetch) {
+  return {
+    apiKey: settings.apiKey,
+    // `{endpoint}/openai`: the SDK adds `/deployments/{deployment}/chat/completions` and `?api-version=`.
+    baseURL: `${settings.baseUrl.replace(/\/+$/, '')}/openai`,
+    apiVersion: settings.apiVersion,
+    deployment: settings.model,
+    // The call gate retries, so that every attempt takes its token and every 429 reaches the limiter.
+    maxRetries: 0,
+    logLevel: 'off' as const,
+    ...(fetch === undefined ? {} : { fetch }),
+  };
+}
+
+type AzureFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/**
+ * Azure OpenAI's chat completions (`POST {endpoint}/openai/deployments/{deployment}/chat/completions?api-version=…`,
+ * the key in an `api-key` header) through the official `openai` SDK's `AzureOpenAI`: the request and
+ * answer are OpenAI's, the deployment stands for the model.
+ */
+const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
+  defaults: AZURE_DEFAULTS,
+  load: async (settings) => {
+    const sdk = await loadOptional('openai', 'the Azure OpenAI provider', () => import('openai'));
+    const make = (fetch?: AzureFetch): AzureOpenAI => {
+      const client = new sdk.AzureOpenAI(azureClientOptions(settings, fetch));
+      // `withOptions` would make a client without the api-version: the warm-up's copy is made as this one is.
+      return Object.assign(client, { withOptions: ({ fetch: canned }: { fetch: AzureFetch }) => make(canned) });
+    };
+    return { client: make(), errors: sdk };
+  },
+  encode: encodeOpenAi,
+  post: (client, body, options) => client.chat.completions.create(body, options).withResponse(),
+  decode: decodeOpenAi,
+  cannedAnswer: () => ({
+    id: 'warm-up',
+    object: 'chat.completion',
+    created: 0,
+    model: 'warm-up',
+    choices: [
+      {
+        index: 0,
+        finish_reason: 'stop',
+        logprobs: null,
+        message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWER), refusal: null },
+      },
+    ],
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  }),
+  readErrorBody: readOpenAiErrorBody,
+};
+
+const AZURE_SDK: SdkBinding = { defaults: AZURE_DEFAULTS, bind: (settings) => bindSdk(AZURE_WIRE, settings) };
+
+/**
+ * A provider over an Azure OpenAI deployment: `baseUrl` is the resource's endpoint
+ * (`https://NAME.openai.azure.com`), `model` the deployment, `apiVersion` the API version — each
+ * deployment a quota of its own, so several make a pool. Requests and answers are OpenAI's chat
+ * completions in strict structured output; its rate-limit headers are OpenAI's (with
+ * `retry-after-ms`). Needs the `openai` package.
+ */
+export class AzureOpenAiProvider extends HttpApiProvider {
+  constructor(options: HttpProviderOptions) {
+    super(options, AZURE_SDK);
+  }
+}

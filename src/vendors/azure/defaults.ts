@@ -1,0 +1,17 @@
+/**
+ * What an Azure OpenAI provider is unless told otherwise: nothing of where it is — each resource
+ * has its own endpoint, each model its own deployment, each a quota of its own.
+ */
+export const AZURE_DEFAULTS = Object.freeze({
+  name: 'azure',
+  /** Each resource's own (`https://NAME.openai.azure.com`): must be given. */
+  baseUrl: undefined,
+  /** The deployment, which names the model: must be given. */
+  model: undefined,
+  /** The environment variable the command line and the providers file read the key from (the `api-key` header). */
+  apiKeyEnv: 'AZURE_OPENAI_API_KEY',
+  /** Every request names the API version (`?api-version=2024-10-21`). */
+  takesApiVersion: true,
+  /** The providers file's names for the endpoint and the deployment, as Azure calls them. */
+  fileNames: Object.freeze({ baseUrl: 'endpoint', model: 'deployment' }),
+});
