@@ -123,6 +123,9 @@ export class Dashboard {
         (page) => response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(page),
         (error: Error) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${error.message}\n`),
       );
+    } else if (path === '/favicon.ico') {
+      // What every browser asks for first: nothing, rather than a 404 in its console.
+      response.writeHead(204).end();
     } else {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     }
