@@ -106,15 +106,23 @@ describe('--report', () => {
 
 describe('--dashboard', () => {
   it('serves the page on loopback while the run goes, changing as it goes, and ends with the run', async () => {
-    const run = startCli(['--articles=60', '--rate=15', '--burst=1', '--min-latency=10ms', '--max-latency=30ms', '--quiet', '--dashboard=0']);
+    const run = startCli([
+      '--articles=60',
+      '--rate=15',
+      '--burst=1',
+      '--min-latency=10ms',
+      '--max-latency=30ms',
+      '--quiet',
+      '--dashboard=0',
+    ]);
     await run.waitForStderr(/dashboard: http:\/\/127\.0\.0\.1:\d+\/\n/, 20_000);
     const url = /dashboard: (\S+)/.exec(run.stderr())![1]!;
     const { page, errors } = await watchedPage(browser);
     await page.goto(url, { waitUntil: 'load' });
-    await page.waitForFunction(() => document.querySelectorAll('main figure svg').length >= 6, { timeout: 20_000 });
+    await page.waitForFunction("document.querySelectorAll('main figure svg').length >= 6", { timeout: 20_000 });
     const first = await page.$eval('main', (main) => main.textContent);
     // The page is sent again every second: its figures move as calls are made.
-    await page.waitForFunction((before) => document.querySelector('main')!.textContent !== before, { timeout: 20_000 }, first);
+    await page.waitForFunction(`document.querySelector('main').textContent !== ${JSON.stringify(first)}`, { timeout: 20_000 });
     expect(await page.$eval('.status', (status) => status.textContent)).toMatch(/^running: /);
     // At the end, the run's last state, with its summary.
     await page.waitForSelector('main[data-ended="true"]', { timeout: 30_000 });
