@@ -68,6 +68,8 @@ const FREE_TEXT = new Set([
   '--redis-ca',
   '--redis-cert',
   '--redis-key',
+  '--report',
+  '--dashboard-host',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =
