@@ -66,7 +66,13 @@ function timeChart(
   mark: 'line' | 'area' = 'line',
 ): ReportChart {
   const names = [...new Set([...data.map((d) => d.series), ...limits.map((l) => l.series)])];
-  const color = { field: 'series', type: 'nominal', title: null, scale: { domain: names }, legend: { orient: 'bottom', columns: 3, labelLimit: 300 } };
+  const color = {
+    field: 'series',
+    type: 'nominal',
+    title: null,
+    scale: { domain: names },
+    legend: { orient: 'bottom', columns: 3, labelLimit: 300 },
+  };
   const layers: Record<string, unknown>[] = [
     {
       data: { values: data },

@@ -8,7 +8,7 @@ import type { ArticleResult } from '../pipeline/result.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import { checkClock, checkInteger, checkDurationMs } from '../validation/checks.ts';
 import { Distribution } from './distribution.ts';
-import { TimeBuckets } from './time-buckets.ts';
+import { TimeBuckets, type BucketColumn } from './time-buckets.ts';
 
 /** What a recorder keeps unless told otherwise. */
 export const RUN_RECORDER_DEFAULTS = Object.freeze({
@@ -108,6 +108,9 @@ export interface RunRecord {
 /** The key of a provider's series. */
 export const seriesKey = (provider: string, what: string): string => `${provider}\u0000${what}`;
 
+/** What is counted per provider, each a series of its own. */
+type ProviderSeries = 'calls' | 'rate-limited' | 'retries' | 'errors' | 'input-tokens' | 'output-tokens';
+
 interface TaskCounters {
   calls: number;
   retries: number;
@@ -136,6 +139,7 @@ export class RunRecorder {
   readonly #providers: readonly RecordedProvider[];
   readonly #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
   readonly #tasks = new Map<string, TaskCounters>();
+  readonly #providerColumns = new Map<string, (what: ProviderSeries) => BucketColumn>();
   readonly #latency = new Distribution();
   readonly #wait = new Distribution();
   readonly #inFlight;
@@ -183,7 +187,7 @@ export class RunRecorder {
   /** An attempt ended (`PipelineOptions.onAttempt`). */
   readonly onAttempt = (event: AttemptEvent): void => {
     this.#version++;
-    const column = (what: string) => this.#buckets.column(seriesKey(event.provider, what), 'sum');
+    const column = this.#columnsOf(event.provider);
     if (event.outcome !== 'circuit-open') this.#wait.record(event.waitMs);
     if (!NOT_ERRORS.has(event.outcome)) column('errors').add(event.atMs);
     if (!event.called) return;
@@ -275,6 +279,24 @@ export class RunRecorder {
     this.#inFlightNow = value;
     this.#inFlightSinceMs = atMs;
     this.#inFlight.raise(atMs, value);
+  }
+
+  /** A provider's columns, made once: an attempt then costs no string or lookup per series. */
+  #columnsOf(provider: string): (what: ProviderSeries) => BucketColumn {
+    let columns = this.#providerColumns.get(provider);
+    if (columns === undefined) {
+      const made = new Map<ProviderSeries, BucketColumn>();
+      columns = (what) => {
+        let found = made.get(what);
+        if (found === undefined) {
+          found = this.#buckets.column(seriesKey(provider, what), 'sum');
+          made.set(what, found);
+        }
+        return found;
+      };
+      this.#providerColumns.set(provider, columns);
+    }
+    return columns;
   }
 
   #task(name: string): TaskCounters {
