@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'puppeteer-core';
@@ -95,6 +96,20 @@ describe('--report', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^error: --report .*run\.html: no folder .*no-such-folder to write it in\n$/);
     expect(run.stdout).toBe('');
+  });
+
+  it('refuses a --dashboard port that is taken, before any call', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const run = await runCli(['--articles=3', `--dashboard=${port}`]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(`error: --dashboard 127.0.0.1:${port}: EADDRINUSE, cannot listen there\n`);
+      expect(run.stdout).toBe('');
+    } finally {
+      taken.close();
+    }
   });
 
   it('refuses --dashboard-host without --dashboard', async () => {
