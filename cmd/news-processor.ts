@@ -36,6 +36,7 @@ import {
   validateRunFlags,
   type RunFlags,
 } from './run-options.ts';
+import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
 import { Progress } from './progress.ts';
 import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
@@ -47,7 +48,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags {
   rate: number;
   burst: number;
 }
@@ -117,6 +118,7 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
     .addOption(dryRunOption());
+  addReportOptions(program);
   addClientOptions(program);
   addRedisOptions(program);
   oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
@@ -136,6 +138,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     validateRedisFlags(flags, program);
     validateClientFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
+    validateReportFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
     exitCode = await run(flags);
   });
   try {
@@ -329,6 +332,7 @@ async function runWith(
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
   const progress = new Progress(terminal, total);
+  const report = await startRunReport(flags, { providers, tasks, budget }, (text) => terminal.notice(text));
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
@@ -348,11 +352,14 @@ async function runWith(
       retry: { maxAttempts: flags.maxAttempts },
       logger,
       signal: controller.signal,
+      onSend: report?.onSend,
       onAttempt: (event) => {
+        report?.onAttempt(event);
         progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
       },
       onResult: async (result) => {
+        report?.onResult(result);
         progress.result(result);
         const field = result.error?.field;
         if (field !== undefined) {
@@ -372,6 +379,9 @@ async function runWith(
         }
       },
     });
+  } catch (error) {
+    await report?.close();
+    throw error;
   } finally {
     progress.stop();
     // The handlers stay until the results are flushed: a slow disk or pipe is exactly when a
@@ -419,6 +429,9 @@ async function runWith(
     // The summary may be what finds standard output unwritable (`--json > /dev/full`).
     await new Promise<void>((resolve) => output.human.write('', () => resolve()));
   }
+  // After the summary: the figures first, the page (a second or two to draw) after them.
+  const reportLine = await report?.finish(summary);
+  if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
   const { code, line } = ending({ ...run, stdout: stdoutState() });
   if (line !== undefined) process.stderr.write(`${line}\n`);
   return code;

@@ -44,6 +44,7 @@ import {
   type RunFlags,
 } from './run-options.ts';
 import { runBudget, runTasks } from './task-options.ts';
+import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 
 /** Flags every queue command takes: where the queue is. */
@@ -171,7 +172,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   return command;
 }
 
-interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags {
+interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, ReportFlags {
   queue: string;
   rate: number;
   burst: number;
@@ -191,6 +192,7 @@ function workerCommand(onExit: (code: number) => void): Command {
     new Option('--rate <calls/s>', 'calls per second to the provider, shared by every worker').argParser(rate).default(3),
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ]);
+  addReportOptions(command);
   addClientOptions(command);
   addRedisOptions(command);
   command
@@ -233,6 +235,7 @@ function workerCommand(onExit: (code: number) => void): Command {
     if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue and the quota');
     validateRedisFlags(flags, command);
     validateClientFlags(flags, (field) => command.getOptionValueSource(field) === 'cli');
+    validateReportFlags(flags, (field) => command.getOptionValueSource(field) === 'cli');
     validateRunFlags(flags);
     onExit(await work(flags));
   });
@@ -278,6 +281,7 @@ async function workOn(
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
   const progress = new Progress(terminal, undefined);
+  const report = await startRunReport(flags, { ...setups, budget: setups.budget }, (text) => terminal.notice(text));
   if (printLines) terminal.notice(`worker on queue ${queue.name} at ${queue.redis.url}: ${plural(flags.workers, 'article')} at a time`);
   let summary: Awaited<ReturnType<typeof runQueueWorker>>;
   try {
@@ -299,15 +303,21 @@ async function workOn(
       redisGiveUpMs: flags.redisGiveUp,
       // Said as it happens, whatever --quiet says: the worker is not stuck, it is waiting.
       onRedisChange: ({ available, message }) => terminal.notice(`${available ? 'notice' : 'warning'}: ${message}`),
+      onSend: report?.onSend,
       onAttempt: (event) => {
+        report?.onAttempt(event);
         progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
       },
       onResult: (result: ArticleResult) => {
+        report?.onResult(result);
         progress.result(result);
         if (printLines) terminal.line(formatResult(result));
       },
     });
+  } catch (error) {
+    await report?.close();
+    throw error;
   } finally {
     progress.stop();
     await terminal.close();
@@ -334,6 +344,8 @@ async function workOn(
     }
     process.stdout.write(`${printLines ? '\n' : ''}${lines.join('\n')}\n`);
   }
+  const reportLine = await report?.finish(summary);
+  if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
   if (summary.stoppedBy?.by === 'limits') {
     process.stderr.write(
       `error: ${summary.stoppedBy.message}; the worker stopped (see --redis-give-up), ` +

@@ -123,6 +123,9 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--repeat',
     '--format',
     '--chart',
+    '--report',
+    '--dashboard',
+    '--dashboard-host',
   ],
   'Limits, retries and the breaker:': [
     '--tpm',

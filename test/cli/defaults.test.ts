@@ -71,6 +71,8 @@ const FREE_TEXT = new Set([
   '--redis-key',
   '--api-keys',
   '--api-keys-file',
+  '--report',
+  '--dashboard-host',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =

@@ -89,6 +89,33 @@ describe('news-processor enqueue', () => {
     expect(results.every((r) => r.status === 'succeeded')).toBe(true);
   });
 
+  it('a worker writes its own report with --report', async () => {
+    const queue = newQueue();
+    const enqueued = await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=6']);
+    expect(enqueued.code, enqueued.stderr).toBe(0);
+    const file = join(temp.dir, `${queue}.html`);
+    const work = await runCli([
+      'worker',
+      '--queue',
+      queue,
+      '--redis',
+      redis.url,
+      '--rate=inf',
+      ...QUICK,
+      '--exit-when-drained',
+      '--quiet',
+      '--report',
+      file,
+    ]);
+    expect(work.code, work.stderr).toBe(0);
+    expect(work.stderr).toMatch(/^Report: .*\.html \(\d+ KiB, written in \d+ ms\)$/m);
+    const page = await readFile(file, 'utf8');
+    expect(page).toMatch(/<p class="status">finished after /);
+    expect(page).toMatch(/<th>articles<\/th><td>6: 6 succeeded/);
+    expect(page.match(/<figure id="chart-/g)?.length).toBeGreaterThanOrEqual(6);
+    expect(page.match(/<svg /g)?.length).toBeGreaterThanOrEqual(6);
+  });
+
   it('refuses in the words docs/queue.md quotes', async () => {
     const doc = await readFile(join(ROOT, 'docs/queue.md'), 'utf8');
     const quoted = doc.slice(doc.indexOf('## Refused before any job moves')).split('```')[1]!.trim().split('\n');
