@@ -13,7 +13,7 @@ import {
   type TaskSet,
 } from '../src/index.ts';
 import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
-import { formatUsd, NANO_USD } from '../src/limits/budget.ts';
+import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
 import type { Logger } from 'pino';
 import { RedisBudget, type RedisConnection } from '../src/redis/index.ts';
 import type { RedisFlags } from './redis-options.ts';

@@ -53,7 +53,7 @@ export { providerSetupProblem, checkProviderSetup } from './gate/provider-option
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 
 // The limits: the seam every implementation sits behind, the in-process one, and the adaptive rate.
-export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './limits/provider-limits.ts';
+export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './quota/provider-limits.ts';
 export type {
   ProviderLimits,
   LimitSpec,
@@ -62,22 +62,22 @@ export type {
   LimitGrant,
   LimitAcquireOptions,
   TokensUsed,
-} from './limits/provider-limits.ts';
-export { LocalLimits } from './limits/local-limits.ts';
-export type { LocalLimitsOptions } from './limits/local-limits.ts';
-export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './limits/adaptive-rate.ts';
+} from './quota/provider-limits.ts';
+export { LocalLimits } from './quota/local-limits.ts';
+export type { LocalLimitsOptions } from './quota/local-limits.ts';
+export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './quota/adaptive-rate.ts';
 export type {
   AdaptiveRateOptions,
   AdaptiveTuning,
   RateLimitedInfo,
   RateChangeEvent,
   RateChangeListener,
-} from './limits/adaptive-rate.ts';
+} from './quota/adaptive-rate.ts';
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
-export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './limits/budget.ts';
-export type { Budget, BudgetHold, LocalBudgetOptions } from './limits/budget.ts';
+export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './quota/budget.ts';
+export type { Budget, BudgetHold, LocalBudgetOptions } from './quota/budget.ts';
 // The moves of a request rate over a run (`GateFigures.rates`): what the run's rate bound is read from.
-export type { RateSince } from './limits/rate-history.ts';
+export type { RateSince } from './quota/rate-history.ts';
 // Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
 export { LimiterUnavailableError, isLimiterUnavailableError } from './limiter/limiter-unavailable-error.ts';
 

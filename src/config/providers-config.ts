@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
 import { providerSetupProblem, type BreakerSetup, type ProviderPrice, type ProviderSetup } from '../gate/provider-options.ts';
-import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limits/provider-limits.ts';
+import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../quota/provider-limits.ts';
 import { HEADER_STYLES, type HeaderStyle } from '../vendors/rate-limit-headers.ts';
 import { hasCredentials, isHttpUrl, maskCredentials } from '../vendors/http-api.ts';
 import { HTTP_PROVIDER_DEFAULTS, PROVIDER_DEFAULTS, PROVIDER_TYPES, isEnvVariableName, type ProviderType } from '../vendors/registry.ts';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { AdaptiveRate } from '../limits/adaptive-rate.ts';
-import type { ProviderLimits } from '../limits/provider-limits.ts';
+import type { AdaptiveRate } from '../quota/adaptive-rate.ts';
+import type { ProviderLimits } from '../quota/provider-limits.ts';
 import { retryAfterHint } from '../retry/retry.ts';
 import type { RateLimitInfo } from '../vendors/rate-limit-headers.ts';
 import type { Attempt, AttemptOutcome } from './attempt.ts';

@@ -1,7 +1,7 @@
 import type { BreakerPermit } from '../breaker/circuit-breaker.ts';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
-import { isLimitTooSmallError, type LimitGrant } from '../limits/provider-limits.ts';
-import { isBudgetExhaustedError, NANO_USD, type BudgetHold } from '../limits/budget.ts';
+import { isLimitTooSmallError, type LimitGrant } from '../quota/provider-limits.ts';
+import { isBudgetExhaustedError, NANO_USD, type BudgetHold } from '../quota/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import {
   AuthenticationError,

@@ -1,6 +1,6 @@
 import type { CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
-import type { AdaptiveTuning } from '../limits/adaptive-rate.ts';
-import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import type { AdaptiveTuning } from '../quota/adaptive-rate.ts';
+import type { LimitSpec, ProviderLimits } from '../quota/provider-limits.ts';
 import type { LlmRequest, Provider } from '../provider/provider.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';

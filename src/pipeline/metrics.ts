@@ -1,7 +1,7 @@
 import type { GateFigures } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { NANO_USD, type Budget } from '../limits/budget.ts';
-import { rateFloorMs } from '../limits/rate-history.ts';
+import { NANO_USD, type Budget } from '../quota/budget.ts';
+import { rateFloorMs } from '../quota/rate-history.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 

@@ -1,8 +1,8 @@
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderSetup } from '../gate/provider-options.ts';
-import { NANO_USD } from '../limits/budget.ts';
-import { amountOf, type LimitKind } from '../limits/provider-limits.ts';
+import { NANO_USD } from '../quota/budget.ts';
+import { amountOf, type LimitKind } from '../quota/provider-limits.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { SIMULATED_DEFAULTS } from '../simulator/simulated.ts';

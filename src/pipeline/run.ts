@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
-import type { Budget } from '../limits/budget.ts';
+import type { Budget } from '../quota/budget.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';

@@ -1,6 +1,6 @@
 import type { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { isBudgetExhaustedError } from '../limits/budget.ts';
+import { isBudgetExhaustedError } from '../quota/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { BadRequestError, NotAnApiError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';

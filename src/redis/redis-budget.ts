@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { checkNumber, checkObject } from '../validation/checks.ts';
-import { NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { NANO_USD, type Budget, type BudgetHold } from '../quota/budget.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { defineScript } from './scripts.ts';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { sleep, systemClock } from '../clock.ts';
-import { LocalLimits } from '../limits/local-limits.ts';
+import { LocalLimits } from '../quota/local-limits.ts';
 import {
   amountOf,
   checkLimitSpecs,
@@ -15,7 +15,7 @@ import {
   type LimitSpec,
   type ProviderLimits,
   type TokensUsed,
-} from '../limits/provider-limits.ts';
+} from '../quota/provider-limits.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';

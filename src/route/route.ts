@@ -1,5 +1,5 @@
 import type { GateCallOptions } from '../gate/call-gate.ts';
-import type { CallCost } from '../limits/provider-limits.ts';
+import type { CallCost } from '../quota/provider-limits.ts';
 import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { NANO_USD } from '../limits/budget.ts';
+import { NANO_USD } from '../quota/budget.ts';
 import { LineError, readLines } from '../sources/lines.ts';
 import { OutputError } from './jsonl-writer.ts';
 

@@ -1,4 +1,4 @@
-import type { LimitKind } from '../limits/provider-limits.ts';
+import type { LimitKind } from '../quota/provider-limits.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 
 /**

@@ -10,7 +10,7 @@ import {
   type LimitStatus,
   type RateLimitInfo,
 } from '../../src/vendors/rate-limit-headers.ts';
-import { LIMIT_KINDS, type LimitKind } from '../../src/limits/provider-limits.ts';
+import { LIMIT_KINDS, type LimitKind } from '../../src/quota/provider-limits.ts';
 
 /** 2025-01-01T00:00:00Z, a Wednesday. */
 const NOW_MS = Date.UTC(2025, 0, 1);

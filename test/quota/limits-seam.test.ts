@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate } from '../../src/limits/adaptive-rate.ts';
+import { AdaptiveRate } from '../../src/quota/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import type {
   CallCost,
@@ -10,7 +10,7 @@ import type {
   LimitSpec,
   ProviderLimits,
   TokensUsed,
-} from '../../src/limits/provider-limits.ts';
+} from '../../src/quota/provider-limits.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
