@@ -6,12 +6,12 @@ import {
   loadBuiltinTasks,
   loadTasksFile,
   OpenAiProvider,
-  strictSchemaProblem,
-  taskProviders,
   type Budget,
   type ProviderSetup,
   type TaskSet,
 } from '../src/index.ts';
+import { strictSchemaProblem } from '../src/provider/strict-schema.ts';
+import { taskProviders } from '../src/pipeline/run.ts';
 import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
 import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
 import type { Logger } from 'pino';

@@ -1,3 +1,5 @@
+import { brandedGuard } from './error-brand.ts';
+
 /**
  * The packages a feature loads only when it is used. They are optional peer dependencies: a user
  * who needs the token bucket or the middleware installs none of them, and one who needs a feature
@@ -50,7 +52,8 @@ export class MissingPackageError extends Error {
   }
 }
 
-export const isMissingPackageError = (error: unknown): error is MissingPackageError => error instanceof MissingPackageError;
+// By brand: a provider built on another copy of the package that lacks its SDK still stops the run.
+export const isMissingPackageError = brandedGuard(MissingPackageError, 'MissingPackageError');
 
 /**
  * Imports an optional package, or rejects with {@link MissingPackageError} when it is not installed.

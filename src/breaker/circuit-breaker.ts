@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, checkString } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * Where a breaker stands. `closed` admits every call; `open` admits none until `reopensAtMs`;
@@ -126,7 +127,8 @@ export class BrokenCircuitError extends Error {
   }
 }
 
-export const isBrokenCircuitError = (error: unknown): error is BrokenCircuitError => error instanceof BrokenCircuitError;
+// By brand: a call through a route built on another copy of the package still reads as circuit-open.
+export const isBrokenCircuitError = brandedGuard(BrokenCircuitError, 'BrokenCircuitError');
 
 type Outcome = 'success' | 'failure' | 'release';
 

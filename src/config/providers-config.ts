@@ -94,8 +94,6 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-export const isConfigError = (error: unknown): error is ConfigError => error instanceof ConfigError;
-
 const PER_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600 };
 
 /** Reads and validates a providers file. */

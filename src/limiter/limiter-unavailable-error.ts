@@ -1,3 +1,5 @@
+import { brandedGuard } from '../error-brand.ts';
+
 /**
  * A limiter whose state lives elsewhere (Redis) gave no answer in time, or none it could use. Not a
  * rate limit — nothing says the quota is spent — and not the provider's failure: a circuit breaker
@@ -9,4 +11,8 @@ export class LimiterUnavailableError extends Error {
   readonly retryable = false;
 }
 
-export const isLimiterUnavailableError = (error: unknown): error is LimiterUnavailableError => error instanceof LimiterUnavailableError;
+/**
+ * Whether `error` is a {@link LimiterUnavailableError}, from this copy of the package or another one
+ * loaded beside it (limits written against their own copy): what a run stops its intake on.
+ */
+export const isLimiterUnavailableError = brandedGuard(LimiterUnavailableError, 'LimiterUnavailableError');

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { checkClock, checkNumber, checkObject, type NumberRange } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 export interface TokenBucketOptions {
   /** Tokens added per second. `Infinity` allows everything; `0` allows only the initial burst. */
@@ -70,7 +71,11 @@ export class MaxWaitExceededError extends Error {
   }
 }
 
-export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceededError => error instanceof MaxWaitExceededError;
+/**
+ * Whether `error` is a {@link MaxWaitExceededError}, from this copy of the package or another one
+ * loaded beside it: limits built on a bucket of their own copy still fail a call's wait readably.
+ */
+export const isMaxWaitExceededError = brandedGuard(MaxWaitExceededError, 'MaxWaitExceededError');
 
 /**
  * A queue entry: an `acquire()` waiter, or a marker for a `reserve()` made while waiters were

@@ -10,7 +10,7 @@ import { simulatedAnswer } from '../simulator/simulated-answers.ts';
 import { estimateInputTokens, loadTokenizer } from '../provider/token-estimate.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type TaskSet } from '../tasks/task-set.ts';
-import { isMissingFieldError } from '../tasks/template.ts';
+import { MissingFieldError } from '../tasks/template.ts';
 import { specsOf } from '../gate/provider-options.ts';
 import { taskProviders } from './run.ts';
 
@@ -130,7 +130,7 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
         requests.push({ request, typical: answer === undefined ? Infinity : countTokens(JSON.stringify(answer)) });
       }
     } catch (error) {
-      if (!isMissingFieldError(error)) throw error;
+      if (!(error instanceof MissingFieldError)) throw error;
       // The run fails such an article before its first call: it costs nothing.
       lacking++;
       continue;

@@ -43,8 +43,6 @@ export class CancelledError extends Error {
   override readonly name = 'CancelledError';
 }
 
-export const isCancelledError = (error: unknown): error is CancelledError => error instanceof CancelledError;
-
 /**
  * The run stopped because a provider answered in a way no retry can mend (it refused the key, the
  * account has no credit): intake stopped and the articles in flight end `cancelled`, to be run
@@ -61,8 +59,6 @@ export class RunStoppedError extends Error {
     super(`${provider}: ${cause.message}`, { cause });
   }
 }
-
-export const isRunStoppedError = (error: unknown): error is RunStoppedError => error instanceof RunStoppedError;
 
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {

@@ -1,3 +1,4 @@
+import { brandedGuard } from '../error-brand.ts';
 import type { JsonSchema } from './json-schema.ts';
 
 /**
@@ -27,8 +28,11 @@ export interface LlmRequest {
 /** An answer: a JSON object that fits the request's schema. */
 export type LlmOutput = Readonly<Record<string, unknown>>;
 
+/** The tokens a call used, as the provider reported them: what it is billed and what its limits settle on. */
 export interface TokenUsage {
+  /** The prompt's tokens. */
   readonly inputTokens: number;
+  /** The answer's tokens. */
   readonly outputTokens: number;
 }
 
@@ -225,17 +229,24 @@ export class MalformedOutputError extends ProviderError {
   readonly retryable = true;
 }
 
-export const isProviderError = (error: unknown): error is ProviderError => error instanceof ProviderError;
-export const isRateLimitError = (error: unknown): error is RateLimitError => error instanceof RateLimitError;
-export const isServerError = (error: unknown): error is ServerError => error instanceof ServerError;
-export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
-export const isNetworkError = (error: unknown): error is NetworkError => error instanceof NetworkError;
-export const isBadRequestError = (error: unknown): error is BadRequestError => error instanceof BadRequestError;
-export const isNotAnApiError = (error: unknown): error is NotAnApiError => error instanceof NotAnApiError;
-export const isAuthenticationError = (error: unknown): error is AuthenticationError => error instanceof AuthenticationError;
-export const isQuotaExhaustedError = (error: unknown): error is QuotaExhaustedError => error instanceof QuotaExhaustedError;
-export const isTruncatedOutputError = (error: unknown): error is TruncatedOutputError => error instanceof TruncatedOutputError;
-export const isRefusalError = (error: unknown): error is RefusalError => error instanceof RefusalError;
-export const isMalformedOutputError = (error: unknown): error is MalformedOutputError => error instanceof MalformedOutputError;
+/**
+ * Whether `error` is a {@link ProviderError}, built by this copy of the package or by another one
+ * loaded beside it (a provider published with its own copy): what the call gate trusts a
+ * provider's failure by. `error.name` then says which (`'RateLimitError'`, …).
+ */
+export const isProviderError = brandedGuard(ProviderError, 'ProviderError');
+// Each kind by brand as well, for the library's own reading of a failure: a provider built on
+// another copy of the package is retried, stopped and counted as one built on this copy.
+export const isRateLimitError = brandedGuard(RateLimitError, 'RateLimitError');
+export const isServerError = brandedGuard(ServerError, 'ServerError');
+export const isTimeoutError = brandedGuard(TimeoutError, 'TimeoutError');
+export const isNetworkError = brandedGuard(NetworkError, 'NetworkError');
+export const isBadRequestError = brandedGuard(BadRequestError, 'BadRequestError');
+export const isNotAnApiError = brandedGuard(NotAnApiError, 'NotAnApiError');
+export const isAuthenticationError = brandedGuard(AuthenticationError, 'AuthenticationError');
+export const isQuotaExhaustedError = brandedGuard(QuotaExhaustedError, 'QuotaExhaustedError');
+export const isTruncatedOutputError = brandedGuard(TruncatedOutputError, 'TruncatedOutputError');
+export const isRefusalError = brandedGuard(RefusalError, 'RefusalError');
+export const isMalformedOutputError = brandedGuard(MalformedOutputError, 'MalformedOutputError');
 /** Whether the failure stops the whole run (see {@link ProviderError.stopsRun}). */
-export const stopsRun = (error: unknown): error is ProviderError => error instanceof ProviderError && error.stopsRun;
+export const stopsRun = (error: unknown): error is ProviderError => isProviderError(error) && error.stopsRun;

@@ -47,7 +47,7 @@ export interface AdaptiveTuning {
   readonly recoveryCalls?: number;
   /**
    * 429s within the time of this many calls after a cut belong to the cluster that caused it and
-   * cut nothing, unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). >= 0.
+   * cut nothing, unless they say when their call was sent (see {@link RateLimitedCall.sentAtMs}). >= 0.
    * @default ADAPTIVE_DEFAULTS.clusterWindowCalls (5)
    */
   readonly clusterWindowCalls?: number;
@@ -64,7 +64,7 @@ export interface AdaptiveRateOptions extends AdaptiveTuning {
 }
 
 /** What is known about a 429. Every field is optional. */
-export interface RateLimitedInfo {
+export interface RateLimitedCall {
   /** The provider's retry-after, in ms: the rate does not climb again before it has passed. */
   readonly retryAfterMs?: number | undefined;
   /**
@@ -254,7 +254,7 @@ export class AdaptiveRate {
    * A call came back 429. Cuts the rate by `decreaseFactor` unless the 429 belongs to the cluster
    * of the last cut; either way the quiet period starts over.
    */
-  onRateLimited(info: RateLimitedInfo = {}): void {
+  onRateLimited(info: RateLimitedCall = {}): void {
     checkObject('info', info);
     const { retryAfterMs, sentAtMs } = info;
     if (retryAfterMs !== undefined) checkDurationMs('info.retryAfterMs', retryAfterMs);

@@ -1,4 +1,5 @@
 import { checkNumber, checkObject } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * A run's money: a limit that never refills. Before a call its worst case is reserved, so that
@@ -45,7 +46,11 @@ export class BudgetExhaustedError extends Error {
   }
 }
 
-export const isBudgetExhaustedError = (error: unknown): error is BudgetExhaustedError => error instanceof BudgetExhaustedError;
+/**
+ * Whether `error` is a {@link BudgetExhaustedError}, from this copy of the package or another one
+ * loaded beside it (a `Budget` written against its own copy): what stops a run's intake.
+ */
+export const isBudgetExhaustedError = brandedGuard(BudgetExhaustedError, 'BudgetExhaustedError');
 
 /** Nano-dollars in a dollar. */
 export const NANO_USD = 1e9;

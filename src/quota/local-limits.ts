@@ -1,4 +1,5 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
+import type { TokenUsage } from '../provider/provider.ts';
 import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
 import { checkClock, checkObject } from '../validation/checks.ts';
 import {
@@ -14,7 +15,6 @@ import {
   type LimitKind,
   type LimitSpec,
   type ProviderLimits,
-  type TokensUsed,
 } from './provider-limits.ts';
 
 export interface LocalLimitsOptions {
@@ -155,7 +155,7 @@ class TokenSettlement implements LimitGrant {
     private readonly estimate: CallCost,
   ) {}
 
-  settle(actual: TokensUsed): void {
+  settle(actual: TokenUsage): void {
     if (this.#settled) return;
     this.#settled = true;
     for (const { spec, bucket } of this.limits) {

@@ -1,4 +1,6 @@
+import type { TokenUsage } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * The seam between the call gate and whatever keeps a provider's quota: an in-process
@@ -30,16 +32,10 @@ export interface CallCost {
   readonly outputTokens: number;
 }
 
-/** Tokens a call really used, as the provider reported them. */
-export interface TokensUsed {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
 /** A granted call's hold on the limits; `settle()` squares the estimate with the real usage once known. */
 export interface LimitGrant {
   /** Refunds what the call did not use and debits what it overran. At most once; later calls are ignored. */
-  settle(actual: TokensUsed): void;
+  settle(actual: TokenUsage): void;
 }
 
 export interface LimitAcquireOptions {
@@ -110,7 +106,11 @@ export class LimitTooSmallError extends RangeError {
   }
 }
 
-export const isLimitTooSmallError = (error: unknown): error is LimitTooSmallError => error instanceof LimitTooSmallError;
+/**
+ * Whether `error` is a {@link LimitTooSmallError}, from this copy of the package or another one
+ * loaded beside it (`ProviderLimits` written against their own copy).
+ */
+export const isLimitTooSmallError = brandedGuard(LimitTooSmallError, 'LimitTooSmallError');
 
 /** How much of `kind` a call costs. */
 export function amountOf(kind: LimitKind, cost: CallCost): number {
@@ -146,7 +146,7 @@ export function checkLimitSpecs(specs: readonly LimitSpec[]): void {
  * What settling a call gives `kind` back: its estimate less what the call used (negative when it
  * used more); 0 when nothing changes, or the estimate was unbounded.
  */
-export function unusedOf(kind: LimitKind, estimate: CallCost, actual: TokensUsed): number {
+export function unusedOf(kind: LimitKind, estimate: CallCost, actual: TokenUsage): number {
   const change = amountOf(kind, estimate) - amountOf(kind, { requests: estimate.requests, ...actual });
   return Number.isFinite(change) ? change : 0;
 }

@@ -51,8 +51,6 @@ export class RedisConnectError extends Error {
   }
 }
 
-export const isRedisConnectError = (error: unknown): error is RedisConnectError => error instanceof RedisConnectError;
-
 /** A TLS file given to {@link connectRedis} that cannot be used: missing, unreadable, not PEM, a key not the certificate's. */
 export class RedisTlsFileError extends Error {
   override readonly name = 'RedisTlsFileError';
@@ -67,8 +65,6 @@ export class RedisTlsFileError extends Error {
     super(`tls.${option} ${path}: ${detail}`);
   }
 }
-
-export const isRedisTlsFileError = (error: unknown): error is RedisTlsFileError => error instanceof RedisTlsFileError;
 
 /**
  * The Redis user may not do what the limiter does on its keys: run its scripts (`EVALSHA`, and
@@ -91,8 +87,6 @@ export class RedisPermissionError extends Error {
   }
 }
 
-export const isRedisPermissionError = (error: unknown): error is RedisPermissionError => error instanceof RedisPermissionError;
-
 /**
  * Redis answered `MOVED` or `ASK` on a connection not in cluster mode: it is a Redis Cluster node,
  * and the key lives on another. Not a Redis that went away — going on with a local bucket would
@@ -100,5 +94,3 @@ export const isRedisPermissionError = (error: unknown): error is RedisPermission
  * so that a run that meets it mid-way stops as it does for a lost Redis.
  */
 export class RedisRedirectError extends LimiterUnavailableError {}
-
-export const isRedisRedirectError = (error: unknown): error is RedisRedirectError => error instanceof RedisRedirectError;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { TokenUsage } from '../provider/provider.ts';
 import { sleep, systemClock } from '../clock.ts';
 import { LocalLimits } from '../quota/local-limits.ts';
 import {
@@ -14,14 +15,13 @@ import {
   type LimitKind,
   type LimitSpec,
   type ProviderLimits,
-  type TokensUsed,
 } from '../quota/provider-limits.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import { isRedisRedirectError } from './redis-errors.ts';
+import { RedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
 export interface RedisLimitsOptions {
@@ -199,7 +199,7 @@ export class RedisLimits implements ProviderLimits {
       reply = (await abandonOnAbort(pending, signal, (late) => this.#cancelLate(late, cost))) as readonly unknown[];
     } catch (error) {
       // A redirect says the quota is not where this process looks: a local bucket would not share it either.
-      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || isRedisRedirectError(error)) throw error;
+      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || error instanceof RedisRedirectError) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
     if ((reply[0] as number) < 0) throw new MaxWaitExceededError(readMicroseconds(reply[1]), maxWaitMs);
@@ -264,7 +264,7 @@ export class RedisLimits implements ProviderLimits {
   }
 
   /** Gives back what a grant's estimate did not use, or takes what it overran. */
-  #settle(estimate: CallCost, actual: TokensUsed): void {
+  #settle(estimate: CallCost, actual: TokenUsage): void {
     if (this.#fallback !== undefined && !this.#connection.available) return;
     const keys: string[] = [];
     const args: (string | number)[] = [];
@@ -360,13 +360,13 @@ export class RedisLimits implements ProviderLimits {
 
 /** A grant whose token estimate is squared in Redis, once. */
 class RedisGrant implements LimitGrant {
-  #settle: ((actual: TokensUsed) => void) | undefined;
+  #settle: ((actual: TokenUsage) => void) | undefined;
 
-  constructor(settle: (actual: TokensUsed) => void) {
+  constructor(settle: (actual: TokenUsage) => void) {
     this.#settle = settle;
   }
 
-  settle(actual: TokensUsed): void {
+  settle(actual: TokenUsage): void {
     const settle = this.#settle;
     this.#settle = undefined;
     settle?.(actual);

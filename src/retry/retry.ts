@@ -1,6 +1,7 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { checkDurationMs, checkFunction, checkInteger, checkNumber } from '../validation/checks.ts';
 import { createBackoff, type Backoff } from './backoff.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /** How retries behave unless told otherwise. */
 export const RETRY_DEFAULTS = Object.freeze({
@@ -75,7 +76,8 @@ export class RetryError extends Error {
   }
 }
 
-export const isRetryError = (error: unknown): error is RetryError => error instanceof RetryError;
+// By brand: a call through a route built on another copy of the package still gives its last failure.
+export const isRetryError = brandedGuard(RetryError, 'RetryError');
 
 const isMarkedRetryable = (error: unknown): boolean =>
   error !== null && typeof error === 'object' && (error as { retryable?: unknown }).retryable === true;

@@ -17,8 +17,6 @@ export class OutputError extends Error {
   }
 }
 
-export const isOutputError = (error: unknown): error is OutputError => error instanceof OutputError;
-
 export interface JsonlWriterOptions {
   /** Add to the end of an existing file instead of replacing it. @default false */
   readonly append?: boolean | undefined;

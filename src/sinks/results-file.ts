@@ -18,8 +18,6 @@ export class ResultsFileError extends Error {
   }
 }
 
-export const isResultsFileError = (error: unknown): error is ResultsFileError => error instanceof ResultsFileError;
-
 /** What a results file held of a run that is to be completed. */
 export interface KeptResults {
   /** The articles that succeeded, id → their title (to tell a different input from the same one). */

@@ -27,5 +27,3 @@ export class InputError extends Error {
     this.reason = reason;
   }
 }
-
-export const isInputError = (error: unknown): error is InputError => error instanceof InputError;

@@ -51,8 +51,6 @@ export class TasksError extends Error {
   override readonly name = 'TasksError';
 }
 
-export const isTasksError = (error: unknown): error is TasksError => error instanceof TasksError;
-
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**

@@ -42,8 +42,6 @@ export class MissingFieldError extends Error {
   }
 }
 
-export const isMissingFieldError = (error: unknown): error is MissingFieldError => error instanceof MissingFieldError;
-
 const SEGMENT = /^[^\s.{}]+$/;
 
 /** Compiles a prompt; throws {@link TemplateError} for a `{{` never closed or a placeholder that names nothing. */

@@ -54,7 +54,7 @@ const READ_FORMATS: readonly HeaderFormat[] = [...new Set(Object.values(HEADER_F
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-export interface RateLimitInfo {
+export interface ParsedRateLimitHeaders {
   /** How long the server asked the client to wait, in ms, capped; absent when it did not ask (readably). */
   retryAfterMs?: number;
   /**
@@ -82,13 +82,16 @@ export interface FormatRateLimitHeadersOptions {
  * (several may be present at once). `headers` may be undefined (no headers: nothing known).
  * Throws `TypeError` only for bad `options`, never for a header value.
  */
-export function parseRateLimitHeaders(headers: HeaderSource | undefined, options: ParseRateLimitHeadersOptions = {}): RateLimitInfo {
+export function parseRateLimitHeaders(
+  headers: HeaderSource | undefined,
+  options: ParseRateLimitHeadersOptions = {},
+): ParsedRateLimitHeaders {
   checkObject('options', options);
   const { nowMs = Date.now(), maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs } = options;
   checkNumber('nowMs', nowMs, { unit: 'Unix epoch ms' });
   checkDurationMs('maxRetryAfterMs', maxRetryAfterMs);
   const fields: HeaderFields = { fields: collectFields(headers), nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) };
-  const info: RateLimitInfo = { limits: READ_FORMATS.flatMap((format) => format.parse(fields)) };
+  const info: ParsedRateLimitHeaders = { limits: READ_FORMATS.flatMap((format) => format.parse(fields)) };
   const retryAfterMs = parseRetryAfter(fields);
   if (retryAfterMs !== undefined) info.retryAfterMs = retryAfterMs;
   return info;
