@@ -39,6 +39,7 @@ export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Obje
 
 /** A feature was used whose package is not installed. Its message names the package and the command that installs it. */
 export class MissingPackageError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'MissingPackageError';
 
   constructor(

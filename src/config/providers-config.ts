@@ -28,6 +28,7 @@ import { fileErrorDetail } from '../validation/file-error.ts';
  * ```
  */
 export interface ProvidersConfig {
+  /** The providers, in the order of the file: the first serves the tasks no route names. */
   readonly providers: readonly ProviderConfig[];
   /**
    * Tasks routed to a provider by name (task name → provider name): those that name no provider
@@ -42,6 +43,7 @@ export interface ProvidersConfig {
  * field the file leaves out is left out here too: its default is applied once, by the gate.
  */
 export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits' | 'estimateInputTokens'> {
+  /** Names the provider in results, figures and a task's `provider`. */
   readonly name: string;
   /** In units per second; `burst` defaults to one period's worth (`rate` per its `per`). */
   readonly limits: readonly LimitSpec[];
@@ -62,7 +64,9 @@ export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits
 
 /** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file). */
 export interface ApiConfig {
+  /** The API's base URL. */
   readonly baseUrl: string;
+  /** The model the calls ask for. */
   readonly model: string;
   /** The environment variable the key is read from (by the command, never by the library). */
   readonly apiKeyEnv: string;
@@ -91,6 +95,7 @@ export interface SimulatedConfig {
 
 /** A bad providers file: `message` names the file, the field's path, what it accepts and what it got. */
 export class ConfigError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'ConfigError';
 }
 

@@ -51,13 +51,17 @@ export type AttemptOutcome =
 
 /** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
 export interface AttemptEvent {
+  /** The provider the call went to. */
   readonly provider: string;
+  /** The task the call was for. */
   readonly task: LlmRequest['task'];
+  /** The article the call was for. */
   readonly articleId: string;
   /** The pool slot that made the call, when the caller said. */
   readonly workerId: number | undefined;
   /** 1-based attempt number within this call. */
   readonly attempt: number;
+  /** How the attempt ended: ok, rate-limited, a server error, a timeout, … */
   readonly outcome: AttemptOutcome;
   /** Time spent waiting for the limits, in ms. */
   readonly waitMs: number;

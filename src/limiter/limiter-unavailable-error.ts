@@ -6,6 +6,7 @@ import { brandedGuard } from '../error-brand.ts';
  * must not count it. Whether to stop or to go on with a local limit is the caller's policy.
  */
 export class LimiterUnavailableError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'LimiterUnavailableError';
   /** Not worth retrying at once: the store is down, and every caller would wait out its timeout again. */
   readonly retryable = false;

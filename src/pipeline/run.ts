@@ -40,6 +40,7 @@ const ADMISSION_MARGIN = 0.1;
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
 export class CancelledError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'CancelledError';
 }
 
@@ -49,6 +50,7 @@ export class CancelledError extends Error {
  * again once a person has acted. `cause` is the provider's error.
  */
 export class RunStoppedError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RunStoppedError';
 
   constructor(
@@ -62,9 +64,11 @@ export class RunStoppedError extends Error {
 
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
+  /** The worker slot that made the attempt, from 1. */
   readonly workerId: number;
 }
 
+/** What `runPipeline()` takes: the articles, the providers and their limits, the tasks, and how to run them. */
 export interface PipelineOptions {
   /** The articles: any (async) iterable; pulled one at a time as workers free up. */
   readonly source: Iterable<Article> | AsyncIterable<Article>;

@@ -53,6 +53,7 @@ export interface AdaptiveTuning {
   readonly clusterWindowCalls?: number;
 }
 
+/** What `new AdaptiveRate()` takes: the limits whose request rate it moves, how it moves it, and the clock. */
 export interface AdaptiveRateOptions extends AdaptiveTuning {
   /**
    * The limits whose request rate is adapted. Limits of this process alone are the controller's to
@@ -74,6 +75,7 @@ export interface RateLimitedCall {
   readonly sentAtMs?: number | undefined;
 }
 
+/** Told after every move of the adaptive rate: the new rate and why it moved. */
 export interface RateChangeEvent {
   /** The new rate, in calls per second. */
   readonly rate: number;
@@ -81,6 +83,7 @@ export interface RateChangeEvent {
   readonly reason: 'throttled' | 'probe';
 }
 
+/** Called after every move of the adaptive rate, synchronously. */
 export type RateChangeListener = (event: RateChangeEvent) => void;
 
 /** One call every 10 s: slow enough to be harmless, frequent enough to notice the quota is back. */

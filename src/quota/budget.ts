@@ -29,11 +29,13 @@ export interface BudgetHold {
 
 /** The next call's worst case does not fit what is left of the budget: the run stops taking articles. */
 export class BudgetExhaustedError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'BudgetExhaustedError';
   /** Not worth retrying: nothing refills. */
   readonly retryable = false;
 
   constructor(
+    /** The budget, in USD. */
     readonly maxUsd: number,
     /** Spent and held when the call was refused, in USD. */
     readonly spentUsd: number,
@@ -78,6 +80,7 @@ export interface LocalBudgetOptions {
 
 /** A budget kept in this process: exact, shared by every provider and worker of a run. */
 export class LocalBudget implements Budget {
+  /** The budget, in USD. */
   readonly maxUsd: number;
   readonly #maxNano: number;
   #usedNano = 0;
@@ -92,10 +95,12 @@ export class LocalBudget implements Budget {
     this.#usedNano = toNanoUsd(spentUsd);
   }
 
+  /** Spent and held so far, in USD. */
   get spentUsd(): number {
     return this.#usedNano / NANO_USD;
   }
 
+  /** Holds `nanoUsd` if what is left covers it, at once; resolves with undefined, holding nothing, when it does not. */
   async reserve(nanoUsd: number): Promise<BudgetHold | undefined> {
     checkNumber('nanoUsd', nanoUsd, { min: 0 });
     if (this.#usedNano + nanoUsd > this.#maxNano) return undefined;

@@ -18,6 +18,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tok
 
 /** One limit of a provider: requests, or LLM tokens (all, input only, output only). */
 export interface LimitSpec {
+  /** What the limit counts: requests, tokens (input and output), input tokens or output tokens. */
   readonly kind: LimitKind;
   /** Units per second (a per-minute quota of 90 000 tokens is 1 500/s). `Infinity` for none. */
   readonly rate: number;
@@ -27,8 +28,11 @@ export interface LimitSpec {
 
 /** What one call costs, estimated before it and reported after it. */
 export interface CallCost {
+  /** Requests: 1 for a call. */
   readonly requests: number;
+  /** The prompt's tokens (estimated before the call). */
   readonly inputTokens: number;
+  /** The most tokens the answer may take (what the call reserves). */
   readonly outputTokens: number;
 }
 
@@ -38,6 +42,7 @@ export interface LimitGrant {
   settle(actual: TokenUsage): void;
 }
 
+/** What `ProviderLimits.acquire()` takes besides the cost: a signal, the longest wait, a rank. */
 export interface LimitAcquireOptions {
   /** Aborting it rejects the wait with `signal.reason`, taking nothing. @default none */
   readonly signal?: AbortSignal | undefined;
@@ -95,11 +100,15 @@ export interface ProviderLimits {
 
 /** A call can never fit: it needs more than a limit's burst. Not worth retrying. */
 export class LimitTooSmallError extends RangeError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'LimitTooSmallError';
 
   constructor(
+    /** The limit the call does not fit. */
     readonly kind: LimitKind,
+    /** What the call needs of that limit. */
     readonly needed: number,
+    /** The limit's burst: the most it grants at once. */
     readonly burst: number,
   ) {
     super(`the call needs ${Math.ceil(needed)} ${kind} but the ${kind} limit allows at most ${burst} at once`);

@@ -36,6 +36,7 @@ const REMEDIES: Readonly<Record<RedisConnectReason, string>> = {
 
 /** Redis could not be reached at start (refused, unknown host, timed out, a password or certificate refused). */
 export class RedisConnectError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisConnectError';
 
   constructor(
@@ -53,11 +54,13 @@ export class RedisConnectError extends Error {
 
 /** A TLS file given to {@link connectRedis} that cannot be used: missing, unreadable, not PEM, a key not the certificate's. */
 export class RedisTlsFileError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisTlsFileError';
 
   constructor(
     /** Which option named the file. */
     readonly option: 'caFile' | 'certFile' | 'keyFile',
+    /** The file, as given. */
     readonly path: string,
     /** What is wrong with it: `cannot read it: ENOENT: no such file or directory`, `holds no PEM certificate`. */
     readonly detail: string,
@@ -71,6 +74,7 @@ export class RedisTlsFileError extends Error {
  * `EVAL` to load them), or, inside them, `TIME`, `GET`, `SET`, `DEL` on keys matching the pattern.
  */
 export class RedisPermissionError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisPermissionError';
 
   constructor(

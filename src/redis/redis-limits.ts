@@ -24,6 +24,7 @@ import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } f
 import { RedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
+/** What `new RedisLimits()` takes: the connection, the quota's key and limits, and the share of them kept locally when Redis goes away. */
 export interface RedisLimitsOptions {
   /** Where the quota lives ({@link connectRedis}); one connection serves every provider of a process. */
   readonly connection: RedisConnection;
@@ -88,7 +89,9 @@ interface SharedLimit {
  * burst.
  */
 export class RedisLimits implements ProviderLimits {
+  /** The limits as configured. */
   readonly specs: readonly LimitSpec[];
+  /** Whether any limit counts LLM tokens. */
   readonly countsTokens: boolean;
   /** Other processes take from this quota: an article's deadline starts at its first grant. */
   readonly shared = true;
@@ -162,6 +165,7 @@ export class RedisLimits implements ProviderLimits {
     return this.#keys;
   }
 
+  /** The request limit's rate now, in calls per second; `Infinity` without one. */
   get rate(): number {
     return this.#rate;
   }
@@ -177,6 +181,7 @@ export class RedisLimits implements ProviderLimits {
     await this.#connection.checkAccess(this.#keys, [RESERVE, CANCEL, SETTLE, LOWER, SET_RATE], `${this.#prefix}*`);
   }
 
+  /** Waits until `cost` fits every limit in Redis and takes it, atomically across processes; rejects as `ProviderLimits.acquire` says. */
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
     const { signal } = options;
     const maxWaitMs = options.maxWaitMs ?? Infinity;
@@ -216,6 +221,7 @@ export class RedisLimits implements ProviderLimits {
     return this.countsTokens ? new RedisGrant((actual) => this.#settle(cost, actual)) : SETTLED;
   }
 
+  /** Sets the shared request rate from now on, for every process; never above the configured one. */
   setRate(rate: number): void {
     checkNumber('rate', rate, { min: 0, finite: false, unit: 'calls per second' });
     const requests = this.#requests;
@@ -242,6 +248,7 @@ export class RedisLimits implements ProviderLimits {
     );
   }
 
+  /** The provider says only `remaining` of `kind` is left now: takes the excess away in Redis. Never raises. */
   lowerTo(kind: LimitKind, remaining: number): void {
     if (this.#fallback !== undefined && !this.#connection.available) {
       this.#fallback.lowerTo(kind, remaining * this.#fallbackShare);
@@ -252,6 +259,7 @@ export class RedisLimits implements ProviderLimits {
     this.#fire(LOWER, [limit.key], [limit.rateText, limit.burstText, remaining]);
   }
 
+  /** Ms until `requests` more calls would be granted, by the requests this process sees waiting (other processes' are not known). */
   backlogMs(requests: number): number {
     if (this.#onFallback) return this.#fallback!.backlogMs(requests);
     const limit = this.#requests;

@@ -26,6 +26,7 @@ export interface RetryPolicyOptions {
   readonly isRetryable?: (error: unknown) => boolean;
 }
 
+/** What `retry()` takes: the policy (attempts, backoff, deadline) and what to tell and what to stop on. */
 export interface RetryOptions extends RetryPolicyOptions {
   /** Time source of the backoff sleeps and of `deadlineMs`. @default systemClock */
   readonly clock?: Clock;
@@ -41,14 +42,19 @@ export interface RetryOptions extends RetryPolicyOptions {
   readonly onRetry?: (event: RetryEvent) => void;
 }
 
+/** Told before each wait of `retry()`: which attempt failed, how, and how long the loop waits before the next. */
 export interface RetryEvent {
+  /** The attempt that failed, from 1. */
   readonly attempt: number;
+  /** The attempt's failure. */
   readonly error: unknown;
+  /** How long the loop waits before the next attempt, in ms. */
   readonly delayMs: number;
 }
 
 /** What each attempt receives besides its number; shaped like the provider's `CallOptions`. */
 export interface AttemptOptions {
+  /** Aborts when the retry loop gives up (its deadline passed, or the caller's signal aborted): the attempt should stop. */
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -63,9 +69,13 @@ export type RetryDecision = { readonly retry: true; readonly delayMs: number } |
 
 /** retry() gave up. `cause` is the last attempt's error, so nothing of the failure is lost. */
 export class RetryError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RetryError';
+  /** How many attempts were made. */
   readonly attempts: number;
+  /** The last attempt's failure. */
   readonly lastError: unknown;
+  /** Why the loop stopped: the failure was not retryable, the attempts ran out, or the deadline would have passed. */
   readonly reason: RetryStopReason;
 
   constructor(attempts: number, lastError: unknown, reason: RetryStopReason) {
@@ -89,6 +99,7 @@ const isMarkedRetryable = (error: unknown): boolean =>
  * `backoff(attempt, previousDelayMs)`. Options are checked once, here.
  */
 export class RetryPolicy {
+  /** The most attempts the policy allows, the first included. */
   readonly maxAttempts: number;
   readonly #maxRetryAfterMs: number;
   readonly #backoff: Backoff;

@@ -30,6 +30,8 @@ export interface Route {
 
 /** A route's answer: the provider's response, and the attempts the call took. */
 export interface RouteAnswer {
+  /** The provider's answer. */
   readonly response: LlmResponse;
+  /** How many attempts the answer took. */
   readonly attempts: number;
 }

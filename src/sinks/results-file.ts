@@ -7,11 +7,15 @@ import { OutputError } from './jsonl-writer.ts';
 
 /** A results file that cannot be taken up again: a line in the middle is not a result. */
 export class ResultsFileError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'ResultsFileError';
 
   constructor(
+    /** The results file, as given. */
     readonly path: string,
+    /** The line that could not be read. */
     readonly line: number,
+    /** What is wrong with the line, in a phrase. */
     readonly reason: string,
   ) {
     super(`${path}:${line}: ${reason}`);

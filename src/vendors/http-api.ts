@@ -42,8 +42,11 @@ export interface HttpProviderOptions {
 
 /** What an HTTP API is unless told otherwise. */
 export interface HttpProviderDefaults {
+  /** The name the provider goes by unless told otherwise. */
   readonly name: string;
+  /** The vendor's API address. */
   readonly baseUrl: string;
+  /** The model asked for unless told otherwise. */
   readonly model: string;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
   readonly apiKeyEnv: string;
@@ -51,9 +54,13 @@ export interface HttpProviderDefaults {
 
 /** The options after validation, defaults applied. */
 export interface HttpProviderSettings {
+  /** The API key (never shown in messages). */
   readonly apiKey: string;
+  /** Names the provider in logs, results and figures. */
   readonly name: string;
+  /** The model the calls ask for. */
   readonly model: string;
+  /** The API's base URL. */
   readonly baseUrl: string;
 }
 
@@ -157,6 +164,7 @@ export interface SdkErrorClasses {
 export interface ErrorBody {
   /** OpenAI's `error.code` and `error.type`; Anthropic's `error.type`. */
   readonly codes: readonly unknown[];
+  /** The error's message, as the vendor wrote it. */
   readonly message: unknown;
 }
 

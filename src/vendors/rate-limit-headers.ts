@@ -54,6 +54,7 @@ const READ_FORMATS: readonly HeaderFormat[] = [...new Set(Object.values(HEADER_F
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
+/** What `parseRateLimitHeaders()` read from one response's headers: how long to wait, and every limit they describe. */
 export interface ParsedRateLimitHeaders {
   /** How long the server asked the client to wait, in ms, capped; absent when it did not ask (readably). */
   retryAfterMs?: number;
@@ -65,6 +66,7 @@ export interface ParsedRateLimitHeaders {
   limits: LimitStatus[];
 }
 
+/** What `parseRateLimitHeaders()` takes besides the headers: the time dates are read against, and the longest wait believed. */
 export interface ParseRateLimitHeadersOptions {
   /** The current time as Unix epoch ms, for date-valued headers (HTTP-date, RFC 3339). @default Date.now() */
   readonly nowMs?: number;
@@ -72,6 +74,7 @@ export interface ParseRateLimitHeadersOptions {
   readonly maxRetryAfterMs?: number;
 }
 
+/** What `formatRateLimitHeaders()` takes besides the limits: the time resets are written against. */
 export interface FormatRateLimitHeadersOptions {
   /** The current time as Unix epoch ms, for Anthropic's reset timestamps. @default Date.now() */
   readonly nowMs?: number;
