@@ -33,7 +33,7 @@ import {
   runPipeline,
   SimulatedProvider,
 } from '../src/index.ts';
-import { requestLimit } from '../src/limits/provider-limits.ts';
+import { requestLimit } from '../src/quota/provider-limits.ts';
 import { formatRatio } from './lib/format.ts';
 import { median } from './lib/stats.ts';
 import { markdownTable } from './lib/table.ts';

@@ -2,7 +2,7 @@
 // alone in-process. Prints figures and PASS/MISS against the targets; writes bench/results/pipeline.json.
 //
 //   npm run bench:pipeline            (BENCH_QUICK=1 for a shorter run)
-import { requestLimit } from '../src/limits/provider-limits.ts';
+import { requestLimit } from '../src/quota/provider-limits.ts';
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { parseDuration } from '../src/index.ts';
+import { parseDuration } from '../src/mechanisms.ts';
 import { namesOnEveryNode, slotRanges } from '../test/redis/cluster-slot.ts';
 import { startRedis, startRedisCluster } from '../test/redis/redis-server.ts';
 import { envelopeExcess, runSharedQuota, strictShortfall } from '../test/redis/shared-quota.ts';

@@ -27,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { generateArticles, OpenAiProvider, runPipeline, type ProviderSetup } from '../src/index.ts';
-import { requestLimit } from '../src/limits/provider-limits.ts';
+import { requestLimit } from '../src/quota/provider-limits.ts';
 import { builtinRequest } from '../test/requests.ts';
 import { formatRatio } from './lib/format.ts';
 import { median } from './lib/stats.ts';

@@ -2,7 +2,7 @@
 // no Redis reached, no key needed.
 import { Option } from 'commander';
 import type { ProviderSetup, TaskSet } from '../src/index.ts';
-import { formatUsd } from '../src/limits/budget.ts';
+import { formatUsd } from '../src/quota/budget.ts';
 import { planRun, type LimitPlan, type RunPlan } from '../src/pipeline/run-plan.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';

@@ -4,18 +4,17 @@ import { Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import {
   CancelledError,
-  isConfigError,
-  isInputError,
-  isMissingPackageError,
-  isTasksError,
-  isOutputError,
+  MissingPackageError,
   ResultsFileError,
   runPipeline,
-  type OutputError,
+  OutputError,
   type Budget,
   type RunStop,
   type RunSummary,
   type TaskSet,
+  ConfigError,
+  TasksError,
+  InputError,
 } from '../src/index.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
@@ -154,15 +153,15 @@ async function main(argv: readonly string[]): Promise<number> {
     if (
       error instanceof UsageError ||
       error instanceof ResultsFileError ||
-      isInputError(error) ||
-      isConfigError(error) ||
-      isTasksError(error) ||
-      isMissingPackageError(error)
+      error instanceof InputError ||
+      error instanceof ConfigError ||
+      error instanceof TasksError ||
+      error instanceof MissingPackageError
     ) {
       process.stderr.write(`error: ${error.message}\n`);
       return EXIT_USAGE;
     }
-    if (isOutputError(error)) {
+    if (error instanceof OutputError) {
       process.stderr.write(`error: --output ${error.message}\n`);
       return EXIT_USAGE;
     }
@@ -372,7 +371,7 @@ async function runWith(
         try {
           await writer.write(result);
         } catch (error) {
-          if (!isOutputError(error)) throw error;
+          if (!(error instanceof OutputError)) throw error;
           // The results cannot be kept: stop as on Ctrl-C rather than spend calls on lost results.
           outputError = error;
           controller.abort(new CancelledError(`results file failed: ${error.message}`));

@@ -1,7 +1,8 @@
 // Where the results of a run go (--output FILE or -), and how --resume takes an earlier run up.
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { generatedArticle, isOutputError, JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
+import { JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
+import { generatedArticle } from '../src/sources/generated.ts';
 import type { RunInput } from './input.ts';
 import { UsageError, type RunFlags } from './run-options.ts';
 
@@ -82,7 +83,7 @@ export async function compactResults(path: string): Promise<void> {
   try {
     await keepSucceeded(path, { keepUnfinished: true });
   } catch (error) {
-    throw isOutputError(error) ? error : new OutputError(path, error as Error);
+    throw error instanceof OutputError ? error : new OutputError(path, error as Error);
   }
 }
 

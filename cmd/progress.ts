@@ -1,4 +1,4 @@
-import { formatDuration } from '../src/index.ts';
+import { formatDuration } from '../src/mechanisms.ts';
 import { plural } from './format.ts';
 import type { Terminal } from './terminal.ts';
 

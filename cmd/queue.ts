@@ -2,15 +2,8 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import {
-  CancelledError,
-  formatDuration,
-  isMissingPackageError,
-  JsonlWriter,
-  keepSucceeded,
-  SIMULATED_DEFAULTS,
-  type ArticleResult,
-} from '../src/index.ts';
+import { CancelledError, MissingPackageError, JsonlWriter, keepSucceeded, SIMULATED_DEFAULTS, type ArticleResult } from '../src/index.ts';
+import { formatDuration } from '../src/mechanisms.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
@@ -100,7 +93,7 @@ async function openQueueOn(connection: RedisConnection, flags: QueueFlags): Prom
   try {
     return await ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix, timeoutMs: flags.redisTimeout });
   } catch (error) {
-    if (isMissingPackageError(error)) throw error;
+    if (error instanceof MissingPackageError) throw error;
     const message = (error as Error).message;
     if (/NOPERM|no permissions/i.test(message)) {
       throw new UsageError(`--redis ${redis.url}: the Redis user may not use the queue's keys or run scripts: ${message.split('\n')[0]}`);

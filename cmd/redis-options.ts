@@ -6,14 +6,15 @@ import {
   RedisBudget,
   RedisLimits,
   connectRedis,
-  isRedisConnectError,
-  isRedisPermissionError,
-  isRedisRedirectError,
-  isRedisTlsFileError,
   type RedisConnectReason,
   type RedisConnection,
+  RedisConnectError,
+  RedisTlsFileError,
+  RedisPermissionError,
+  RedisRedirectError,
 } from '../src/redis/index.ts';
-import { formatDuration, isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
+import { isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
+import { formatDuration } from '../src/mechanisms.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './run-options.ts';
 
@@ -271,11 +272,11 @@ const CONNECT_REMEDIES: Readonly<Record<RedisConnectReason, string>> = {
 
 /** What connectRedis refused, as one line naming the flag to fix. Anything else is not a usage error. */
 function connectUsageError(error: unknown): unknown {
-  if (isRedisConnectError(error)) {
+  if (error instanceof RedisConnectError) {
     const remedy = error.reason === undefined ? '' : `; ${CONNECT_REMEDIES[error.reason]}`;
     return new UsageError(`--redis: cannot connect to Redis at ${error.url}: ${error.detail}${remedy}`);
   }
-  if (isRedisTlsFileError(error)) return new UsageError(`${TLS_FLAGS[error.option]} ${error.path}: ${error.detail}`);
+  if (error instanceof RedisTlsFileError) return new UsageError(`${TLS_FLAGS[error.option]} ${error.path}: ${error.detail}`);
   // A URL that does not parse (its message hides the password), or a parameter it may not carry.
   if (error instanceof TypeError) {
     const parameters = error.message.startsWith("Expected the URL's parameters")
@@ -288,8 +289,8 @@ function connectUsageError(error: unknown): unknown {
 
 /** What the start check found, as one line: the permission the user lacks, or the cluster flag to give. */
 function checkUsageError(error: unknown, flags: RedisFlags): unknown {
-  if (isRedisPermissionError(error)) return new UsageError(`--redis: ${error.message}`);
-  if (isRedisRedirectError(error)) {
+  if (error instanceof RedisPermissionError) return new UsageError(`--redis: ${error.message}`);
+  if (error instanceof RedisRedirectError) {
     const remedy = flags.redisCluster === false ? 'leave out --no-redis-cluster' : 'give --redis-cluster';
     return new UsageError(`--redis: ${error.message.replace(/: connect in cluster mode$/, '')}: ${remedy}`);
   }

@@ -2,16 +2,8 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Option, type Command } from 'commander';
-import {
-  systemClock,
-  type ArticleResult,
-  type Budget,
-  type LlmRequest,
-  type PipelineAttemptEvent,
-  type ProviderSetup,
-  type RunSummary,
-  type TaskSet,
-} from '../src/index.ts';
+import { systemClock } from '../src/mechanisms.ts';
+import type { ArticleResult, Budget, LlmRequest, PipelineAttemptEvent, ProviderSetup, RunSummary, TaskSet } from '../src/index.ts';
 import { specsOf } from '../src/gate/provider-options.ts';
 import { integer } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';

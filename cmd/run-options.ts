@@ -2,17 +2,12 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino, { type Logger } from 'pino';
 import {
-  BREAKER_DEFAULTS,
   GATE_DEFAULTS,
   PIPELINE_DEFAULTS,
-  RETRY_DEFAULTS,
   SIMULATED_DEFAULTS,
-  formatDuration,
   requestLimit,
-  providerSetupProblem,
   SimulatedProvider,
   loadProvidersConfig,
-  type HeaderStyle,
   type LimitSpec,
   type ProfileName,
   type ProviderQuota,
@@ -22,6 +17,8 @@ import {
   type ProviderLimits,
   HttpApiProvider,
 } from '../src/index.ts';
+import { BREAKER_DEFAULTS, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
+import { providerSetupProblem } from '../src/gate/provider-options.ts';
 import { HEADER_STYLES } from '../src/vendors/rate-limit-headers.ts';
 import { PROFILE_NAMES } from '../src/simulator/simulated.ts';
 import { parseOutageWindow } from '../src/config/providers-config.ts';

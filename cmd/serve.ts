@@ -1,7 +1,7 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
-import { SIMULATED_DEFAULTS, isMissingPackageError, type ProfileName } from '../src/index.ts';
+import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../src/index.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
 import { accepting, integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
@@ -170,7 +170,7 @@ async function serve(flags: ServeFlags): Promise<number> {
   try {
     url = await server.listen({ host: flags.host, port: flags.port });
   } catch (error) {
-    if (isMissingPackageError(error)) throw error;
+    if (error instanceof MissingPackageError) throw error;
     throw new UsageError(`cannot listen on ${flags.host}:${flags.port}: ${(error as Error).message}`);
   }
   process.stdout.write(`listening on ${url}\n`, (error) => {

@@ -6,14 +6,14 @@ import {
   loadBuiltinTasks,
   loadTasksFile,
   OpenAiProvider,
-  strictSchemaProblem,
-  taskProviders,
   type Budget,
   type ProviderSetup,
   type TaskSet,
 } from '../src/index.ts';
+import { strictSchemaProblem } from '../src/provider/strict-schema.ts';
+import { taskProviders } from '../src/pipeline/run.ts';
 import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
-import { formatUsd, NANO_USD } from '../src/limits/budget.ts';
+import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
 import type { Logger } from 'pino';
 import { RedisBudget, type RedisConnection } from '../src/redis/index.ts';
 import type { RedisFlags } from './redis-options.ts';

@@ -15,6 +15,7 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 /** Each entry point: its report's name, and its compiled declarations. */
 export const ENTRY_POINTS: readonly { readonly name: string; readonly declarations: string }[] = Object.freeze([
   { name: 'news-processor', declarations: 'dist/src/index.d.ts' },
+  { name: 'news-processor-mechanisms', declarations: 'dist/src/mechanisms.d.ts' },
   { name: 'news-processor-middleware', declarations: 'dist/src/middleware/index.d.ts' },
   { name: 'news-processor-redis', declarations: 'dist/src/redis/index.d.ts' },
   { name: 'news-processor-queue', declarations: 'dist/src/queue/index.d.ts' },

@@ -99,6 +99,7 @@ export class ManualClock implements Clock {
     this.#nowMs = startMs;
   }
 
+  /** The manual time, in ms: where `advance()` and `set()` left it. */
   now(): number {
     return this.#nowMs;
   }
@@ -114,6 +115,7 @@ export class ManualClock implements Clock {
     this.#nowMs = ms;
   }
 
+  /** Calls `callback` once the manual time reaches now + `delayMs` (in `advance()` or `set()`, never synchronously here). Returns a function that cancels it. */
   setTimer(delayMs: number, callback: () => void): () => void {
     const timer: ManualTimer = { atMs: this.#nowMs + Math.max(0, delayMs), seq: this.#seq++, callback };
     this.#timers.push(timer);

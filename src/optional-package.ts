@@ -1,3 +1,5 @@
+import { brandedGuard } from './error-brand.ts';
+
 /**
  * The packages a feature loads only when it is used. They are optional peer dependencies: a user
  * who needs the token bucket or the middleware installs none of them, and one who needs a feature
@@ -37,6 +39,7 @@ export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Obje
 
 /** A feature was used whose package is not installed. Its message names the package and the command that installs it. */
 export class MissingPackageError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'MissingPackageError';
 
   constructor(
@@ -50,7 +53,8 @@ export class MissingPackageError extends Error {
   }
 }
 
-export const isMissingPackageError = (error: unknown): error is MissingPackageError => error instanceof MissingPackageError;
+// By brand: a provider built on another copy of the package that lacks its SDK still stops the run.
+export const isMissingPackageError = brandedGuard(MissingPackageError, 'MissingPackageError');
 
 /**
  * Imports an optional package, or rejects with {@link MissingPackageError} when it is not installed.

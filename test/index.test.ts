@@ -22,15 +22,35 @@ describe('the package entry points', () => {
     for (const name of values) expect(module[name], name).toBeDefined();
   });
 
-  it('the root answers the quickstart: a bucket, a provider, a run', async () => {
+  it('the root answers the quickstart: a provider, a run', async () => {
     const api = await import('../src/index.ts');
-    const bucket = new api.TokenBucket({ rate: 1, burst: 2, clock: new api.ManualClock() });
-    expect(bucket.tryAcquire(2)).toBe(true);
     const summary = await api.runPipeline({
       source: api.generateArticles(2),
       providers: [{ provider: new api.SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }), limits: api.requestLimit(Infinity, 1) }],
     });
     expect(summary).toMatchObject({ articles: 2, succeeded: 2, calls: 4 });
+  });
+
+  it('the root stays lean: at most 60 values, the mechanisms in news-processor/mechanisms', async () => {
+    const root = await import('../src/index.ts');
+    const mechanisms = await import('../src/mechanisms.ts');
+    expect(Object.keys(root).length).toBeLessThanOrEqual(60);
+    for (const name of ['TokenBucket', 'CircuitBreaker', 'ManualClock', 'createBackoff', 'parseDuration', 'parseRateLimitHeaders']) {
+      expect(root, name).not.toHaveProperty(name);
+      expect(mechanisms, name).toHaveProperty(name);
+    }
+    const bucket = new mechanisms.TokenBucket({ rate: 1, burst: 2, clock: new mechanisms.ManualClock() });
+    expect(bucket.tryAcquire(2)).toBe(true);
+  });
+
+  it('no value is exported by two entry points: each name has one home', async () => {
+    const homes = new Map<string, string[]>();
+    for (const entry of ENTRY_POINTS) {
+      const module = (await import(join(ROOT, entry.declarations.replace(/\.d\.ts$/, '.js')))) as Record<string, unknown>;
+      for (const name of Object.keys(module)) homes.set(name, [...(homes.get(name) ?? []), entry.name]);
+    }
+    expect([...homes].filter(([, entries]) => entries.length > 1)).toEqual([]);
+    expect(homes.get('ManualClock')).toEqual(['news-processor-mechanisms']);
   });
 
   it.each(ENTRY_POINTS)(

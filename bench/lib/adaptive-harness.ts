@@ -5,10 +5,10 @@
  */
 
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
-import type { AdaptiveTuning } from '../../src/limits/adaptive-rate.ts';
+import type { AdaptiveTuning } from '../../src/quota/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { HeaderStyle } from '../../src/vendors/rate-limit-headers.ts';
 import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../../src/provider/provider.ts';
 import { SimulatedProvider, type ProviderQuota } from '../../src/simulator/simulated.ts';

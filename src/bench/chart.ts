@@ -10,6 +10,7 @@ import { loadChartRenderer } from './chart-renderer.ts';
  */
 export type VegaLiteSpec = Readonly<Record<string, unknown>>;
 
+/** How `benchChartSpec()` and `renderBenchChart()` draw a sweep: titles and how many points a timeline keeps. */
 export interface BenchChartOptions {
   /** The chart's title. @default "news-processor bench" */
   readonly title?: string;

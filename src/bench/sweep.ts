@@ -62,6 +62,7 @@ export function pairSettings(
 export interface BenchRun {
   /** 1-based repeat number. */
   readonly repeat: number;
+  /** How long the run took, from its first pull of the source to its last result. */
   readonly elapsedMs: number;
   /** Attempts that got a token and called the provider, retries included. */
   readonly calls: number;
@@ -73,10 +74,13 @@ export interface BenchRun {
   readonly boundBy: BoundBy | null;
   /** `leastElapsedMs / elapsedMs`, as {@link RunSummary.efficiency}; `null` without calls. */
   readonly efficiency: number | null;
+  /** Calls the provider answered with a 429. */
   readonly rateLimited: number;
+  /** Attempts made again after a retryable failure. */
   readonly retries: number;
   /** Articles that ended as dead letters. */
   readonly failed: number;
+  /** The run's whole `RunSummary`, as `runPipeline` resolved with it. */
   readonly summary: RunSummary;
 }
 
@@ -86,18 +90,29 @@ export interface BenchRun {
  * ones for an even number, so that they stay whole.
  */
 export interface SettingResult {
+  /** The rate and burst these runs were made at. */
   readonly setting: BenchSetting;
+  /** The setting as the table and the chart name it (`rate=10 burst=5`). */
   readonly label: string;
+  /** Every run of the setting, in the order they ran. */
   readonly runs: readonly BenchRun[];
+  /** Attempts that called the provider, retries included (the middle run's). */
   readonly calls: number;
+  /** How long the setting's runs took: their median, the shortest and the longest, in ms. */
   readonly elapsedMs: { readonly median: number; readonly min: number; readonly max: number };
+  /** `(calls − burst) / rate`: no schedule grants the last token earlier (the median). */
   readonly rateFloorMs: number;
+  /** The least a run could take: the largest of its lower bounds (the median). */
   readonly leastElapsedMs: number;
   /** The bound most runs had. */
   readonly boundBy: BoundBy | null;
+  /** `leastElapsedMs / elapsedMs` (the median); `null` without calls. */
   readonly efficiency: number | null;
+  /** Calls answered with a 429 (the middle run's). */
   readonly rateLimited: number;
+  /** Attempts made again after a retryable failure (the middle run's). */
   readonly retries: number;
+  /** Articles that ended as dead letters (the middle run's). */
   readonly failed: number;
   /**
    * When each call of the first run got its token (the call's end minus its latency), in ms since
@@ -106,6 +121,7 @@ export interface SettingResult {
   readonly grantsMs: readonly number[];
 }
 
+/** What `runSweep()` resolves with: each setting's runs and medians. */
 export interface SweepResult {
   /** One entry per setting with at least one finished run, in the order given. */
   readonly settings: readonly SettingResult[];
@@ -115,6 +131,7 @@ export interface SweepResult {
 
 /** Told as each run starts. */
 export interface SweepRunStart {
+  /** The rate and burst this run is made at. */
   readonly setting: BenchSetting;
   /** 0-based index of the setting. */
   readonly settingIndex: number;
@@ -122,11 +139,14 @@ export interface SweepRunStart {
   readonly repeat: number;
   /** 1-based number of this run in the whole sweep, and how many runs there are. */
   readonly run: number;
+  /** How many runs the whole sweep makes. */
   readonly runs: number;
 }
 
+/** What `runSweep()` takes: the settings to compare, how often to run each, and the pipeline options every run shares. */
 export interface SweepOptions
   extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
+  /** The rate and burst settings to run, in the order the table lists them. */
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. @default 3 */
   readonly repeat?: number;

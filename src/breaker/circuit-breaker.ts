@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { checkClock, checkDurationMs, checkFunction, checkInteger, checkNumber, checkObject, checkString } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * Where a breaker stands. `closed` admits every call; `open` admits none until `reopensAtMs`;
@@ -13,11 +14,14 @@ export type BreakerState =
   | { readonly kind: 'open'; readonly openedAtMs: number; readonly reopensAtMs: number }
   | { readonly kind: 'half-open'; readonly probesInFlight: number; readonly probeSuccesses: number };
 
+/** A breaker state's name: `closed`, `open` or `half-open`. */
 export type BreakerStateKind = BreakerState['kind'];
 
 /** Told to {@link CircuitBreaker.onStateChange} listeners on every transition. */
 export interface BreakerStateChange {
+  /** The state the breaker left. */
   readonly from: BreakerStateKind;
+  /** The state the breaker entered. */
   readonly to: BreakerStateKind;
   /**
    * Clock instant at which the transition took effect. For open → half-open that is the end of the
@@ -38,6 +42,7 @@ export interface FailureRatioOptions {
   readonly minimumCalls: number;
 }
 
+/** What `new CircuitBreaker()` takes: when to open, how long to stay open, how many probes to let through, and what to tell. */
 export interface CircuitBreakerOptions {
   /**
    * Consecutive failures, while closed, that open the circuit; an integer >= 1, or `Infinity` to
@@ -85,6 +90,7 @@ export interface BreakerPermit {
   release(): boolean;
 }
 
+/** What `CircuitBreaker.execute()` takes besides the function: a signal to abort with. */
 export interface ExecuteOptions {
   /**
    * Whether a rejection counts against the circuit; when false the permit is released, counting
@@ -96,6 +102,7 @@ export interface ExecuteOptions {
 
 /** The circuit refused a call at once: it is open, or half-open with every probe slot taken. */
 export class BrokenCircuitError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'BrokenCircuitError';
   /** Worth another attempt once the circuit admits probes (see {@link retryAfterMs}). */
   readonly retryable = true;
@@ -126,7 +133,8 @@ export class BrokenCircuitError extends Error {
   }
 }
 
-export const isBrokenCircuitError = (error: unknown): error is BrokenCircuitError => error instanceof BrokenCircuitError;
+// By brand: a call through a route built on another copy of the package still reads as circuit-open.
+export const isBrokenCircuitError = brandedGuard(BrokenCircuitError, 'BrokenCircuitError');
 
 type Outcome = 'success' | 'failure' | 'release';
 

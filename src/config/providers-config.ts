@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { FAILURE_RATIO_DEFAULTS } from '../breaker/circuit-breaker.ts';
 import { providerSetupProblem, type BreakerSetup, type ProviderPrice, type ProviderSetup } from '../gate/provider-options.ts';
-import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../limits/provider-limits.ts';
+import { LIMIT_KINDS, type LimitKind, type LimitSpec } from '../quota/provider-limits.ts';
 import { HEADER_STYLES, type HeaderStyle } from '../vendors/rate-limit-headers.ts';
 import { hasCredentials, isHttpUrl, maskCredentials } from '../vendors/http-api.ts';
 import { HTTP_PROVIDER_DEFAULTS, PROVIDER_DEFAULTS, PROVIDER_TYPES, isEnvVariableName, type ProviderType } from '../vendors/registry.ts';
@@ -28,6 +28,7 @@ import { fileErrorDetail } from '../validation/file-error.ts';
  * ```
  */
 export interface ProvidersConfig {
+  /** The providers, in the order of the file: the first serves the tasks no route names. */
   readonly providers: readonly ProviderConfig[];
   /**
    * Tasks routed to a provider by name (task name → provider name): those that name no provider
@@ -42,6 +43,7 @@ export interface ProvidersConfig {
  * field the file leaves out is left out here too: its default is applied once, by the gate.
  */
 export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits' | 'estimateInputTokens'> {
+  /** Names the provider in results, figures and a task's `provider`. */
   readonly name: string;
   /** In units per second; `burst` defaults to one period's worth (`rate` per its `per`). */
   readonly limits: readonly LimitSpec[];
@@ -62,7 +64,9 @@ export interface ProviderConfig extends Omit<ProviderSetup, 'provider' | 'limits
 
 /** Where an HTTP provider is and how to call it (`baseUrl`, `model`, `apiKeyEnv` in the file; Azure's `endpoint`, `deployment`, `apiVersion`). */
 export interface ApiConfig {
+  /** The API's base URL. */
   readonly baseUrl: string;
+  /** The model the calls ask for. */
   readonly model: string;
   /** The environment variable the key is read from (by the command, never by the library). */
   readonly apiKeyEnv: string;
@@ -93,10 +97,9 @@ export interface SimulatedConfig {
 
 /** A bad providers file: `message` names the file, the field's path, what it accepts and what it got. */
 export class ConfigError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'ConfigError';
 }
-
-export const isConfigError = (error: unknown): error is ConfigError => error instanceof ConfigError;
 
 const PER_SECONDS: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600 };
 

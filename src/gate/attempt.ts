@@ -1,27 +1,26 @@
 import type { BreakerPermit } from '../breaker/circuit-breaker.ts';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
-import { isLimitTooSmallError, type LimitGrant } from '../limits/provider-limits.ts';
-import { isBudgetExhaustedError, NANO_USD, type BudgetHold } from '../limits/budget.ts';
+import { isLimitTooSmallError, type LimitGrant } from '../quota/provider-limits.ts';
+import { isBudgetExhaustedError, NANO_USD, type BudgetHold } from '../quota/budget.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import {
-  AuthenticationError,
-  BadRequestError,
-  MalformedOutputError,
-  NetworkError,
-  NotAnApiError,
-  QuotaExhaustedError,
-  RateLimitError,
-  RefusalError,
-  ServerError,
-  TimeoutError,
-  TruncatedOutputError,
+  isAuthenticationError,
+  isBadRequestError,
+  isMalformedOutputError,
+  isNetworkError,
+  isNotAnApiError,
+  isQuotaExhaustedError,
+  isRateLimitError,
+  isRefusalError,
+  isServerError,
   isTimeoutError,
+  isTruncatedOutputError,
   type LlmRequest,
   type LlmResponse,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
-import { parseRateLimitHeaders, type RateLimitInfo } from '../vendors/rate-limit-headers.ts';
+import { parseRateLimitHeaders, type ParsedRateLimitHeaders } from '../vendors/rate-limit-headers.ts';
 import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
@@ -52,13 +51,17 @@ export type AttemptOutcome =
 
 /** Emitted after every attempt through a gate: what the progress lines and the metrics are made of. */
 export interface AttemptEvent {
+  /** The provider the call went to. */
   readonly provider: string;
+  /** The task the call was for. */
   readonly task: LlmRequest['task'];
+  /** The article the call was for. */
   readonly articleId: string;
   /** The pool slot that made the call, when the caller said. */
   readonly workerId: number | undefined;
   /** 1-based attempt number within this call. */
   readonly attempt: number;
+  /** How the attempt ended: ok, rate-limited, a server error, a timeout, … */
   readonly outcome: AttemptOutcome;
   /** Time spent waiting for the limits, in ms. */
   readonly waitMs: number;
@@ -141,7 +144,7 @@ export class Attempt implements AttemptEvent {
     this.waitStartMs = startMs;
   }
 
-  #rateLimitInfo: RateLimitInfo | undefined;
+  #rateLimitInfo: ParsedRateLimitHeaders | undefined;
 
   /** The headers the provider answered with, on a response or on an error. */
   get headers(): ResponseHeaders | undefined {
@@ -149,7 +152,7 @@ export class Attempt implements AttemptEvent {
   }
 
   /** What those headers say of the limits, read once for every observer that asks. */
-  get rateLimitInfo(): RateLimitInfo | undefined {
+  get rateLimitInfo(): ParsedRateLimitHeaders | undefined {
     const headers = this.headers;
     if (headers === undefined) return undefined;
     this.#rateLimitInfo ??= parseRateLimitHeaders(headers);
@@ -176,18 +179,18 @@ export class Attempt implements AttemptEvent {
   }
 }
 
-const PROVIDER_OUTCOMES: readonly (readonly [abstract new (...args: never[]) => Error, AttemptOutcome])[] = [
-  [RateLimitError, 'rate-limited'],
-  [ServerError, 'server-error'],
-  [TimeoutError, 'timeout'],
-  [NetworkError, 'network-error'],
-  [BadRequestError, 'rejected'],
-  [AuthenticationError, 'unauthorized'],
-  [QuotaExhaustedError, 'quota-exhausted'],
-  [TruncatedOutputError, 'truncated'],
-  [RefusalError, 'refused'],
-  [MalformedOutputError, 'malformed'],
-  [NotAnApiError, 'not-an-api'],
+const PROVIDER_OUTCOMES: readonly (readonly [(error: unknown) => boolean, AttemptOutcome])[] = [
+  [isRateLimitError, 'rate-limited'],
+  [isServerError, 'server-error'],
+  [isTimeoutError, 'timeout'],
+  [isNetworkError, 'network-error'],
+  [isBadRequestError, 'rejected'],
+  [isAuthenticationError, 'unauthorized'],
+  [isQuotaExhaustedError, 'quota-exhausted'],
+  [isTruncatedOutputError, 'truncated'],
+  [isRefusalError, 'refused'],
+  [isMalformedOutputError, 'malformed'],
+  [isNotAnApiError, 'not-an-api'],
 ];
 
 export function classify(error: unknown, signal: AbortSignal | undefined, called: boolean): AttemptOutcome {
@@ -196,7 +199,7 @@ export function classify(error: unknown, signal: AbortSignal | undefined, called
     if (isTimeoutError(error)) return called ? 'timeout' : 'limiter-timeout';
     return 'aborted';
   }
-  for (const [type, outcome] of PROVIDER_OUTCOMES) if (error instanceof type) return outcome;
+  for (const [isKind, outcome] of PROVIDER_OUTCOMES) if (isKind(error)) return outcome;
   if (isMaxWaitExceededError(error)) return 'limiter-timeout';
   if (isBrokenCircuitError(error)) return 'circuit-open';
   if (isLimitTooSmallError(error)) return 'too-large';

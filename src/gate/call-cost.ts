@@ -1,5 +1,5 @@
 import type { LlmRequest, TokenUsage } from '../provider/provider.ts';
-import { ProviderError } from '../provider/provider.ts';
+import { isProviderError } from '../provider/provider.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
 /**
@@ -43,7 +43,7 @@ export function worstCaseNanoUsd(request: LlmRequest, maxOutputTokens: number, p
  */
 export function billedUsage(usage: TokenUsage | undefined, error: unknown): TokenUsage | undefined {
   if (usage !== undefined) return usage;
-  if (error instanceof ProviderError) {
+  if (isProviderError(error)) {
     if (error.usage !== undefined) return error.usage;
     if (error.status !== undefined) return NO_TOKENS;
   }

@@ -9,13 +9,13 @@ import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger, checkNumber, checkObject, expected } from '../validation/checks.ts';
-import { BudgetExhaustedError, NANO_USD, type Budget } from '../limits/budget.ts';
-import { RateHistory, type RateSince } from '../limits/rate-history.ts';
+import { BudgetExhaustedError, NANO_USD, type Budget } from '../quota/budget.ts';
+import { RateHistory, type RateSince } from '../quota/rate-history.ts';
 import { checkProviderSetup, isProviderLimits, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
 import { formatDuration } from '../validation/duration.ts';
-import { AdaptiveRate } from '../limits/adaptive-rate.ts';
-import { LocalLimits } from '../limits/local-limits.ts';
-import type { CallCost, LimitGrant, LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import { AdaptiveRate } from '../quota/adaptive-rate.ts';
+import { LocalLimits } from '../quota/local-limits.ts';
+import type { CallCost, LimitGrant, LimitSpec, ProviderLimits } from '../quota/provider-limits.ts';
 import { Attempt, type AttemptEvent } from './attempt.ts';
 import { adaptRate, logFailure, settleBudget, settleGrant, syncHeaders, tellBreaker, type AttemptObserver } from './attempt-observers.ts';
 import type { CallDeadline } from './call-deadline.ts';
@@ -30,6 +30,7 @@ export const GATE_DEFAULTS = Object.freeze({
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
 export interface GateFigures {
+  /** The provider these figures are for. */
   readonly provider: string;
   /** The limits as configured. */
   readonly limits: readonly LimitSpec[];
@@ -66,6 +67,7 @@ export interface CallGateOptions extends ProviderSetup {
   readonly logger?: Logger | undefined;
 }
 
+/** What `CallGate.call()` takes besides the request: the most output tokens, a signal, a deadline, a rank among waiting calls. */
 export interface GateCallOptions {
   /** The most tokens this call's answer may take (a task's own). @default the gate's `maxOutputTokens` */
   readonly maxOutputTokens?: number | undefined;
@@ -139,8 +141,11 @@ interface CallScope {
  *   drop to what the provider says remains.
  */
 export class CallGate {
+  /** The provider the gate calls. */
   readonly provider: Provider;
+  /** The provider's limits every attempt acquires first. */
   readonly limits: ProviderLimits;
+  /** The clock the gate runs on. */
   readonly clock: Clock;
   /** The circuit breaker the setup asked for, if any. */
   readonly breaker: CircuitBreaker | undefined;

@@ -1,6 +1,6 @@
 import type { CircuitBreakerOptions } from '../breaker/circuit-breaker.ts';
-import type { AdaptiveTuning } from '../limits/adaptive-rate.ts';
-import type { LimitSpec, ProviderLimits } from '../limits/provider-limits.ts';
+import type { AdaptiveTuning } from '../quota/adaptive-rate.ts';
+import type { LimitSpec, ProviderLimits } from '../quota/provider-limits.ts';
 import type { LlmRequest, Provider } from '../provider/provider.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';
@@ -11,6 +11,7 @@ import { expected } from '../validation/checks.ts';
  * provider itself) and the command line's flags — and what a `CallGate` is made from.
  */
 export interface ProviderSetup {
+  /** The provider the gate calls. */
   readonly provider: Provider;
   /**
    * Every limit the provider sets (requests, tokens, input/output tokens; `requestLimit(rate,
@@ -91,11 +92,13 @@ export type ProviderSetupRule = 'token-burst' | 'adaptive-rate';
 
 /** A combination of a provider's options that cannot work, found before any call is made. */
 export interface ProviderSetupProblem {
+  /** Which rule the setup breaks. */
   readonly rule: ProviderSetupRule;
   /** The option at fault, as a path into the setup: `limits[1].burst`, `adaptive`. */
   readonly field: string;
   /** What it must be, in words that name the other option: `more than maxOutputTokens (256; …)`. */
   readonly expected: string;
+  /** The value that breaks it. */
   readonly value: unknown;
 }
 

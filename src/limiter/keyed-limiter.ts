@@ -9,6 +9,7 @@ export const KEYED_LIMITER_DEFAULTS = Object.freeze({
   maxKeys: 1_000_000,
 });
 
+/** What `new KeyedLimiter()` takes: each key's rate and burst, the most keys kept at once, and the clock. */
 export interface KeyedLimiterOptions {
   /** Tokens added per second to each key's bucket. `Infinity` allows everything; `0` only the initial burst. */
   readonly rate: number;
@@ -78,7 +79,9 @@ const INITIAL_SLOTS = 1024;
  * has waiters. Safe to share by every request handler (one event loop, no locks needed).
  */
 export class KeyedLimiter implements RateLimitStore {
+  /** Each key's refill rate, in requests per second. */
   readonly rate: number;
+  /** Each key's bucket size: the most requests a key may make at once. */
   readonly burst: number;
   readonly #clock: Clock;
   readonly #maxKeys: number;

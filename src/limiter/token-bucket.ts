@@ -1,6 +1,8 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { checkClock, checkNumber, checkObject, type NumberRange } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
+/** What `new TokenBucket()` takes: the rate and burst, and the clock they run on. */
 export interface TokenBucketOptions {
   /** Tokens added per second. `Infinity` allows everything; `0` allows only the initial burst. */
   readonly rate: number;
@@ -12,11 +14,13 @@ export interface TokenBucketOptions {
   readonly clock?: Clock;
 }
 
+/** What `TokenBucket.reserve()` takes besides the count: a rank among the queued reservations. */
 export interface ReserveOptions {
   /** Refuse (not ok, nothing taken) when the reservation could act only after this many ms. @default Infinity (no limit) */
   readonly maxDelayMs?: number;
 }
 
+/** What `TokenBucket.acquire()` takes besides the count: a signal, the longest wait, a rank. */
 export interface AcquireOptions {
   /** Aborting it rejects the wait with `signal.reason` and gives the waiter's place back. */
   readonly signal?: AbortSignal;
@@ -55,11 +59,13 @@ export interface Reservation {
 
 /** `acquire()` could not be served within `maxWaitMs` (or ever, at rate 0); nothing was taken. */
 export class MaxWaitExceededError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'MaxWaitExceededError';
 
   constructor(
     /** The wait the bucket would have needed, in ms (`Infinity` at rate 0). */
     readonly waitMs: number,
+    /** The longest wait the caller allowed, in ms. */
     readonly maxWaitMs: number,
   ) {
     super(
@@ -70,7 +76,11 @@ export class MaxWaitExceededError extends Error {
   }
 }
 
-export const isMaxWaitExceededError = (error: unknown): error is MaxWaitExceededError => error instanceof MaxWaitExceededError;
+/**
+ * Whether `error` is a {@link MaxWaitExceededError}, from this copy of the package or another one
+ * loaded beside it: limits built on a bucket of their own copy still fail a call's wait readably.
+ */
+export const isMaxWaitExceededError = brandedGuard(MaxWaitExceededError, 'MaxWaitExceededError');
 
 /**
  * A queue entry: an `acquire()` waiter, or a marker for a `reserve()` made while waiters were
@@ -170,6 +180,7 @@ export class TokenBucket {
     return this.#rate;
   }
 
+  /** The most tokens the bucket holds (and so grants at once). */
   get burst(): number {
     return this.#burst;
   }

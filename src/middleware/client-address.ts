@@ -26,6 +26,7 @@ export const CLIENT_ADDRESS_DEFAULTS = Object.freeze({
   proxyHeader: 'x-forwarded-for' as ProxyHeader,
 });
 
+/** What `clientAddressKey()` takes: which proxies to trust, and which header they write the client's address in. */
 export interface ClientAddressOptions {
   /** Which proxies to believe. See {@link TrustProxy}. @default CLIENT_ADDRESS_DEFAULTS.trustProxy (false: none) */
   readonly trustProxy?: TrustProxy | undefined;

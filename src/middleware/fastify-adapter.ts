@@ -4,16 +4,23 @@ import type { LimitedRequest } from './rate-limit-options.ts';
 
 /** Fastify's request as the hook reads it. */
 export interface FastifyLikeRequest {
+  /** The request's Node message. */
   readonly raw: IncomingMessage;
 }
 
 /** Fastify's reply as the hook drives it. */
 export interface FastifyLikeReply {
+  /** The reply's Node response. */
   readonly raw: ServerResponse;
+  /** Sets the status code. */
   code(statusCode: number): unknown;
+  /** Sets a response header. */
   header(name: string, value: string): unknown;
+  /** Sets the content type. */
   type(contentType: string): unknown;
+  /** Sends the reply with this payload. */
   send(payload?: unknown): unknown;
+  /** Tells Fastify the handler answers on `raw` itself. */
   hijack(): unknown;
 }
 

@@ -37,6 +37,7 @@ export interface LimitedRequest {
   readonly key: string;
   /** The tokens the request asked for. */
   readonly cost: number;
+  /** The limiter's decision on this request: allowed or not, what remains, when to retry. */
   readonly decision: RateLimitDecision;
 }
 
@@ -72,7 +73,9 @@ export type MaybePromise<T> = T | Promise<T>;
  * declarations need no prom-client installed. Pass `new Registry()` or prom-client's `register`.
  */
 export interface MetricsRegistry {
+  /** The metric registered under `name`, if any: the middleware reuses it rather than registering twice. */
   getSingleMetric(name: string): unknown;
+  /** Registers one of the middleware's metrics. */
   registerMetric(metric: never): void;
 }
 

@@ -1,19 +1,25 @@
 import type { GateFigures } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { NANO_USD, type Budget } from '../limits/budget.ts';
-import { rateFloorMs } from '../limits/rate-history.ts';
+import { NANO_USD, type Budget } from '../quota/budget.ts';
+import { rateFloorMs } from '../quota/rate-history.ts';
 import { Histogram } from './histogram.ts';
 import type { ArticleResult } from './result.ts';
 
+/** A distribution in ms: its median, 95th and 99th percentiles, and its largest value. */
 export interface Percentiles {
+  /** The median. */
   readonly p50: number;
+  /** The 95th percentile. */
   readonly p95: number;
+  /** The 99th percentile. */
   readonly p99: number;
+  /** The largest value. */
   readonly max: number;
 }
 
 /** Per-provider call figures. */
 export interface ProviderFigures {
+  /** The provider these figures are for. */
   readonly name: string;
   /** The request limit as configured: calls per second (`Infinity` without one)… */
   readonly rate: number;
@@ -21,9 +27,13 @@ export interface ProviderFigures {
   readonly burst: number;
   /** Attempts made, retries included: each took one token. */
   readonly calls: number;
+  /** Attempts made again after a retryable failure. */
   readonly retries: number;
+  /** Calls it answered with a 429. */
   readonly rateLimited: number;
+  /** Calls it answered with a 5xx. */
   readonly serverErrors: number;
+  /** Calls that did not answer in time. */
   readonly timeouts: number;
   /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
   readonly networkErrors: number;
@@ -62,10 +72,13 @@ export interface ProviderFigures {
 
 /** Per-task call figures. */
 export interface TaskFigures {
+  /** The task these figures are for. */
   readonly name: string;
   /** Attempts that reached a provider, retries included. */
   readonly calls: number;
+  /** The task's attempts made again after a retryable failure. */
   readonly retries: number;
+  /** The task's calls answered with a 429. */
   readonly rateLimited: number;
   /** The provider's answer time of those calls, in ms. */
   readonly latencyMs: { readonly p50: number; readonly p95: number };
@@ -88,6 +101,7 @@ export interface RunStop {
   readonly provider?: string | undefined;
   /** The error's class name: `AuthenticationError`, `QuotaExhaustedError`, `InputError`. */
   readonly type: string;
+  /** What happened, in a line. */
   readonly message: string;
 }
 
@@ -96,19 +110,29 @@ export type BoundBy = 'rate' | 'latency' | 'workers';
 
 /** What a run did, in figures. Milliseconds throughout. */
 export interface RunSummary {
+  /** Articles pulled from the source. */
   readonly articles: number;
+  /** Articles whose every task answered. */
   readonly succeeded: number;
+  /** Articles that failed: the dead letters, each with its reason in the results. */
   readonly failed: number;
+  /** Articles cut short: in flight when the run was interrupted or stopped. */
   readonly cancelled: number;
   /** Failed articles: the dead letters, each with its reason in the results. */
   readonly deadLetters: number;
+  /** Attempts that called a provider, retries included. */
   readonly calls: number;
+  /** Attempts made again after a retryable failure. */
   readonly retries: number;
+  /** Calls answered with a 429. */
   readonly rateLimited: number;
+  /** Calls answered with a 5xx. */
   readonly serverErrors: number;
+  /** Calls that did not answer in time. */
   readonly timeouts: number;
   /** Calls that could not reach a provider or lost the connection (refused, reset, DNS, TLS). */
   readonly networkErrors: number;
+  /** How long the run took, in ms. */
   readonly elapsedMs: number;
   /**
    * `(calls − burst) / rate` of the provider that bounds the run: no schedule can grant its last
@@ -134,14 +158,19 @@ export interface RunSummary {
   readonly wastedCalls: number;
   /** Articles the source held that never started (the run stopped early); `null` when the source's size is unknown. */
   readonly notStarted: number | null;
+  /** The run's worker count: the most articles in flight at once. */
   readonly workers: number;
   /** The caller's signal stopped the run (Ctrl-C). */
   readonly interrupted: boolean;
   /** What stopped the run early: a provider that refuses every call, or a source that failed (a bad line in a stream). */
   readonly stoppedBy: RunStop | undefined;
+  /** The calls' latencies, in ms. */
   readonly callLatencyMs: Percentiles;
+  /** How long calls waited for their grant, in ms. */
   readonly limiterWaitMs: Percentiles;
+  /** Failed attempts by reason (`RateLimitError`, `ServerError`, …). */
   readonly failureReasons: Readonly<Record<string, number>>;
+  /** Each provider's figures, in the order given. */
   readonly providers: readonly ProviderFigures[];
   /** Each task's figures, in the tasks' order. */
   readonly tasks: readonly TaskFigures[];

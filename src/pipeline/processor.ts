@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import type { CallDeadline } from '../gate/call-deadline.ts';
-import { isBudgetExhaustedError, NANO_USD } from '../limits/budget.ts';
+import { isBudgetExhaustedError, NANO_USD } from '../quota/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { TimeoutError, type LlmRequest } from '../provider/provider.ts';

@@ -13,9 +13,13 @@ export interface ArticleError {
   readonly field?: string;
 }
 
+/** What became of one article: succeeded with each task's answer, failed with a reason, cancelled, or not started. */
 export interface ArticleResult {
+  /** The article's id. */
   readonly id: string;
+  /** The article's title. */
   readonly title: string;
+  /** How the article ended. */
   readonly status: ArticleStatus;
   /**
    * Each task's answer, by task name: all of them for an article that succeeded; those it had for
@@ -30,5 +34,6 @@ export interface ArticleResult {
   readonly callMs: number;
   /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
   readonly costUsd?: number;
+  /** Why the article did not succeed, when it did not. */
   readonly error?: ArticleError;
 }

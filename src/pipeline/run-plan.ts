@@ -1,8 +1,8 @@
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderSetup } from '../gate/provider-options.ts';
-import { NANO_USD } from '../limits/budget.ts';
-import { amountOf, type LimitKind } from '../limits/provider-limits.ts';
+import { NANO_USD } from '../quota/budget.ts';
+import { amountOf, type LimitKind } from '../quota/provider-limits.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { SIMULATED_DEFAULTS } from '../simulator/simulated.ts';
@@ -10,7 +10,7 @@ import { simulatedAnswer } from '../simulator/simulated-answers.ts';
 import { estimateInputTokens, loadTokenizer } from '../provider/token-estimate.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type TaskSet } from '../tasks/task-set.ts';
-import { isMissingFieldError } from '../tasks/template.ts';
+import { MissingFieldError } from '../tasks/template.ts';
 import { specsOf } from '../gate/provider-options.ts';
 import { taskProviders } from './run.ts';
 
@@ -130,7 +130,7 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
         requests.push({ request, typical: answer === undefined ? Infinity : countTokens(JSON.stringify(answer)) });
       }
     } catch (error) {
-      if (!isMissingFieldError(error)) throw error;
+      if (!(error instanceof MissingFieldError)) throw error;
       // The run fails such an article before its first call: it costs nothing.
       lacking++;
       continue;

@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
-import type { Budget } from '../limits/budget.ts';
+import type { Budget } from '../quota/budget.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
@@ -40,10 +40,9 @@ const ADMISSION_MARGIN = 0.1;
 
 /** The run was cancelled (Ctrl-C): articles in flight end `cancelled`. */
 export class CancelledError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'CancelledError';
 }
-
-export const isCancelledError = (error: unknown): error is CancelledError => error instanceof CancelledError;
 
 /**
  * The run stopped because a provider answered in a way no retry can mend (it refused the key, the
@@ -51,6 +50,7 @@ export const isCancelledError = (error: unknown): error is CancelledError => err
  * again once a person has acted. `cause` is the provider's error.
  */
 export class RunStoppedError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RunStoppedError';
 
   constructor(
@@ -62,13 +62,13 @@ export class RunStoppedError extends Error {
   }
 }
 
-export const isRunStoppedError = (error: unknown): error is RunStoppedError => error instanceof RunStoppedError;
-
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
+  /** The worker slot that made the attempt, from 1. */
   readonly workerId: number;
 }
 
+/** What `runPipeline()` takes: the articles, the providers and their limits, the tasks, and how to run them. */
 export interface PipelineOptions {
   /** The articles: any (async) iterable; pulled one at a time as workers free up. */
   readonly source: Iterable<Article> | AsyncIterable<Article>;

@@ -1,8 +1,8 @@
 import type { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { isBudgetExhaustedError } from '../limits/budget.ts';
+import { isBudgetExhaustedError } from '../quota/budget.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
-import { BadRequestError, NotAnApiError, stopsRun } from '../provider/provider.ts';
+import { isBadRequestError, isNotAnApiError, stopsRun } from '../provider/provider.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { RunStop } from './metrics.ts';
 import { isMissingPackageError } from '../optional-package.ts';
@@ -79,7 +79,7 @@ export const wrongAddress: StopRule = {
     return run.onAttempt((event) => {
       if (ANSWERED.has(event.outcome)) answered.add(event.provider);
       const { error } = event;
-      const wrong = (error instanceof BadRequestError && error.status === 404) || error instanceof NotAnApiError;
+      const wrong = (isBadRequestError(error) && error.status === 404) || isNotAnApiError(error);
       if (wrong && !answered.has(event.provider)) stop(finding(event.provider, error!));
     });
   },

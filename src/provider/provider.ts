@@ -1,3 +1,4 @@
+import { brandedGuard } from '../error-brand.ts';
 import type { JsonSchema } from './json-schema.ts';
 
 /**
@@ -15,6 +16,7 @@ import type { JsonSchema } from './json-schema.ts';
 export interface LlmRequest {
   /** The task's name: it names the structured output (OpenAI's `json_schema`, Anthropic's tool). Letters, digits, `_` and `-`. */
   readonly task: string;
+  /** The article the call is for: what logs and a provider's own bookkeeping know it by. */
   readonly articleId: string;
   /** What the model is asked, its placeholders filled. */
   readonly prompt: string;
@@ -27,8 +29,11 @@ export interface LlmRequest {
 /** An answer: a JSON object that fits the request's schema. */
 export type LlmOutput = Readonly<Record<string, unknown>>;
 
+/** The tokens a call used, as the provider reported them: what it is billed and what its limits settle on. */
 export interface TokenUsage {
+  /** The prompt's tokens. */
   readonly inputTokens: number;
+  /** The answer's tokens. */
   readonly outputTokens: number;
 }
 
@@ -38,13 +43,17 @@ export interface TokenUsage {
  */
 export type ResponseHeaders = Readonly<Record<string, string>>;
 
+/** A provider's answer: the output that fits the request's schema, the usage, the headers. */
 export interface LlmResponse {
+  /** The answer: an object that fits the request's schema. */
   readonly output: LlmOutput;
+  /** The tokens the call used, when the provider said. */
   readonly usage?: TokenUsage;
   /** The response's headers, when the provider has any (rate-limit status, mostly). */
   readonly headers?: ResponseHeaders;
 }
 
+/** What a provider's `call()` takes besides the request: a signal, what is left of the deadline, the most output tokens. */
 export interface CallOptions {
   /** Aborting it must settle the call promptly, rejecting with `signal.reason`. @default none */
   readonly signal?: AbortSignal | undefined;
@@ -65,9 +74,11 @@ export interface CallOptions {
 /** Output tokens a call may take unless told otherwise: what the gate reserves and a provider asks for. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 256;
 
+/** An LLM provider as the pipeline sees it: anything with a name and a `call()` that answers a request or rejects with a typed error. */
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
+  /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
   /**
    * Resolves once a call can go without loading anything first (an SDK, the answers' validators);
@@ -99,10 +110,15 @@ export interface ProviderErrorOptions {
  * until a person acts (a refused key, no credit left), so the whole run stops.
  */
 export abstract class ProviderError extends Error {
+  /** Whether the call gate goes again: decided by the failure's kind (and a server's `x-should-retry`). */
   abstract readonly retryable: boolean;
+  /** Whether no call to this provider can succeed until a person acts (a refused key, no credit): the run stops. */
   readonly stopsRun: boolean = false;
+  /** The HTTP status, when there was one. */
   readonly status: number | undefined;
+  /** The provider's own hint of when to try again, in ms. */
   readonly retryAfterMs: number | undefined;
+  /** The response's headers (lower-case names), when there was a response. */
   readonly headers: ResponseHeaders | undefined;
   /** The tokens the call used although it failed, when the provider said: what it cost. */
   readonly usage: TokenUsage | undefined;
@@ -124,7 +140,9 @@ export interface RetriedFailureOptions extends ProviderErrorOptions {
 
 /** HTTP 429: too many requests. Retried, after the provider's retry-after when it gave one. */
 export class RateLimitError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RateLimitError';
+  /** True unless the server said not to try again (`x-should-retry: false`). */
   readonly retryable: boolean;
 
   constructor(message = 'rate limited (429)', options: RetriedFailureOptions = {}) {
@@ -135,7 +153,9 @@ export class RateLimitError extends ProviderError {
 
 /** HTTP 5xx (and Anthropic's 529 overloaded): the provider failed. Retried. */
 export class ServerError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'ServerError';
+  /** True unless the server said not to try again (`x-should-retry: false`). */
   readonly retryable: boolean;
 
   constructor(message = 'service unavailable (503)', options: RetriedFailureOptions = {}) {
@@ -150,8 +170,11 @@ export class ServerError extends ProviderError {
  * `retryable: true`), leaving the deadline time for another attempt.
  */
 export class TimeoutError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'TimeoutError';
+  /** True when only the call's own timeout ran out (the deadline leaves time for another attempt); false when the article's deadline passed. */
   readonly retryable: boolean;
+  /** The timeout that ran out, in ms, when known. */
   readonly timeoutMs: number | undefined;
 
   constructor(
@@ -166,7 +189,9 @@ export class TimeoutError extends ProviderError {
 
 /** The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried. */
 export class NetworkError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'NetworkError';
+  /** Always true: the connection may well hold next time. */
   readonly retryable = true;
   /** The system's error code, when there was one: `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, … */
   readonly code: string | undefined;
@@ -179,7 +204,9 @@ export class NetworkError extends ProviderError {
 
 /** The provider refused the request as it stands (400, 404, 413, 422): sending it again changes nothing. */
 export class BadRequestError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'BadRequestError';
+  /** Always false: the same request would be refused again. */
   readonly retryable = false;
 }
 
@@ -189,53 +216,74 @@ export class BadRequestError extends ProviderError {
  * retried; before the provider has answered once it stops the run, as a first 404 does.
  */
 export class NotAnApiError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'NotAnApiError';
+  /** Always false: the address would answer the same. */
   readonly retryable = false;
 }
 
 /** 401 / 403: the provider refused the key. The run stops: every further call would be refused too. */
 export class AuthenticationError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'AuthenticationError';
+  /** Always false: the key would be refused again. */
   readonly retryable = false;
+  /** Always true: every further call would be refused too. */
   override readonly stopsRun = true;
 }
 
 /** No credit or quota left on the account (OpenAI's 429 `insufficient_quota`): a billing stop, not a rate limit. */
 export class QuotaExhaustedError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'QuotaExhaustedError';
+  /** Always false: nothing is left until the account is topped up. */
   readonly retryable = false;
+  /** Always true: every further call would be refused too. */
   override readonly stopsRun = true;
 }
 
 /** The answer was cut off by the output token limit. Retried as a new request. */
 export class TruncatedOutputError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'TruncatedOutputError';
+  /** Always true: a new request may well end in time. */
   readonly retryable = true;
 }
 
 /** The model refused, or a content filter stopped the answer. Not retried: it would refuse again. */
 export class RefusalError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RefusalError';
+  /** Always false: the model would refuse again. */
   readonly retryable = false;
 }
 
 /** The answer did not parse, or did not fit the task's schema. Retried as a new request. */
 export class MalformedOutputError extends ProviderError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'MalformedOutputError';
+  /** Always true: a new request may well answer in shape. */
   readonly retryable = true;
 }
 
-export const isProviderError = (error: unknown): error is ProviderError => error instanceof ProviderError;
-export const isRateLimitError = (error: unknown): error is RateLimitError => error instanceof RateLimitError;
-export const isServerError = (error: unknown): error is ServerError => error instanceof ServerError;
-export const isTimeoutError = (error: unknown): error is TimeoutError => error instanceof TimeoutError;
-export const isNetworkError = (error: unknown): error is NetworkError => error instanceof NetworkError;
-export const isBadRequestError = (error: unknown): error is BadRequestError => error instanceof BadRequestError;
-export const isNotAnApiError = (error: unknown): error is NotAnApiError => error instanceof NotAnApiError;
-export const isAuthenticationError = (error: unknown): error is AuthenticationError => error instanceof AuthenticationError;
-export const isQuotaExhaustedError = (error: unknown): error is QuotaExhaustedError => error instanceof QuotaExhaustedError;
-export const isTruncatedOutputError = (error: unknown): error is TruncatedOutputError => error instanceof TruncatedOutputError;
-export const isRefusalError = (error: unknown): error is RefusalError => error instanceof RefusalError;
-export const isMalformedOutputError = (error: unknown): error is MalformedOutputError => error instanceof MalformedOutputError;
+/**
+ * Whether `error` is a {@link ProviderError}, built by this copy of the package or by another one
+ * loaded beside it (a provider published with its own copy): what the call gate trusts a
+ * provider's failure by. `error.name` then says which (`'RateLimitError'`, …).
+ */
+export const isProviderError = brandedGuard(ProviderError, 'ProviderError');
+// Each kind by brand as well, for the library's own reading of a failure: a provider built on
+// another copy of the package is retried, stopped and counted as one built on this copy.
+export const isRateLimitError = brandedGuard(RateLimitError, 'RateLimitError');
+export const isServerError = brandedGuard(ServerError, 'ServerError');
+export const isTimeoutError = brandedGuard(TimeoutError, 'TimeoutError');
+export const isNetworkError = brandedGuard(NetworkError, 'NetworkError');
+export const isBadRequestError = brandedGuard(BadRequestError, 'BadRequestError');
+export const isNotAnApiError = brandedGuard(NotAnApiError, 'NotAnApiError');
+export const isAuthenticationError = brandedGuard(AuthenticationError, 'AuthenticationError');
+export const isQuotaExhaustedError = brandedGuard(QuotaExhaustedError, 'QuotaExhaustedError');
+export const isTruncatedOutputError = brandedGuard(TruncatedOutputError, 'TruncatedOutputError');
+export const isRefusalError = brandedGuard(RefusalError, 'RefusalError');
+export const isMalformedOutputError = brandedGuard(MalformedOutputError, 'MalformedOutputError');
 /** Whether the failure stops the whole run (see {@link ProviderError.stopsRun}). */
-export const stopsRun = (error: unknown): error is ProviderError => error instanceof ProviderError && error.stopsRun;
+export const stopsRun = (error: unknown): error is ProviderError => isProviderError(error) && error.stopsRun;

@@ -34,11 +34,15 @@ export interface QueueRedis {
 
 /** The ioredis settings BullMQ's connections need. */
 export interface QueueClientOptions {
+  /** Always `null`: BullMQ's blocking commands must not give up after a number of retries. */
   readonly maxRetriesPerRequest: null;
+  /** Whether a command waits for the connection when it is down (a worker's do, the queue's own fail fast). */
   readonly enableOfflineQueue: boolean;
 }
 
+/** What `new ArticleQueue()` takes: where the queue lives and its name. */
 export interface ArticleQueueOptions {
+  /** Where the queue lives, and how to make more clients to it (`queueRedisOf(connection)`). */
   readonly redis: QueueRedis;
   /** Letters, digits, `.`, `_` and `-`: it is part of every key. */
   readonly name: string;
@@ -50,16 +54,23 @@ export interface ArticleQueueOptions {
 
 /** A job's data: the article, and once it failed, its result (a dead letter's outputs and reason). */
 export interface ArticleJobData {
+  /** The article the job runs. */
   readonly article: Article;
+  /** The article's result, once a worker has finished it. */
   readonly result?: ArticleResult | undefined;
 }
 
 /** How many jobs are in each state. */
 export interface QueueCounts {
+  /** Jobs no worker has taken yet. */
   readonly waiting: number;
+  /** Jobs a worker is running now. */
   readonly active: number;
+  /** Jobs waiting for their retry time. */
   readonly delayed: number;
+  /** Jobs that finished, succeeded or not (the result says). */
   readonly completed: number;
+  /** Jobs a worker gave up on (their attempts spent). */
   readonly failed: number;
 }
 
@@ -73,6 +84,7 @@ export interface QueueWorkerInfo {
 
 /** What `status` says of a queue. */
 export interface QueueStatus extends QueueCounts {
+  /** The queue's name. */
   readonly name: string;
   /**
    * Jobs taken whose lock has run out: their worker is gone (killed, or cut off from Redis), and
@@ -116,10 +128,13 @@ return repeated`;
  * `runQueueWorker` processes, its results read back by `finished`.
  */
 export class ArticleQueue {
+  /** The queue's name: part of every key it writes. */
   readonly name: string;
+  /** The BullMQ queue underneath, for what this class does not wrap. */
   readonly queue: BullQueue<ArticleJobData, ArticleResult>;
   /** The client the queue's own commands go through (not a worker's). */
   readonly client: Redis | Cluster;
+  /** Where the queue lives, and how to make more clients to it. */
   readonly redis: QueueRedis;
   /** BullMQ's prefix for this queue: `<prefix>{<name>}`, one Redis Cluster slot per queue. */
   readonly bullPrefix: string;
@@ -211,6 +226,7 @@ export class ArticleQueue {
     return { added, existing };
   }
 
+  /** How many jobs are waiting, active, delayed, completed and failed, now. */
   async counts(): Promise<QueueCounts> {
     const counts = await this.queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed');
     return {

@@ -47,7 +47,9 @@ const PROBE_TIMEOUT_MS = 2000;
  */
 const CLOSE_MARGIN_MS = 500;
 
+/** What `runQueueWorker()` takes: the queue to take jobs from, and the pipeline options its runs use. */
 export interface QueueWorkerOptions extends Omit<PipelineOptions, 'source' | 'total' | 'limitsLost'> {
+  /** The queue whose jobs the worker runs. */
   readonly queue: ArticleQueue;
   /** End once nothing is left on the queue (waiting, delayed or running anywhere). @default false: wait for more */
   readonly exitWhenDrained?: boolean | undefined;

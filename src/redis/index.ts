@@ -9,13 +9,9 @@ export type { RedisTlsOptions, RedisTargetSettings, ParsedRedisUrl, TlsMaterial 
 // What can be wrong with a Redis for the limiter, each one line to show before any call.
 export {
   RedisConnectError,
-  isRedisConnectError,
   RedisTlsFileError,
-  isRedisTlsFileError,
   RedisPermissionError,
-  isRedisPermissionError,
   RedisRedirectError,
-  isRedisRedirectError,
 } from './redis-errors.ts';
 export type { RedisConnectReason } from './redis-errors.ts';
 export type { RedisScript } from './scripts.ts';

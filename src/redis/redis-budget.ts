@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import { checkNumber, checkObject } from '../validation/checks.ts';
-import { NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
+import { NANO_USD, type Budget, type BudgetHold } from '../quota/budget.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { defineScript } from './scripts.ts';
 
+/** What `new RedisBudget()` takes: the connection, the key the budget is kept under, the budget, a key prefix and a logger. */
 export interface RedisBudgetOptions {
   /** Where the budget is kept ({@link connectRedis}). */
   readonly connection: RedisConnection;
@@ -46,6 +47,7 @@ const RELEASE = defineScript('newsProcessorBudgetRelease', `return tostring(redi
  * `LimiterUnavailableError`, as the shared limits do.
  */
 export class RedisBudget implements Budget {
+  /** The budget, in USD. */
   readonly maxUsd: number;
   readonly #maxNano: number;
   readonly #connection: RedisConnection;
@@ -84,10 +86,12 @@ export class RedisBudget implements Budget {
     await this.#connection.checkAccess([this.#key], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
   }
 
+  /** Spent and held so far, in USD, as this process last read it from Redis. */
   get spentUsd(): number {
     return this.#usedNano / NANO_USD;
   }
 
+  /** Holds `nanoUsd` if what is left in Redis covers it, atomically; resolves with undefined, holding nothing, when it does not. */
   async reserve(nanoUsd: number): Promise<BudgetHold | undefined> {
     checkNumber('nanoUsd', nanoUsd, { min: 0 });
     const amount = Math.ceil(nanoUsd);

@@ -42,6 +42,7 @@ const RESEND_PAUSE_MS = 10;
 /** While calls fail, Redis is probed this often to know when it answers again. */
 const PROBE_EVERY_MS = 250;
 
+/** What `connectRedis()` takes besides the URL: the timeout, cluster mode, TLS files, a logger. */
 export interface RedisConnectOptions {
   /** Connect timeout, and how long any call waits for an answer, in ms, > 0. @default REDIS_DEFAULTS.timeoutMs (2000) */
   readonly timeoutMs?: number | undefined;
@@ -209,6 +210,7 @@ async function isClusterNode(client: Redis, timeoutMs: number): Promise<boolean>
 export class RedisConnection {
   /** The URL with its password hidden: for messages and logs. */
   readonly url: string;
+  /** The longest a call waits for an answer, in ms, before it fails with `LimiterUnavailableError`. */
   readonly timeoutMs: number;
   /** Where this connection goes, as settings that build more clients like it (`target.createClient()`). */
   readonly target: RedisTarget;

@@ -36,6 +36,7 @@ const REMEDIES: Readonly<Record<RedisConnectReason, string>> = {
 
 /** Redis could not be reached at start (refused, unknown host, timed out, a password or certificate refused). */
 export class RedisConnectError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisConnectError';
 
   constructor(
@@ -51,15 +52,15 @@ export class RedisConnectError extends Error {
   }
 }
 
-export const isRedisConnectError = (error: unknown): error is RedisConnectError => error instanceof RedisConnectError;
-
 /** A TLS file given to {@link connectRedis} that cannot be used: missing, unreadable, not PEM, a key not the certificate's. */
 export class RedisTlsFileError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisTlsFileError';
 
   constructor(
     /** Which option named the file. */
     readonly option: 'caFile' | 'certFile' | 'keyFile',
+    /** The file, as given. */
     readonly path: string,
     /** What is wrong with it: `cannot read it: ENOENT: no such file or directory`, `holds no PEM certificate`. */
     readonly detail: string,
@@ -68,13 +69,12 @@ export class RedisTlsFileError extends Error {
   }
 }
 
-export const isRedisTlsFileError = (error: unknown): error is RedisTlsFileError => error instanceof RedisTlsFileError;
-
 /**
  * The Redis user may not do what the limiter does on its keys: run its scripts (`EVALSHA`, and
  * `EVAL` to load them), or, inside them, `TIME`, `GET`, `SET`, `DEL` on keys matching the pattern.
  */
 export class RedisPermissionError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RedisPermissionError';
 
   constructor(
@@ -91,8 +91,6 @@ export class RedisPermissionError extends Error {
   }
 }
 
-export const isRedisPermissionError = (error: unknown): error is RedisPermissionError => error instanceof RedisPermissionError;
-
 /**
  * Redis answered `MOVED` or `ASK` on a connection not in cluster mode: it is a Redis Cluster node,
  * and the key lives on another. Not a Redis that went away — going on with a local bucket would
@@ -100,5 +98,3 @@ export const isRedisPermissionError = (error: unknown): error is RedisPermission
  * so that a run that meets it mid-way stops as it does for a lost Redis.
  */
 export class RedisRedirectError extends LimiterUnavailableError {}
-
-export const isRedisRedirectError = (error: unknown): error is RedisRedirectError => error instanceof RedisRedirectError;

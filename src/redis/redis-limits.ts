@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
+import type { TokenUsage } from '../provider/provider.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { LocalLimits } from '../limits/local-limits.ts';
+import { LocalLimits } from '../quota/local-limits.ts';
 import {
   amountOf,
   checkLimitSpecs,
@@ -14,16 +15,16 @@ import {
   type LimitKind,
   type LimitSpec,
   type ProviderLimits,
-  type TokensUsed,
-} from '../limits/provider-limits.ts';
+} from '../quota/provider-limits.ts';
 import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.ts';
 import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import { isRedisRedirectError } from './redis-errors.ts';
+import { RedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 
+/** What `new RedisLimits()` takes: the connection, the quota's key and limits, and the share of them kept locally when Redis goes away. */
 export interface RedisLimitsOptions {
   /** Where the quota lives ({@link connectRedis}); one connection serves every provider of a process. */
   readonly connection: RedisConnection;
@@ -88,7 +89,9 @@ interface SharedLimit {
  * burst.
  */
 export class RedisLimits implements ProviderLimits {
+  /** The limits as configured. */
   readonly specs: readonly LimitSpec[];
+  /** Whether any limit counts LLM tokens. */
   readonly countsTokens: boolean;
   /** Other processes take from this quota: an article's deadline starts at its first grant. */
   readonly shared = true;
@@ -162,6 +165,7 @@ export class RedisLimits implements ProviderLimits {
     return this.#keys;
   }
 
+  /** The request limit's rate now, in calls per second; `Infinity` without one. */
   get rate(): number {
     return this.#rate;
   }
@@ -177,6 +181,7 @@ export class RedisLimits implements ProviderLimits {
     await this.#connection.checkAccess(this.#keys, [RESERVE, CANCEL, SETTLE, LOWER, SET_RATE], `${this.#prefix}*`);
   }
 
+  /** Waits until `cost` fits every limit in Redis and takes it, atomically across processes; rejects as `ProviderLimits.acquire` says. */
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
     const { signal } = options;
     const maxWaitMs = options.maxWaitMs ?? Infinity;
@@ -199,7 +204,7 @@ export class RedisLimits implements ProviderLimits {
       reply = (await abandonOnAbort(pending, signal, (late) => this.#cancelLate(late, cost))) as readonly unknown[];
     } catch (error) {
       // A redirect says the quota is not where this process looks: a local bucket would not share it either.
-      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || isRedisRedirectError(error)) throw error;
+      if (this.#fallback === undefined || !isLimiterUnavailableError(error) || error instanceof RedisRedirectError) throw error;
       return this.#acquireLocally(cost, options, Math.max(0, maxWaitMs - (systemClock.now() - startMs)));
     }
     if ((reply[0] as number) < 0) throw new MaxWaitExceededError(readMicroseconds(reply[1]), maxWaitMs);
@@ -216,6 +221,7 @@ export class RedisLimits implements ProviderLimits {
     return this.countsTokens ? new RedisGrant((actual) => this.#settle(cost, actual)) : SETTLED;
   }
 
+  /** Sets the shared request rate from now on, for every process; never above the configured one. */
   setRate(rate: number): void {
     checkNumber('rate', rate, { min: 0, finite: false, unit: 'calls per second' });
     const requests = this.#requests;
@@ -242,6 +248,7 @@ export class RedisLimits implements ProviderLimits {
     );
   }
 
+  /** The provider says only `remaining` of `kind` is left now: takes the excess away in Redis. Never raises. */
   lowerTo(kind: LimitKind, remaining: number): void {
     if (this.#fallback !== undefined && !this.#connection.available) {
       this.#fallback.lowerTo(kind, remaining * this.#fallbackShare);
@@ -252,6 +259,7 @@ export class RedisLimits implements ProviderLimits {
     this.#fire(LOWER, [limit.key], [limit.rateText, limit.burstText, remaining]);
   }
 
+  /** Ms until `requests` more calls would be granted, by the requests this process sees waiting (other processes' are not known). */
   backlogMs(requests: number): number {
     if (this.#onFallback) return this.#fallback!.backlogMs(requests);
     const limit = this.#requests;
@@ -264,7 +272,7 @@ export class RedisLimits implements ProviderLimits {
   }
 
   /** Gives back what a grant's estimate did not use, or takes what it overran. */
-  #settle(estimate: CallCost, actual: TokensUsed): void {
+  #settle(estimate: CallCost, actual: TokenUsage): void {
     if (this.#fallback !== undefined && !this.#connection.available) return;
     const keys: string[] = [];
     const args: (string | number)[] = [];
@@ -360,13 +368,13 @@ export class RedisLimits implements ProviderLimits {
 
 /** A grant whose token estimate is squared in Redis, once. */
 class RedisGrant implements LimitGrant {
-  #settle: ((actual: TokensUsed) => void) | undefined;
+  #settle: ((actual: TokenUsage) => void) | undefined;
 
-  constructor(settle: (actual: TokensUsed) => void) {
+  constructor(settle: (actual: TokenUsage) => void) {
     this.#settle = settle;
   }
 
-  settle(actual: TokensUsed): void {
+  settle(actual: TokenUsage): void {
     const settle = this.#settle;
     this.#settle = undefined;
     settle?.(actual);

@@ -3,6 +3,7 @@ import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { readMicroseconds, TAKE } from './scripts.ts';
 
+/** What `new RedisRateLimitStore()` takes: the connection, a key prefix, each key's rate and burst. */
 export interface RedisRateLimitStoreOptions {
   /** Where the buckets live ({@link connectRedis}). */
   readonly connection: RedisConnection;
@@ -27,7 +28,9 @@ export interface RedisRateLimitStoreOptions {
  * `onStoreError` decides what the request gets).
  */
 export class RedisRateLimitStore implements RateLimitStore {
+  /** Each key's refill rate, in requests per second. */
   readonly rate: number;
+  /** Each key's bucket size. */
   readonly burst: number;
   readonly #connection: RedisConnection;
   readonly #prefix: string;
@@ -61,6 +64,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     await this.#connection.checkAccess([`${this.#prefix}check`], [TAKE], `${this.#prefix}*`);
   }
 
+  /** Takes `n` tokens from `key`'s bucket in Redis if it holds them, and says whether it did, what remains and when to retry. */
   async take(key: string, n = 1): Promise<RateLimitDecision> {
     if (!(n >= 0 && n < Infinity)) checkNumber('n', n, { min: 0 });
     if (this.rate === Infinity) return { allowed: true, limit: this.burst, remaining: Math.floor(this.burst), resetMs: 0, retryAfterMs: 0 };

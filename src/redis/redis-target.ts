@@ -43,7 +43,9 @@ export const REDIS_URL_PARAMETERS: readonly string[] = Object.freeze(['rejectUna
 export class RedisTarget {
   /** The URL with its password hidden: for messages and logs. */
   readonly url: string;
+  /** The host clients connect to (a seed node in a cluster). */
   readonly host: string;
+  /** The port clients connect to. */
   readonly port: number;
   /** The database of the URL's path; always 0 on a cluster. */
   readonly db: number;
@@ -117,9 +119,13 @@ export class RedisTarget {
 
 /** What a {@link RedisTarget} is made of (internal: `connectRedis` makes them). */
 export interface RedisTargetSettings {
+  /** The URL, read into its parts. */
   readonly url: ParsedRedisUrl;
+  /** The TLS files' contents, when the connection uses TLS. */
   readonly tls: TlsMaterial | undefined;
+  /** Whether Redis is a Redis Cluster. */
   readonly cluster: boolean;
+  /** How long a connection may take, in ms. */
   readonly timeoutMs: number;
   /** The ioredis classes, loaded by `connectRedis` (so that importing the library costs nothing to those who never share a quota). */
   readonly ioredis: { readonly Redis: typeof Redis; readonly Cluster: typeof Cluster };
@@ -132,11 +138,17 @@ export type TlsMaterial = Readonly<{ ca?: Buffer; cert?: Buffer; key?: Buffer; r
 export interface ParsedRedisUrl {
   /** The URL with its password hidden. */
   readonly shown: string;
+  /** The host name or address. */
   readonly host: string;
+  /** The port, 6379 when the URL names none. */
   readonly port: number;
+  /** The database number (`/2`), 0 when the URL names none. */
   readonly db: number;
+  /** The ACL user name, when the URL has one. */
   readonly username: string | undefined;
+  /** The password, when the URL has one. */
   readonly password: string | undefined;
+  /** Whether the URL asks for TLS (`rediss://`). */
   readonly tls: boolean;
   /** From `?rejectUnauthorized=`; true unless it says false. */
   readonly rejectUnauthorized: boolean;

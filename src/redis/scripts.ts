@@ -20,8 +20,11 @@ import { createHash } from 'node:crypto';
 
 /** A script, the name it is known by in logs, and its SHA1 (what `EVALSHA` sends). */
 export interface RedisScript {
+  /** The name logs know the script by. */
   readonly name: string;
+  /** The script's source. */
   readonly lua: string;
+  /** The script's SHA1, what `EVALSHA` sends. */
   readonly sha: string;
 }
 

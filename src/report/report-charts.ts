@@ -1,5 +1,5 @@
 import type { VegaLiteSpec } from '../bench/chart.ts';
-import type { LimitKind } from '../limits/provider-limits.ts';
+import type { LimitKind } from '../quota/provider-limits.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { seriesKey, type RecordedBin, type RunRecord } from './run-recorder.ts';
 

@@ -1,5 +1,5 @@
 import { loadChartRenderer } from '../bench/chart-renderer.ts';
-import { formatUsd } from '../limits/budget.ts';
+import { formatUsd } from '../quota/budget.ts';
 import type { Percentiles, RunSummary } from '../pipeline/metrics.ts';
 import { reportCharts, type ReportChart } from './report-charts.ts';
 import type { RunRecord } from './run-recorder.ts';

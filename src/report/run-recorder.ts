@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { NANO_USD, type Budget } from '../limits/budget.ts';
-import type { LimitSpec } from '../limits/provider-limits.ts';
+import { NANO_USD, type Budget } from '../quota/budget.ts';
+import type { LimitSpec } from '../quota/provider-limits.ts';
 import { Histogram } from '../pipeline/histogram.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
 import type { ArticleResult } from '../pipeline/result.ts';

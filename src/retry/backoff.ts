@@ -25,6 +25,7 @@ export type Backoff = (attempt: number, previousDelayMs: number) => number;
 
 const BACKOFF_KINDS: readonly BackoffKind[] = ['exponential', 'full', 'decorrelated'];
 
+/** A backoff formula by name: `exponential` (doubling, capped), `full` (full jitter) or `decorrelated` (decorrelated jitter). */
 export type BackoffKind = 'exponential' | 'full' | 'decorrelated';
 
 /** The backoff {@link createBackoff} makes unless told otherwise. */

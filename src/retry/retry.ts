@@ -1,6 +1,7 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { checkDurationMs, checkFunction, checkInteger, checkNumber } from '../validation/checks.ts';
 import { createBackoff, type Backoff } from './backoff.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /** How retries behave unless told otherwise. */
 export const RETRY_DEFAULTS = Object.freeze({
@@ -25,6 +26,7 @@ export interface RetryPolicyOptions {
   readonly isRetryable?: (error: unknown) => boolean;
 }
 
+/** What `retry()` takes: the policy (attempts, backoff, deadline) and what to tell and what to stop on. */
 export interface RetryOptions extends RetryPolicyOptions {
   /** Time source of the backoff sleeps and of `deadlineMs`. @default systemClock */
   readonly clock?: Clock;
@@ -40,14 +42,19 @@ export interface RetryOptions extends RetryPolicyOptions {
   readonly onRetry?: (event: RetryEvent) => void;
 }
 
+/** Told before each wait of `retry()`: which attempt failed, how, and how long the loop waits before the next. */
 export interface RetryEvent {
+  /** The attempt that failed, from 1. */
   readonly attempt: number;
+  /** The attempt's failure. */
   readonly error: unknown;
+  /** How long the loop waits before the next attempt, in ms. */
   readonly delayMs: number;
 }
 
 /** What each attempt receives besides its number; shaped like the provider's `CallOptions`. */
 export interface AttemptOptions {
+  /** Aborts when the retry loop gives up (its deadline passed, or the caller's signal aborted): the attempt should stop. */
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -62,9 +69,13 @@ export type RetryDecision = { readonly retry: true; readonly delayMs: number } |
 
 /** retry() gave up. `cause` is the last attempt's error, so nothing of the failure is lost. */
 export class RetryError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'RetryError';
+  /** How many attempts were made. */
   readonly attempts: number;
+  /** The last attempt's failure. */
   readonly lastError: unknown;
+  /** Why the loop stopped: the failure was not retryable, the attempts ran out, or the deadline would have passed. */
   readonly reason: RetryStopReason;
 
   constructor(attempts: number, lastError: unknown, reason: RetryStopReason) {
@@ -75,7 +86,8 @@ export class RetryError extends Error {
   }
 }
 
-export const isRetryError = (error: unknown): error is RetryError => error instanceof RetryError;
+// By brand: a call through a route built on another copy of the package still gives its last failure.
+export const isRetryError = brandedGuard(RetryError, 'RetryError');
 
 const isMarkedRetryable = (error: unknown): boolean =>
   error !== null && typeof error === 'object' && (error as { retryable?: unknown }).retryable === true;
@@ -87,6 +99,7 @@ const isMarkedRetryable = (error: unknown): boolean =>
  * `backoff(attempt, previousDelayMs)`. Options are checked once, here.
  */
 export class RetryPolicy {
+  /** The most attempts the policy allows, the first included. */
   readonly maxAttempts: number;
   readonly #maxRetryAfterMs: number;
   readonly #backoff: Backoff;

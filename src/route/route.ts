@@ -1,5 +1,5 @@
 import type { GateCallOptions } from '../gate/call-gate.ts';
-import type { CallCost } from '../limits/provider-limits.ts';
+import type { CallCost } from '../quota/provider-limits.ts';
 import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 
 /**
@@ -30,6 +30,8 @@ export interface Route {
 
 /** A route's answer: the provider's response, and the attempts the call took. */
 export interface RouteAnswer {
+  /** The provider's answer. */
   readonly response: LlmResponse;
+  /** How many attempts the answer took. */
   readonly attempts: number;
 }

@@ -34,6 +34,7 @@ export interface FailureProfile {
   readonly hangProbability: number;
 }
 
+/** A simulated provider's failure profile by name: `default` (none), `production`, `stress`, `outage`. */
 export type ProfileName = 'default' | 'production' | 'stress' | 'outage';
 
 /**
@@ -70,6 +71,7 @@ export interface ProviderQuota {
   readonly burst: number;
 }
 
+/** What `new SimulatedProvider()` takes: latency, failure profile, quota, outage, seed and clock. */
 export interface SimulatedProviderOptions {
   /** Names the provider in logs and metrics. @default SIMULATED_DEFAULTS.name ("simulated") */
   readonly name?: string;
@@ -159,6 +161,7 @@ const TOKEN_EPSILON = 1e-9;
  * Counters (`calls`, `rateLimited`, …) let tests and benchmarks see what the server saw.
  */
 export class SimulatedProvider implements Provider {
+  /** Names the provider in results and figures. */
   readonly name: string;
   readonly #clock: Clock;
   readonly #random: () => number;
@@ -243,6 +246,7 @@ export class SimulatedProvider implements Provider {
     return this.#hangs;
   }
 
+  /** Answers after a seeded latency with a seeded answer that fits the request's schema, or fails as its profile, quota or outage says. */
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const { signal } = options;
     if (signal?.aborted) throw signal.reason;

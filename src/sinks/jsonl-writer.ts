@@ -4,9 +4,11 @@ import type { Writable } from 'node:stream';
 
 /** The results file could not be written (full disk, closed pipe, no permission). */
 export class OutputError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'OutputError';
 
   constructor(
+    /** The output file, as given (`-` for standard output). */
     readonly path: string,
     cause: Error,
     /** What failed: writing the results, or reading them back to resume. */
@@ -17,8 +19,7 @@ export class OutputError extends Error {
   }
 }
 
-export const isOutputError = (error: unknown): error is OutputError => error instanceof OutputError;
-
+/** What `new JsonlWriter()` takes besides where to write: whether to add to an existing file. */
 export interface JsonlWriterOptions {
   /** Add to the end of an existing file instead of replacing it. @default false */
   readonly append?: boolean | undefined;
@@ -71,6 +72,7 @@ export class JsonlWriter {
     return this.#lines;
   }
 
+  /** Writes `value` as one JSON line; resolves once the stream has taken it (so a slow disk slows the caller). */
   async write(value: unknown): Promise<void> {
     if (this.#error !== undefined) throw this.#error;
     this.#lines++;

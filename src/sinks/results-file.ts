@@ -1,24 +1,26 @@
 import { createReadStream } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { NANO_USD } from '../limits/budget.ts';
+import { NANO_USD } from '../quota/budget.ts';
 import { LineError, readLines } from '../sources/lines.ts';
 import { OutputError } from './jsonl-writer.ts';
 
 /** A results file that cannot be taken up again: a line in the middle is not a result. */
 export class ResultsFileError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'ResultsFileError';
 
   constructor(
+    /** The results file, as given. */
     readonly path: string,
+    /** The line that could not be read. */
     readonly line: number,
+    /** What is wrong with the line, in a phrase. */
     readonly reason: string,
   ) {
     super(`${path}:${line}: ${reason}`);
   }
 }
-
-export const isResultsFileError = (error: unknown): error is ResultsFileError => error instanceof ResultsFileError;
 
 /** What a results file held of a run that is to be completed. */
 export interface KeptResults {

@@ -22,11 +22,15 @@ import {
 
 /** A generated article: it always has its text, a URL and a source. */
 export interface GeneratedArticle extends Article {
+  /** The article's text, words drawn from the seed. */
   readonly content: string;
+  /** A made-up address. */
   readonly url: string;
+  /** A made-up publication. */
   readonly source: string;
 }
 
+/** What `generateArticles()` takes besides the count: the seed that picks the articles. */
 export interface GenerateArticlesOptions {
   /**
    * Picks the articles; the same seed always gives the same articles. Any safe integer. The

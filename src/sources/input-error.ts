@@ -14,9 +14,13 @@ export interface InputIssue {
  * holds the underlying system error, if any.
  */
 export class InputError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'InputError';
+  /** The input file, as given (`-` for standard input). */
   readonly path: string;
+  /** The line of the problem, when it has one. */
   readonly line: number | undefined;
+  /** What is wrong, in a phrase. */
   readonly reason: string;
 
   constructor(issue: { path: string; line?: number | undefined; reason: string }, options?: ErrorOptions) {
@@ -27,5 +31,3 @@ export class InputError extends Error {
     this.reason = reason;
   }
 }
-
-export const isInputError = (error: unknown): error is InputError => error instanceof InputError;

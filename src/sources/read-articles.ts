@@ -9,7 +9,7 @@ import { checkBoolean, checkFunction, checkString, expected } from '../validatio
 import { fileErrorDetail } from '../validation/file-error.ts';
 import type { Article } from './article.ts';
 import { articleFromRecord, hasField, type RequiredField } from './article-record.ts';
-import { InputError, isInputError, type InputIssue } from './input-error.ts';
+import { InputError, type InputIssue } from './input-error.ts';
 import { LineError } from './lines.ts';
 
 /** A field every article is expected to have because a task's prompt reads it (`{{author}}`). */
@@ -161,7 +161,7 @@ async function* readArticles(
     if (error instanceof LineError) throw new InputError({ path, line: error.line, reason: error.reason });
     if (isMissingPackageError(error)) throw error;
     // Anything not ours came from reading the file (e.g. EISDIR surfaces on the first read).
-    throw isInputError(error) ? error : unreadable(path, error);
+    throw error instanceof InputError ? error : unreadable(path, error);
   } finally {
     if (typeof source === 'string') chunks.destroy?.();
   }

@@ -24,7 +24,9 @@ export interface TaskSpec {
 
 /** A task ready to run: its spec, its prompt compiled, and where it stands in the graph. */
 export interface Task extends TaskSpec {
+  /** The tasks whose answers this one needs first. */
   readonly dependsOn: readonly string[];
+  /** The prompt, parsed: its text and its placeholders. */
   readonly template: Template;
   /** Its calls and those that wait on it, at most, one after another: 1 for a task nothing waits on. */
   readonly height: number;
@@ -35,6 +37,7 @@ export interface Task extends TaskSpec {
  * independent tasks may run at once; a task runs once its `dependsOn` are done.
  */
 export interface TaskSet {
+  /** The tasks, each after those it depends on. */
   readonly tasks: readonly Task[];
   /** The most calls an article makes one after another (the graph's longest path). */
   readonly depth: number;
@@ -48,10 +51,9 @@ export interface TaskSet {
 
 /** A tasks file (or a list of task specs) that cannot run: `message` names the source, the task and what to fix. */
 export class TasksError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'TasksError';
 }
-
-export const isTasksError = (error: unknown): error is TasksError => error instanceof TasksError;
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 

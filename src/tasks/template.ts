@@ -19,7 +19,9 @@ export interface Placeholder {
 
 /** A template as literal text and placeholders, alternating: `parts[0]`, then a placeholder, then `parts[1]`, … */
 export interface Template {
+  /** The text between the placeholders: one more than there are placeholders. */
   readonly literals: readonly string[];
+  /** The placeholders, in order. */
   readonly placeholders: readonly Placeholder[];
 }
 
@@ -30,6 +32,7 @@ export class TemplateError extends Error {
 
 /** A placeholder's value the article lacks: a field the input line does not have, or (never after dependsOn) an output. */
 export class MissingFieldError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'MissingFieldError';
 
   constructor(
@@ -41,8 +44,6 @@ export class MissingFieldError extends Error {
     super(`missing field "${field}" for task ${task}`);
   }
 }
-
-export const isMissingFieldError = (error: unknown): error is MissingFieldError => error instanceof MissingFieldError;
 
 const SEGMENT = /^[^\s.{}]+$/;
 

@@ -4,8 +4,11 @@ import { valueForSchema } from '../simulator/schema-value.ts';
 
 /** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
 export interface Step {
+  /** How long the call takes on the clock, in ms. @default 0 */
   readonly latencyMs?: number;
+  /** Reject with this error (after the latency). */
   readonly error?: Error;
+  /** Never answer: the call settles only when its signal aborts. */
   readonly hang?: boolean;
 }
 
@@ -23,8 +26,11 @@ export interface ScriptedProviderOptions {
   readonly script?: readonly Step[] | undefined;
 }
 
+/** A provider for tests that answers by a script: one step per call (a latency, an error, a hang), the last repeating, on the test's clock. */
 export class ScriptedProvider implements Provider {
+  /** Names the provider in results and figures. */
   readonly name: string;
+  /** Every call made, in order: when it arrived (on the clock) and its request. */
   readonly calls: { atMs: number; request: LlmRequest }[] = [];
   readonly #clock: Clock;
   readonly #script: readonly Step[];
@@ -35,6 +41,7 @@ export class ScriptedProvider implements Provider {
     this.#script = options.script ?? [{}];
   }
 
+  /** Plays the next step: after its latency answers (a fixed answer for the built-in tasks, one made from the schema for others), rejects with its error, or hangs until aborted. */
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const step = this.#script[Math.min(this.calls.length, this.#script.length - 1)]!;
     this.calls.push({ atMs: this.#clock.now(), request });

@@ -1,4 +1,4 @@
-import type { LimitKind } from '../limits/provider-limits.ts';
+import type { LimitKind } from '../quota/provider-limits.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 
 /**
@@ -12,6 +12,7 @@ export const VENDOR_WINDOW_MS = 60_000;
 
 /** One limit as the headers describe it; a field the headers lacked, or got wrong, is absent. */
 export interface LimitStatus {
+  /** Which limit the headers describe: requests, tokens, input or output tokens. */
   kind: LimitKind;
   /** The quota: how many the window admits. */
   limit?: number;
@@ -39,6 +40,7 @@ export type HeaderSource =
 
 /** One limit to describe in headers; counts whole. */
 export interface LimitSnapshot {
+  /** Which limit this is: requests, tokens, input or output tokens. */
   readonly kind: LimitKind;
   /** Whole number >= 0: per minute for the OpenAI and Anthropic styles, per `windowMs` for the IETF one. */
   readonly limit: number;
@@ -60,10 +62,13 @@ export interface HeaderFormat {
   write(headers: Record<string, string>, status: readonly LimitSnapshot[], nowMs: number): void;
 }
 
+/** One response's headers as a `HeaderFormat` reads them: the fields, the time, and the cap on durations. */
 export interface HeaderFields {
   /** Field values by lower-case name, in arrival order. */
   readonly fields: ReadonlyMap<string, readonly string[]>;
+  /** The current time as Unix epoch ms, for dates and reset timestamps. */
   readonly nowMs: number;
+  /** Caps a duration at the longest one believed (`maxRetryAfterMs`). */
   readonly capMs: (ms: number) => number;
 }
 

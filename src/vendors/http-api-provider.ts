@@ -4,7 +4,9 @@ import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
 export interface SdkBinding {
+  /** The vendor's defaults: name, base URL, model, key variable. */
   readonly defaults: HttpProviderDefaults;
+  /** Binds the SDK to a provider's settings: what its calls go through. */
   bind(settings: HttpProviderSettings): BoundSdk;
 }
 
@@ -16,8 +18,11 @@ export interface SdkBinding {
  * failures mapped onto the provider errors from the HTTP status, headers and body alone.
  */
 export abstract class HttpApiProvider implements Provider {
+  /** Names the provider in logs, results and figures. */
   readonly name: string;
+  /** The model the calls ask for. */
   readonly model: string;
+  /** The API's base URL. */
   readonly baseUrl: string;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
@@ -47,6 +52,7 @@ export abstract class HttpApiProvider implements Provider {
     await this.#sdk.loaded;
   }
 
+  /** Calls the vendor's API through its SDK: the request encoded, the answer decoded and checked against the task's schema, a failure mapped to a provider error. */
   call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     return this.#sdk.call(request, options);
   }

@@ -45,6 +45,7 @@ export interface HttpProviderOptions {
 
 /** What an HTTP API is unless told otherwise. */
 export interface HttpProviderDefaults {
+  /** The name the provider goes by unless told otherwise. */
   readonly name: string;
   /** Where the API is; undefined when each user's differs and must be given (Azure's endpoint). */
   readonly baseUrl: string | undefined;
@@ -60,9 +61,13 @@ export interface HttpProviderDefaults {
 
 /** The options after validation, defaults applied. */
 export interface HttpProviderSettings {
+  /** The API key (never shown in messages). */
   readonly apiKey: string;
+  /** Names the provider in logs, results and figures. */
   readonly name: string;
+  /** The model the calls ask for. */
   readonly model: string;
+  /** The API's base URL. */
   readonly baseUrl: string;
   /** Azure OpenAI's `api-version`; undefined for the vendors that take none. */
   readonly apiVersion: string | undefined;
@@ -176,6 +181,7 @@ export interface SdkErrorClasses {
 export interface ErrorBody {
   /** OpenAI's `error.code` and `error.type`; Anthropic's `error.type`. */
   readonly codes: readonly unknown[];
+  /** The error's message, as the vendor wrote it. */
   readonly message: unknown;
 }
 

@@ -1,4 +1,4 @@
-import type { LimitKind } from '../limits/provider-limits.ts';
+import type { LimitKind } from '../quota/provider-limits.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
 import {
@@ -54,7 +54,8 @@ const READ_FORMATS: readonly HeaderFormat[] = [...new Set(Object.values(HEADER_F
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-export interface RateLimitInfo {
+/** What `parseRateLimitHeaders()` read from one response's headers: how long to wait, and every limit they describe. */
+export interface ParsedRateLimitHeaders {
   /** How long the server asked the client to wait, in ms, capped; absent when it did not ask (readably). */
   retryAfterMs?: number;
   /**
@@ -65,6 +66,7 @@ export interface RateLimitInfo {
   limits: LimitStatus[];
 }
 
+/** What `parseRateLimitHeaders()` takes besides the headers: the time dates are read against, and the longest wait believed. */
 export interface ParseRateLimitHeadersOptions {
   /** The current time as Unix epoch ms, for date-valued headers (HTTP-date, RFC 3339). @default Date.now() */
   readonly nowMs?: number;
@@ -72,6 +74,7 @@ export interface ParseRateLimitHeadersOptions {
   readonly maxRetryAfterMs?: number;
 }
 
+/** What `formatRateLimitHeaders()` takes besides the limits: the time resets are written against. */
 export interface FormatRateLimitHeadersOptions {
   /** The current time as Unix epoch ms, for Anthropic's reset timestamps. @default Date.now() */
   readonly nowMs?: number;
@@ -82,13 +85,16 @@ export interface FormatRateLimitHeadersOptions {
  * (several may be present at once). `headers` may be undefined (no headers: nothing known).
  * Throws `TypeError` only for bad `options`, never for a header value.
  */
-export function parseRateLimitHeaders(headers: HeaderSource | undefined, options: ParseRateLimitHeadersOptions = {}): RateLimitInfo {
+export function parseRateLimitHeaders(
+  headers: HeaderSource | undefined,
+  options: ParseRateLimitHeadersOptions = {},
+): ParsedRateLimitHeaders {
   checkObject('options', options);
   const { nowMs = Date.now(), maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs } = options;
   checkNumber('nowMs', nowMs, { unit: 'Unix epoch ms' });
   checkDurationMs('maxRetryAfterMs', maxRetryAfterMs);
   const fields: HeaderFields = { fields: collectFields(headers), nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) };
-  const info: RateLimitInfo = { limits: READ_FORMATS.flatMap((format) => format.parse(fields)) };
+  const info: ParsedRateLimitHeaders = { limits: READ_FORMATS.flatMap((format) => format.parse(fields)) };
   const retryAfterMs = parseRetryAfter(fields);
   if (retryAfterMs !== undefined) info.retryAfterMs = retryAfterMs;
   return info;

@@ -69,6 +69,7 @@ export type SdkRequestOptions = ReturnType<typeof sdkRequestOptions>;
 
 /** What a response came with, for the answer's decoding and the errors it may throw. */
 export interface ResponseMeta {
+  /** The response's headers, lower-case names. */
   readonly headers: ResponseHeaders;
 }
 
@@ -99,8 +100,11 @@ export interface SdkWire<Client extends RefetchableClient<Client>, Body extends 
 
 /** What a provider needs of its vendor's SDK once it is bound to the settings. */
 export interface BoundSdk {
+  /** Settles once the SDK package has loaded (rejects when it is not installed). */
   readonly loaded: Promise<unknown>;
+  /** Makes one call through the SDK: the request encoded, the answer decoded, a failure mapped to a provider error. */
   call(request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
+  /** Loads what the first call would otherwise load (the SDK, the answers' validators); never rejects. */
   warmUp(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@ import { generateArticles } from '../../src/sources/generated.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { RateLimitError } from '../../src/provider/provider.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 
 describe('pairSettings()', () => {
   it('pairs rates and bursts by position', () => {

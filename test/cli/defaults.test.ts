@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BREAKER_DEFAULTS, formatDuration, GATE_DEFAULTS, PIPELINE_DEFAULTS, RETRY_DEFAULTS, SIMULATED_DEFAULTS } from '../../src/index.ts';
+import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS } from '../../src/index.ts';
+import { BREAKER_DEFAULTS, formatDuration, RETRY_DEFAULTS } from '../../src/mechanisms.ts';
 import { runCli } from './run-cli.ts';
 
 /** Every flag whose default is the library's, with that default as `--help` must print it. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { formatAttempt, formatRate, formatSummary, plural } from '../../cmd/format.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { formatUsd, LocalBudget } from '../../src/limits/budget.ts';
+import { formatUsd, LocalBudget } from '../../src/quota/budget.ts';
 import type { RunSummary } from '../../src/pipeline/metrics.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { BadRequestError, RateLimitError } from '../../src/provider/provider.ts';
 import { generateArticles } from '../../src/sources/generated.ts';

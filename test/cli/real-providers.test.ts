@@ -1,7 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANTHROPIC_DEFAULTS, OPENAI_DEFAULTS } from '../../src/index.ts';
+import { ANTHROPIC_DEFAULTS } from '../../src/vendors/anthropic/defaults.ts';
+import { OPENAI_DEFAULTS } from '../../src/vendors/openai/defaults.ts';
 import { PROVIDER_DEFAULTS } from '../../src/vendors/registry.ts';
 import { refusedUrl, type ScriptedApiServer, startScriptedApiServer, type Vendor } from '../vendors/scripted-api-server.ts';
 import { type CliResult, linesOf, makeTempDir, runCli } from './run-cli.ts';

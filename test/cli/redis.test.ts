@@ -2,7 +2,8 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDuration, type ArticleResult, type RunSummary } from '../../src/index.ts';
+import type { ArticleResult, RunSummary } from '../../src/index.ts';
+import { formatDuration } from '../../src/mechanisms.ts';
 import { REDIS_DEFAULTS } from '../../src/redis/index.ts';
 import { namesOnEveryNode, slotRanges } from '../redis/cluster-slot.ts';
 import {

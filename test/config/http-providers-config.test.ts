@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ANTHROPIC_DEFAULTS, ConfigError, OPENAI_DEFAULTS, parseProvidersConfig } from '../../src/index.ts';
+import { ConfigError, parseProvidersConfig } from '../../src/index.ts';
+import { ANTHROPIC_DEFAULTS } from '../../src/vendors/anthropic/defaults.ts';
+import { OPENAI_DEFAULTS } from '../../src/vendors/openai/defaults.ts';
 
 const limits = [{ kind: 'requests', rate: 5 }];
 

@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import {
   RateLimitError,
   ServerError,

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';

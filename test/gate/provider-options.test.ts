@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import { checkProviderSetup, providerSetupProblem } from '../../src/gate/provider-options.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { ScriptedProvider } from '../../src/testing/scripted-provider.ts';
 
 describe('providerSetupProblem()', () => {

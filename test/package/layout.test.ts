@@ -14,7 +14,7 @@ const DOMAIN = [
   'pipeline',
   'route',
   'gate',
-  'limits',
+  'quota',
   'provider',
   'vendors',
   'simulator',

@@ -112,13 +112,14 @@ describe('the packed package, installed into a fresh project', () => {
 
   it('imports every entry point with plain node, none of the optional packages installed, and runs a pipeline', () => {
     const script = `
-      import { TokenBucket, runPipeline, SimulatedProvider, generateArticles, requestLimit } from 'news-processor';
-      import { ManualClock } from 'news-processor/testing';
+      import { runPipeline, SimulatedProvider, generateArticles, requestLimit } from 'news-processor';
+      import { TokenBucket, ManualClock } from 'news-processor/mechanisms';
+      import { drive } from 'news-processor/testing';
       import { rateLimit, KeyedLimiter } from 'news-processor/middleware';
       import { RedisLimits } from 'news-processor/redis';
       import { LlmServer } from 'news-processor/server';
       import { runSweep } from 'news-processor/bench';
-      for (const name of [rateLimit, KeyedLimiter, RedisLimits, LlmServer, runSweep]) if (typeof name !== 'function') throw new Error('missing');
+      for (const name of [drive, rateLimit, KeyedLimiter, RedisLimits, LlmServer, runSweep]) if (typeof name !== 'function') throw new Error('missing');
       const bucket = new TokenBucket({ rate: 1, burst: 2, clock: new ManualClock() });
       const summary = await runPipeline({
         source: generateArticles(3),
@@ -150,8 +151,9 @@ describe('the packed package, installed into a fresh project', () => {
     const consumer = (body: string) =>
       writeFile(
         join(dir, 'consumer.ts'),
-        `import { TokenBucket, runPipeline, generateArticles, requestLimit, type RunSummary, type ProviderLimits } from 'news-processor';
-        import { ScriptedProvider, ManualClock } from 'news-processor/testing';
+        `import { runPipeline, generateArticles, requestLimit, type RunSummary, type ProviderLimits } from 'news-processor';
+        import { TokenBucket, ManualClock } from 'news-processor/mechanisms';
+        import { ScriptedProvider } from 'news-processor/testing';
         // Entry points whose optional packages are not installed type-check all the same.
         import type { RateLimitOptions } from 'news-processor/middleware';
         import type { LlmServerOptions } from 'news-processor/server';

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { Admission } from '../../src/pipeline/admission.ts';
 
 /** 200 articles (400 calls) at 20/s, burst 1, latency 1–2 ms, a 5 s timeout: the run that used to fail 200 of 200. */

@@ -3,8 +3,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { rateFloorMs, RateHistory } from '../../src/limits/rate-history.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { rateFloorMs, RateHistory } from '../../src/quota/rate-history.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { RateLimitError } from '../../src/provider/provider.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';

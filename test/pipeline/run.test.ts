@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { AuthenticationError, BadRequestError, NetworkError, ServerError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';

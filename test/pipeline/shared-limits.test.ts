@@ -2,8 +2,8 @@
 // article's deadline starts at its first grant, and that grant is taken only when it is near.
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { requestLimit, type ProviderLimits } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { requestLimit, type ProviderLimits } from '../../src/quota/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';

@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { inputTokenBound } from '../../src/gate/call-cost.ts';
-import { LocalBudget } from '../../src/limits/budget.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { LocalBudget } from '../../src/quota/budget.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { CancelledError, runPipeline } from '../../src/pipeline/run.ts';
 import {

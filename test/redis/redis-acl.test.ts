@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestLimit } from '../../src/index.ts';
 import {
   connectRedis,
-  isRedisPermissionError,
   RedisBudget,
   RedisLimits,
   RedisRateLimitStore,
   type RedisConnection,
+  RedisPermissionError,
 } from '../../src/redis/index.ts';
 import { ArticleQueue, queueRedisOf } from '../../src/queue/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
@@ -96,7 +96,7 @@ describe('RedisLimits.check', () => {
     const connection = await connectAs(user);
     const limits = new RedisLimits({ connection, limits: requestLimit(10, 2), quotaKey: 'refused' });
     const error = await limits.check().catch((e: unknown) => e);
-    expect(isRedisPermissionError(error)).toBe(true);
+    expect(error instanceof RedisPermissionError).toBe(true);
     expect((error as Error).message).toBe(`Redis user "${user}" may not run the limiter: ${detail}; it needs ${NEEDS}`);
     expect(await admin.exists('news-processor:{refused}:requests')).toBe(0);
   });

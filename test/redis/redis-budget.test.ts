@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLimiterUnavailableError } from '../../src/limiter/limiter-unavailable-error.ts';
-import { NANO_USD } from '../../src/limits/budget.ts';
+import { NANO_USD } from '../../src/quota/budget.ts';
 import { connectRedis, RedisBudget, type RedisConnection } from '../../src/redis/index.ts';
 import { FAST, runCli } from '../cli/run-cli.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLimiterUnavailableError, requestLimit } from '../../src/index.ts';
-import { connectRedis, isRedisRedirectError, RedisLimits, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
+import { connectRedis, RedisLimits, RedisRateLimitStore, type RedisConnection, RedisRedirectError } from '../../src/redis/index.ts';
 import { clusterSlot, namesOnEveryNode, slotRanges } from './cluster-slot.ts';
 import { startRedisCluster, type TestCluster } from './redis-server.ts';
 import { excessFromFirst, firstCallTokens, runSharedQuota, stray429s } from './shared-quota.ts';
@@ -125,12 +125,12 @@ describe('RedisLimits on a Redis Cluster', () => {
       const elsewhere = names.get(cluster.nodes[1]!.port)!;
       const limits = new RedisLimits({ connection: plain, limits: requestLimit(10, 2), quotaKey: elsewhere, fallbackShare: 0.5 });
       const error = await limits.check().catch((e: unknown) => e);
-      expect(isRedisRedirectError(error)).toBe(true);
+      expect(error instanceof RedisRedirectError).toBe(true);
       const slot = clusterSlot(`{${elsewhere}}`);
       expect((error as Error).message).toBe(
         `Redis at ${cluster.url} is a Redis Cluster node, and news-processor:{${elsewhere}}:requests (slot ${slot}) is served by 127.0.0.1:${cluster.nodes[1]!.port} (MOVED): connect in cluster mode`,
       );
-      await expect(limits.acquire(ONE_CALL)).rejects.toSatisfy(isRedisRedirectError);
+      await expect(limits.acquire(ONE_CALL)).rejects.toBeInstanceOf(RedisRedirectError);
       expect(plain.available).toBe(true);
       // The quota that does live on this node is served.
       await new RedisLimits({ connection: plain, limits: requestLimit(10, 2), quotaKey: names.get(cluster.nodes[0]!.port)! }).check();
@@ -149,7 +149,7 @@ describe('RedisLimits on a Redis Cluster', () => {
       const startMs = performance.now();
       const error = await limits.acquire(ONE_CALL).catch((e: unknown) => e);
       expect(isLimiterUnavailableError(error)).toBe(true);
-      expect(isRedisRedirectError(error)).toBe(false);
+      expect(error instanceof RedisRedirectError).toBe(false);
       expect(performance.now() - startMs).toBeLessThan(3000);
       expect(short.available).toBe(false);
       // With a fallback share the quota goes on locally, as it does when a single Redis is lost.

@@ -8,11 +8,11 @@ import {
   isLimiterUnavailableError,
   LimiterUnavailableError,
   LimitTooSmallError,
-  MaxWaitExceededError,
   requestLimit,
   type LimitSpec,
 } from '../../src/index.ts';
-import { connectRedis, isRedisConnectError, RedisLimits, type RedisConnection } from '../../src/redis/index.ts';
+import { MaxWaitExceededError } from '../../src/mechanisms.ts';
+import { connectRedis, RedisLimits, type RedisConnection, RedisConnectError } from '../../src/redis/index.ts';
 import { clusterSlot } from './cluster-slot.ts';
 import { freePort, startRedis, type TestRedis } from './redis-server.ts';
 
@@ -460,7 +460,7 @@ describe('connectRedis', () => {
   it('names the URL and the cause when Redis cannot be reached, hiding the password', async () => {
     const port = await freePort();
     const error = await connectRedis(`redis://:secret@127.0.0.1:${port}`).catch((e: unknown) => e);
-    expect(isRedisConnectError(error)).toBe(true);
+    expect(error instanceof RedisConnectError).toBe(true);
     expect((error as Error).message).toBe(
       `cannot connect to Redis at redis://:***@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
     );

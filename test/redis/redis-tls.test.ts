@@ -2,15 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestLimit } from '../../src/index.ts';
-import {
-  connectRedis,
-  isRedisConnectError,
-  isRedisTlsFileError,
-  RedisLimits,
-  type RedisConnectError,
-  type RedisConnection,
-  type RedisTlsFileError,
-} from '../../src/redis/index.ts';
+import { connectRedis, RedisLimits, RedisConnectError, type RedisConnection, RedisTlsFileError } from '../../src/redis/index.ts';
 import { startTlsRedisPair, type TestCertificates, type TestRedis, type TlsRedisPair } from './redis-server.ts';
 
 let pair: TlsRedisPair;
@@ -43,13 +35,13 @@ async function keepsAQuota(connection: RedisConnection): Promise<void> {
 
 async function connectError(url: string, options: Parameters<typeof connectRedis>[1]): Promise<RedisConnectError> {
   const error = await connectRedis(url, { timeoutMs: 1000, ...options }).catch((e: unknown) => e);
-  expect(isRedisConnectError(error), String(error)).toBe(true);
+  expect(error instanceof RedisConnectError, String(error)).toBe(true);
   return error as RedisConnectError;
 }
 
 async function fileError(options: NonNullable<Parameters<typeof connectRedis>[1]>['tls']): Promise<RedisTlsFileError> {
   const error = await connectRedis(tls.url, { tls: options }).catch((e: unknown) => e);
-  expect(isRedisTlsFileError(error), String(error)).toBe(true);
+  expect(error instanceof RedisTlsFileError, String(error)).toBe(true);
   return error as RedisTlsFileError;
 }
 

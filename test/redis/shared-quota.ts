@@ -2,7 +2,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { ManualClock, TokenBucket, type RunSummary } from '../../src/index.ts';
+import type { RunSummary } from '../../src/index.ts';
+import { ManualClock, TokenBucket } from '../../src/mechanisms.ts';
 import type { QuotaChildSettings } from './quota-child.ts';
 
 const CHILD = fileURLToPath(new URL('./quota-child.ts', import.meta.url));

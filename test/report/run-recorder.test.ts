@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
-import { LocalBudget } from '../../src/limits/budget.ts';
+import { LocalBudget } from '../../src/quota/budget.ts';
 import type { RunSummary } from '../../src/pipeline/metrics.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { LlmRequest } from '../../src/provider/provider.ts';

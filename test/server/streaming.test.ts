@@ -2,7 +2,7 @@
 // (exact on a ManualClock, held on the real one), and the ways a stream ends early.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/index.ts';
+import { ManualClock } from '../../src/mechanisms.ts';
 import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { summarize } from '../../src/simulator/text-analysis.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';

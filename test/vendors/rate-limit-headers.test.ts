@@ -8,21 +8,21 @@ import {
   type HeaderStyle,
   type LimitSnapshot,
   type LimitStatus,
-  type RateLimitInfo,
+  type ParsedRateLimitHeaders,
 } from '../../src/vendors/rate-limit-headers.ts';
-import { LIMIT_KINDS, type LimitKind } from '../../src/limits/provider-limits.ts';
+import { LIMIT_KINDS, type LimitKind } from '../../src/quota/provider-limits.ts';
 
 /** 2025-01-01T00:00:00Z, a Wednesday. */
 const NOW_MS = Date.UTC(2025, 0, 1);
 const CAP_MS = 60_000;
 
-const parse = (headers: Record<string, string>, maxRetryAfterMs?: number): RateLimitInfo =>
+const parse = (headers: Record<string, string>, maxRetryAfterMs?: number): ParsedRateLimitHeaders =>
   parseRateLimitHeaders(headers, maxRetryAfterMs === undefined ? { nowMs: NOW_MS } : { nowMs: NOW_MS, maxRetryAfterMs });
 
 const retryAfterOf = (headers: Record<string, string>): number | undefined => parse(headers).retryAfterMs;
 
 /** Every number in the result is finite, not negative, and no duration exceeds the cap. */
-function expectSane(info: RateLimitInfo, capMs: number): void {
+function expectSane(info: ParsedRateLimitHeaders, capMs: number): void {
   const durations = [info.retryAfterMs, ...info.limits.map((status) => status.resetMs)].filter((ms) => ms !== undefined);
   for (const ms of durations) {
     expect(Number.isFinite(ms)).toBe(true);

@@ -1,4 +1,4 @@
-import { LIMIT_KINDS } from '../../limits/provider-limits.ts';
+import { LIMIT_KINDS } from '../../quota/provider-limits.ts';
 import {
   first,
   parseCount,

@@ -1,4 +1,4 @@
-import type { LimitKind } from '../../limits/provider-limits.ts';
+import type { LimitKind } from '../../quota/provider-limits.ts';
 import { formatDuration, parseDuration } from '../../validation/duration.ts';
 import {
   first,

@@ -1,4 +1,6 @@
+import type { TokenUsage } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * The seam between the call gate and whatever keeps a provider's quota: an in-process
@@ -16,6 +18,7 @@ export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tok
 
 /** One limit of a provider: requests, or LLM tokens (all, input only, output only). */
 export interface LimitSpec {
+  /** What the limit counts: requests, tokens (input and output), input tokens or output tokens. */
   readonly kind: LimitKind;
   /** Units per second (a per-minute quota of 90 000 tokens is 1 500/s). `Infinity` for none. */
   readonly rate: number;
@@ -25,23 +28,21 @@ export interface LimitSpec {
 
 /** What one call costs, estimated before it and reported after it. */
 export interface CallCost {
+  /** Requests: 1 for a call. */
   readonly requests: number;
+  /** The prompt's tokens (estimated before the call). */
   readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-/** Tokens a call really used, as the provider reported them. */
-export interface TokensUsed {
-  readonly inputTokens: number;
+  /** The most tokens the answer may take (what the call reserves). */
   readonly outputTokens: number;
 }
 
 /** A granted call's hold on the limits; `settle()` squares the estimate with the real usage once known. */
 export interface LimitGrant {
   /** Refunds what the call did not use and debits what it overran. At most once; later calls are ignored. */
-  settle(actual: TokensUsed): void;
+  settle(actual: TokenUsage): void;
 }
 
+/** What `ProviderLimits.acquire()` takes besides the cost: a signal, the longest wait, a rank. */
 export interface LimitAcquireOptions {
   /** Aborting it rejects the wait with `signal.reason`, taking nothing. @default none */
   readonly signal?: AbortSignal | undefined;
@@ -99,18 +100,26 @@ export interface ProviderLimits {
 
 /** A call can never fit: it needs more than a limit's burst. Not worth retrying. */
 export class LimitTooSmallError extends RangeError {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'LimitTooSmallError';
 
   constructor(
+    /** The limit the call does not fit. */
     readonly kind: LimitKind,
+    /** What the call needs of that limit. */
     readonly needed: number,
+    /** The limit's burst: the most it grants at once. */
     readonly burst: number,
   ) {
     super(`the call needs ${Math.ceil(needed)} ${kind} but the ${kind} limit allows at most ${burst} at once`);
   }
 }
 
-export const isLimitTooSmallError = (error: unknown): error is LimitTooSmallError => error instanceof LimitTooSmallError;
+/**
+ * Whether `error` is a {@link LimitTooSmallError}, from this copy of the package or another one
+ * loaded beside it (`ProviderLimits` written against their own copy).
+ */
+export const isLimitTooSmallError = brandedGuard(LimitTooSmallError, 'LimitTooSmallError');
 
 /** How much of `kind` a call costs. */
 export function amountOf(kind: LimitKind, cost: CallCost): number {
@@ -146,7 +155,7 @@ export function checkLimitSpecs(specs: readonly LimitSpec[]): void {
  * What settling a call gives `kind` back: its estimate less what the call used (negative when it
  * used more); 0 when nothing changes, or the estimate was unbounded.
  */
-export function unusedOf(kind: LimitKind, estimate: CallCost, actual: TokensUsed): number {
+export function unusedOf(kind: LimitKind, estimate: CallCost, actual: TokenUsage): number {
   const change = amountOf(kind, estimate) - amountOf(kind, { requests: estimate.requests, ...actual });
   return Number.isFinite(change) ? change : 0;
 }

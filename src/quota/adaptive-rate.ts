@@ -47,12 +47,13 @@ export interface AdaptiveTuning {
   readonly recoveryCalls?: number;
   /**
    * 429s within the time of this many calls after a cut belong to the cluster that caused it and
-   * cut nothing, unless they say when their call was sent (see {@link RateLimitedInfo.sentAtMs}). >= 0.
+   * cut nothing, unless they say when their call was sent (see {@link RateLimitedCall.sentAtMs}). >= 0.
    * @default ADAPTIVE_DEFAULTS.clusterWindowCalls (5)
    */
   readonly clusterWindowCalls?: number;
 }
 
+/** What `new AdaptiveRate()` takes: the limits whose request rate it moves, how it moves it, and the clock. */
 export interface AdaptiveRateOptions extends AdaptiveTuning {
   /**
    * The limits whose request rate is adapted. Limits of this process alone are the controller's to
@@ -64,7 +65,7 @@ export interface AdaptiveRateOptions extends AdaptiveTuning {
 }
 
 /** What is known about a 429. Every field is optional. */
-export interface RateLimitedInfo {
+export interface RateLimitedCall {
   /** The provider's retry-after, in ms: the rate does not climb again before it has passed. */
   readonly retryAfterMs?: number | undefined;
   /**
@@ -74,6 +75,7 @@ export interface RateLimitedInfo {
   readonly sentAtMs?: number | undefined;
 }
 
+/** Told after every move of the adaptive rate: the new rate and why it moved. */
 export interface RateChangeEvent {
   /** The new rate, in calls per second. */
   readonly rate: number;
@@ -81,6 +83,7 @@ export interface RateChangeEvent {
   readonly reason: 'throttled' | 'probe';
 }
 
+/** Called after every move of the adaptive rate, synchronously. */
 export type RateChangeListener = (event: RateChangeEvent) => void;
 
 /** One call every 10 s: slow enough to be harmless, frequent enough to notice the quota is back. */
@@ -254,7 +257,7 @@ export class AdaptiveRate {
    * A call came back 429. Cuts the rate by `decreaseFactor` unless the 429 belongs to the cluster
    * of the last cut; either way the quiet period starts over.
    */
-  onRateLimited(info: RateLimitedInfo = {}): void {
+  onRateLimited(info: RateLimitedCall = {}): void {
     checkObject('info', info);
     const { retryAfterMs, sentAtMs } = info;
     if (retryAfterMs !== undefined) checkDurationMs('info.retryAfterMs', retryAfterMs);

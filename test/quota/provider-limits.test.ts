@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { type LimitTooSmallError, isLimitTooSmallError } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { type LimitTooSmallError, isLimitTooSmallError } from '../../src/quota/provider-limits.ts';
 
 const cost = (inputTokens: number, outputTokens: number) => ({ requests: 1, inputTokens, outputTokens });
 

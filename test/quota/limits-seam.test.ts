@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate } from '../../src/limits/adaptive-rate.ts';
+import { AdaptiveRate } from '../../src/quota/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
-import type {
-  CallCost,
-  LimitAcquireOptions,
-  LimitGrant,
-  LimitKind,
-  LimitSpec,
-  ProviderLimits,
-  TokensUsed,
-} from '../../src/limits/provider-limits.ts';
+import type { CallCost, LimitAcquireOptions, LimitGrant, LimitKind, LimitSpec, ProviderLimits } from '../../src/quota/provider-limits.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
-import { RateLimitError, type LlmRequest } from '../../src/provider/provider.ts';
+import { RateLimitError, type LlmRequest, type TokenUsage } from '../../src/provider/provider.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
@@ -32,7 +24,7 @@ class RemoteLimits implements ProviderLimits {
   readonly countsTokens = true;
   rate = 10;
   readonly acquired: { cost: CallCost; rank: number | undefined; maxWaitMs: number | undefined }[] = [];
-  readonly settled: TokensUsed[] = [];
+  readonly settled: TokenUsage[] = [];
   readonly rates: number[] = [];
   readonly lowered: [LimitKind, number][] = [];
 

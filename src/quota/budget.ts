@@ -1,4 +1,5 @@
 import { checkNumber, checkObject } from '../validation/checks.ts';
+import { brandedGuard } from '../error-brand.ts';
 
 /**
  * A run's money: a limit that never refills. Before a call its worst case is reserved, so that
@@ -28,11 +29,13 @@ export interface BudgetHold {
 
 /** The next call's worst case does not fit what is left of the budget: the run stops taking articles. */
 export class BudgetExhaustedError extends Error {
+  /** The class's name, which messages, logs and results show. */
   override readonly name = 'BudgetExhaustedError';
   /** Not worth retrying: nothing refills. */
   readonly retryable = false;
 
   constructor(
+    /** The budget, in USD. */
     readonly maxUsd: number,
     /** Spent and held when the call was refused, in USD. */
     readonly spentUsd: number,
@@ -45,7 +48,11 @@ export class BudgetExhaustedError extends Error {
   }
 }
 
-export const isBudgetExhaustedError = (error: unknown): error is BudgetExhaustedError => error instanceof BudgetExhaustedError;
+/**
+ * Whether `error` is a {@link BudgetExhaustedError}, from this copy of the package or another one
+ * loaded beside it (a `Budget` written against its own copy): what stops a run's intake.
+ */
+export const isBudgetExhaustedError = brandedGuard(BudgetExhaustedError, 'BudgetExhaustedError');
 
 /** Nano-dollars in a dollar. */
 export const NANO_USD = 1e9;
@@ -73,6 +80,7 @@ export interface LocalBudgetOptions {
 
 /** A budget kept in this process: exact, shared by every provider and worker of a run. */
 export class LocalBudget implements Budget {
+  /** The budget, in USD. */
   readonly maxUsd: number;
   readonly #maxNano: number;
   #usedNano = 0;
@@ -87,10 +95,12 @@ export class LocalBudget implements Budget {
     this.#usedNano = toNanoUsd(spentUsd);
   }
 
+  /** Spent and held so far, in USD. */
   get spentUsd(): number {
     return this.#usedNano / NANO_USD;
   }
 
+  /** Holds `nanoUsd` if what is left covers it, at once; resolves with undefined, holding nothing, when it does not. */
   async reserve(nanoUsd: number): Promise<BudgetHold | undefined> {
     checkNumber('nanoUsd', nanoUsd, { min: 0 });
     if (this.#usedNano + nanoUsd > this.#maxNano) return undefined;

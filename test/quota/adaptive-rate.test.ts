@@ -1,9 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/limits/adaptive-rate.ts';
+import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/quota/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
-import { LocalLimits } from '../../src/limits/local-limits.ts';
-import { requestLimit } from '../../src/limits/provider-limits.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { builtinRequest } from '../requests.ts';

@@ -1,4 +1,5 @@
 import { sleep, systemClock, type Clock } from '../clock.ts';
+import type { TokenUsage } from '../provider/provider.ts';
 import { MaxWaitExceededError, TokenBucket } from '../limiter/token-bucket.ts';
 import { checkClock, checkObject } from '../validation/checks.ts';
 import {
@@ -14,9 +15,9 @@ import {
   type LimitKind,
   type LimitSpec,
   type ProviderLimits,
-  type TokensUsed,
 } from './provider-limits.ts';
 
+/** What `new LocalLimits()` takes: the limits, and the clock they run on. */
 export interface LocalLimitsOptions {
   /** Every limit the provider sets: requests, tokens, input or output tokens, each kind once. */
   readonly limits: readonly LimitSpec[];
@@ -42,7 +43,9 @@ interface Limit {
  * estimates; `settle()` refunds or debits the difference when the usage is known.
  */
 export class LocalLimits implements ProviderLimits {
+  /** The limits as configured. */
   readonly specs: readonly LimitSpec[];
+  /** Whether any limit counts LLM tokens. */
   readonly countsTokens: boolean;
   readonly #clock: Clock;
   readonly #limits: readonly Limit[];
@@ -67,16 +70,19 @@ export class LocalLimits implements ProviderLimits {
     return this.#limits.find((limit) => limit.spec.kind === kind)?.bucket;
   }
 
+  /** The request limit's rate now, in calls per second; `Infinity` without one. */
   get rate(): number {
     return this.#requests?.bucket.rate ?? Infinity;
   }
 
+  /** Sets the request rate from now on; never above the configured one. */
   setRate(rate: number): void {
     const requests = this.#requests;
     if (requests === undefined) return;
     requests.bucket.setRate(Math.min(rate, requests.spec.rate));
   }
 
+  /** The provider says only `remaining` of `kind` is left now: takes away the excess. Never raises. */
   lowerTo(kind: LimitKind, remaining: number): void {
     const bucket = this.bucket(kind);
     if (bucket === undefined) return;
@@ -84,6 +90,7 @@ export class LocalLimits implements ProviderLimits {
     if (excess > 0) bucket.adjust(-excess);
   }
 
+  /** Ms until `calls` more calls, queued behind every call already waiting, would be granted (0: now). */
   backlogMs(calls: number, perCall?: CallCost): number {
     if (perCall === undefined) return this.#requests?.bucket.msUntil(calls) ?? 0;
     let ms = 0;
@@ -94,6 +101,7 @@ export class LocalLimits implements ProviderLimits {
     return ms;
   }
 
+  /** Waits until `cost` fits every limit and takes it, all at once (a strict FIFO over the buckets); rejects as `ProviderLimits.acquire` says. */
   async acquire(cost: CallCost, options: LimitAcquireOptions = {}): Promise<LimitGrant> {
     if (!this.countsTokens) {
       if (this.#requests !== undefined) await this.#acquireRequest(this.#requests, cost, options, options.maxWaitMs);
@@ -155,7 +163,7 @@ class TokenSettlement implements LimitGrant {
     private readonly estimate: CallCost,
   ) {}
 
-  settle(actual: TokensUsed): void {
+  settle(actual: TokenUsage): void {
     if (this.#settled) return;
     this.#settled = true;
     for (const { spec, bucket } of this.limits) {

@@ -1,0 +1,46 @@
+// `news-processor/mechanisms`: the generic pieces under the pipeline, each usable on its own and
+// none of them knowing articles or tasks — time (the system clock, a manual one for exact tests),
+// the token bucket, the circuit breaker, retries and their backoff formulas, durations as Go writes
+// them, and the rate-limit headers providers send, read and written. The root entry runs the
+// pipeline over them; this one is for code that wants a bucket, a breaker or a backoff without it.
+// Importing it has no side effects.
+
+// Time: every time-dependent piece takes a `Clock`; tests drive a `ManualClock`.
+export { systemClock, ManualClock, sleep } from './clock.ts';
+
+// The token bucket: x/time/rate's model, with a strict FIFO `acquire()`.
+export { TokenBucket, MaxWaitExceededError, isMaxWaitExceededError } from './limiter/token-bucket.ts';
+export type { TokenBucketOptions, ReserveOptions, AcquireOptions, Reservation } from './limiter/token-bucket.ts';
+
+// The circuit breaker.
+export { CircuitBreaker, BrokenCircuitError, BREAKER_DEFAULTS, FAILURE_RATIO_DEFAULTS } from './breaker/circuit-breaker.ts';
+export type {
+  BreakerState,
+  BreakerStateKind,
+  BreakerStateChange,
+  BreakerPermit,
+  CircuitBreakerOptions,
+  ExecuteOptions,
+  FailureRatioOptions,
+} from './breaker/circuit-breaker.ts';
+
+// Retries and their backoff.
+export { retry, RetryPolicy, RetryError, RETRY_DEFAULTS } from './retry/retry.ts';
+export type { RetryOptions, RetryPolicyOptions, RetryDecision, RetryEvent, RetryStopReason, AttemptOptions } from './retry/retry.ts';
+export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitterDelayMs, BACKOFF_DEFAULTS } from './retry/backoff.ts';
+export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
+
+// Durations as Go writes them (`1m30s`, `250ms`), read and written.
+export { parseDuration, formatDuration } from './validation/duration.ts';
+
+// Rate-limit headers as providers send them, read and written.
+export { parseRateLimitHeaders, formatRateLimitHeaders } from './vendors/rate-limit-headers.ts';
+export type {
+  HeaderStyle,
+  HeaderSource,
+  LimitStatus,
+  LimitSnapshot,
+  ParsedRateLimitHeaders,
+  ParseRateLimitHeadersOptions,
+  FormatRateLimitHeadersOptions,
+} from './vendors/rate-limit-headers.ts';
