@@ -124,8 +124,9 @@ export class AnthropicBatches {
     await this.#look(batch);
     if (batch.job.phase === 'ended') throw invalid(`Message batch ${id} has already ended: there is nothing to cancel.`);
     batch.job.cancel();
-    void this.#writing(batch);
-    return this.#describe(batch);
+    const description = this.#describe(batch);
+    this.#services.background(this.#writing(batch));
+    return description;
   }
 
   /** `DELETE /v1/messages/batches/{id}`: only an ended batch, its results with it. */
@@ -159,9 +160,8 @@ export class AnthropicBatches {
   }
 
   /** Brings the batch up to the clock: past its end, it is read once its results are written (Anthropic shows no step between). */
-  async #look(batch: MessageBatch): Promise<void> {
-    const writing = this.#writing(batch);
-    if (batch.job.ending !== 'cancelled') await writing;
+  #look(batch: MessageBatch): Promise<void> {
+    return this.#writing(batch);
   }
 
   #writing(batch: MessageBatch): Promise<void> {

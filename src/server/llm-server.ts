@@ -165,6 +165,12 @@ export class LlmServer {
       queueTokens: batchQueueTokens,
       answerRow: (api: ChatApi, body: unknown) => this.#answerRow(api, body),
       inputTokens: (api: ChatApi, body: unknown) => this.#inputTokens(api, body),
+      background: (work: Promise<void>) => {
+        work.catch((error: unknown) => {
+          // Closing removes the batches' files from under the work on them: that is no error.
+          if (this.#closing === undefined) this.#logger.error({ err: error }, 'batch work failed');
+        });
+      },
     };
     this.#openAiBatches = new OpenAiBatches(services, { '/v1/chat/completions': openAiApi, '/v1/responses': responsesApi });
     this.#anthropicBatches = new AnthropicBatches(services, anthropicApi);

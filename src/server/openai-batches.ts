@@ -30,6 +30,8 @@ export interface BatchServices {
   readonly timing: BatchTiming;
   /** Input tokens a key may have enqueued; undefined for no limit. */
   readonly queueTokens: number | undefined;
+  /** Work that goes on after the answer (a validation, files being written): its failure is the server's to log. */
+  background(work: Promise<void>): void;
   /** The row's body answered as the route of `api` answers it live. */
   answerRow(api: ChatApi, body: unknown): Promise<RowAnswer>;
   /** The input tokens of a request with this body (0 when the API would refuse it). */
@@ -163,7 +165,7 @@ export class OpenAiBatches {
       usage: { input: 0, output: 0 },
     };
     this.#batches.set(job.id, batch);
-    void this.#validate(batch, input);
+    this.#services.background(this.#validate(batch, input));
     return this.#describe(batch);
   }
 
@@ -189,7 +191,7 @@ export class OpenAiBatches {
     const batch = this.#batchOf(key, id);
     await this.#look(batch);
     if (!batch.job.cancel()) throw invalid(`Cannot cancel a batch with status '${statusOf(batch)}'.`);
-    void this.#look(batch);
+    await this.#look(batch);
     return this.#describe(batch);
   }
 
@@ -224,6 +226,7 @@ export class OpenAiBatches {
   async #look(batch: OpenAiBatch): Promise<void> {
     const writing = batch.job.refresh(this.#services.files, (rows, end) => this.#writeResults(batch, rows, end));
     if (batch.job.ending === 'expired') await writing;
+    else this.#services.background(writing);
   }
 
   /**
