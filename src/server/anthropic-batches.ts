@@ -82,7 +82,7 @@ export class AnthropicBatches {
       customId: request.custom_id,
       body: request.params,
     }));
-    job.start(rows.length, rows, (params) => this.#services.answerRow(this.#api, params), this.#services.files);
+    job.start(rows.length, rows, (params) => this.#services.answerRow(this.#api, params), this.#services.files, 'creation');
     const batch: MessageBatch = { job, results: undefined, resultsUrl: `${origin}/v1/messages/batches/${job.id}/results` };
     this.#batches.set(job.id, batch);
     return this.#describe(batch);

@@ -71,7 +71,6 @@ export class BatchJob {
   #cancelledFirst = false;
   #failedMs: number | undefined;
   #cancelMs: number | undefined;
-  #answered = 0;
   /** Rows answered with an error among the first i, at i. */
   #erroredBefore = new Uint32Array(1);
   #pass: Promise<StoredFile> | undefined;
@@ -137,10 +136,10 @@ export class BatchJob {
     };
   }
 
-  /** The rows finished by now: answered, and due — all of them from the end on. */
+  /** The rows finished by now: those due by now, or by the cut (all of them, once the batch completes). */
   finished(nowMs = this.#clock.now()): { readonly rows: number; readonly errored: number } {
     if (this.#startMs === undefined) return { rows: 0, errored: 0 };
-    const rows = Math.min(this.#answered, this.#dueBy(Math.min(nowMs, this.#cutMs())));
+    const rows = this.#dueBy(Math.min(nowMs, this.#cutMs()));
     return { rows, errored: this.#erroredBefore[rows]! };
   }
 
@@ -150,37 +149,51 @@ export class BatchJob {
   }
 
   /**
-   * Starts answering the `total` `rows` (validation over: the timeline begins now), each with
-   * `answer`, their answers written to a file of the server's as they come. Rows due past the
-   * window, or past a cancel, are passed over.
+   * Answers the `total` `rows`, each with `answer`, into a file of the server's. The timeline
+   * begins `from` the creation (Anthropic's: a batch is in progress at once; a reading past its end
+   * waits for the answers), or once they are all answered (OpenAI's: the batch `validating` till
+   * then, and a cancel meanwhile stops the answering: no row runs), so that what a reading of the
+   * clock shows never waits on the simulator.
    */
   start(
     total: number,
     rows: AsyncIterable<BatchRow> | Iterable<BatchRow>,
     answer: (body: unknown) => Promise<RowAnswer>,
     files: FileStore,
+    from: 'creation' | 'answers',
   ): void {
     this.#total = total;
     this.#erroredBefore = new Uint32Array(total + 1);
-    this.#cancelledFirst = this.#cancelMs !== undefined;
-    this.#startMs = this.#clock.now();
+    if (from === 'creation') this.#startMs = this.createdMs;
     const job = this;
     async function* lines(): AsyncGenerator<string> {
       let index = 0;
+      let chunk = '';
       for await (const row of rows) {
-        const due = job.#rowDueMs(index) <= job.#cutMs() + DUE_EPSILON_MS;
-        const answered = due ? await answer(row.body) : undefined;
+        const answered = job.#cancelMs === undefined || job.#startMs !== undefined ? await answer(row.body) : undefined;
         const errored = answered !== undefined && (answered.statusCode < 200 || answered.statusCode >= 300);
         job.#erroredBefore[index + 1] = job.#erroredBefore[index]! + (errored ? 1 : 0);
-        if (due) job.#answered = index + 1;
         index++;
-        yield `${JSON.stringify(answered === undefined ? { custom_id: row.customId } : { custom_id: row.customId, ...answered })}\n`;
-        if (index % ROWS_PER_TURN === 0) await turn();
+        chunk += `${JSON.stringify(answered === undefined ? { custom_id: row.customId } : { custom_id: row.customId, ...answered })}\n`;
+        // A turn of the event loop now and then keeps the live routes answered; a chunk a turn keeps the disk's trips few.
+        if (index % ROWS_PER_TURN === 0) {
+          yield chunk;
+          chunk = '';
+          await turn();
+        }
       }
+      if (chunk !== '') yield chunk;
     }
     this.#pass = files.write(INTERNAL_KEY, { filename: `${this.id}-answers.jsonl`, purpose: 'answers' }, lines());
-    // A pass that fails is the server's error: it surfaces where the pass is awaited, at the end.
-    this.#pass.catch(() => undefined);
+    this.#pass.then(
+      () => {
+        if (this.#startMs !== undefined) return;
+        this.#cancelledFirst = this.#cancelMs !== undefined;
+        this.#startMs = this.#clock.now();
+      },
+      // A pass that fails is the server's error: it surfaces where the pass is awaited, at the end.
+      () => undefined,
+    );
   }
 
   /** Stops the rows not finished by now; false when the batch is past that (failed, ended, or its files being written). */
@@ -231,11 +244,6 @@ export class BatchJob {
   #cutMs(): number {
     if (this.#cancelledFirst) return -Infinity;
     return Math.min(this.#startMs! + this.#durationMs, this.expiresAtMs, this.#cancelMs ?? Infinity);
-  }
-
-  /** Row `index` (from 0) is due at its share of the duration: the last one at its end. */
-  #rowDueMs(index: number): number {
-    return this.#startMs! + (this.#durationMs * (index + 1)) / this.total;
   }
 
   /** Rows due by `atMs`. */

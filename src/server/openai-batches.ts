@@ -300,7 +300,7 @@ export class OpenAiBatches {
       return;
     }
     job.inputTokens = inputTokens;
-    job.start(line, this.#rows(input), (body) => this.#services.answerRow(batch.api, body), this.#services.files);
+    job.start(line, this.#rows(input), (body) => this.#services.answerRow(batch.api, body), this.#services.files, 'answers');
   }
 
   /** Whether `inputTokens` more would pass the key's queue limit. */
