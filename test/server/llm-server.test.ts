@@ -617,8 +617,11 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
     ],
   ];
 
+  // A rate no request outlasts: the key's remaining count is its burst less one, however slow the machine.
+  const NO_REFILL = { rate: 0.001 };
+
   it.each(openAiCases)('OpenAI, %s: 400', async (_, body, message, param) => {
-    const { url } = await start();
+    const { url } = await start(NO_REFILL);
     const response = await post(`${url}/v1/chat/completions`, body, openAiKey());
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ type: 'invalid_request_error', param });
@@ -683,7 +686,7 @@ describe('LlmServer refuses bad requests in the API’s own shape, and keeps ser
   ];
 
   it.each(anthropicCases)('Anthropic, %s: 400', async (_, body, message) => {
-    const { url } = await start();
+    const { url } = await start(NO_REFILL);
     const response = await post(`${url}/v1/messages`, body, anthropicKey());
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });

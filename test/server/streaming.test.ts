@@ -44,7 +44,8 @@ const contentOf = (events: SseEvent[]) =>
 
 describe('streamed chat completions', () => {
   it('a role chunk, one chunk per token, finish_reason in the last, the usage chunk when asked, then [DONE]', async () => {
-    const { url } = await start({ rate: 5, burst: 5 });
+    // 0.05/s (3 a minute): no token comes back while the request is answered, however slow the machine.
+    const { url } = await start({ rate: 0.05, burst: 5 });
     const { status, headers, events } = await postStream(
       `${url}/v1/chat/completions`,
       { ...CHAT, stream_options: { include_usage: true } },
@@ -52,7 +53,7 @@ describe('streamed chat completions', () => {
     );
     expect(status).toBe(200);
     expect(headers['content-type']).toBe('text/event-stream; charset=utf-8');
-    expect(headers).toMatchObject({ 'x-ratelimit-limit-requests': '300', 'x-ratelimit-remaining-requests': '4' });
+    expect(headers).toMatchObject({ 'x-ratelimit-limit-requests': '3', 'x-ratelimit-remaining-requests': '4' });
     expect(events.at(-1)!.data).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((e) => e.data);
     for (const chunk of chunks) expect(chunk).toMatchObject({ object: 'chat.completion.chunk', model: 'gpt-4o-mini', id: chunks[0].id });
