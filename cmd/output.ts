@@ -3,7 +3,8 @@ import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { generatedArticle, isOutputError, JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
 import type { RunInput } from './input.ts';
-import { UsageError, type RunFlags } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import type { RunFlags } from './run-options.ts';
 
 export interface OutputFlags {
   output?: string;

@@ -15,7 +15,7 @@ import {
 } from '../src/redis/index.ts';
 import { formatDuration, isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
-import { UsageError } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
 
 const FALLBACKS = ['stop', 'local'] as const;
 
