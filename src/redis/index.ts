@@ -1,9 +1,8 @@
 // `news-processor/redis`: limits kept in Redis — a provider's quota shared exactly by every process
 // that uses it, and a store for the middleware's per-client limits. Needs the `ioredis` package.
 
-export { connectRedis, REDIS_DEFAULTS } from './connect-redis.ts';
-export type { RedisConnectOptions } from './connect-redis.ts';
-export { RedisConnection } from './redis-connection.ts';
+export { connectRedis, RedisConnection, REDIS_DEFAULTS } from './redis-connection.ts';
+export type { RedisConnectOptions } from './redis-connection.ts';
 // Where the Redis is, as one value that builds more clients like the limiter's (a queue's own connections).
 export { RedisTarget, REDIS_URL_PARAMETERS } from './redis-target.ts';
 export type { RedisTlsOptions, RedisTargetSettings, ParsedRedisUrl, TlsMaterial } from './redis-target.ts';

@@ -2,9 +2,7 @@ import type { Logger } from 'pino';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { NANO_USD, type Budget, type BudgetHold } from '../limits/budget.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { REDIS_DEFAULTS } from './connect-redis.ts';
-import { checkConnection, checkKeyPart } from './redis-checks.ts';
-import type { RedisConnection } from './redis-connection.ts';
+import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { defineScript } from './scripts.ts';
 
 export interface RedisBudgetOptions {

@@ -20,9 +20,7 @@ import { isLimiterUnavailableError } from '../limiter/limiter-unavailable-error.
 import { MaxWaitExceededError } from '../limiter/token-bucket.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
-import { REDIS_DEFAULTS } from './connect-redis.ts';
-import { checkConnection, checkKeyPart } from './redis-checks.ts';
-import type { RedisConnection } from './redis-connection.ts';
+import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { isRedisRedirectError } from './redis-errors.ts';
 import { CANCEL, LOWER, RESERVE, readMicroseconds, SET_RATE, SETTLE, type RedisScript } from './scripts.ts';
 

@@ -1,8 +1,6 @@
 import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
-import { REDIS_DEFAULTS } from './connect-redis.ts';
-import { checkConnection, checkKeyPart } from './redis-checks.ts';
-import type { RedisConnection } from './redis-connection.ts';
+import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { readMicroseconds, TAKE } from './scripts.ts';
 
 export interface RedisRateLimitStoreOptions {
