@@ -20,7 +20,6 @@
  * Prints a table and writes bench/results/client.json and client.txt.
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +34,7 @@ import {
 } from '../src/index.ts';
 import { requestLimit } from '../src/quota/provider-limits.ts';
 import { formatRatio } from './lib/format.ts';
+import { startServe } from './lib/serve.ts';
 import { median } from './lib/stats.ts';
 import { markdownTable } from './lib/table.ts';
 
@@ -57,30 +57,7 @@ function progress(line: string): void {
   output.push(line);
 }
 
-/** serve in a child process; resolves once it says where it listens. */
-function startServe(): Promise<{ child: ChildProcess; url: string }> {
-  const args = [
-    'dist/cmd/news-processor.js',
-    'serve',
-    '--port=0',
-    '--rate=inf',
-    '--min-latency=0ms',
-    '--max-latency=0ms',
-    '--log-level=warn',
-  ];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (text: string) => {
-      out += text;
-      const match = /^listening on (\S+)\n/.exec(out);
-      if (match !== null) resolve({ child, url: match[1]! });
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening`)));
-  });
-}
-
-const serve = await startServe();
+const serve = await startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--log-level=warn']);
 const CLIENTS = {
   'in-process simulated provider': () => new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }),
   'OpenAI client → serve': () => new OpenAiProvider({ apiKey: KEY, baseUrl: `${serve.url}/v1` }),
@@ -147,7 +124,7 @@ try {
     }
   }
 } finally {
-  serve.child.kill('SIGTERM');
+  serve.run.send('SIGTERM');
 }
 
 const med = (name: Client, field: keyof Round) => median(rounds[name].map((round) => round[field]));

@@ -53,6 +53,7 @@ import { startRedis } from '../test/redis/redis-server.ts';
 import { builtinRequest } from '../test/requests.ts';
 import { delay } from './lib/delay.ts';
 import { formatRatio } from './lib/format.ts';
+import { startServe } from './lib/serve.ts';
 import { measureTimerReference } from './lib/timer-reference.ts';
 import { analyseSchedule } from './lib/schedule.ts';
 import { median } from './lib/stats.ts';
@@ -183,21 +184,10 @@ async function jobTimes(queue: string): Promise<Map<string, { processedOn: numbe
   );
 }
 
-/** Resolves with serve's URL once its first stdout line says where it listens. */
-async function listening(serve: CliRun): Promise<string> {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const url = /^listening on (\S+)\n/.exec(serve.stdout())?.[1];
-    if (url !== undefined) return url;
-    if (serve.child.exitCode !== null || performance.now() > deadline) throw new Error(`serve did not start: ${serve.stderr()}`);
-    await delay(20);
-  }
-}
-
 /** serve, warmed up on a key of its own as a real provider is warm: its first requests compile schemas and code. */
-async function startServe(flags: readonly string[]): Promise<{ run: CliRun; url: string }> {
-  const run = start(['serve', '--port=0', ...flags]);
-  const url = await listening(run);
+async function startWarmServe(flags: readonly string[]): Promise<{ run: CliRun; url: string }> {
+  const { run, url } = await startServe(flags, { killAfterMs: KILL_AFTER_MS });
+  children.push(run);
   const warm = new OpenAiProvider({ apiKey: 'sk-bench-warm-up', baseUrl: `${url}/v1` });
   const request = builtinRequest('summarize', 'w', 'Warm', 'The server warms up. It is quick.');
   for (const task of ['summarize', 'sentiment', 'summarize', 'sentiment'] as const) {
@@ -437,7 +427,7 @@ async function measureQuota(): Promise<{ table: string[]; json: unknown }> {
     `2. shared quota: ${QUOTA.processes} workers at a shared --rate=${QUOTA.rate} --burst=${QUOTA.burst} against serve ` +
       `--rate=${QUOTA.rate} --burst=${QUOTA.burst}, ${int(QUOTA_ARTICLES)} articles; then as many local runs for reference`,
   );
-  const serve = await startServe([`--rate=${QUOTA.rate}`, `--burst=${QUOTA.burst}`, ...QUOTA.latency]);
+  const serve = await startWarmServe([`--rate=${QUOTA.rate}`, `--burst=${QUOTA.burst}`, ...QUOTA.latency]);
   const runsBy: Partial<Record<QuotaSubject, Awaited<ReturnType<typeof runQuota>>>> = {};
   try {
     for (const subject of ['queue', 'local'] as const) {
@@ -630,7 +620,7 @@ async function measureRecovery(): Promise<{ table: string[]; json: unknown }> {
     `3. recovery: ${RECOVERY.processes} workers (--workers=${RECOVERY.workers} ${RECOVERY.lock.join(' ')}), ${int(RECOVERY_ARTICLES)} articles, ` +
       `serve --rate=inf ${RECOVERY.latency.join(' ')}`,
   );
-  const serve = await startServe(['--rate=inf', ...RECOVERY.latency]);
+  const serve = await startWarmServe(['--rate=inf', ...RECOVERY.latency]);
   const recoveries: Recovery[] = [];
   for (const [index, stop] of (['none', 'SIGKILL', 'SIGTERM'] as const).entries()) {
     const r = await runRecovery(stop, serve.url, serve.run, index);

@@ -20,7 +20,7 @@
  * bench/results/serve.json.
  */
 
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -30,6 +30,7 @@ import { generateArticles, OpenAiProvider, runPipeline, type ProviderSetup } fro
 import { requestLimit } from '../src/quota/provider-limits.ts';
 import { builtinRequest } from '../test/requests.ts';
 import { formatRatio } from './lib/format.ts';
+import { startServe } from './lib/serve.ts';
 import { median } from './lib/stats.ts';
 import { markdownTable } from './lib/table.ts';
 
@@ -123,21 +124,8 @@ interface Figures {
   meanMs: number;
 }
 
-/** A server in a child process; resolves once it says where it listens. */
-function startServer(extra: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
-  // The compiled command, as users run it (`npm run bench:serve` builds it first).
-  const args = ['dist/cmd/news-processor.js', 'serve', '--port=0', '--log-level=warn', ...extra];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (text: string) => {
-      out += text;
-      const match = /^listening on (\S+)\n/.exec(out);
-      if (match !== null) resolve({ child, url: match[1]! });
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening`)));
-  });
-}
+/** serve as this benchmark runs it: with `flags`, and only warnings on stderr. */
+const startServer = (flags: readonly string[]) => startServe(['--log-level=warn', ...flags]);
 
 const ZERO_LATENCY = ['--min-latency=0ms', '--max-latency=0ms'];
 
@@ -223,7 +211,7 @@ try {
     results[scenario.name] = runs;
   }
 } finally {
-  for (const { child } of [...Object.values(whole), ...Object.values(streaming)]) child.kill('SIGTERM');
+  for (const { run } of [...Object.values(whole), ...Object.values(streaming)]) run.send('SIGTERM');
   rmSync(scripts, { recursive: true, force: true });
 }
 
@@ -267,7 +255,7 @@ try {
     });
   }
 } finally {
-  quotaServer.child.kill('SIGTERM');
+  quotaServer.run.send('SIGTERM');
 }
 
 const rows: string[][] = [];

@@ -8,18 +8,13 @@ import { pairSettings, settingLabel } from '../src/bench/sweep.ts';
 import { renderBenchChart, runSweep, type BenchSetting, type SettingResult, type SweepResult } from '../src/bench/index.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
-import {
-  UsageError,
-  addRunOptions,
-  createLogger,
-  createProvider,
-  groupRunOptions,
-  oneLineErrors,
-  providerQuota,
-  providerSetup,
-  validateRunFlags,
-  type RunFlags,
-} from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import { addRunOptions, type RunFlags } from './run-options.ts';
+import { createLogger } from './logger.ts';
+import { createProvider, providerQuota, providerSetup } from './provider-setup.ts';
+import { groupRunOptions } from './run-help.ts';
+import { oneLineErrors } from './one-line-errors.ts';
+import { validateRunFlags } from './run-validation.ts';
 import { stdoutFailureText, stdoutState } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { expectedFields, openInput } from './input.ts';

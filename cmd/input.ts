@@ -14,7 +14,8 @@ import {
   type ReadArticlesOptions,
   type TaskSet,
 } from '../src/index.ts';
-import { UsageError, type InputFormat, type RunFlags } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import type { InputFormat, RunFlags } from './run-options.ts';
 
 const READERS: Readonly<
   Record<InputFormat, (source: string | AsyncIterable<Uint8Array>, options: ReadArticlesOptions) => AsyncIterable<Article>>

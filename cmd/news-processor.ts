@@ -24,17 +24,13 @@ import { runBudget, runTasks } from './task-options.ts';
 import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
-import {
-  UsageError,
-  addRunOptions,
-  createLogger,
-  groupRunOptions,
-  oneLineErrors,
-  loadProviderPackages,
-  providerSetups,
-  validateRunFlags,
-  type RunFlags,
-} from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import { addRunOptions, type RunFlags } from './run-options.ts';
+import { createLogger } from './logger.ts';
+import { groupRunOptions } from './run-help.ts';
+import { oneLineErrors } from './one-line-errors.ts';
+import { loadProviderPackages, providerSetups } from './provider-setup.ts';
+import { validateRunFlags } from './run-validation.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
 import { Progress } from './progress.ts';

@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import { JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
 import { generatedArticle } from '../src/sources/generated.ts';
 import type { RunInput } from './input.ts';
-import { UsageError, type RunFlags } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import type { RunFlags } from './run-options.ts';
 
 export interface OutputFlags {
   output?: string;

@@ -22,20 +22,13 @@ import {
   type RedisConnectionFlags,
   type RedisFlags,
 } from './redis-options.ts';
-import {
-  UsageError,
-  addRunOptions,
-  createLogger,
-  groupRunOptions,
-  inputFormatOption,
-  inputOption,
-  loadProviderPackages,
-  oneLineErrors,
-  providerSetups,
-  skipInvalidOption,
-  validateRunFlags,
-  type RunFlags,
-} from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import { addRunOptions, inputFormatOption, inputOption, skipInvalidOption, type RunFlags } from './run-options.ts';
+import { createLogger } from './logger.ts';
+import { groupRunOptions } from './run-help.ts';
+import { loadProviderPackages, providerSetups } from './provider-setup.ts';
+import { oneLineErrors } from './one-line-errors.ts';
+import { validateRunFlags } from './run-validation.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';

@@ -16,7 +16,7 @@ import {
 import { isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
-import { UsageError } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
 
 const FALLBACKS = ['stop', 'local'] as const;
 

@@ -1,32 +1,11 @@
-// The flags every run takes (the main command and `bench` alike), their checks, and what they build.
+// The flags every run takes (the main command and `bench` alike): their definitions, defaults and value parsers.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import pino, { type Logger } from 'pino';
-import {
-  GATE_DEFAULTS,
-  PIPELINE_DEFAULTS,
-  SIMULATED_DEFAULTS,
-  requestLimit,
-  SimulatedProvider,
-  loadProvidersConfig,
-  type LimitSpec,
-  type ProfileName,
-  type ProviderQuota,
-  type SimulatedConfig,
-  type ProviderSetup,
-  type Provider,
-  type ProviderLimits,
-  HttpApiProvider,
-} from '../src/index.ts';
+import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
 import { BREAKER_DEFAULTS, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
-import { providerSetupProblem } from '../src/gate/provider-options.ts';
 import { HEADER_STYLES } from '../src/vendors/rate-limit-headers.ts';
 import { PROFILE_NAMES } from '../src/simulator/simulated.ts';
 import { parseOutageWindow } from '../src/config/providers-config.ts';
-import { loadTokenizer } from '../src/provider/token-estimate.ts';
-import { callsHttpApi, httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
-import { formatMs } from './format.ts';
-import { accepting, duration, integer, oneOf, rate, showAcceptedValues, type ValueParser } from './parse-values.ts';
-import { UsageError } from './usage-error.ts';
+import { accepting, duration, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -70,114 +49,6 @@ export interface RunFlags {
   config?: string;
 }
 
-/** The logger the flags ask for: pino at --log-level, written synchronously to stderr. */
-export function createLogger(flags: Pick<RunFlags, 'logLevel'>): Logger {
-  return pino({ level: flags.logLevel, base: undefined }, pino.destination({ dest: 2, sync: true }));
-}
-
-export { UsageError };
-
-/**
- * How every command reports a usage error: one line (commander puts its "did you mean" on a line
- * of its own), thrown back to `main` for the exit code instead of exiting inside commander.
- */
-export function oneLineErrors(command: Command): Command {
-  return showAcceptedValues(command)
-    .showSuggestionAfterError(true)
-    .allowExcessArguments(false)
-    .exitOverride()
-    .configureOutput({
-      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')),
-    });
-}
-
-/** The headings --help puts a run's flags under, and the flags under each, in order. */
-export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
-  'The run:': [
-    '--articles',
-    '--workers',
-    '--rate',
-    '--burst',
-    '--timeout',
-    '--call-timeout',
-    '--max-attempts',
-    '--config',
-    '--tasks',
-    '--dry-run',
-  ],
-  'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
-  'Input and output:': [
-    '--input',
-    '--input-format',
-    '--skip-invalid',
-    '--output',
-    '--resume',
-    '--overwrite',
-    '--json',
-    '--quiet',
-    '--log-level',
-    '--grid',
-    '--repeat',
-    '--format',
-    '--chart',
-    '--report',
-    '--dashboard',
-    '--dashboard-host',
-  ],
-  'Limits, retries and the breaker:': [
-    '--tpm',
-    '--max-output-tokens',
-    '--adaptive',
-    '--sync-headers',
-    '--breaker-threshold',
-    '--breaker-cooldown',
-    '--breaker-give-up',
-  ],
-  'Real providers:': ['--provider', '--model', '--base-url', '--api-key-env', '--api-version'],
-  'Sharing a quota through Redis:': [
-    '--redis',
-    '--quota-key',
-    '--redis-prefix',
-    '--redis-timeout',
-    '--redis-fallback',
-    '--fallback-share',
-    '--redis-cluster',
-    '--no-redis-cluster',
-    '--redis-ca',
-    '--redis-cert',
-    '--redis-key',
-  ],
-  'The simulated provider:': [
-    '--min-latency',
-    '--max-latency',
-    '--profile',
-    '--seed',
-    '--provider-rate',
-    '--provider-burst',
-    '--headers',
-    '--outage',
-  ],
-};
-
-/**
- * Puts each of `command`'s run flags under its heading in --help, the headings in the order above
- * (--help and --version stay first, under "Options:"); call it once every flag is added.
- */
-export function groupRunOptions(command: Command): Command {
-  const headings = Object.keys(RUN_OPTION_GROUPS);
-  const headingOf = (option: Option) => headings.find((heading) => RUN_OPTION_GROUPS[heading]!.includes(option.long ?? ''));
-  for (const option of command.options) {
-    const heading = headingOf(option);
-    if (heading !== undefined) option.helpGroup(heading);
-  }
-  const rank = (option: Option) => {
-    const heading = headingOf(option);
-    return heading === undefined ? -1 : headings.indexOf(heading);
-  };
-  (command.options as Option[]).sort((a, b) => rank(a) - rank(b));
-  return command;
-}
-
 /** The simulated provider's answer times and failure profile: the same flags for a run and for `serve`. */
 export function simulationOptions(): Option[] {
   return [
@@ -191,13 +62,6 @@ export function simulationOptions(): Option[] {
       .argParser(oneOf(PROFILE_NAMES))
       .default(SIMULATED_DEFAULTS.profile),
   ];
-}
-
-/** Throws a UsageError unless --min-latency is at most --max-latency. */
-export function checkLatencyRange(flags: { readonly minLatency: number; readonly maxLatency: number }): void {
-  if (flags.minLatency > flags.maxLatency) {
-    throw new UsageError(`--min-latency (${formatMs(flags.minLatency)}) must not exceed --max-latency (${formatMs(flags.maxLatency)})`);
-  }
 }
 
 /** --input: the articles from a file or standard input instead of generated (--articles, which it excludes). */
@@ -332,45 +196,6 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
   return command;
 }
 
-export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
-  if (flags.config?.trim() === '') throw new UsageError('--config needs a file name');
-  checkLatencyRange(flags);
-  if (flags.callTimeout !== Infinity && flags.callTimeout >= flags.timeout) {
-    throw new UsageError(
-      `--call-timeout (${formatDuration(flags.callTimeout)}) must be shorter than --timeout (${formatDuration(flags.timeout)}): ` +
-        "an attempt never has more than what is left of the article's budget",
-    );
-  }
-  if (flags.providerBurst !== undefined && flags.providerRate === undefined) {
-    throw new UsageError('--provider-burst needs --provider-rate (the quota it belongs to)');
-  }
-  if (flags.config !== undefined) {
-    for (const flag of ['providerRate', 'providerBurst', 'headers', 'outage', 'tpm', 'adaptive', 'syncHeaders'] as const) {
-      if (flags[flag] !== undefined && flags[flag] !== false) {
-        const name = flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-        throw new UsageError(`--${name} describes a single provider; with --config set it per provider in the file`);
-      }
-    }
-  }
-  if (flags.syncHeaders && flags.headers === undefined && flags.config === undefined && !callsHttpApi(flags)) {
-    throw new UsageError('--sync-headers needs --headers: without it the simulated provider sends no rate-limit headers');
-  }
-  if (flags.tasks?.trim() === '') throw new UsageError('--tasks needs a file name');
-  if ((flags.priceInput === undefined) !== (flags.priceOutput === undefined)) {
-    throw new UsageError('--price-input and --price-output go together: a call costs its input and its output tokens');
-  }
-  if (flags.config !== undefined && flags.priceInput !== undefined) {
-    throw new UsageError('--price-input describes a single provider; with --config set "price" per provider in the file');
-  }
-  if (flags.maxCost !== undefined && flags.config === undefined && flags.priceInput === undefined) {
-    throw new UsageError('--max-cost needs a price to count in: give --price-input and --price-output (USD per million tokens)');
-  }
-  if (flags.inputFormat !== undefined && flags.input === undefined) throw new UsageError('--input-format applies to --input only');
-  if (flags.skipInvalid && flags.input === undefined) {
-    throw new UsageError('--skip-invalid applies to --input files only');
-  }
-}
-
 /** A price, USD per million tokens: a number >= 0. */
 const usd = accepting('>= 0, USD', (text) => {
   const value = /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(text) ? Number(text) : Number.NaN;
@@ -390,114 +215,3 @@ export const outageWindow: ValueParser<{ startMs: number; endMs: number }> = acc
   if (window === undefined) throw new InvalidArgumentError('Expected a window like 2s..8s (start before end).');
   return window;
 });
-
-/**
- * A simulated provider: `sim` (a provider's settings from --config) over what the flags describe.
- * A new one per run, so a seed replays the same run.
- */
-export function createProvider(flags: RunFlags, name: string = SIMULATED_DEFAULTS.name, sim: SimulatedConfig = {}): SimulatedProvider {
-  return new SimulatedProvider({
-    name,
-    minLatencyMs: sim.minLatencyMs ?? flags.minLatency,
-    maxLatencyMs: sim.maxLatencyMs ?? Math.max(flags.maxLatency, sim.minLatencyMs ?? 0),
-    profile: sim.profile ?? flags.profile,
-    seed: sim.seed ?? flags.seed,
-    quota: sim.quota ?? providerQuota(flags),
-    headerStyle: sim.headers ?? flags.headers,
-    outage: sim.outage ?? flags.outage,
-  });
-}
-
-/** The simulated provider's own quota the flags set (--provider-rate, --provider-burst), if any. */
-export function providerQuota(flags: Pick<RunFlags, 'providerRate' | 'providerBurst'>): ProviderQuota | undefined {
-  return flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 };
-}
-
-/** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */
-export function providerSetup(flags: RunFlags, provider: Provider, rate: number, burst: number): ProviderSetup {
-  const limits: LimitSpec[] = requestLimit(rate, burst);
-  if (flags.tpm !== undefined) limits.push({ kind: 'tokens', rate: flags.tpm / 60, burst: flags.tpm });
-  const setup: ProviderSetup = {
-    provider,
-    limits,
-    price: flags.priceInput === undefined ? undefined : { inputPerMTok: flags.priceInput, outputPerMTok: flags.priceOutput! },
-    adaptive: flags.adaptive ? {} : undefined,
-    syncHeaders: flags.syncHeaders,
-    maxOutputTokens: flags.maxOutputTokens,
-    callTimeoutMs: flags.callTimeout,
-    breaker:
-      flags.breakerThreshold === 0
-        ? undefined
-        : { failureThreshold: flags.breakerThreshold, cooldownMs: flags.breakerCooldown, giveUpAfterMs: flags.breakerGiveUp },
-  };
-  const problem = providerSetupProblem(setup);
-  // A minute's token budget no larger than a call's reservation would fail every article at run time.
-  if (problem?.rule === 'token-burst') {
-    throw new UsageError(
-      `--tpm=${flags.tpm} cannot fit a call: each reserves its prompt's tokens plus --max-output-tokens (${flags.maxOutputTokens}) at once; give a larger --tpm or a smaller --max-output-tokens`,
-    );
-  }
-  if (problem?.rule === 'adaptive-rate')
-    throw new UsageError("--adaptive needs a finite --rate to adapt (it never goes above it), got 'inf'");
-  return setup;
-}
-
-/**
- * The providers and routes of a run: from `--config` when given, else one provider from the flags
- * (simulated unless --provider says otherwise). HTTP providers' keys are read from the environment
- * here, before any call: `keyVariables` says where each provider's came from.
- */
-export async function providerSetups(
-  flags: RunFlags & Partial<ClientFlags>,
-  rate: number,
-  burst: number,
-  /** A dry run calls nothing: an unset key is no reason to stop it. */
-  keyOptional = false,
-): Promise<{
-  providers: ProviderSetup[];
-  routes: Readonly<Record<string, string>> | undefined;
-  keyVariables: ReadonlyMap<string, string>;
-  /** Each provider's shared quota key, where the providers file names one. */
-  quotaKeys: ReadonlyMap<string, string>;
-}> {
-  const keyVariables = new Map<string, string>();
-  const quotaKeys = new Map<string, string>();
-  const known = (client: HttpClient | undefined): Provider | undefined => {
-    if (client !== undefined) keyVariables.set(client.provider.name, client.keyVariable);
-    return client?.provider;
-  };
-  if (flags.config === undefined) {
-    const provider = known(httpClientFromFlags(flags, process.env, keyOptional)) ?? createProvider(flags);
-    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables, quotaKeys };
-  }
-  const config = await loadProvidersConfig(flags.config);
-  const source = flags.config;
-  for (const p of config.providers) if (p.quotaKey !== undefined) quotaKeys.set(p.name, p.quotaKey);
-  const providers = config.providers.map(
-    (p, index): ProviderSetup => ({
-      ...p,
-      // Each provider draws its own numbers: the same seed would give both the same fate per call.
-      provider:
-        known(httpClientFromConfig(p, source, process.env, keyOptional)) ??
-        createProvider(flags, p.name, { seed: flags.seed + index, ...p.simulated }),
-      // The file's own, else the flag's: --call-timeout is a run-wide default.
-      callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
-    }),
-  );
-  return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
-}
-
-/**
- * Loads the optional packages the providers need — their SDKs, the tokenizer that token limits
- * count with — so that one that is not installed is one line and exit 2 before anything is read,
- * written or called.
- */
-export async function loadProviderPackages(providers: readonly ProviderSetup[]): Promise<void> {
-  for (const setup of providers) {
-    if (setup.provider instanceof HttpApiProvider) await setup.provider.loaded();
-    const specs = Array.isArray(setup.limits) ? (setup.limits as readonly LimitSpec[]) : (setup.limits as ProviderLimits).specs;
-    if (setup.estimateInputTokens === undefined && specs.some((spec) => spec.kind !== 'requests' && spec.rate !== Infinity)) {
-      await loadTokenizer();
-    }
-  }
-}

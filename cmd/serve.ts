@@ -5,7 +5,11 @@ import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../sr
 import { formatDuration } from '../src/mechanisms.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
 import { accepting, duration, integer, oneOf, rate } from './parse-values.ts';
-import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
+import { LOG_LEVELS, outageWindow, simulationOptions } from './run-options.ts';
+import { UsageError } from './usage-error.ts';
+import { checkLatencyRange } from './run-validation.ts';
+import { createLogger } from './logger.ts';
+import { oneLineErrors } from './one-line-errors.ts';
 import { systemErrorText } from './stdout.ts';
 import { quitNow } from './terminal.ts';
 

@@ -10,7 +10,7 @@
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, PIPELINE_DEFAULTS, CancelledError, RunStoppedError } from './pipeline/run.ts';
 export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
-export type { RunSummary, RunStop, BoundBy, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
+export type { RunSummary, RunStop, BoundBy, CallCounts, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
 // Tasks: what each article is asked, as data — a prompt with placeholders, a schema, what it needs first.

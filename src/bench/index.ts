@@ -2,6 +2,6 @@
 // needs the `vega` and `vega-lite` packages).
 
 export { runSweep } from './sweep.ts';
-export type { BenchSetting, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './sweep.ts';
+export type { BenchSetting, BenchFigures, BenchRun, SettingResult, SweepResult, SweepOptions, SweepRunStart } from './sweep.ts';
 export { benchChartSpec, renderBenchChart } from './chart.ts';
 export type { BenchChartOptions, VegaLiteSpec } from './chart.ts';

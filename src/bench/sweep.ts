@@ -1,6 +1,6 @@
 import { systemClock } from '../clock.ts';
 import type { Article } from '../sources/article.ts';
-import type { BoundBy, RunSummary } from '../pipeline/metrics.ts';
+import type { RunSummary } from '../pipeline/metrics.ts';
 import type { ProviderSetup } from '../gate/provider-options.ts';
 import { runPipeline, type PipelineOptions } from '../pipeline/run.ts';
 
@@ -58,28 +58,22 @@ export function pairSettings(
   });
 }
 
+/**
+ * The figures of a run the sweep reports, as its {@link RunSummary} has them: the calls, retries
+ * and 429s, the rate floor (of its one provider), the least the run could take and which bound that is, the efficiency,
+ * and the articles that ended as dead letters (`failed`).
+ */
+export type BenchFigures = Pick<
+  RunSummary,
+  'calls' | 'retries' | 'rateLimited' | 'rateFloorMs' | 'leastElapsedMs' | 'boundBy' | 'efficiency' | 'failed'
+>;
+
 /** What one run of one setting did. Milliseconds throughout. */
-export interface BenchRun {
+export interface BenchRun extends BenchFigures {
   /** 1-based repeat number. */
   readonly repeat: number;
   /** How long the run took, from its first pull of the source to its last result. */
   readonly elapsedMs: number;
-  /** Attempts that got a token and called the provider, retries included. */
-  readonly calls: number;
-  /** `(calls − burst) / rate`: no schedule grants the last token earlier (0 at rate=inf). */
-  readonly rateFloorMs: number;
-  /** The least the run could take: the largest of its lower bounds ({@link RunSummary.leastElapsedMs}). */
-  readonly leastElapsedMs: number;
-  /** Which bound that is ({@link RunSummary.boundBy}). */
-  readonly boundBy: BoundBy | null;
-  /** `leastElapsedMs / elapsedMs`, as {@link RunSummary.efficiency}; `null` without calls. */
-  readonly efficiency: number | null;
-  /** Calls the provider answered with a 429. */
-  readonly rateLimited: number;
-  /** Attempts made again after a retryable failure. */
-  readonly retries: number;
-  /** Articles that ended as dead letters. */
-  readonly failed: number;
   /** The run's whole `RunSummary`, as `runPipeline` resolved with it. */
   readonly summary: RunSummary;
 }
@@ -89,31 +83,15 @@ export interface BenchRun {
  * of runs, the mean of the middle two); counts are the middle run's, the lower of the two middle
  * ones for an even number, so that they stay whole.
  */
-export interface SettingResult {
+export interface SettingResult extends BenchFigures {
   /** The rate and burst these runs were made at. */
   readonly setting: BenchSetting;
   /** The setting as the table and the chart name it (`rate=10 burst=5`). */
   readonly label: string;
   /** Every run of the setting, in the order they ran. */
   readonly runs: readonly BenchRun[];
-  /** Attempts that called the provider, retries included (the middle run's). */
-  readonly calls: number;
   /** How long the setting's runs took: their median, the shortest and the longest, in ms. */
   readonly elapsedMs: { readonly median: number; readonly min: number; readonly max: number };
-  /** `(calls − burst) / rate`: no schedule grants the last token earlier (the median). */
-  readonly rateFloorMs: number;
-  /** The least a run could take: the largest of its lower bounds (the median). */
-  readonly leastElapsedMs: number;
-  /** The bound most runs had. */
-  readonly boundBy: BoundBy | null;
-  /** `leastElapsedMs / elapsedMs` (the median); `null` without calls. */
-  readonly efficiency: number | null;
-  /** Calls answered with a 429 (the middle run's). */
-  readonly rateLimited: number;
-  /** Attempts made again after a retryable failure (the middle run's). */
-  readonly retries: number;
-  /** Articles that ended as dead letters (the middle run's). */
-  readonly failed: number;
   /**
    * When each call of the first run got its token (the call's end minus its latency), in ms since
    * that run started, ascending: the grant timeline the chart draws (empty with `timeline: false`).

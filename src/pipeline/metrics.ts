@@ -17,26 +17,34 @@ export interface Percentiles {
   readonly max: number;
 }
 
+/** What calls came to, one count per outcome: a provider's, and the whole run's (the sum over its providers). */
+export interface CallCounts {
+  /** Attempts that reached a provider, retries included: each took one token. */
+  readonly calls: number;
+  /** Attempts that failed and were followed by another. */
+  readonly retries: number;
+  /** Attempts the provider refused with a 429. */
+  readonly rateLimited: number;
+  /** Attempts the provider answered with a 5xx. */
+  readonly serverErrors: number;
+  /** Attempts the provider did not answer in time. */
+  readonly timeouts: number;
+  /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
+  readonly networkErrors: number;
+}
+
+/** No call yet: where every count starts. */
+const NO_CALLS: CallCounts = Object.freeze({ calls: 0, retries: 0, rateLimited: 0, serverErrors: 0, timeouts: 0, networkErrors: 0 });
+const COUNTS = Object.keys(NO_CALLS) as (keyof CallCounts)[];
+
 /** Per-provider call figures. */
-export interface ProviderFigures {
+export interface ProviderFigures extends CallCounts {
   /** The provider these figures are for. */
   readonly name: string;
   /** The request limit as configured: calls per second (`Infinity` without one)… */
   readonly rate: number;
   /** …and the calls that may go at once after a quiet spell. */
   readonly burst: number;
-  /** Attempts made, retries included: each took one token. */
-  readonly calls: number;
-  /** Attempts made again after a retryable failure. */
-  readonly retries: number;
-  /** Calls it answered with a 429. */
-  readonly rateLimited: number;
-  /** Calls it answered with a 5xx. */
-  readonly serverErrors: number;
-  /** Calls that did not answer in time. */
-  readonly timeouts: number;
-  /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
-  readonly networkErrors: number;
   /**
    * No schedule can grant the last token sooner, in ms: `(calls − burst) / rate`, at the rates the
    * run's limits allowed over time where they moved (the adaptive rate) and this process saw every
@@ -71,15 +79,9 @@ export interface ProviderFigures {
 }
 
 /** Per-task call figures. */
-export interface TaskFigures {
+export interface TaskFigures extends Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'> {
   /** The task these figures are for. */
   readonly name: string;
-  /** Attempts that reached a provider, retries included. */
-  readonly calls: number;
-  /** The task's attempts made again after a retryable failure. */
-  readonly retries: number;
-  /** The task's calls answered with a 429. */
-  readonly rateLimited: number;
   /** The provider's answer time of those calls, in ms. */
   readonly latencyMs: { readonly p50: number; readonly p95: number };
   /** LLM tokens the providers reported (input + output). */
@@ -109,7 +111,7 @@ export interface RunStop {
 export type BoundBy = 'rate' | 'latency' | 'workers';
 
 /** What a run did, in figures. Milliseconds throughout. */
-export interface RunSummary {
+export interface RunSummary extends CallCounts {
   /** Articles pulled from the source. */
   readonly articles: number;
   /** Articles whose every task answered. */
@@ -120,19 +122,7 @@ export interface RunSummary {
   readonly cancelled: number;
   /** Failed articles: the dead letters, each with its reason in the results. */
   readonly deadLetters: number;
-  /** Attempts that called a provider, retries included. */
-  readonly calls: number;
-  /** Attempts made again after a retryable failure. */
-  readonly retries: number;
-  /** Calls answered with a 429. */
-  readonly rateLimited: number;
-  /** Calls answered with a 5xx. */
-  readonly serverErrors: number;
-  /** Calls that did not answer in time. */
-  readonly timeouts: number;
-  /** Calls that could not reach a provider or lost the connection (refused, reset, DNS, TLS). */
-  readonly networkErrors: number;
-  /** How long the run took, in ms. */
+  /** How long the run took, from its start to its last result. */
   readonly elapsedMs: number;
   /**
    * `(calls − burst) / rate` of the provider that bounds the run: no schedule can grant its last
@@ -184,27 +174,20 @@ export interface RunSummary {
   readonly budget?: { readonly maxUsd: number; readonly spentUsd: number };
 }
 
-interface TaskCounters {
-  calls: number;
-  retries: number;
-  rateLimited: number;
+type Counting<T> = { -readonly [K in keyof T]: T[K] };
+
+interface TaskCounters extends Counting<Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'>> {
   readonly latency: Histogram;
   tokensUsed: number;
   costNanoUsd: number;
   priced: boolean;
 }
 
-interface ProviderCounters {
+interface ProviderCounters extends Counting<CallCounts> {
   readonly priced: boolean;
   costNanoUsd: number;
   tokensUsed: number;
   circuitRejections: number;
-  calls: number;
-  retries: number;
-  rateLimited: number;
-  serverErrors: number;
-  timeouts: number;
-  networkErrors: number;
   lastGrantMs: number;
   lastCallLatencyMs: number;
 }
@@ -269,12 +252,7 @@ export class Metrics {
         costNanoUsd: 0,
         tokensUsed: 0,
         circuitRejections: 0,
-        calls: 0,
-        retries: 0,
-        rateLimited: 0,
-        serverErrors: 0,
-        timeouts: 0,
-        networkErrors: 0,
+        ...NO_CALLS,
         lastGrantMs: 0,
         lastCallLatencyMs: 0,
       });
@@ -343,12 +321,7 @@ export class Metrics {
     gates: readonly GateFigures[],
   ): RunSummary {
     const providers: ProviderFigures[] = [];
-    let calls = 0;
-    let retries = 0;
-    let rateLimited = 0;
-    let serverErrors = 0;
-    let timeouts = 0;
-    let networkErrors = 0;
+    const total: Counting<CallCounts> = { ...NO_CALLS };
     let floorMs = 0;
     let rateBoundMs = 0;
     const elapsedMs = endMs - this.#startMs;
@@ -375,12 +348,7 @@ export class Metrics {
         countsTokens: gate.countsTokens,
         rateCuts: gate.rateCuts,
       });
-      calls += c.calls;
-      retries += c.retries;
-      rateLimited += c.rateLimited;
-      serverErrors += c.serverErrors;
-      timeouts += c.timeouts;
-      networkErrors += c.networkErrors;
+      for (const count of COUNTS) total[count] += c[count];
       // The provider that could finish last bounds the run.
       if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
         rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
@@ -395,12 +363,7 @@ export class Metrics {
       failed: this.#failed,
       cancelled: this.#cancelled,
       deadLetters: this.#failed,
-      calls,
-      retries,
-      rateLimited,
-      serverErrors,
-      timeouts,
-      networkErrors,
+      ...total,
       elapsedMs,
       rateFloorMs: floorMs,
       lowerBoundsMs,

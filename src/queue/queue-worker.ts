@@ -126,7 +126,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   checkDurationMs('lockDurationMs', lockDurationMs, { positive: true });
   checkDurationMs('stalledIntervalMs', stalledIntervalMs, { positive: true });
   checkDurationMs('redisGiveUpMs', redisGiveUpMs, { positive: false });
-  const workers = options.workers ?? 5;
+  const workers = options.workers ?? PIPELINE_DEFAULTS.workers;
   const { Worker, WaitingError, UnrecoverableError } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
 
   // By article id: a job whose lock ran out while Redis was away may be handed over again while

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { providerSetups, type RunFlags } from '../../cmd/run-options.ts';
+import { providerSetups } from '../../cmd/provider-setup.ts';
+import type { RunFlags } from '../../cmd/run-options.ts';
 
 /** The flags a run without any given: what `providerSetups` reads of them. */
 const FLAGS = {

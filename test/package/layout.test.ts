@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 const CMD = fileURLToPath(new URL('../../cmd/', import.meta.url));
 
+/** The most lines a source file of src/ or cmd/ may have. */
+const MAX_FILE_LINES = 600;
+
 /** The mechanisms that know nothing of LLMs or articles, and the folders that do. */
 const GENERIC = ['limiter', 'retry', 'breaker', 'middleware', 'validation'];
 const DOMAIN = [
@@ -92,6 +95,17 @@ function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[] {
 describe('the layout of src/', () => {
   it('has no folder-level import cycle', async () => {
     expect(cyclesOf(await folderImports())).toEqual([]);
+  });
+
+  it('has no source file over 600 lines in src/ and cmd/: a file that long does several jobs', async () => {
+    const root = resolve(SRC, '..');
+    const long: string[] = [];
+    for (const file of (await fileImports([SRC, CMD])).keys()) {
+      const text = await readFile(join(root, file), 'utf8');
+      const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+      if (lines > MAX_FILE_LINES) long.push(`${file}: ${lines} lines`);
+    }
+    expect(long).toEqual([]);
   });
 
   it('has no file-level import cycle in src/ and cmd/, type-only imports included', async () => {
