@@ -10,65 +10,34 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
-import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
-import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
-import { formatRateLimitHeaders, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
-import {
-  FAILURE_PROFILES,
-  OUTAGE_PROFILE_WINDOW,
-  SimulatedProvider,
-  type FailureProfile,
-  type OutageWindow,
-  type ProfileName,
-} from '../simulator/simulated.ts';
+import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
+import { BadRequestError } from '../provider/provider.ts';
+import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
 import { countTokensPrompt } from './anthropic-api.ts';
-import { answerChoice, type Draft, type Tokenizer } from './answer-choices.ts';
-import { type ChatAnswer, type ChatApi, type ChatRequest, type Failure, InvalidRequestError, type ParseOptions } from './chat-api.ts';
+import { answerChoice, type Draft } from './answer-choices.ts';
+import type { ChatAnswer, ChatApi, ChatRequest, Failure, ParseOptions } from './chat-api.ts';
 import { readBody } from './request-body.ts';
 import { ResponseStore } from './response-store.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
-import { SchemaAnswers } from '../simulator/schema-answers.ts';
-import { loadOptional } from '../optional-package.ts';
-import { ServerMetrics, keyFingerprint } from './server-metrics.ts';
+import { keyFingerprint } from './server-metrics.ts';
 import { StreamFaults } from './stream-faults.ts';
 import { writeStream } from './stream-writer.ts';
 import { ClientGone, Refusal, type Exchange, type LimitContext } from './exchange.ts';
 import { LLM_SERVER_DEFAULTS, serverSettings, type ListenOptions, type LlmServerOptions } from './llm-server-options.ts';
 import { matchRoute, type RouteHandler } from './routes.ts';
 import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './answer-schema.ts';
-import { FileStore, type StoredFile } from './file-store.ts';
-import { OpenAiBatches } from './openai-batches.ts';
-import { AnthropicBatches } from './anthropic-batches.ts';
-import type { RowAnswer } from './batch-runner.ts';
-import { openAiApi } from './openai-api.ts';
-import { anthropicApi } from './anthropic-api.ts';
-import { responsesApi } from './responses-api.ts';
+import type { StoredFile } from './file-store.ts';
+import { BatchService } from './batch-service.ts';
+import { KeyQuotas } from './key-quotas.ts';
+import { loadServerParts, type Loaded, type Prepared } from './server-parts.ts';
+import { batchHandlers, FileAnswer } from './batch-routes.ts';
+import { asRefusal, simulatedFailure } from './refusals.ts';
 
 export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type LlmServerSimulation } from './llm-server-options.ts';
 
-/** What a server loads when it starts, not when it is imported. */
-interface Loaded {
-  readonly schemas: SchemaAnswers;
-  readonly metrics: ServerMetrics;
-  readonly tokenizer: Tokenizer;
-}
-
-/**
- * A prepared request: what the API read, and the schema the answer is made for — the request's own,
- * with the constraints its descriptions state when those can be kept to; for free text and JSON mode
- * the simulation's summary, or the schema the prompt gives.
- */
-interface Prepared {
-  readonly request: ChatRequest;
-  readonly answerSchema: JsonSchema;
-}
-
 /** nginx's status for a client that closed the connection before the answer. */
 const CLIENT_CLOSED = 499;
-/** The whole requests a per-minute limit states: rounded down, so a client taking it as its rate is never over. */
-const PER_MINUTE_EPSILON = 1e-9;
 
 /**
  * An HTTP server that answers OpenAI's `POST /v1/chat/completions` and `POST /v1/responses`, and
@@ -98,15 +67,11 @@ const PER_MINUTE_EPSILON = 1e-9;
 export class LlmServer {
   readonly #server: Server;
   readonly #clock: Clock;
-  readonly #requests: KeyedLimiter;
-  readonly #tokens: KeyedLimiter | undefined;
+  /** Each API key's quotas: requests, and tokens with a token limit. */
+  readonly #quotas: KeyQuotas;
   readonly #provider: SimulatedProvider;
-  /** Answers batch rows: the same seed and failures, no latency (a batch's timing is its own). */
-  readonly #batchProvider: SimulatedProvider;
-  readonly #files = new FileStore();
-  readonly #openAiBatches: OpenAiBatches;
-  readonly #anthropicBatches: AnthropicBatches;
-  readonly #maxBatchBytes: number;
+  /** Both vendors' Batch APIs: their files, batches and the provider their rows are answered by. */
+  readonly #batches: BatchService;
   readonly #outage: OutageWindow | undefined;
   readonly #createdAtMs: number;
   readonly #tokensPerSecond: number;
@@ -144,37 +109,24 @@ export class LlmServer {
       clock,
     } = serverSettings(options);
     this.#clock = clock;
-    this.#requests = new KeyedLimiter({ rate, burst, clock, maxKeys });
-    this.#tokens =
-      tokensPerMinute === undefined ? undefined : new KeyedLimiter({ rate: tokensPerMinute / 60, burst: tokensPerMinute, clock, maxKeys });
+    this.#quotas = new KeyQuotas({ rate, burst, tokensPerMinute, clock, maxKeys });
     // One provider for all: call n's fate depends on the seed and n, in arrival order, as in-process.
     const picked = simulation;
     this.#provider = new SimulatedProvider({ ...picked, name: 'serve', clock });
     this.#outage = picked.outage ?? (picked.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
-    this.#batchProvider = new SimulatedProvider({
-      seed: picked.seed,
-      profile: rowFailures(picked.profile),
-      minLatencyMs: 0,
-      maxLatencyMs: 0,
-      name: 'serve-batches',
-      clock,
-    });
-    const services = {
-      files: this.#files,
-      timing: { clock, durationMs: batchDurationMs, windowMs: batchWindowMs },
-      queueTokens: batchQueueTokens,
-      answerRow: (api: ChatApi, body: unknown) => this.#answerRow(api, body),
-      inputTokens: (api: ChatApi, body: unknown) => this.#inputTokens(api, body),
-      background: (work: Promise<void>) => {
-        work.catch((error: unknown) => {
+    this.#batches = new BatchService(
+      { simulation: picked, clock, durationMs: batchDurationMs, windowMs: batchWindowMs, queueTokens: batchQueueTokens, maxBatchBytes },
+      {
+        prepare: (api, body) => this.#prepare(api, undefined, body),
+        draft: (provider, api, prepared, requestId) => this.#draft(provider, api, prepared, requestId),
+        complete: (request, draft) => this.#complete(request, draft),
+        promptTokens: (api, body) => this.#loaded!.tokenizer.encode(api.parse(body, this.#parseOptions).promptText).length,
+        failed: (error) => {
           // Closing removes the batches' files from under the work on them: that is no error.
           if (this.#closing === undefined) this.#logger.error({ err: error }, 'batch work failed');
-        });
+        },
       },
-    };
-    this.#openAiBatches = new OpenAiBatches(services, { '/v1/chat/completions': openAiApi, '/v1/responses': responsesApi });
-    this.#anthropicBatches = new AnthropicBatches(services, anthropicApi);
-    this.#maxBatchBytes = maxBatchBytes;
+    );
     this.#createdAtMs = clock.now();
     this.#tokensPerSecond = tokensPerSecond;
     this.#faults = new StreamFaults(failMidStream, picked.seed ?? 1);
@@ -232,32 +184,16 @@ export class LlmServer {
       if (!this.#server.listening) return resolve();
       this.#server.close((error) => (error === undefined ? resolve() : reject(error)));
       this.#server.closeIdleConnections();
-    }).finally(() => this.#files.close());
+    }).finally(() => this.#batches.files.close());
     return this.#closing;
   }
 
-  async #load(): Promise<Loaded> {
-    const [schemas, metrics, tokenizer] = await Promise.all([
-      SchemaAnswers.create(LLM_SERVER_DEFAULTS.maxSchemas),
-      ServerMetrics.create(
-        this.#maxKeyLabels,
-        (key) => ({
-          requests: this.#requests.take(key, 0).remaining,
-          tokens: this.#tokens?.take(key, 0).remaining,
-        }),
-        () => ({ openai: this.#openAiBatches.counts(), anthropic: this.#anthropicBatches.counts() }),
-      ),
-      loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
-    ]);
-    return {
-      schemas,
-      metrics,
-      tokenizer: {
-        encode: (text) => tokenizer.encode(text),
-        decode: (tokens) => tokenizer.decode(tokens),
-        pieces: (tokens) => [...tokenizer.decodeGenerator(tokens)],
-      },
-    };
+  #load(): Promise<Loaded> {
+    return loadServerParts(
+      this.#maxKeyLabels,
+      (key) => ({ requests: this.#quotas.requests.take(key, 0).remaining, tokens: this.#quotas.tokens?.take(key, 0).remaining }),
+      () => this.#batches.counts(),
+    );
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -298,31 +234,14 @@ export class LlmServer {
     model: (exchange, id) => this.#answerKeyed(exchange, () => exchange.api.model(id)),
     health: (exchange) => this.#send(exchange, 200, { status: 'ok' }),
     metrics: (exchange) => this.#scrape(exchange),
-    'upload-file': (exchange) =>
-      this.#batchRoute(exchange, { upload: true }, async (key) => {
-        const body = await this.#readBody(exchange, this.#maxBatchBytes);
-        return this.#openAiBatches.upload(key, body, exchange.req.headers['content-type']);
-      }),
-    file: (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.file(key, id)),
-    'file-content': (exchange, id) =>
-      this.#batchRoute(exchange, {}, (key) => new FileAnswer(this.#openAiBatches.fileOf(key, id), 'application/octet-stream')),
-    'delete-file': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.deleteFile(key, id)),
-    'create-batch': (exchange) =>
-      this.#batchRoute(exchange, { upload: true }, async (key) => this.#openAiBatches.create(key, await this.#readJson(exchange))),
-    batch: (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.retrieve(key, id)),
-    'list-batches': (exchange) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.list(key, queryOf(exchange))),
-    'cancel-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.cancel(key, id)),
-    'create-message-batch': (exchange) =>
-      this.#batchRoute(exchange, { upload: true }, async (key) => {
-        const body = await this.#readJson(exchange, this.#maxBatchBytes);
-        return this.#anthropicBatches.create(key, body, originOf(exchange));
-      }),
-    'message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.retrieve(key, id)),
-    'list-message-batches': (exchange) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.list(key, queryOf(exchange))),
-    'message-batch-results': (exchange, id) =>
-      this.#batchRoute(exchange, {}, async (key) => new FileAnswer(await this.#anthropicBatches.results(key, id), 'application/x-jsonl')),
-    'cancel-message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.cancel(key, id)),
-    'delete-message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.delete(key, id)),
+    ...batchHandlers({
+      route: (exchange, options, work) => this.#batchRoute(exchange, options, work),
+      readBody: (exchange, maxBytes) => this.#readBody(exchange, maxBytes),
+      readJson: (exchange, maxBytes) => this.#readJson(exchange, maxBytes),
+      openAi: () => this.#batches.openAi,
+      anthropic: () => this.#batches.anthropic,
+      maxBatchBytes: () => this.#batches.maxBatchBytes,
+    }),
   };
 
   /**
@@ -334,12 +253,12 @@ export class LlmServer {
     try {
       this.#authenticate(exchange);
       if (upload) {
-        if (Number(exchange.req.headers['content-length']) > this.#maxBatchBytes) throw this.#tooLarge(this.#maxBatchBytes);
-        this.#admit(exchange);
+        if (Number(exchange.req.headers['content-length']) > this.#batches.maxBatchBytes) throw this.#tooLarge(this.#batches.maxBatchBytes);
+        this.#quotas.admit(exchange.key!);
       }
       const answer = await work(exchange.key!);
       if (answer instanceof FileAnswer) await this.#sendFile(exchange, answer.file, answer.type);
-      else this.#send(exchange, 200, answer, this.#limitHeaders(exchange, {}));
+      else this.#send(exchange, 200, answer, this.#quotas.headers(exchange, {}));
     } catch (error) {
       this.#answerStop(exchange, error);
     }
@@ -352,52 +271,16 @@ export class LlmServer {
       'content-type': type,
       'content-length': String(file.bytes),
       [api.requestIdHeader]: `req_${exchange.requestId}`,
-      ...this.#limitHeaders(exchange, {}),
+      ...this.#quotas.headers(exchange, {}),
       ...this.#connection(),
     });
     try {
-      await pipeline(this.#files.read(file), res);
+      await pipeline(this.#batches.files.read(file), res);
     } catch {
       // The client went away mid-file: there is nobody left to answer.
       return this.#finish(exchange, CLIENT_CLOSED);
     }
     this.#finish(exchange, 200);
-  }
-
-  /**
-   * A batch row answered as its route answers it live, without the latency or the quotas (a batch
-   * has its own): parsed, made for its schema, ended as a model's output ends; a request the route
-   * would refuse, or a failure of the simulation, is the row's error in the API's shape.
-   */
-  async #answerRow(api: ChatApi, body: unknown): Promise<RowAnswer> {
-    const requestId = randomUUID().replaceAll('-', '');
-    try {
-      const prepared = this.#prepare(api, undefined, body);
-      if (prepared.request.stream !== undefined) {
-        throw new Refusal({
-          kind: 'invalid-request',
-          message: 'Streaming is not supported in batches: leave stream out.',
-          param: 'stream',
-        });
-      }
-      const draft = await this.#draft(this.#batchProvider, api, prepared, requestId);
-      const answer = this.#complete(prepared.request, draft);
-      return { statusCode: 200, requestId: `req_${requestId}`, body: api.respond(prepared.request, answer, requestId) };
-    } catch (error) {
-      if (!(error instanceof Refusal)) throw error;
-      const { status, body: failure } = api.fail(error.failure, `req_${requestId}`);
-      return { statusCode: status, requestId: `req_${requestId}`, body: failure };
-    }
-  }
-
-  /** The input tokens of a request with this body, as its answer's usage would count them; 0 for one the API refuses. */
-  #inputTokens(api: ChatApi, body: unknown): number {
-    try {
-      return this.#loaded!.tokenizer.encode(api.parse(body, this.#parseOptions).promptText).length;
-    } catch (error) {
-      if (error instanceof InvalidRequestError) return 0;
-      throw error;
-    }
   }
 
   /**
@@ -410,12 +293,12 @@ export class LlmServer {
     try {
       this.#authenticate(exchange);
       this.#refuseDeclaredOversize(exchange);
-      this.#admit(exchange);
+      this.#quotas.admit(exchange.key!);
       const body = await this.#readJson(exchange);
       const prepared = this.#prepare(exchange.api, exchange.key, body);
       const draft = await this.#generate(exchange, prepared);
       const answer = this.#complete(prepared.request, draft);
-      const tokens = this.#chargeTokens(exchange, answer);
+      const tokens = this.#quotas.chargeTokens(exchange.key!, answer.inputTokens + answer.outputTokens);
       await this.#deliver(exchange, prepared.request, answer, tokens);
     } catch (error) {
       this.#answerStop(exchange, error);
@@ -441,14 +324,6 @@ export class LlmServer {
   /** 413 by the declared length, before a byte is read. */
   #refuseDeclaredOversize(exchange: Exchange): void {
     if (Number(exchange.req.headers['content-length']) > this.#maxBodyBytes) throw this.#tooLarge();
-  }
-
-  /** Takes a request from the key's quota, or 429 with the wait. */
-  #admit(exchange: Exchange): void {
-    const admitted = this.#requests.take(exchange.key!);
-    if (admitted.allowed) return;
-    const message = `Rate limit reached on requests per min (RPM): Limit ${this.#requestsPerMinute()}, Remaining 0, Requested 1. Please try again in ${Math.ceil(admitted.retryAfterMs)}ms.`;
-    throw new Refusal({ kind: 'rate-limited', limit: 'requests', message }, { requests: admitted, retryAfterMs: admitted.retryAfterMs });
   }
 
   /** The body, read up to the cap: 413 past it. */
@@ -551,18 +426,6 @@ export class LlmServer {
     };
   }
 
-  /** With a token limit, takes the answer's prompt and output tokens from the key's, or 429. */
-  #chargeTokens(exchange: Exchange, answer: ChatAnswer): RateLimitDecision | undefined {
-    const needed = answer.inputTokens + answer.outputTokens;
-    const tokens = this.#tokens?.take(exchange.key!, needed);
-    if (tokens === undefined || tokens.allowed) return tokens;
-    const message =
-      tokens.retryAfterMs === Infinity
-        ? `Request too large on tokens per min (TPM): Limit ${tokens.limit}, Requested ${needed}. The input or output tokens must be reduced in order to run successfully.`
-        : `Rate limit reached on tokens per min (TPM): Limit ${tokens.limit}, Remaining ${tokens.remaining}, Requested ${needed}. Please try again in ${Math.ceil(tokens.retryAfterMs)}ms.`;
-    throw new Refusal({ kind: 'rate-limited', limit: 'tokens', message }, { tokens, retryAfterMs: tokens.retryAfterMs });
-  }
-
   /** The answer in the API's shape — whole, or streamed — with the key's quota as it stands; kept when the API keeps its answers. */
   async #deliver(exchange: Exchange, request: ChatRequest, answer: ChatAnswer, tokens: RateLimitDecision | undefined): Promise<void> {
     const { api, requestId } = exchange;
@@ -575,7 +438,7 @@ export class LlmServer {
       });
     }
     if (request.stream === undefined) {
-      this.#send(exchange, 200, api.respond(request, answer, requestId), this.#limitHeaders(exchange, { tokens }));
+      this.#send(exchange, 200, api.respond(request, answer, requestId), this.#quotas.headers(exchange, { tokens }));
       return;
     }
     await this.#stream(exchange, request, answer, tokens);
@@ -588,7 +451,7 @@ export class LlmServer {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       [api.requestIdHeader]: `req_${requestId}`,
-      ...this.#limitHeaders(exchange, { tokens }),
+      ...this.#quotas.headers(exchange, { tokens }),
       ...this.#connection(),
     });
     // The client knows the stream has begun before the first token comes.
@@ -628,7 +491,7 @@ export class LlmServer {
         throw asRefusal(exchange.api, error);
       }
       const inputTokens = this.#loaded!.tokenizer.encode(prompt).length;
-      this.#send(exchange, 200, { input_tokens: inputTokens }, this.#limitHeaders(exchange, {}));
+      this.#send(exchange, 200, { input_tokens: inputTokens }, this.#quotas.headers(exchange, {}));
     } catch (error) {
       this.#answerStop(exchange, error);
     }
@@ -641,7 +504,7 @@ export class LlmServer {
       const kept = this.#responses.find(exchange.key!, id);
       if (kept === undefined)
         throw new Refusal({ kind: 'not-found', message: `Response with id '${id}' not found.`, param: 'response_id' });
-      this.#send(exchange, 200, kept.body, this.#limitHeaders(exchange, {}));
+      this.#send(exchange, 200, kept.body, this.#quotas.headers(exchange, {}));
     } catch (error) {
       this.#answerStop(exchange, error);
     }
@@ -651,7 +514,7 @@ export class LlmServer {
   #answerKeyed(exchange: Exchange, body: () => unknown): void {
     try {
       this.#authenticate(exchange);
-      this.#send(exchange, 200, body(), this.#limitHeaders(exchange, {}));
+      this.#send(exchange, 200, body(), this.#quotas.headers(exchange, {}));
     } catch (error) {
       this.#answerStop(exchange, error);
     }
@@ -677,38 +540,11 @@ export class LlmServer {
 
   #fail(exchange: Exchange, failure: Failure, limits: LimitContext = {}): void {
     const { status, body } = exchange.api.fail(failure, `req_${exchange.requestId}`);
-    const headers = exchange.key === undefined ? {} : this.#limitHeaders(exchange, limits);
+    const headers = exchange.key === undefined ? {} : this.#quotas.headers(exchange, limits);
     // A limit that can never be met (a request bigger than the bucket) is not worth retrying.
     if (failure.kind === 'rate-limited' && limits.retryAfterMs === Infinity) headers['x-should-retry'] = 'false';
     if (limits.close === true) headers.connection = 'close';
     this.#send(exchange, status, body, headers);
-  }
-
-  /** The request limit as the vendors state theirs: whole requests per minute. */
-  #requestsPerMinute(): number {
-    return Math.floor(this.#requests.rate * 60 + PER_MINUTE_EPSILON);
-  }
-
-  /**
-   * The vendor's rate-limit headers for the exchange's key, as they stand now unless a decision is
-   * given: the limit per minute, what may be sent now before a 429 (the vendors' "remaining"), and
-   * the time until that is back at its most. A key without a request limit states none.
-   */
-  #limitHeaders(exchange: Exchange, limits: LimitContext): Record<string, string> {
-    const key = exchange.key!;
-    const status: LimitSnapshot[] = [];
-    if (this.#requests.rate !== Infinity) {
-      const decision = limits.requests ?? this.#requests.take(key, 0);
-      status.push({ kind: 'requests', limit: this.#requestsPerMinute(), remaining: decision.remaining, resetMs: decision.resetMs });
-    }
-    if (this.#tokens !== undefined) {
-      const decision = limits.tokens ?? this.#tokens.take(key, 0);
-      status.push({ kind: 'tokens', limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs });
-    }
-    const retryAfterMs = limits.retryAfterMs !== undefined && Number.isFinite(limits.retryAfterMs) ? limits.retryAfterMs : undefined;
-    const headers = formatRateLimitHeaders(exchange.api.headerStyle, status, retryAfterMs);
-    if (!exchange.api.retryAfterMs) delete headers['retry-after-ms'];
-    return headers;
   }
 
   #send(exchange: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -739,57 +575,4 @@ export class LlmServer {
       this.#logger.info(key === undefined ? fields : { ...fields, key: keyFingerprint(key) }, 'request');
     }
   }
-}
-
-/** A request the API refused as it stands, or a schema it cannot answer, as the 400 that says so. */
-function asRefusal(api: ChatApi, error: unknown): Refusal {
-  if (error instanceof InvalidRequestError) {
-    return new Refusal({ kind: 'invalid-request', message: error.message, param: error.param, code: error.code });
-  }
-  if (error instanceof SchemaError) {
-    return new Refusal({ kind: 'invalid-request', param: api.schemaParam, message: `Invalid schema: ${error.message}` });
-  }
-  throw error;
-}
-
-/** The simulated provider's failure as the server answers it; undefined for anything else. */
-function simulatedFailure(error: unknown): Failure | undefined {
-  if (isRateLimitError(error)) {
-    return { kind: 'rate-limited', limit: 'requests', message: 'The server is receiving too many requests: please try again later.' };
-  }
-  if (isServerError(error)) return { kind: 'overloaded', message: `The server is overloaded or down: ${error.message}.` };
-  if (isTimeoutError(error)) return { kind: 'timeout', message: 'The request timed out before an answer was ready.' };
-  return undefined;
-}
-
-/**
- * The failures of a batch's rows: whatever the profile would have failed live (a 429, a 503, a
- * hang) fails the row with a 5xx — a batch has its own queue, not a rate limit, and no client waits on a hang.
- */
-function rowFailures(profile: ProfileName | FailureProfile | undefined): FailureProfile {
-  const { rateLimitedProbability, serverErrorProbability, hangProbability } =
-    typeof profile === 'object' ? profile : FAILURE_PROFILES[profile ?? 'default'];
-  return {
-    rateLimitedProbability: 0,
-    serverErrorProbability: rateLimitedProbability + serverErrorProbability + hangProbability,
-    hangProbability: 0,
-  };
-}
-
-/** The request's query. */
-function queryOf(exchange: Exchange): URLSearchParams {
-  return new URLSearchParams((exchange.req.url ?? '').split('?')[1] ?? '');
-}
-
-/** The server's address as the client reached it: where the results of a batch are to be had. */
-function originOf(exchange: Exchange): string {
-  return `http://${exchange.req.headers.host ?? 'localhost'}`;
-}
-
-/** A batch route's answer that is a kept file, sent as it is on disk. */
-class FileAnswer {
-  constructor(
-    readonly file: StoredFile,
-    readonly type: string,
-  ) {}
 }
