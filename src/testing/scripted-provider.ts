@@ -35,6 +35,12 @@ export class ScriptedProvider implements Provider {
     this.#script = options.script ?? [{}];
   }
 
+  /** Its name and the request, the article's id included: a scripted answer names the article. */
+  answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
+    const { task, articleId, prompt, schema } = request;
+    return { scripted: this.name, task, articleId, prompt, schema, maxOutputTokens };
+  }
+
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const step = this.#script[Math.min(this.calls.length, this.#script.length - 1)]!;
     this.calls.push({ atMs: this.#clock.now(), request });

@@ -101,6 +101,8 @@ export interface SdkWire<Client extends RefetchableClient<Client>, Body extends 
 export interface BoundSdk {
   readonly loaded: Promise<unknown>;
   call(request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
+  /** The body a call of `request` sends: what shapes the answer, with the model and the output cap. */
+  encode(request: LlmRequest, maxOutputTokens: number): object;
   warmUp(): Promise<void>;
 }
 
@@ -125,6 +127,7 @@ export function bindSdk<Client extends RefetchableClient<Client>, Body extends o
   return {
     loaded: sdk,
     call: async (request, options) => send(await sdk, request, options),
+    encode: (request, maxOutputTokens) => wire.encode(request, settings.model, maxOutputTokens),
     async warmUp() {
       try {
         const { client, errors } = await sdk;
