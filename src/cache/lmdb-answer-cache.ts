@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import type { Database, RootDatabase } from 'lmdb';
 import { loadOptional } from '../optional-package.ts';
 import type { TokenUsage } from '../provider/provider.ts';
@@ -80,14 +81,19 @@ function usageOf([inputTokens, outputTokens]: readonly [number, number]): TokenU
 }
 
 /**
- * Opens (making it when missing) the LMDB answer cache in the directory `path`. Rejects with a
- * `TypeError` for bad options, with `MissingPackageError` when `lmdb` is not installed, and with
- * LMDB's own error when the directory cannot hold a database (not writable, a file in the way).
+ * Opens (making it, and the directories above it, when missing) the LMDB answer cache in the
+ * directory `path`. Rejects with a `TypeError` for bad options, with `MissingPackageError` when
+ * `lmdb` is not installed, and with an `Error` saying why when the directory cannot hold a
+ * database (a file in the way, not writable).
  */
 export async function openLmdbAnswerCache(path: string, options: LmdbAnswerCacheOptions = {}): Promise<LmdbAnswerCache> {
   checkString('path', path);
   checkObject('options', options);
   checkNumber('ttlMs', options.ttlMs ?? ANSWER_CACHE_DEFAULTS.ttlMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
+  // LMDB's own word for a file in the way is about its locks; this says what is wrong.
+  if ((await stat(path).catch(() => undefined))?.isDirectory() === false) {
+    throw new Error(`${path} is a file: the cache is a directory of its own (LMDB keeps data.mdb and lock.mdb in it)`);
+  }
   const lmdb = await loadOptional('lmdb', 'the answer cache', () => import('lmdb'));
   // Versions, compression and the shared structures of msgpack are off: each entry stands alone, read whole.
   const db = lmdb.open<Entry, string>({ path, encoding: 'msgpack', sharedStructuresKey: undefined, useVersions: false });
