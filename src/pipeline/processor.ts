@@ -119,7 +119,8 @@ export async function processArticle(article: Article, options: ProcessorOptions
       const answer = await route.call(request, callOptions);
       outputs[task.name] = answer.response.output;
       if (answer.cached === true) {
-        (cached ??= []).push(task.name);
+        cached ??= [];
+        cached.push(task.name);
         savedNanoUsd += answer.savedNanoUsd ?? 0;
       }
     } catch (error) {
