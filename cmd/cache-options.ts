@@ -1,7 +1,8 @@
 // --cache and --cache-ttl: the answer cache a run (or a queue worker) keeps its answers in.
 import { Option, type Command } from 'commander';
 import type { Logger } from 'pino';
-import { isMissingPackageError, openLmdbAnswerCache, RedisAnswerCache, type AnswerCache } from '../src/index.ts';
+import { isMissingPackageError, LmdbAnswerCache, type AnswerCache } from '../src/index.ts';
+import { RedisAnswerCache } from '../src/redis/index.ts';
 import { duration } from './parse-values.ts';
 import { checkRedisUrl, checkTlsFlags, connectFlags, isRedisUrl, type RedisConnectionFlags } from './redis-options.ts';
 import { UsageError } from './run-options.ts';
@@ -69,7 +70,7 @@ export async function openCache(flags: CacheFlags, logger: Logger): Promise<Answ
     return cache;
   }
   try {
-    return await openLmdbAnswerCache(location, { ttlMs });
+    return await LmdbAnswerCache.open(location, { ttlMs });
   } catch (error) {
     if (isMissingPackageError(error)) throw error;
     throw new UsageError(`--cache: ${(error as Error).message}`);

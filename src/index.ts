@@ -56,10 +56,9 @@ export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, 
 export { ANSWER_CACHE_DEFAULTS } from './cache/answer-cache.ts';
 export type { AnswerCache, CachedAnswer } from './cache/answer-cache.ts';
 export { answerKey } from './cache/answer-key.ts';
-export { LmdbAnswerCache, openLmdbAnswerCache } from './cache/lmdb-answer-cache.ts';
+// One directory, no server (the shared one, in Redis, is `news-processor/redis`'s `RedisAnswerCache`).
+export { LmdbAnswerCache } from './cache/lmdb-answer-cache.ts';
 export type { LmdbAnswerCacheOptions } from './cache/lmdb-answer-cache.ts';
-export { RedisAnswerCache } from './cache/redis-answer-cache.ts';
-export type { RedisAnswerCacheOptions } from './cache/redis-answer-cache.ts';
 
 // The limits: the seam every implementation sits behind, the in-process one, and the adaptive rate.
 export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './limits/provider-limits.ts';

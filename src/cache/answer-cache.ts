@@ -2,6 +2,7 @@ import type { LlmOutput, TokenUsage } from '../provider/provider.ts';
 
 /** An answer as the cache keeps it: the output, and the tokens it cost when it was made (what a hit saves). */
 export interface CachedAnswer {
+  /** The answer: it fit its schema when it was made. */
   readonly output: LlmOutput;
   /** The usage the provider reported for the call that made it. @default none (a hit then saves no figure) */
   readonly usage?: TokenUsage | undefined;
@@ -10,7 +11,7 @@ export interface CachedAnswer {
 /**
  * Answers kept across calls, runs and processes, by the hash of everything that shaped them
  * ({@link answerKey}): the seam every store sits behind. `get` and `put` are asynchronous, so an
- * embedded store ({@link LmdbAnswerCache}) and a shared one ({@link RedisAnswerCache}) are
+ * embedded store (`LmdbAnswerCache`) and a shared one (`news-processor/redis`'s `RedisAnswerCache`) are
  * interchangeable. A store keeps only whole entries: a reader sees an answer as it was put, or
  * none. It never throws for a key it lacks; a store that cannot be reached rejects, and the gate
  * takes that as a miss — a cache makes a run cheaper, never fail.

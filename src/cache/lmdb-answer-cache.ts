@@ -5,6 +5,7 @@ import type { TokenUsage } from '../provider/provider.ts';
 import { checkNumber, checkObject, checkString } from '../validation/checks.ts';
 import { ANSWER_CACHE_DEFAULTS, type AnswerCache, type CachedAnswer } from './answer-cache.ts';
 
+/** How an LMDB answer cache keeps its answers. */
 export interface LmdbAnswerCacheOptions {
   /** How long an answer is kept after it was put, in ms (> 0; `Infinity`: for good). @default ANSWER_CACHE_DEFAULTS.ttlMs (Infinity) */
   readonly ttlMs?: number | undefined;
@@ -31,19 +32,40 @@ interface Entry {
  * resolves at the commit. Needs the `lmdb` package (its binaries ship as npm packages).
  */
 export class LmdbAnswerCache implements AnswerCache {
+  /** The directory it is in. */
   readonly location: string;
   readonly #db: Database<Entry, string>;
   readonly #ttlMs: number;
   readonly #now: () => number;
 
-  /** Takes over a database opened by {@link openLmdbAnswerCache}; use that. */
-  constructor(db: RootDatabase<Entry, string>, path: string, options: LmdbAnswerCacheOptions = {}) {
+  private constructor(db: RootDatabase<Entry, string>, path: string, options: LmdbAnswerCacheOptions) {
     this.#db = db;
     this.location = path;
     this.#ttlMs = options.ttlMs ?? ANSWER_CACHE_DEFAULTS.ttlMs;
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Opens (making it, and the directories above it, when missing) the LMDB answer cache in the
+   * directory `path`. Rejects with a `TypeError` for bad options, with `MissingPackageError` when
+   * `lmdb` is not installed, and with an `Error` saying why when the directory cannot hold a
+   * database (a file in the way, not writable).
+   */
+  static async open(path: string, options: LmdbAnswerCacheOptions = {}): Promise<LmdbAnswerCache> {
+    checkString('path', path);
+    checkObject('options', options);
+    checkNumber('ttlMs', options.ttlMs ?? ANSWER_CACHE_DEFAULTS.ttlMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
+    // LMDB's own word for a file in the way is about its locks; this says what is wrong.
+    if ((await stat(path).catch(() => undefined))?.isDirectory() === false) {
+      throw new Error(`${path} is a file: the cache is a directory of its own (LMDB keeps data.mdb and lock.mdb in it)`);
+    }
+    const lmdb = await loadOptional('lmdb', 'the answer cache', () => import('lmdb'));
+    // Versions and msgpack's shared structures are off: each entry stands alone, read whole.
+    const db = lmdb.open<Entry, string>({ path, encoding: 'msgpack', sharedStructuresKey: undefined, useVersions: false });
+    return new LmdbAnswerCache(db, path, options);
+  }
+
+  /** The answer kept under `key`, or undefined (none, or expired: then it is removed). A read of mapped memory. */
   async get(key: string): Promise<CachedAnswer | undefined> {
     const entry = this.#db.get(key);
     if (entry === undefined) return undefined;
@@ -55,6 +77,7 @@ export class LmdbAnswerCache implements AnswerCache {
     return entry.u === undefined ? { output: entry.o } : { output: entry.o, usage: usageOf(entry.u) };
   }
 
+  /** Keeps `answer` under `key`; resolves at the commit of the transaction that holds it. */
   async put(key: string, answer: CachedAnswer): Promise<void> {
     const { usage } = answer;
     const entry: Entry = {
@@ -70,6 +93,7 @@ export class LmdbAnswerCache implements AnswerCache {
     return (this.#db.getStats() as { entryCount: number }).entryCount;
   }
 
+  /** Waits for the writes pending, then closes the database. */
   async close(): Promise<void> {
     await this.#db.committed;
     await this.#db.close();
@@ -78,24 +102,4 @@ export class LmdbAnswerCache implements AnswerCache {
 
 function usageOf([inputTokens, outputTokens]: readonly [number, number]): TokenUsage {
   return { inputTokens, outputTokens };
-}
-
-/**
- * Opens (making it, and the directories above it, when missing) the LMDB answer cache in the
- * directory `path`. Rejects with a `TypeError` for bad options, with `MissingPackageError` when
- * `lmdb` is not installed, and with an `Error` saying why when the directory cannot hold a
- * database (a file in the way, not writable).
- */
-export async function openLmdbAnswerCache(path: string, options: LmdbAnswerCacheOptions = {}): Promise<LmdbAnswerCache> {
-  checkString('path', path);
-  checkObject('options', options);
-  checkNumber('ttlMs', options.ttlMs ?? ANSWER_CACHE_DEFAULTS.ttlMs, { min: 0, minExclusive: true, finite: false, unit: 'ms' });
-  // LMDB's own word for a file in the way is about its locks; this says what is wrong.
-  if ((await stat(path).catch(() => undefined))?.isDirectory() === false) {
-    throw new Error(`${path} is a file: the cache is a directory of its own (LMDB keeps data.mdb and lock.mdb in it)`);
-  }
-  const lmdb = await loadOptional('lmdb', 'the answer cache', () => import('lmdb'));
-  // Versions, compression and the shared structures of msgpack are off: each entry stands alone, read whole.
-  const db = lmdb.open<Entry, string>({ path, encoding: 'msgpack', sharedStructuresKey: undefined, useVersions: false });
-  return new LmdbAnswerCache(db, path, options);
 }

@@ -131,6 +131,7 @@ export interface GateCallOptions {
 
 /** A call's answer through a gate: the provider's response, and the attempts the call took. */
 export interface GateAnswer {
+  /** The provider's response; from the cache, its output alone (no usage: nothing was used). */
   readonly response: LlmResponse;
   /** Attempts made for it, retries included: 0 for an answer from the cache. */
   readonly attempts: number;

@@ -94,7 +94,7 @@ export interface PipelineOptions {
    */
   readonly budget?: Budget | undefined;
   /**
-   * Answers kept across runs and processes (`openLmdbAnswerCache`, `RedisAnswerCache`): a task
+   * Answers kept across runs and processes (`LmdbAnswerCache.open`, `RedisAnswerCache` of `news-processor/redis`): a task
    * whose request was answered before takes its answer from here — no call, nothing from the
    * limits or the budget — and identical requests under way at once are made once. The caller
    * opens and closes it. @default none (every call made)

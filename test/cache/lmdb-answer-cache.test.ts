@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLmdbAnswerCache } from '../../src/cache/lmdb-answer-cache.ts';
+import { LmdbAnswerCache } from '../../src/cache/lmdb-answer-cache.ts';
 import { makeTempDir, ROOT } from '../cli/run-cli.ts';
 import { entryFor } from './lmdb-entries.ts';
 
@@ -21,7 +21,7 @@ const answer = { output: { summary: 'S', keywords: ['a'] }, usage: { inputTokens
 describe('LmdbAnswerCache', () => {
   it('.get() - an answer put is read back whole, by its key only, after the cache is opened again', async () => {
     const dir = join(temp.dir, 'again', 'nested');
-    const cache = await openLmdbAnswerCache(dir);
+    const cache = await LmdbAnswerCache.open(dir);
     expect(cache.location).toBe(dir);
     expect(await cache.get('k')).toBeUndefined();
     await cache.put('k', answer);
@@ -29,7 +29,7 @@ describe('LmdbAnswerCache', () => {
     expect(await cache.get('k')).toEqual(answer);
     expect(await cache.get('other')).toBeUndefined();
     await cache.close();
-    const reopened = await openLmdbAnswerCache(dir);
+    const reopened = await LmdbAnswerCache.open(dir);
     expect(await reopened.get('k')).toEqual(answer);
     expect(await reopened.get('no-usage')).toEqual({ output: { x: 1 } });
     expect(reopened.size).toBe(2);
@@ -38,7 +38,7 @@ describe('LmdbAnswerCache', () => {
 
   it('.get() - an answer older than ttlMs is gone', async () => {
     let nowMs = 1_000_000;
-    const cache = await openLmdbAnswerCache(join(temp.dir, 'ttl'), { ttlMs: 60_000, now: () => nowMs });
+    const cache = await LmdbAnswerCache.open(join(temp.dir, 'ttl'), { ttlMs: 60_000, now: () => nowMs });
     await cache.put('k', answer);
     nowMs += 59_999;
     expect(await cache.get('k')).toEqual(answer);
@@ -47,11 +47,11 @@ describe('LmdbAnswerCache', () => {
     await cache.close();
   });
 
-  it('openLmdbAnswerCache() - refuses a file where the directory should be, and a bad ttlMs', async () => {
+  it('LmdbAnswerCache.open() - refuses a file where the directory should be, and a bad ttlMs', async () => {
     const file = join(temp.dir, 'a-file');
     await writeFile(file, 'x');
-    await expect(openLmdbAnswerCache(file)).rejects.toThrow(`${file} is a file: the cache is a directory of its own`);
-    await expect(openLmdbAnswerCache(join(temp.dir, 'bad-ttl'), { ttlMs: 0 })).rejects.toThrow(/ttlMs/);
+    await expect(LmdbAnswerCache.open(file)).rejects.toThrow(`${file} is a file: the cache is a directory of its own`);
+    await expect(LmdbAnswerCache.open(join(temp.dir, 'bad-ttl'), { ttlMs: 0 })).rejects.toThrow(/ttlMs/);
   });
 
   it('a writer killed (SIGKILL) mid-write leaves every entry whole: those committed, nothing torn', async () => {
@@ -73,7 +73,7 @@ describe('LmdbAnswerCache', () => {
       child.once('exit', (code) => reject(new Error(`the writer exited (${code}) before it was killed`)));
     });
     await new Promise((resolve) => child.once('close', resolve));
-    const cache = await openLmdbAnswerCache(dir);
+    const cache = await LmdbAnswerCache.open(dir);
     const stored = cache.size;
     expect(stored).toBeGreaterThanOrEqual(committed);
     // Every entry there is whole, and the entries are the first ones written, with no gap.

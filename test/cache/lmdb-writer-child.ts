@@ -2,10 +2,10 @@
 // LMDB answer cache as fast as it can, each answer holding its own key and a long text made from
 // it (so that a torn entry would show), and prints the count committed so far, one line per batch,
 // until it is killed.
-import { openLmdbAnswerCache } from '../../src/cache/lmdb-answer-cache.ts';
+import { LmdbAnswerCache } from '../../src/cache/lmdb-answer-cache.ts';
 import { entryFor } from './lmdb-entries.ts';
 
-const cache = await openLmdbAnswerCache(process.argv[2]!);
+const cache = await LmdbAnswerCache.open(process.argv[2]!);
 for (let batch = 0; ; batch++) {
   const puts: Promise<void>[] = [];
   for (let i = 0; i < 200; i++) {

@@ -14,6 +14,7 @@ const DOMAIN = [
   'pipeline',
   'route',
   'gate',
+  'cache',
   'limits',
   'provider',
   'vendors',

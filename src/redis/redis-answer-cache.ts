@@ -1,9 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisTarget } from '../redis/redis-target.ts';
-import { checkKeyPart, REDIS_DEFAULTS } from '../redis/redis-connection.ts';
+import type { RedisTarget } from './redis-target.ts';
+import { checkKeyPart, REDIS_DEFAULTS } from './redis-connection.ts';
 import { checkNumber, checkObject, expected } from '../validation/checks.ts';
-import { ANSWER_CACHE_DEFAULTS, type AnswerCache, type CachedAnswer } from './answer-cache.ts';
+import { ANSWER_CACHE_DEFAULTS, type AnswerCache, type CachedAnswer } from '../cache/answer-cache.ts';
 
+/** Where a Redis answer cache keeps its answers, and for how long. */
 export interface RedisAnswerCacheOptions {
   /** The Redis: `(await connectRedis(url, …)).target` — one server or a Cluster, TLS, an ACL user. */
   readonly target: RedisTarget;
@@ -21,6 +22,7 @@ export interface RedisAnswerCacheOptions {
  * client, made from `target`; needs the `ioredis` package.
  */
 export class RedisAnswerCache implements AnswerCache {
+  /** The Redis URL, its password hidden. */
   readonly location: string;
   readonly #client: Redis | Cluster;
   readonly #prefix: string;
@@ -41,6 +43,7 @@ export class RedisAnswerCache implements AnswerCache {
     this.#client.on('error', () => {});
   }
 
+  /** The answer kept under `key` (`GET`), or undefined; rejects when Redis does not answer in time. */
   async get(key: string): Promise<CachedAnswer | undefined> {
     const text = await this.#client.get(this.#key(key));
     if (text === null) return undefined;
@@ -48,6 +51,7 @@ export class RedisAnswerCache implements AnswerCache {
     return u === undefined ? { output: o } : { output: o, usage: { inputTokens: u[0], outputTokens: u[1] } };
   }
 
+  /** Keeps `answer` under `key` (one `SET`, with `PX` under a TTL). */
   async put(key: string, answer: CachedAnswer): Promise<void> {
     const { usage } = answer;
     const text = JSON.stringify(
@@ -68,6 +72,7 @@ export class RedisAnswerCache implements AnswerCache {
     await this.#client.set(probe, '', 'PX', 1);
   }
 
+  /** Closes its client once the writes sent are answered. */
   async close(): Promise<void> {
     // QUIT is answered after the writes sent before it: none is lost.
     await this.#client.quit().catch(() => this.#client.disconnect());
