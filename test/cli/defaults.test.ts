@@ -68,6 +68,7 @@ const FREE_TEXT = new Set([
   '--redis-ca',
   '--redis-cert',
   '--redis-key',
+  '--cache',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =
