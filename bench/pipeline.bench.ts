@@ -4,10 +4,11 @@
 //   npm run bench:pipeline            (BENCH_QUICK=1 for a shorter run)
 import { requestLimit } from '../src/quota/provider-limits.ts';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateArticles, runPipeline, type Provider } from '../src/index.ts';
+import { generateArticles, LmdbAnswerCache, runPipeline, type Provider } from '../src/index.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.env.BENCH_QUICK === '1';
@@ -89,6 +90,42 @@ row(
   '(the pipeline without the simulated text analysis)',
   undefined,
 );
+
+// 2b. The same with the answer cache on (LMDB): a first run, every call a miss whose answer is
+// stored; then the same articles again, every call a hit. The rows above are the cache off.
+const cachedProvider: Provider = {
+  ...instant,
+  answerIdentity: (request, maxOutputTokens) => ({ task: request.task, prompt: request.prompt, maxOutputTokens }),
+};
+const cacheDir = mkdtempSync(join(tmpdir(), 'np-pipeline-cache-'));
+try {
+  const n = quick ? 100_000 : 300_000;
+  const cache = await LmdbAnswerCache.open(join(cacheDir, 'answers'));
+  const timed = async (): Promise<{ articlesPerSecond: number; cacheHits: number }> => {
+    const started = performance.now();
+    const summary = await runPipeline({
+      source: generateArticles(n),
+      providers: [{ provider: cachedProvider, limits: requestLimit(Infinity, 1) }],
+      workers: 64,
+      cache,
+    });
+    return { articlesPerSecond: (n * 1000) / (performance.now() - started), cacheHits: summary.cacheHits ?? 0 };
+  };
+  const misses = await timed();
+  const hits = await timed();
+  await cache.close();
+  results.pipelineCached = { articles: n, misses, hits };
+  row('in-process pipeline, LMDB cache, every call a miss (stored)', 'articles/s', misses.articlesPerSecond.toFixed(0), '', undefined);
+  row(
+    'in-process pipeline, LMDB cache, the same articles again',
+    `articles/s (${misses.cacheHits + hits.cacheHits} hits of ${2 * n} calls)`,
+    hits.articlesPerSecond.toFixed(0),
+    '',
+    undefined,
+  );
+} finally {
+  rmSync(cacheDir, { recursive: true, force: true });
+}
 
 // 3. Precision: 2,000 articles (4,000 calls) at 500/s, burst 1, 64 workers, latency 1–5 ms.
 const precise = quick ? 500 : 2000;

@@ -70,6 +70,11 @@ export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number):
  * each task's output, as compact JSON, cut to fit a line.
  */
 export function formatResult(result: ArticleResult): string {
+  const line = resultLine(result);
+  return result.cached === undefined ? line : `${line} (cached: ${result.cached.join(', ')})`;
+}
+
+function resultLine(result: ArticleResult): string {
   if (result.status === 'succeeded') {
     const { summarize, sentiment } = result.outputs as {
       summarize?: { summary?: unknown };
@@ -153,6 +158,10 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
         ? ` (${summary.providers.map((p) => `${p.name} ${p.costUsd === undefined ? 'no price' : formatUsd(p.costUsd)}`).join(', ')})`
         : '';
     lines.push(`Cost: ${formatCost(summary, context)}${each}`);
+  }
+  if (summary.cacheHits !== undefined) {
+    const saved = summary.cacheSavedUsd === undefined ? '' : `, saving ${formatUsd(summary.cacheSavedUsd)}`;
+    lines.push(`Cache: ${plural(summary.cacheHits, 'hit')} (answered without a call)${saved}`);
   }
   // With no call made there is nothing to take percentiles of (a resumed run with nothing left).
   if (summary.calls > 0) {

@@ -8,6 +8,7 @@ import {
   ResultsFileError,
   runPipeline,
   OutputError,
+  type AnswerCache,
   type Budget,
   type RunStop,
   type RunSummary,
@@ -16,6 +17,7 @@ import {
   TasksError,
   InputError,
 } from '../src/index.ts';
+import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
@@ -43,7 +45,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags, CacheFlags {
   rate: number;
   burst: number;
 }
@@ -116,6 +118,7 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
   addReportOptions(program);
   addClientOptions(program);
   addRedisOptions(program);
+  addCacheOptions(program);
   oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
   return program;
 }
@@ -132,6 +135,7 @@ async function main(argv: readonly string[]): Promise<number> {
       }
     }
     validateRedisFlags(flags, program);
+    validateCacheFlags(flags);
     validateClientFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
     validateReportFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
     exitCode = await run(flags);
@@ -180,7 +184,9 @@ async function run(flags: MainFlags): Promise<number> {
   // Before Redis is reached or any file opened: a dry run touches neither.
   if (flags.dryRun) return dryRun(flags, setups, tasks);
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
+  let cache: AnswerCache | undefined;
   try {
+    cache = await openCache(flags, logger);
     // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
     const budgetFor = (earlierUsd: number) =>
       runBudget(
@@ -191,8 +197,9 @@ async function run(flags: MainFlags): Promise<number> {
         shared === undefined ? undefined : { connection: shared.connection, logger },
         earlierUsd,
       );
-    return await runWith(flags, { ...setups, tasks, budgetFor }, logger, shared);
+    return await runWith(flags, { ...setups, tasks, budgetFor, cache }, logger, shared);
   } finally {
+    await cache?.close();
     await shared?.close();
   }
 }
@@ -296,6 +303,7 @@ async function runWith(
   setups: Awaited<ReturnType<typeof providerSetups>> & {
     readonly tasks: TaskSet;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
+    readonly cache: AnswerCache | undefined;
   },
   logger: Logger,
   shared: SharedLimits | undefined,
@@ -342,6 +350,7 @@ async function runWith(
       routes,
       tasks,
       budget,
+      cache: setups.cache,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },

@@ -2,10 +2,19 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { CancelledError, MissingPackageError, JsonlWriter, keepSucceeded, SIMULATED_DEFAULTS, type ArticleResult } from '../src/index.ts';
+import {
+  CancelledError,
+  MissingPackageError,
+  JsonlWriter,
+  keepSucceeded,
+  SIMULATED_DEFAULTS,
+  type AnswerCache,
+  type ArticleResult,
+} from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
+import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
@@ -158,7 +167,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   return command;
 }
 
-interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, ReportFlags {
+interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, ReportFlags, CacheFlags {
   queue: string;
   rate: number;
   burst: number;
@@ -181,6 +190,7 @@ function workerCommand(onExit: (code: number) => void): Command {
   addReportOptions(command);
   addClientOptions(command);
   addRedisOptions(command);
+  addCacheOptions(command);
   command
     .addOption(new Option('--queue <name>', 'the queue to take jobs from').makeOptionMandatory())
     .addOption(
@@ -220,6 +230,7 @@ function workerCommand(onExit: (code: number) => void): Command {
     }
     if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue and the quota');
     validateRedisFlags(flags, command);
+    validateCacheFlags(flags);
     validateClientFlags(flags, (field) => command.getOptionValueSource(field) === 'cli');
     validateReportFlags(flags, (field) => command.getOptionValueSource(field) === 'cli');
     validateRunFlags(flags);
@@ -238,12 +249,15 @@ async function work(flags: WorkerFlags): Promise<number> {
   // One connection for the quotas, its settings (cluster, TLS files) for the queue's clients too.
   const shared = (await shareLimits(flags, setups.providers, setups.quotaKeys, logger))!;
   let queue: ArticleQueue | undefined;
+  let cache: AnswerCache | undefined;
   try {
+    cache = await openCache(flags, logger);
     queue = await openQueueOn(shared.connection, flags);
     const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
-    return await workOn(queue, flags, { ...setups, tasks, budget }, logger);
+    return await workOn(queue, flags, { ...setups, tasks, budget, cache }, logger);
   } finally {
     await queue?.close();
+    await cache?.close();
     await shared.close();
   }
 }
@@ -254,6 +268,7 @@ async function workOn(
   setups: Awaited<ReturnType<typeof providerSetups>> & {
     readonly tasks: Awaited<ReturnType<typeof runTasks>>['tasks'];
     readonly budget: ReturnType<typeof runBudget>;
+    readonly cache: AnswerCache | undefined;
   },
   logger: Logger,
 ): Promise<number> {
@@ -277,6 +292,7 @@ async function workOn(
       routes: setups.routes,
       tasks: setups.tasks,
       budget: setups.budget,
+      cache: setups.cache,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },

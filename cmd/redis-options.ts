@@ -33,10 +33,18 @@ export interface RedisFlags {
   redisCert?: string;
   redisKey?: string;
   config?: string;
+  /** --cache: an answer cache, a Redis one when it is a redis:// URL (reached with the connection flags). */
+  cache?: string;
   /** --budget-key: share --max-cost's budget through Redis under this name. */
   budgetKey?: string;
   maxCost?: number;
 }
+
+/** The flags that say how to reach a Redis, whichever Redis it is: --redis's, or a Redis --cache. */
+const CONNECTION_FLAGS: readonly string[] = ['redisPrefix', 'redisTimeout', 'redisCluster', 'redisCa', 'redisCert', 'redisKey'];
+
+/** Whether `text` is a Redis URL (rather than a path). */
+export const isRedisUrl = (text: string | undefined): text is string => text !== undefined && /^rediss?:/i.test(text);
 
 /** The TLS files, by flag: each checked at start, each named in its error. */
 const TLS_FLAGS = { caFile: '--redis-ca', certFile: '--redis-cert', keyFile: '--redis-key' } as const;
@@ -105,6 +113,8 @@ export function checkRedisUrl(url: string, source: string): void {
 export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   const given = (option: string) => command.getOptionValueSource(option) === 'cli';
   if (flags.redis === undefined) {
+    // A Redis answer cache (--cache redis://…) is reached with the same connection flags.
+    const connection = isRedisUrl(flags.cache) ? CONNECTION_FLAGS : [];
     for (const option of [
       'quotaKey',
       'redisPrefix',
@@ -116,10 +126,13 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
       'redisCert',
       'redisKey',
       'budgetKey',
-    ]) {
+    ].filter((option) => !connection.includes(option))) {
       if (given(option)) {
         const flag = option === 'redisCluster' && flags.redisCluster === false ? '--no-redis-cluster' : `--${kebab(option)}`;
-        throw new UsageError(`${flag} needs --redis (the Redis that keeps the shared quota)`);
+        const redis = CONNECTION_FLAGS.includes(option)
+          ? 'the Redis that keeps the shared quota, or a Redis --cache'
+          : 'the Redis that keeps the shared quota';
+        throw new UsageError(`${flag} needs --redis (${redis})`);
       }
     }
     return;
@@ -139,12 +152,17 @@ export function validateRedisFlags(flags: RedisFlags, command: Command): void {
   if (flags.fallbackShare !== undefined && flags.redisFallback !== 'local') {
     throw new UsageError('--fallback-share applies with --redis-fallback=local');
   }
+  checkTlsFlags(flags, flags.redis, redisSource(command));
+}
+
+/** Throws a UsageError for TLS flags that do not go together, or that `url` (named as `source` says) cannot use. */
+export function checkTlsFlags(flags: RedisConnectionFlags, url: string, source: string): void {
   if ((flags.redisCert === undefined) !== (flags.redisKey === undefined)) {
     throw new UsageError('--redis-cert and --redis-key go together: a client certificate and its private key');
   }
   const tlsFlag = flags.redisCa !== undefined ? '--redis-ca' : flags.redisCert !== undefined ? '--redis-cert' : undefined;
-  if (tlsFlag !== undefined && !/^rediss:/i.test(flags.redis)) {
-    throw new UsageError(`${tlsFlag} needs a rediss:// URL (TLS) in ${redisSource(command)}`);
+  if (tlsFlag !== undefined && !/^rediss:/i.test(url)) {
+    throw new UsageError(`${tlsFlag} needs a rediss:// URL (TLS) in ${source}`);
   }
 }
 
@@ -236,7 +254,12 @@ export async function shareLimits(
  * the URL, the cause and the flag that fixes it when Redis cannot be reached. Warns on stderr when
  * the server's certificate is not checked.
  */
-export async function connectFlags(flags: RedisConnectionFlags & { readonly redis: string }, logger?: Logger): Promise<RedisConnection> {
+export async function connectFlags(
+  flags: RedisConnectionFlags & { readonly redis: string },
+  logger?: Logger,
+  /** The flag that named the URL, as the errors say it. */
+  flag = '--redis',
+): Promise<RedisConnection> {
   let connection: RedisConnection;
   try {
     connection = await connectRedis(flags.redis, {
@@ -249,11 +272,11 @@ export async function connectFlags(flags: RedisConnectionFlags & { readonly redi
           : { caFile: flags.redisCa, certFile: flags.redisCert, keyFile: flags.redisKey },
     });
   } catch (error) {
-    throw connectUsageError(error);
+    throw connectUsageError(error, flag);
   }
   if (!connection.target.verifiesServer) {
     process.stderr.write(
-      `warning: --redis: rejectUnauthorized=false: the Redis server's certificate is not checked, so anyone on the way can pose as it\n`,
+      `warning: ${flag}: rejectUnauthorized=false: the Redis server's certificate is not checked, so anyone on the way can pose as it\n`,
     );
   }
   return connection;
@@ -271,10 +294,10 @@ const CONNECT_REMEDIES: Readonly<Record<RedisConnectReason, string>> = {
 };
 
 /** What connectRedis refused, as one line naming the flag to fix. Anything else is not a usage error. */
-function connectUsageError(error: unknown): unknown {
+function connectUsageError(error: unknown, flag: string): unknown {
   if (error instanceof RedisConnectError) {
     const remedy = error.reason === undefined ? '' : `; ${CONNECT_REMEDIES[error.reason]}`;
-    return new UsageError(`--redis: cannot connect to Redis at ${error.url}: ${error.detail}${remedy}`);
+    return new UsageError(`${flag}: cannot connect to Redis at ${error.url}: ${error.detail}${remedy}`);
   }
   if (error instanceof RedisTlsFileError) return new UsageError(`${TLS_FLAGS[error.option]} ${error.path}: ${error.detail}`);
   // A URL that does not parse (its message hides the password), or a parameter it may not carry.
@@ -282,7 +305,7 @@ function connectUsageError(error: unknown): unknown {
     const parameters = error.message.startsWith("Expected the URL's parameters")
       ? ` (the CA and a client certificate are flags: --redis-ca, --redis-cert, --redis-key)`
       : '';
-    return new UsageError(`--redis: ${error.message}${parameters}`);
+    return new UsageError(`${flag}: ${error.message}${parameters}`);
   }
   return error;
 }

@@ -16,6 +16,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--dry-run',
   ],
   'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
+  'The answer cache:': ['--cache', '--cache-ttl'],
   'Input and output:': [
     '--input',
     '--input-format',

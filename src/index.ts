@@ -39,11 +39,19 @@ export type { KeptResults, KeepSucceededOptions } from './sinks/results-file.ts'
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
-export type { CallGateOptions, GateCallOptions, GateFigures } from './gate/call-gate.ts';
+export type { CallGateOptions, GateCallOptions, GateFigures, GateAnswer } from './gate/call-gate.ts';
 export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
 export type { CallDeadline } from './gate/call-deadline.ts';
 export type { Route, RouteAnswer } from './route/route.ts';
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
+
+// The answer cache: answers kept by the hash of what shaped them, so a second run of the same work makes no call.
+export { ANSWER_CACHE_DEFAULTS } from './cache/answer-cache.ts';
+export type { AnswerCache, CachedAnswer } from './cache/answer-cache.ts';
+export { answerKey } from './cache/answer-key.ts';
+// One directory, no server (the shared one, in Redis, is `news-processor/redis`'s `RedisAnswerCache`).
+export { LmdbAnswerCache } from './cache/lmdb-answer-cache.ts';
+export type { LmdbAnswerCacheOptions } from './cache/lmdb-answer-cache.ts';
 
 // The limits: the seam every implementation sits behind, the in-process one, and the adaptive rate.
 export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './quota/provider-limits.ts';

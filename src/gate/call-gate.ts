@@ -19,6 +19,10 @@ import type { CallCost, LimitGrant, LimitSpec, ProviderLimits } from '../quota/p
 import { Attempt, type AttemptEvent } from './attempt.ts';
 import { adaptRate, logFailure, settleBudget, settleGrant, syncHeaders, tellBreaker, type AttemptObserver } from './attempt-observers.ts';
 import type { CallDeadline } from './call-deadline.ts';
+import type { AnswerCache } from '../cache/answer-cache.ts';
+import { answerKey } from '../cache/answer-key.ts';
+import { OneCallPerKey } from '../cache/one-call-per-key.ts';
+import { usageNanoUsd } from './call-cost.ts';
 
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
@@ -59,6 +63,14 @@ export interface CallGateOptions extends ProviderSetup {
    * is sent, and settles at what it cost. Needs a `price`. @default none
    */
   readonly budget?: Budget | undefined;
+  /**
+   * Answers kept across calls, runs and processes: a call is looked up first (before the breaker,
+   * the budget and the limits, so a hit takes nothing from any of them), identical calls in flight
+   * wait for the first one's answer, and every answer the provider gives — parsed and fit to its
+   * schema, as a provider resolves only with those — is kept. Only for a provider with
+   * `answerIdentity`. @default none (every call made)
+   */
+  readonly cache?: AnswerCache | undefined;
   /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
   /** @default systemClock */
@@ -119,6 +131,18 @@ export interface GateCallOptions {
   readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
 }
 
+/** A call's answer through a gate: the provider's response, and the attempts the call took. */
+export interface GateAnswer {
+  /** The provider's response; from the cache, its output alone (no usage: nothing was used). */
+  readonly response: LlmResponse;
+  /** Attempts made for it, retries included: 0 for an answer from the cache. */
+  readonly attempts: number;
+  /** True when the answer came from the answer cache (kept, or another call's under way): no call was made. */
+  readonly cached?: boolean | undefined;
+  /** With `cached`: what the call that made the answer cost, at this gate's price, in whole nano-dollars (0 without a price or a usage). */
+  readonly savedNanoUsd?: number | undefined;
+}
+
 /** The deadline and signal a call runs under; a deadline still to start (`pending`) starts at the first grant. */
 interface CallScope {
   signal: AbortSignal | undefined;
@@ -163,6 +187,8 @@ export class CallGate {
   readonly #observers: readonly AttemptObserver[];
   /** The request rate's moves, for the run's rate bound; none kept for shared limits. */
   readonly #rates: RateHistory | undefined;
+  /** The answer cache in front of the calls, when there is one and the provider says what shapes its answers. */
+  readonly #cached: OneCallPerKey | undefined;
 
   constructor(options: CallGateOptions) {
     const { provider, maxConcurrent } = options;
@@ -197,6 +223,7 @@ export class CallGate {
     if (maxConcurrent !== undefined) checkInteger('maxConcurrent', maxConcurrent, 1);
     this.#inFlight = maxConcurrent === undefined ? undefined : pLimit(maxConcurrent);
     const log = logger.child({ component: 'call-gate', provider: provider.name });
+    this.#cached = options.cache === undefined || provider.answerIdentity === undefined ? undefined : new OneCallPerKey(options.cache, log);
     this.#observers = [
       settleGrant,
       ...(this.#budget === undefined ? [] : [settleBudget]),
@@ -224,8 +251,21 @@ export class CallGate {
   /**
    * Resolves with the response and the attempts it took; rejects with a `RetryError` (carrying the
    * last attempt's error) when the retry policy gives up, or with `signal.reason` when aborted.
+   * With a `cache`, an answer kept for the same request ends the call at once, attempting nothing.
    */
-  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
+  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<GateAnswer> {
+    if (this.#cached === undefined) return this.#call(request, options);
+    const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
+    const key = answerKey(this.provider.answerIdentity!(request, maxOutputTokens));
+    const signal = options.deadline === undefined ? options.signal : options.deadline.signal;
+    const { made, hit } = await this.#cached.call(key, signal, () => this.#call(request, options));
+    if (made !== undefined) return made;
+    const saved = hit.usage === undefined || this.#price === undefined ? 0 : usageNanoUsd(hit.usage, this.#price);
+    return { response: { output: hit.output }, attempts: 0, cached: true, savedNanoUsd: saved };
+  }
+
+  /** The call through breaker, budget, limits and provider, retried: the gate without its cache. */
+  async #call(request: LlmRequest, options: GateCallOptions): Promise<GateAnswer> {
     const { onAttempt, tally } = options;
     const scope = this.#scopeOf(options);
     let previousDelayMs = 0;

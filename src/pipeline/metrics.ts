@@ -172,6 +172,10 @@ export interface RunSummary extends CallCounts {
    * counting whole, as in `costUsd`.
    */
   readonly budget?: { readonly maxUsd: number; readonly spentUsd: number };
+  /** With an answer cache: the tasks answered from it, no call made (`ArticleResult.cached`). */
+  readonly cacheHits?: number;
+  /** With an answer cache and a price: what those answers cost when they were made, at the prices now, in USD — what the hits saved. */
+  readonly cacheSavedUsd?: number;
 }
 
 type Counting<T> = { -readonly [K in keyof T]: T[K] };
@@ -216,6 +220,10 @@ export class Metrics {
   #pathMs = 0;
   /** The longest article's critical path, for the latency bound. */
   #longestPathMs = 0;
+  /** Whether an answer cache is in front of the calls: the summary then counts its hits. */
+  readonly #cached: boolean;
+  #cacheHits = 0;
+  #savedNanoUsd = 0;
 
   constructor(options: {
     readonly startMs: number;
@@ -228,7 +236,10 @@ export class Metrics {
     /** The providers with a price: their calls, and their tasks', say what they cost. */
     readonly priced?: readonly string[] | undefined;
     readonly budget?: Budget | undefined;
+    /** Whether an answer cache is in front of the calls. @default false */
+    readonly cached?: boolean | undefined;
   }) {
+    this.#cached = options.cached === true;
     const priced = new Set(options.priced ?? []);
     this.#priced = priced.size > 0;
     this.#startMs = options.startMs;
@@ -300,8 +311,10 @@ export class Metrics {
     this.#articles++;
   }
 
-  /** An article's end, with its critical path (`ProcessedArticle.pathMs`). */
-  recordResult(result: ArticleResult, pathMs: number): void {
+  /** An article's end, with its critical path (`ProcessedArticle.pathMs`) and what its answers from the cache saved. */
+  recordResult(result: ArticleResult, pathMs: number, savedNanoUsd = 0): void {
+    this.#cacheHits += result.cached?.length ?? 0;
+    this.#savedNanoUsd += savedNanoUsd;
     this.#pathMs += pathMs;
     if (pathMs > this.#longestPathMs) this.#longestPathMs = pathMs;
     if (result.status === 'succeeded') this.#succeeded++;
@@ -390,6 +403,8 @@ export class Metrics {
       })),
       ...(this.#priced && { costUsd: [...this.#providers.values()].reduce((sum, p) => sum + p.costNanoUsd, 0) / NANO_USD }),
       ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
+      ...(this.#cached && { cacheHits: this.#cacheHits }),
+      ...(this.#cached && this.#priced && { cacheSavedUsd: this.#savedNanoUsd / NANO_USD }),
     };
   }
 }

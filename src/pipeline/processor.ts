@@ -62,6 +62,8 @@ export interface ProcessedArticle {
    * after another, after those of the tasks it depends on — in ms: the article took no less.
    */
   readonly pathMs: number;
+  /** What its answers from the cache saved, at the providers' prices, in whole nano-dollars. */
+  readonly savedNanoUsd: number;
 }
 
 /**
@@ -93,6 +95,8 @@ export async function processArticle(article: Article, options: ProcessorOptions
   const pathEndMs = new Map<string, number>();
   const started: Task[] = [];
   let failure: { task: string; error: unknown } | undefined;
+  let cached: string[] | undefined;
+  let savedNanoUsd = 0;
   const { onAttempt, workerId, expectedCallMs } = options;
 
   const run = async (task: Task): Promise<void> => {
@@ -112,7 +116,13 @@ export async function processArticle(article: Article, options: ProcessorOptions
         maxOutputTokens: task.maxOutputTokens,
         tally: own,
       };
-      outputs[task.name] = (await route.call(request, callOptions)).response.output;
+      const answer = await route.call(request, callOptions);
+      outputs[task.name] = answer.response.output;
+      if (answer.cached === true) {
+        cached ??= [];
+        cached.push(task.name);
+        savedNanoUsd += answer.savedNanoUsd ?? 0;
+      }
     } catch (error) {
       failure ??= { task: task.name, error };
     } finally {
@@ -145,6 +155,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     callMs: tally.latencyMs,
   };
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
+  if (cached !== undefined) result.cached = cached;
   const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());
   if (failure !== undefined) {
     const { error } = failure;
@@ -156,7 +167,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     result.status = cancelled ? 'cancelled' : 'failed';
     result.error = describe(error, failure.task);
   }
-  return { result, pathMs };
+  return { result, pathMs, savedNanoUsd };
 }
 
 /**

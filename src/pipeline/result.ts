@@ -34,6 +34,8 @@ export interface ArticleResult {
   readonly callMs: number;
   /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
   readonly costUsd?: number;
+  /** The tasks whose answers came from the answer cache, no call made, in the order they ended; absent when none did. */
+  readonly cached?: readonly string[];
   /** Why the article did not succeed, when it did not. */
   readonly error?: ArticleError;
 }

@@ -5,6 +5,7 @@ import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../quota/budget.ts';
+import type { AnswerCache } from '../cache/answer-cache.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
@@ -92,6 +93,13 @@ export interface PipelineOptions {
    * `"budget"`). Every provider needs a `price`. @default none
    */
   readonly budget?: Budget | undefined;
+  /**
+   * Answers kept across runs and processes (`LmdbAnswerCache.open`, `RedisAnswerCache` of `news-processor/redis`): a task
+   * whose request was answered before takes its answer from here — no call, nothing from the
+   * limits or the budget — and identical requests under way at once are made once. The caller
+   * opens and closes it. @default none (every call made)
+   */
+  readonly cache?: AnswerCache | undefined;
   /** Articles processed at once. @default PIPELINE_DEFAULTS.workers */
   readonly workers?: number | undefined;
   /** Per-article budget in ms for limiter waits and calls together. @default PIPELINE_DEFAULTS.timeoutMs */
@@ -151,7 +159,14 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const gate = new CallGate({ ...setup, budget: options.budget, retry: options.retry, clock, logger: options.logger });
+    const gate = new CallGate({
+      ...setup,
+      budget: options.budget,
+      cache: options.cache,
+      retry: options.retry,
+      clock,
+      logger: options.logger,
+    });
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
@@ -171,6 +186,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     priced: options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name),
     total: options.total,
     budget: options.budget,
+    cached: options.cache !== undefined,
   });
   const { onResult, onAttempt } = options;
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
@@ -254,8 +270,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       options.source,
       async (article, workerId) => {
         metrics.recordStarted();
-        const { result, pathMs } = await processArticle(article, optionsFor(workerId));
-        metrics.recordResult(result, pathMs);
+        const { result, pathMs, savedNanoUsd } = await processArticle(article, optionsFor(workerId));
+        metrics.recordResult(result, pathMs, savedNanoUsd);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },

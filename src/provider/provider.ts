@@ -81,6 +81,13 @@ export interface Provider {
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
   /**
+   * Everything that shapes this provider's answer to `request` with `maxOutputTokens`, as a JSON
+   * value — its API, the server, the model, the request as it is sent — and no secret (never the
+   * key): what the answer cache keys on (hashed). Two calls with equal identities may share an
+   * answer. A provider without it is never cached.
+   */
+  answerIdentity?(request: LlmRequest, maxOutputTokens: number): unknown;
+  /**
    * Resolves once a call can go without loading anything first (an SDK, the answers' validators);
    * never rejects: a failure to load is the first call's to report. `runPipeline` waits for it
    * before its first limiter call, since a call granted its token while the SDK loads leaves when

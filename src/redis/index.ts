@@ -21,3 +21,5 @@ export { RedisRateLimitStore } from './redis-store.ts';
 export type { RedisRateLimitStoreOptions } from './redis-store.ts';
 export { RedisBudget } from './redis-budget.ts';
 export type { RedisBudgetOptions } from './redis-budget.ts';
+export { RedisAnswerCache } from './redis-answer-cache.ts';
+export type { RedisAnswerCacheOptions } from './redis-answer-cache.ts';

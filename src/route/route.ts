@@ -1,6 +1,6 @@
-import type { GateCallOptions } from '../gate/call-gate.ts';
+import type { GateAnswer, GateCallOptions } from '../gate/call-gate.ts';
 import type { CallCost } from '../quota/provider-limits.ts';
-import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
+import type { LlmRequest } from '../provider/provider.ts';
 
 /**
  * Where a task's calls go, as the article processor and admission see it: one provider's
@@ -28,10 +28,5 @@ export interface Route {
   onCircuitChange(listener: () => void): () => void;
 }
 
-/** A route's answer: the provider's response, and the attempts the call took. */
-export interface RouteAnswer {
-  /** The provider's answer. */
-  readonly response: LlmResponse;
-  /** How many attempts the answer took. */
-  readonly attempts: number;
-}
+/** A route's answer: the provider's response, the attempts the call took, and whether it came from the answer cache. */
+export type RouteAnswer = GateAnswer;

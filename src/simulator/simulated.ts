@@ -246,6 +246,15 @@ export class SimulatedProvider implements Provider {
     return this.#hangs;
   }
 
+  /**
+   * Its name, seed and failure profile, and the request as a model would read it (task, prompt,
+   * schema, description, output cap): the answer is made from the request and the seed alone.
+   */
+  answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
+    const { task, prompt, schema, description } = request;
+    return { simulated: this.name, seed: this.#seed, profile: this.#failures, task, prompt, schema, description, maxOutputTokens };
+  }
+
   /** Answers after a seeded latency with a seeded answer that fits the request's schema, or fails as its profile, quota or outage says. */
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const { signal } = options;

@@ -41,6 +41,12 @@ export class ScriptedProvider implements Provider {
     this.#script = options.script ?? [{}];
   }
 
+  /** Its name and the request, the article's id included: a scripted answer names the article. */
+  answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
+    const { task, articleId, prompt, schema } = request;
+    return { scripted: this.name, task, articleId, prompt, schema, maxOutputTokens };
+  }
+
   /** Plays the next step: after its latency answers (a fixed answer for the built-in tasks, one made from the schema for others), rejects with its error, or hangs until aborted. */
   async call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     const step = this.#script[Math.min(this.calls.length, this.#script.length - 1)]!;

@@ -24,12 +24,14 @@ export abstract class HttpApiProvider implements Provider {
   readonly model: string;
   /** The API's base URL. */
   readonly baseUrl: string;
+  readonly #api: string;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
   protected constructor(options: HttpProviderOptions, sdk: SdkBinding) {
     const settings = httpProviderSettings(options, sdk.defaults);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
+    this.#api = sdk.defaults.name;
     this.#sdk = sdk.bind(settings);
   }
 
@@ -55,5 +57,14 @@ export abstract class HttpApiProvider implements Provider {
   /** Calls the vendor's API through its SDK: the request encoded, the answer decoded and checked against the task's schema, a failure mapped to a provider error. */
   call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     return this.#sdk.call(request, options);
+  }
+
+  /**
+   * The vendor's API, the base URL and the body a call sends (the model, the prompt, the schema,
+   * the output cap: the vendor's `encode`). The base URL is there because the same model name may
+   * be served by another server — a local `serve`, a proxy — that answers otherwise. Never the key.
+   */
+  answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
+    return { api: this.#api, baseUrl: this.baseUrl, body: this.#sdk.encode(request, maxOutputTokens) };
   }
 }

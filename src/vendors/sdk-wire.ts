@@ -104,6 +104,8 @@ export interface BoundSdk {
   readonly loaded: Promise<unknown>;
   /** Makes one call through the SDK: the request encoded, the answer decoded, a failure mapped to a provider error. */
   call(request: LlmRequest, options: CallOptions): Promise<LlmResponse>;
+  /** The body a call of `request` sends: what shapes the answer, with the model and the output cap. */
+  encode(request: LlmRequest, maxOutputTokens: number): object;
   /** Loads what the first call would otherwise load (the SDK, the answers' validators); never rejects. */
   warmUp(): Promise<void>;
 }
@@ -129,6 +131,7 @@ export function bindSdk<Client extends RefetchableClient<Client>, Body extends o
   return {
     loaded: sdk,
     call: async (request, options) => send(await sdk, request, options),
+    encode: (request, maxOutputTokens) => wire.encode(request, settings.model, maxOutputTokens),
     async warmUp() {
       try {
         const { client, errors } = await sdk;

@@ -74,6 +74,7 @@ const FREE_TEXT = new Set([
   '--api-keys-file',
   '--report',
   '--dashboard-host',
+  '--cache',
 ]);
 /** What a range or a set of choices looks like in a description. */
 const ACCEPTS =

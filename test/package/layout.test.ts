@@ -18,6 +18,7 @@ const DOMAIN = [
   'route',
   'gate',
   'quota',
+  'cache',
   'provider',
   'vendors',
   'simulator',
