@@ -1,5 +1,5 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget } from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -19,12 +19,14 @@ export abstract class HttpApiProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
+  readonly target: ProviderTarget;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
   protected constructor(options: HttpProviderOptions, sdk: SdkBinding) {
     const settings = httpProviderSettings(options, sdk.defaults);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
+    this.target = targetOf(sdk.defaults.name, settings);
     this.#sdk = sdk.bind(settings);
   }
 
@@ -50,4 +52,14 @@ export abstract class HttpApiProvider implements Provider {
   call(request: LlmRequest, options: CallOptions = {}): Promise<LlmResponse> {
     return this.#sdk.call(request, options);
   }
+}
+
+/**
+ * The vendor's API by its default provider name (`openai`, `anthropic`: the names the GenAI
+ * conventions give them), the model, and the server the base URL points at, its port spelled out.
+ */
+function targetOf(vendor: string, settings: HttpProviderSettings): ProviderTarget {
+  const url = new URL(settings.baseUrl);
+  const serverPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return Object.freeze({ vendor, model: settings.model, serverAddress: url.hostname, serverPort });
 }
