@@ -13,6 +13,7 @@ import {
   runPipeline,
   type OutputError,
   type Budget,
+  type RunObserver,
   type RunStop,
   type RunSummary,
   type TaskSet,
@@ -38,6 +39,7 @@ import {
 } from './run-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
 import { Progress } from './progress.ts';
+import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
 import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
@@ -47,7 +49,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, OtelFlags {
   rate: number;
   burst: number;
 }
@@ -116,7 +118,8 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
-    .addOption(dryRunOption());
+    .addOption(dryRunOption())
+    .addOption(otelOption());
   addClientOptions(program);
   addRedisOptions(program);
   oneLineErrors(groupRunOptions(program).addHelpText('after', EXAMPLES));
@@ -181,6 +184,8 @@ async function run(flags: MainFlags): Promise<number> {
   await loadProviderPackages(setups.providers);
   // Before Redis is reached or any file opened: a dry run touches neither.
   if (flags.dryRun) return dryRun(flags, setups, tasks);
+  // Before Redis or any file: a missing SDK package is said before anything is touched.
+  const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   try {
     // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
@@ -193,9 +198,12 @@ async function run(flags: MainFlags): Promise<number> {
         shared === undefined ? undefined : { connection: shared.connection, logger },
         earlierUsd,
       );
-    return await runWith(flags, { ...setups, tasks, budgetFor }, logger, shared);
+    const observers = telemetry === undefined ? [] : [telemetry.observer];
+    return await runWith(flags, { ...setups, tasks, budgetFor, observers }, logger, shared);
   } finally {
     await shared?.close();
+    // What a run stopped by Ctrl-C or SIGTERM saw is sent too: the run has ended in order by now.
+    await telemetry?.shutdown();
   }
 }
 
@@ -298,6 +306,7 @@ async function runWith(
   setups: Awaited<ReturnType<typeof providerSetups>> & {
     readonly tasks: TaskSet;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
+    readonly observers: readonly RunObserver[];
   },
   logger: Logger,
   shared: SharedLimits | undefined,
@@ -348,6 +357,7 @@ async function runWith(
       retry: { maxAttempts: flags.maxAttempts },
       logger,
       signal: controller.signal,
+      observers: setups.observers,
       onAttempt: (event) => {
         progress.attempt(event);
         if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));

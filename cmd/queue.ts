@@ -10,6 +10,7 @@ import {
   keepSucceeded,
   SIMULATED_DEFAULTS,
   type ArticleResult,
+  type RunObserver,
 } from '../src/index.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
@@ -19,6 +20,7 @@ import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
 import { Progress } from './progress.ts';
+import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
 import {
   addRedisConnectionOptions,
   addRedisOptions,
@@ -171,7 +173,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   return command;
 }
 
-interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags {
+interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, OtelFlags {
   queue: string;
   rate: number;
   burst: number;
@@ -220,7 +222,8 @@ function workerCommand(onExit: (code: number) => void): Command {
       )
         .argParser(duration({ allowZero: true }))
         .default(QUEUE_WORKER_DEFAULTS.redisGiveUpMs, formatDuration(QUEUE_WORKER_DEFAULTS.redisGiveUpMs)),
-    );
+    )
+    .addOption(otelOption());
   oneLineErrors(groupRunOptions(command)).addHelpText('after', EXAMPLES);
   command.action(async (flags: WorkerFlags) => {
     for (const option of ['articles', 'input', 'skipInvalid']) {
@@ -246,16 +249,19 @@ async function work(flags: WorkerFlags): Promise<number> {
   runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
   await loadProviderPackages(setups.providers);
   checkQueueFlags(flags);
+  const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
   // One connection for the quotas, its settings (cluster, TLS files) for the queue's clients too.
   const shared = (await shareLimits(flags, setups.providers, setups.quotaKeys, logger))!;
   let queue: ArticleQueue | undefined;
   try {
     queue = await openQueueOn(shared.connection, flags);
     const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
-    return await workOn(queue, flags, { ...setups, tasks, budget }, logger);
+    const observers = telemetry === undefined ? [] : [telemetry.observer];
+    return await workOn(queue, flags, { ...setups, tasks, budget, observers }, logger);
   } finally {
     await queue?.close();
     await shared.close();
+    await telemetry?.shutdown();
   }
 }
 
@@ -265,6 +271,7 @@ async function workOn(
   setups: Awaited<ReturnType<typeof providerSetups>> & {
     readonly tasks: Awaited<ReturnType<typeof runTasks>>['tasks'];
     readonly budget: ReturnType<typeof runBudget>;
+    readonly observers: readonly RunObserver[];
   },
   logger: Logger,
 ): Promise<number> {
@@ -287,6 +294,7 @@ async function workOn(
       routes: setups.routes,
       tasks: setups.tasks,
       budget: setups.budget,
+      observers: setups.observers,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
