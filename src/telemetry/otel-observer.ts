@@ -23,6 +23,7 @@ export const OTEL_OBSERVER_DEFAULTS = Object.freeze({
   scope: 'news-processor',
 });
 
+/** How {@link createOtelObserver} names what it reports. */
 export interface OtelObserverOptions {
   /** The instrumentation scope its tracer and meter are named by. @default OTEL_OBSERVER_DEFAULTS.scope */
   readonly scope?: string | undefined;

@@ -19,6 +19,7 @@ export abstract class HttpApiProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
+  /** What it calls, for tracing: the vendor's API, the model, the host and port of the base URL. */
   readonly target: ProviderTarget;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;

@@ -24,6 +24,7 @@ const DOMAIN = [
   'server',
   'redis',
   'queue',
+  'telemetry',
   'testing',
 ];
 
