@@ -34,7 +34,15 @@ export interface Telemetry {
 export async function startTelemetry(env: NodeJS.ProcessEnv): Promise<Telemetry> {
   checkOtelEnv(env);
   const { NodeSDK } = await loadOptional('@opentelemetry/sdk-node', '--otel', () => import('@opentelemetry/sdk-node'));
-  const sdk = new NodeSDK({ serviceName: serviceName(env), logRecordProcessors: [], instrumentations: [] });
+  const sdk = new NodeSDK({
+    serviceName: serviceName(env),
+    logRecordProcessors: [],
+    instrumentations: [],
+    // The observer parents its spans itself: no context need follow the run's promises, and
+    // AsyncLocalStorage following them would cost every await of a run. The SDK takes null as
+    // "register none", which its type does not say.
+    contextManager: null as unknown as undefined,
+  });
   sdk.start();
   return { observer: await createOtelObserver(), shutdown: () => sdk.shutdown() };
 }
