@@ -10,6 +10,7 @@ import {
   OutputError,
   type AnswerCache,
   type Budget,
+  type RunObserver,
   type RunStop,
   type RunSummary,
   type TaskSet,
@@ -36,6 +37,7 @@ import { validateRunFlags } from './run-validation.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
 import { Progress } from './progress.ts';
+import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
 import { handleSignals, STOP_SIGNALS, Terminal, type StopSignal } from './terminal.ts';
 import { packageVersion } from './version.ts';
 
@@ -45,7 +47,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags, CacheFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags, CacheFlags, OtelFlags {
   rate: number;
   burst: number;
 }
@@ -114,7 +116,8 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
     .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
-    .addOption(dryRunOption());
+    .addOption(dryRunOption())
+    .addOption(otelOption());
   addReportOptions(program);
   addClientOptions(program);
   addRedisOptions(program);
@@ -183,6 +186,8 @@ async function run(flags: MainFlags): Promise<number> {
   await loadProviderPackages(setups.providers);
   // Before Redis is reached or any file opened: a dry run touches neither.
   if (flags.dryRun) return dryRun(flags, setups, tasks);
+  // Before Redis or any file: a missing SDK package is said before anything is touched.
+  const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
   let cache: AnswerCache | undefined;
   try {
@@ -197,10 +202,13 @@ async function run(flags: MainFlags): Promise<number> {
         shared === undefined ? undefined : { connection: shared.connection, logger },
         earlierUsd,
       );
-    return await runWith(flags, { ...setups, tasks, budgetFor, cache }, logger, shared);
+    const observers = telemetry === undefined ? [] : [telemetry.observer];
+    return await runWith(flags, { ...setups, tasks, budgetFor, cache, observers }, logger, shared);
   } finally {
     await cache?.close();
     await shared?.close();
+    // What a run stopped by Ctrl-C or SIGTERM saw is sent too: the run has ended in order by now.
+    await telemetry?.shutdown();
   }
 }
 
@@ -304,6 +312,7 @@ async function runWith(
     readonly tasks: TaskSet;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
     readonly cache: AnswerCache | undefined;
+    readonly observers: readonly RunObserver[];
   },
   logger: Logger,
   shared: SharedLimits | undefined,
@@ -357,6 +366,7 @@ async function runWith(
       logger,
       signal: controller.signal,
       onSend: report?.onSend,
+      observers: setups.observers,
       onAttempt: (event) => {
         report?.onAttempt(event);
         progress.attempt(event);

@@ -10,6 +10,7 @@ import {
   SIMULATED_DEFAULTS,
   type AnswerCache,
   type ArticleResult,
+  type RunObserver,
 } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
@@ -21,6 +22,7 @@ import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
 import { Progress } from './progress.ts';
+import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
 import {
   addRedisConnectionOptions,
   addRedisOptions,
@@ -167,7 +169,7 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   return command;
 }
 
-interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, ReportFlags, CacheFlags {
+interface WorkerFlags extends RunFlags, ClientFlags, RedisFlags, ReportFlags, CacheFlags, OtelFlags {
   queue: string;
   rate: number;
   burst: number;
@@ -218,7 +220,8 @@ function workerCommand(onExit: (code: number) => void): Command {
       )
         .argParser(duration({ allowZero: true }))
         .default(QUEUE_WORKER_DEFAULTS.redisGiveUpMs, formatDuration(QUEUE_WORKER_DEFAULTS.redisGiveUpMs)),
-    );
+    )
+    .addOption(otelOption());
   oneLineErrors(groupRunOptions(command)).addHelpText('after', EXAMPLES);
   command.action(async (flags: WorkerFlags) => {
     for (const option of ['articles', 'input', 'skipInvalid']) {
@@ -246,6 +249,7 @@ async function work(flags: WorkerFlags): Promise<number> {
   runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
   await loadProviderPackages(setups.providers);
   checkQueueFlags(flags);
+  const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
   // One connection for the quotas, its settings (cluster, TLS files) for the queue's clients too.
   const shared = (await shareLimits(flags, setups.providers, setups.quotaKeys, logger))!;
   let queue: ArticleQueue | undefined;
@@ -254,11 +258,13 @@ async function work(flags: WorkerFlags): Promise<number> {
     cache = await openCache(flags, logger);
     queue = await openQueueOn(shared.connection, flags);
     const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
-    return await workOn(queue, flags, { ...setups, tasks, budget, cache }, logger);
+    const observers = telemetry === undefined ? [] : [telemetry.observer];
+    return await workOn(queue, flags, { ...setups, tasks, budget, cache, observers }, logger);
   } finally {
     await queue?.close();
     await cache?.close();
     await shared.close();
+    await telemetry?.shutdown();
   }
 }
 
@@ -269,6 +275,7 @@ async function workOn(
     readonly tasks: Awaited<ReturnType<typeof runTasks>>['tasks'];
     readonly budget: ReturnType<typeof runBudget>;
     readonly cache: AnswerCache | undefined;
+    readonly observers: readonly RunObserver[];
   },
   logger: Logger,
 ): Promise<number> {
@@ -293,6 +300,7 @@ async function workOn(
       tasks: setups.tasks,
       budget: setups.budget,
       cache: setups.cache,
+      observers: setups.observers,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },

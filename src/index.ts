@@ -9,7 +9,12 @@
 
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, PIPELINE_DEFAULTS, CancelledError, RunStoppedError } from './pipeline/run.ts';
-export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
+export type { PipelineOptions } from './pipeline/run.ts';
+// Observers of a run (tracing, reports): told of each step, acting on none.
+export type { PipelineAttemptEvent, RunObserver, ObservedRun } from './pipeline/run-observer.ts';
+// Tracing: an observer reporting through @opentelemetry/api after the GenAI conventions (a no-op without it).
+export { createOtelObserver, OTEL_OBSERVER_DEFAULTS } from './telemetry/otel-observer.ts';
+export type { OtelObserverOptions } from './telemetry/otel-observer.ts';
 export type { RunSummary, RunStop, BoundBy, CallCounts, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
@@ -106,6 +111,8 @@ export type {
   TokenUsage,
   ResponseHeaders,
   ProviderErrorOptions,
+  ProviderTarget,
+  PromptCacheUsage,
   RetriedFailureOptions,
 } from './provider/provider.ts';
 export { SimulatedProvider, SIMULATED_DEFAULTS } from './simulator/simulated.ts';

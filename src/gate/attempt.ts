@@ -79,6 +79,8 @@ export interface AttemptEvent {
   readonly error: unknown;
   /** The tokens the provider reported for a successful call. */
   readonly usage: TokenUsage | undefined;
+  /** The provider's answer, when it answered (its model, id and finish reasons, for tracing). */
+  readonly response: LlmResponse | undefined;
   /**
    * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
    * cut off or malformed); 0 for one not sent or refused with a status; its worst case (its prompt

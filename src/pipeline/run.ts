@@ -21,6 +21,7 @@ import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
 import type { ArticleResult } from './result.ts';
+import type { PipelineAttemptEvent, RunObserver } from './run-observer.ts';
 
 /** What a run does unless told otherwise. */
 export const PIPELINE_DEFAULTS = Object.freeze({
@@ -61,12 +62,6 @@ export class RunStoppedError extends Error {
   ) {
     super(`${provider}: ${cause.message}`, { cause });
   }
-}
-
-/** An attempt event from a pipeline run: the worker slot that made it is always known. */
-export interface PipelineAttemptEvent extends AttemptEvent {
-  /** The worker slot that made the attempt, from 1. */
-  readonly workerId: number;
 }
 
 /** What `runPipeline()` takes: the articles, the providers and their limits, the tasks, and how to run them. */
@@ -122,6 +117,11 @@ export interface PipelineOptions {
    * @default none
    */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
+  /**
+   * Told of every step of the run — its start, each article's start and end, each attempt, its
+   * end — as tracing, a report or a live page need it; they act on nothing. @default none
+   */
+  readonly observers?: readonly RunObserver[] | undefined;
   /**
    * What the run does when its limits cannot be reached (a shared quota's Redis went away):
    * `"stop"` — intake stops (`stoppedBy.by` is `"limits"`) and the articles in flight fail with
@@ -189,6 +189,14 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     cached: options.cache !== undefined,
   });
   const { onResult, onAttempt } = options;
+  const observers = options.observers ?? [];
+  for (const observer of observers) {
+    observer.runStarted?.({
+      providers: new Map(options.providers.map(({ provider }) => [provider.name, provider])),
+      budget: options.budget,
+      clock,
+    });
+  }
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
@@ -242,6 +250,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     metrics.recordAttempt(event);
     if (event.called) latency.record(event.latencyMs);
     for (const listener of attemptListeners) listener(event);
+    for (const observer of observers) observer.attempt?.(event as PipelineAttemptEvent);
     onAttempt?.(event as PipelineAttemptEvent);
   };
   // One options object per worker slot, made when the slot first runs: the per-article path
@@ -270,8 +279,10 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       options.source,
       async (article, workerId) => {
         metrics.recordStarted();
+        for (const observer of observers) observer.articleStarted?.(article, workerId);
         const { result, pathMs, savedNanoUsd } = await processArticle(article, optionsFor(workerId));
         metrics.recordResult(result, pathMs, savedNanoUsd);
+        for (const observer of observers) observer.articleEnded?.(result);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },
@@ -297,6 +308,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     [...gatesByName.values()].map((gate) => gate.figures()),
   );
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
+  for (const observer of observers) observer.runEnded?.(summary);
   return summary;
 }
 

@@ -51,6 +51,42 @@ export interface LlmResponse {
   readonly usage?: TokenUsage;
   /** The response's headers, when the provider has any (rate-limit status, mostly). */
   readonly headers?: ResponseHeaders;
+  /** The model that answered, as the provider names it (`gpt-4.1-mini-2025-04-14`), when it said. */
+  readonly model?: string | undefined;
+  /** The provider's id of the answer (`chatcmpl-…`, `msg_…`), when it gave one. */
+  readonly id?: string | undefined;
+  /** Why the model stopped, one reason per choice as the provider says it (`stop`, `tool_use`), when it said. */
+  readonly finishReasons?: readonly string[] | undefined;
+  /** The input tokens the provider's prompt cache served or stored, when it said. */
+  readonly promptCache?: PromptCacheUsage | undefined;
+}
+
+/** What a provider's prompt cache did for a call's input. */
+export interface PromptCacheUsage {
+  /** Input tokens read from the cache. */
+  readonly readTokens: number;
+  /** Input tokens written to it. */
+  readonly creationTokens: number;
+  /**
+   * Whether `usage.inputTokens` counts these already: OpenAI's prompt tokens do, Anthropic's input
+   * tokens do not (they are billed apart).
+   */
+  readonly inInputTokens: boolean;
+}
+
+/**
+ * What a provider calls, as tracing names it (the OpenTelemetry GenAI conventions): the vendor's
+ * API, the model asked, and the server's address.
+ */
+export interface ProviderTarget {
+  /** The API spoken: `openai`, `anthropic` (`gen_ai.provider.name`). */
+  readonly vendor: string;
+  /** The model each request asks for. */
+  readonly model: string;
+  /** The server's host name or address, for a provider over a network. @default none */
+  readonly serverAddress?: string | undefined;
+  /** The server's port, for a provider over a network. @default none */
+  readonly serverPort?: number | undefined;
 }
 
 /** What a provider's `call()` takes besides the request: a signal, what is left of the deadline, the most output tokens. */
@@ -78,6 +114,8 @@ export const DEFAULT_MAX_OUTPUT_TOKENS = 256;
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
+  /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
+  readonly target?: ProviderTarget | undefined;
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
   /**

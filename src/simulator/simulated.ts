@@ -16,6 +16,7 @@ import {
   type LlmRequest,
   type LlmResponse,
   type Provider,
+  type ProviderTarget,
   type ResponseHeaders,
 } from '../provider/provider.ts';
 import { createRandom } from './random.ts';
@@ -132,6 +133,9 @@ export const SIMULATED_DEFAULTS = Object.freeze({
   hangMs: 30_000,
 });
 
+/** What the simulation is, as tracing names it. */
+const SIMULATED_TARGET: ProviderTarget = Object.freeze({ vendor: 'news_processor.simulator', model: 'simulated' });
+
 /** The range a random 429's retry-after hint is drawn from, in ms. */
 const MIN_RETRY_AFTER_MS = 100;
 const MAX_RETRY_AFTER_MS = 1000;
@@ -163,6 +167,8 @@ const TOKEN_EPSILON = 1e-9;
 export class SimulatedProvider implements Provider {
   /** Names the provider in results and figures. */
   readonly name: string;
+  /** Tracing names the simulation as a vendor of its own, so that its spans are never taken for a real API's. */
+  readonly target: ProviderTarget = SIMULATED_TARGET;
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #seed: number;
@@ -306,7 +312,7 @@ export class SimulatedProvider implements Provider {
       this.#serverErrors += 1;
       throw new ServerError(undefined, { headers: this.#headers(undefined) });
     }
-    const response = answer(request, this.#seed);
+    const response = answer(request, this.#seed, this.#calls);
     const headers = this.#headers(undefined);
     return headers === undefined ? response : { ...response, headers };
   }
@@ -355,7 +361,7 @@ function pickOutcome(roll: number, failures: FailureProfile): Outcome {
 }
 
 /** The simulation's answer, with the usage a model's would report: about four characters a token. */
-function answer(request: LlmRequest, seed: number): LlmResponse {
+function answer(request: LlmRequest, seed: number, callNumber: number): LlmResponse {
   let output: LlmOutput;
   try {
     output = simulatedAnswer(request, seed);
@@ -370,8 +376,10 @@ function answer(request: LlmRequest, seed: number): LlmResponse {
     inputTokens: Math.ceil(request.prompt.length / CHARS_PER_TOKEN),
     outputTokens: Math.ceil(JSON.stringify(output).length / CHARS_PER_TOKEN),
   };
-  return { output, usage };
+  return { output, usage, model: SIMULATED_TARGET.model, id: `simulated-${callNumber}`, finishReasons: STOPPED };
 }
+
+const STOPPED: readonly string[] = Object.freeze(['stop']);
 
 function resolveProfile(profile: unknown): FailureProfile {
   if (isProfileName(profile)) return FAILURE_PROFILES[profile];

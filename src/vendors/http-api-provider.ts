@@ -1,5 +1,5 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget } from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -25,6 +25,8 @@ export abstract class HttpApiProvider implements Provider {
   /** The API's base URL. */
   readonly baseUrl: string;
   readonly #api: string;
+  /** What it calls, for tracing: the vendor's API, the model, the host and port of the base URL. */
+  readonly target: ProviderTarget;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
@@ -32,6 +34,7 @@ export abstract class HttpApiProvider implements Provider {
     const settings = httpProviderSettings(options, sdk.defaults);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
     this.#api = sdk.defaults.name;
+    this.target = targetOf(sdk.defaults.name, settings);
     this.#sdk = sdk.bind(settings);
   }
 
@@ -67,4 +70,14 @@ export abstract class HttpApiProvider implements Provider {
   answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
     return { api: this.#api, baseUrl: this.baseUrl, body: this.#sdk.encode(request, maxOutputTokens) };
   }
+}
+
+/**
+ * The vendor's API by its default provider name (`openai`, `anthropic`: the names the GenAI
+ * conventions give them), the model, and the server the base URL points at, its port spelled out.
+ */
+function targetOf(vendor: string, settings: HttpProviderSettings): ProviderTarget {
+  const url = new URL(settings.baseUrl);
+  const serverPort = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return Object.freeze({ vendor, model: settings.model, serverAddress: url.hostname, serverPort });
 }

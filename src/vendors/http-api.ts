@@ -17,6 +17,8 @@ import {
   ServerError,
   TimeoutError,
   type CallOptions,
+  type LlmResponse,
+  type PromptCacheUsage,
   type ProviderErrorOptions,
   type ResponseHeaders,
   type TokenUsage,
@@ -266,6 +268,33 @@ export function usageOf(inputTokens: unknown, outputTokens: unknown): TokenUsage
   return count(inputTokens) && count(outputTokens)
     ? { inputTokens: inputTokens as number, outputTokens: outputTokens as number }
     : undefined;
+}
+
+/**
+ * What a response body says of the answer besides its output — the model that answered, the
+ * answer's id, why each choice stopped — each only when it is a string: a nearly compatible server
+ * may send anything.
+ */
+export function answerFacts(
+  model: unknown,
+  id: unknown,
+  finishReasons: readonly unknown[],
+): Pick<LlmResponse, 'model' | 'id' | 'finishReasons'> {
+  const reasons = finishReasons.filter((reason): reason is string => typeof reason === 'string');
+  return {
+    model: typeof model === 'string' ? model : undefined,
+    id: typeof id === 'string' ? id : undefined,
+    finishReasons: reasons.length === 0 ? undefined : reasons,
+  };
+}
+
+/** What the prompt cache did, when the body counts it (either count a number); undefined otherwise. */
+export function promptCacheOf(readTokens: unknown, creationTokens: unknown, inInputTokens: boolean): PromptCacheUsage | undefined {
+  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined);
+  const read = count(readTokens);
+  const created = count(creationTokens);
+  if (read === undefined && created === undefined) return undefined;
+  return { readTokens: read ?? 0, creationTokens: created ?? 0, inInputTokens };
 }
 
 /**

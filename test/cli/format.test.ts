@@ -119,6 +119,7 @@ describe('the per-attempt lines (cmd/format.ts)', () => {
     latencyMs: 0,
     atMs: 0,
     usage: undefined,
+    response: undefined,
     costUsd: undefined,
   };
 

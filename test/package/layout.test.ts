@@ -29,6 +29,7 @@ const DOMAIN = [
   'redis',
   'queue',
   'report',
+  'telemetry',
   'testing',
 ];
 

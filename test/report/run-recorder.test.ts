@@ -29,6 +29,7 @@ function attempt(sentAtMs: number, latencyMs: number, fields: Partial<AttemptEve
     error: undefined,
     usage: { inputTokens: 100, outputTokens: 20 },
     costUsd: undefined,
+    response: undefined,
     ...fields,
   };
 }

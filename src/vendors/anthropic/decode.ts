@@ -1,7 +1,7 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import { readAnswer } from '../../provider/answer.ts';
 import { MalformedOutputError, RefusalError, TruncatedOutputError, type LlmRequest, type LlmResponse } from '../../provider/provider.ts';
-import { usageOf } from '../http-api.ts';
+import { answerFacts, promptCacheOf, usageOf } from '../http-api.ts';
 import type { ResponseMeta } from '../sdk-wire.ts';
 
 /** Stop reasons that mean the answer ran out of room before it was whole. */
@@ -36,5 +36,8 @@ export async function decodeAnthropic(
   );
   if (use === undefined)
     throw new MalformedOutputError(`the answer did not use the ${tool} tool (stop reason ${String(stopReason)})`, failed);
-  return { output: await readAnswer(request, use.input, failed), usage, headers };
+  const output = await readAnswer(request, use.input, failed);
+  // Anthropic's input tokens leave out those the cache served or stored: they are billed apart.
+  const promptCache = promptCacheOf(message.usage?.cache_read_input_tokens, message.usage?.cache_creation_input_tokens, false);
+  return { output, usage, headers, ...answerFacts(message.model, message.id, [stopReason]), promptCache };
 }

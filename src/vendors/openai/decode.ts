@@ -1,7 +1,7 @@
 import type { OpenAI } from 'openai';
 import { readAnswer } from '../../provider/answer.ts';
 import { MalformedOutputError, RefusalError, TruncatedOutputError, type LlmRequest, type LlmResponse } from '../../provider/provider.ts';
-import { usageOf } from '../http-api.ts';
+import { answerFacts, promptCacheOf, usageOf } from '../http-api.ts';
 import type { ResponseMeta } from '../sdk-wire.ts';
 
 /**
@@ -23,5 +23,10 @@ export async function decodeOpenAi(request: LlmRequest, body: object, meta: Resp
   }
   if (choice.finish_reason === 'content_filter') throw new RefusalError('the content filter stopped the answer', failed);
   if (typeof choice.message.refusal === 'string') throw new RefusalError(`the model refused: ${choice.message.refusal}`, failed);
-  return { output: await readAnswer(request, choice.message.content, failed), usage, headers };
+  const output = await readAnswer(request, choice.message.content, failed);
+  const choices: unknown[] = Array.isArray(completion.choices) ? completion.choices : [];
+  const finishReasons = choices.map((each) => (each as Partial<OpenAI.ChatCompletion.Choice> | null)?.finish_reason);
+  // OpenAI counts the cached tokens among the prompt tokens; it writes the cache without saying how much.
+  const promptCache = promptCacheOf(completion.usage?.prompt_tokens_details?.cached_tokens, undefined, true);
+  return { output, usage, headers, ...answerFacts(completion.model, completion.id, finishReasons), promptCache };
 }

@@ -1,0 +1,78 @@
+// --otel: the OpenTelemetry SDK, set up by the standard OTEL_* variables, and the run's observer reporting to it.
+import { Option } from 'commander';
+import { createOtelObserver, type RunObserver } from '../src/index.ts';
+import { loadOptional } from '../src/optional-package.ts';
+import { UsageError } from './usage-error.ts';
+
+export interface OtelFlags {
+  otel: boolean;
+}
+
+/** The service a run's spans and metrics are from, unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) names another. */
+export const OTEL_SERVICE_NAME = 'news-processor';
+
+export function otelOption(): Option {
+  return new Option(
+    '--otel',
+    'send spans and metrics (the OpenTelemetry GenAI conventions) over OTLP, as the OTEL_* variables say (endpoint, protocol, headers)',
+  ).default(false);
+}
+
+/** The SDK started, and what reports the run to it. */
+export interface Telemetry {
+  readonly observer: RunObserver;
+  /** Sends what is not sent yet — the last spans, the metrics' final values — and stops the SDK. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Starts the Node SDK as the OTEL_* variables configure it (OTEL_EXPORTER_OTLP_ENDPOINT,
+ * OTEL_EXPORTER_OTLP_PROTOCOL `http/protobuf` by default or `http/json` or `grpc`,
+ * OTEL_EXPORTER_OTLP_HEADERS, the per-signal variants, OTEL_TRACES_SAMPLER, …): traces and metrics
+ * over OTLP; no logs (the run's log is its own, on stderr), no instrumentation of other libraries.
+ */
+export async function startTelemetry(env: NodeJS.ProcessEnv): Promise<Telemetry> {
+  checkOtelEnv(env);
+  const { NodeSDK } = await loadOptional('@opentelemetry/sdk-node', '--otel', () => import('@opentelemetry/sdk-node'));
+  const sdk = new NodeSDK({
+    serviceName: serviceName(env),
+    logRecordProcessors: [],
+    instrumentations: [],
+    // The observer parents its spans itself: no context need follow the run's promises, and
+    // AsyncLocalStorage following them would cost every await of a run. The SDK takes null as
+    // "register none", which its type does not say.
+    contextManager: null as unknown as undefined,
+  });
+  sdk.start();
+  return { observer: await createOtelObserver(), shutdown: () => sdk.shutdown() };
+}
+
+/** Ours, unless the variables name one: the SDK's environment detector reads them, and a name given here would win over them. */
+function serviceName(env: NodeJS.ProcessEnv): string | undefined {
+  if ((env.OTEL_SERVICE_NAME ?? '') !== '') return undefined;
+  if (/(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '')) return undefined;
+  return OTEL_SERVICE_NAME;
+}
+
+/** The OTLP protocols the SDK's exporters speak. */
+const PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'];
+
+/**
+ * The variables a typo in would leave the run sending nothing, unseen: the SDK only warns of them
+ * on its diagnostic log, which is off. Said in one line before the run, as a bad flag is.
+ */
+function checkOtelEnv(env: NodeJS.ProcessEnv): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL']) {
+    const value = env[name]?.trim();
+    if (value !== undefined && value !== '' && !PROTOCOLS.includes(value)) {
+      throw new UsageError(`--otel: ${name} must be one of ${PROTOCOLS.join(', ')}; got "${value}"`);
+    }
+  }
+  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT']) {
+    const value = env[name]?.trim();
+    if (value !== undefined && value !== '' && !/^https?:\/\/[^/]/.test(value)) {
+      // Not echoed: an endpoint may carry a token.
+      throw new UsageError(`--otel: ${name} must be an http:// or https:// URL`);
+    }
+  }
+}
