@@ -8,8 +8,8 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { answerKey } from '../src/cache/answer-key.ts';
 import {
-  answerKey,
   CallGate,
   LmdbAnswerCache,
   requestLimit,

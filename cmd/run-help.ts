@@ -27,6 +27,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--json',
     '--quiet',
     '--log-level',
+    '--otel',
     '--grid',
     '--repeat',
     '--format',

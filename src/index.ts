@@ -53,7 +53,6 @@ export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, 
 // The answer cache: answers kept by the hash of what shaped them, so a second run of the same work makes no call.
 export { ANSWER_CACHE_DEFAULTS } from './cache/answer-cache.ts';
 export type { AnswerCache, CachedAnswer } from './cache/answer-cache.ts';
-export { answerKey } from './cache/answer-key.ts';
 // One directory, no server (the shared one, in Redis, is `news-processor/redis`'s `RedisAnswerCache`).
 export { LmdbAnswerCache } from './cache/lmdb-answer-cache.ts';
 export type { LmdbAnswerCacheOptions } from './cache/lmdb-answer-cache.ts';
@@ -70,7 +69,6 @@ export type {
 } from './quota/provider-limits.ts';
 export { LocalLimits } from './quota/local-limits.ts';
 export type { LocalLimitsOptions } from './quota/local-limits.ts';
-export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './quota/adaptive-rate.ts';
 export type {
   AdaptiveRateOptions,
   AdaptiveTuning,

@@ -24,6 +24,9 @@ export type {
   FailureRatioOptions,
 } from './breaker/circuit-breaker.ts';
 
+// The adaptive rate: a provider's request rate moved by its 429s (AIMD with a CUBIC climb), over any ProviderLimits.
+export { AdaptiveRate, ADAPTIVE_DEFAULTS } from './quota/adaptive-rate.ts';
+
 // Retries and their backoff.
 export { retry, RetryPolicy, RetryError, RETRY_DEFAULTS } from './retry/retry.ts';
 export type { RetryOptions, RetryPolicyOptions, RetryDecision, RetryEvent, RetryStopReason, AttemptOptions } from './retry/retry.ts';

@@ -8,6 +8,7 @@ import type { ArticleResult } from './result.ts';
 
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
+  /** The worker slot that made the attempt, from 1. */
   readonly workerId: number;
 }
 

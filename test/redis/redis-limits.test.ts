@@ -3,15 +3,8 @@ import { createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AdaptiveRate,
-  isLimiterUnavailableError,
-  LimiterUnavailableError,
-  LimitTooSmallError,
-  requestLimit,
-  type LimitSpec,
-} from '../../src/index.ts';
-import { MaxWaitExceededError } from '../../src/mechanisms.ts';
+import { isLimiterUnavailableError, LimiterUnavailableError, LimitTooSmallError, requestLimit, type LimitSpec } from '../../src/index.ts';
+import { AdaptiveRate, MaxWaitExceededError } from '../../src/mechanisms.ts';
 import { connectRedis, RedisLimits, type RedisConnection, RedisConnectError } from '../../src/redis/index.ts';
 import { clusterSlot } from './cluster-slot.ts';
 import { freePort, startRedis, type TestRedis } from './redis-server.ts';
