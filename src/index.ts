@@ -75,7 +75,7 @@ export type {
 } from './limits/adaptive-rate.ts';
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
 export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './limits/budget.ts';
-export type { Budget, BudgetHold, LocalBudgetOptions } from './limits/budget.ts';
+export type { Budget, BudgetHold, BudgetReserveOptions, LocalBudgetOptions } from './limits/budget.ts';
 // The moves of a request rate over a run (`GateFigures.rates`): what the run's rate bound is read from.
 export type { RateSince } from './limits/rate-history.ts';
 // Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
@@ -116,6 +116,7 @@ export type {
   LlmResponse,
   LlmOutput,
   TokenUsage,
+  RequestFraming,
   ResponseHeaders,
   ProviderErrorOptions,
   RetriedFailureOptions,

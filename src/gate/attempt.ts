@@ -18,6 +18,7 @@ import {
   isTimeoutError,
   type LlmRequest,
   type LlmResponse,
+  type RequestFraming,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
@@ -104,6 +105,8 @@ export class Attempt implements AttemptEvent {
   hold: BudgetHold | undefined;
   readonly price: ProviderPrice | undefined;
   readonly maxOutputTokens: number;
+  /** The provider's framing of a request: what its worst case counts beyond the text. */
+  readonly #framing: RequestFraming | undefined;
   /**
    * What the attempt cost, nano-USD (0 without a price): its reported usage, or its worst case
    * when it was sent and nothing told (it may have been billed in full) — what the budget keeps.
@@ -129,8 +132,10 @@ export class Attempt implements AttemptEvent {
     startMs: number,
     price: ProviderPrice | undefined,
     maxOutputTokens: number,
+    framing: RequestFraming | undefined,
   ) {
     this.price = price;
+    this.#framing = framing;
     this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
@@ -172,7 +177,7 @@ export class Attempt implements AttemptEvent {
 
   /** The most the attempt can cost at its price, its whole answer included, in nano-USD. */
   worstNanoUsd(): number {
-    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!);
+    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!, this.#framing);
   }
 }
 

@@ -355,10 +355,19 @@ export class CallGate {
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
   async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
     const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price, maxOutputTokens);
+    const attempt = new Attempt(
+      this.provider.name,
+      request,
+      number,
+      options.workerId,
+      this.clock.now(),
+      this.#price,
+      maxOutputTokens,
+      this.provider.framing,
+    );
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      if (this.#budget !== undefined) await this.#hold(attempt);
+      if (this.#budget !== undefined) await this.#hold(attempt, scope.signal);
       const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       if (cost !== REQUEST_ONLY) this.#recordCost(cost);
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
@@ -378,12 +387,14 @@ export class CallGate {
 
   /**
    * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
-   * whole answer included — or refuses it, sending nothing.
+   * whole answer included — waiting for holds in flight to settle when they leave no room, or
+   * refuses it, sending nothing, when what is spent leaves none.
    */
-  async #hold(attempt: Attempt): Promise<void> {
+  async #hold(attempt: Attempt, signal: AbortSignal | undefined): Promise<void> {
     const worstNano = attempt.worstNanoUsd();
-    const hold = await this.#budget!.reserve(worstNano);
-    if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
+    const budget = this.#budget!;
+    const hold = await budget.reserve(worstNano, { signal });
+    if (hold === undefined) throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd);
     attempt.hold = hold;
   }
 

@@ -65,9 +65,27 @@ export interface CallOptions {
 /** Output tokens a call may take unless told otherwise: what the gate reserves and a provider asks for. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 256;
 
+/**
+ * The tokens a provider's API adds to a request beyond the text it is sent (the prompt, the
+ * schema, the description, each message's text): the markup around each message and what it adds
+ * once per request (a tool-use system prompt, the reply's priming). What the worst case of a call
+ * counts over the bytes of its text.
+ */
+export interface RequestFraming {
+  /** Tokens of markup around each message, ≥ 0. */
+  readonly perMessageTokens: number;
+  /** Tokens added once per request, ≥ 0. */
+  readonly perRequestTokens: number;
+}
+
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
+  /**
+   * The tokens its API adds to each request, when known (each vendor's are in its folder): what a
+   * budget holds a call's worst case at. @default UNKNOWN_FRAMING (a generous 1,024 tokens a request)
+   */
+  readonly framing?: RequestFraming | undefined;
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
   /**
    * Resolves once a call can go without loading anything first (an SDK, the answers' validators);

@@ -16,6 +16,7 @@ import {
   type LlmRequest,
   type LlmResponse,
   type Provider,
+  type RequestFraming,
   type ResponseHeaders,
 } from '../provider/provider.ts';
 import { createRandom } from './random.ts';
@@ -137,6 +138,8 @@ const MAX_RETRY_AFTER_MS = 1000;
 /** Rough English average, as providers' tokenizers go. */
 const CHARS_PER_TOKEN = 4;
 
+const SIMULATED_FRAMING: RequestFraming = Object.freeze({ perMessageTokens: 0, perRequestTokens: 0 });
+
 const TOKEN_EPSILON = 1e-9;
 
 /**
@@ -160,6 +163,11 @@ const TOKEN_EPSILON = 1e-9;
  */
 export class SimulatedProvider implements Provider {
   readonly name: string;
+  /**
+   * None: the simulation bills a call's text alone, a token for every four characters, which its
+   * UTF-8 bytes always cover.
+   */
+  readonly framing: RequestFraming = SIMULATED_FRAMING;
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #seed: number;

@@ -1,5 +1,5 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider, RequestFraming } from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -19,12 +19,15 @@ export abstract class HttpApiProvider implements Provider {
   readonly name: string;
   readonly model: string;
   readonly baseUrl: string;
+  /** The vendor's framing of a request, from its defaults. */
+  readonly framing: RequestFraming;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
   protected constructor(options: HttpProviderOptions, sdk: SdkBinding) {
     const settings = httpProviderSettings(options, sdk.defaults);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
+    this.framing = sdk.defaults.framing;
     this.#sdk = sdk.bind(settings);
   }
 

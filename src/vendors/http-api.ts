@@ -18,6 +18,7 @@ import {
   TimeoutError,
   type CallOptions,
   type ProviderErrorOptions,
+  type RequestFraming,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
@@ -47,6 +48,8 @@ export interface HttpProviderDefaults {
   readonly model: string;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
   readonly apiKeyEnv: string;
+  /** The tokens the vendor's API adds to each request beyond its text, from its documentation. */
+  readonly framing: RequestFraming;
 }
 
 /** The options after validation, defaults applied. */
