@@ -346,6 +346,7 @@ async function runWith(
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
+      maxRepairs: flags.maxRepairs,
       logger,
       signal: controller.signal,
       onAttempt: (event) => {

@@ -58,8 +58,13 @@ export interface AttemptEvent {
   readonly articleId: string;
   /** The pool slot that made the call, when the caller said. */
   readonly workerId: number | undefined;
-  /** 1-based attempt number within this call. */
+  /** 1-based attempt number within this call (a repair does not count: it is the attempt it mends, asked again). */
   readonly attempt: number;
+  /**
+   * 0 for a request asked as the task made it; n for its nth repair — asked again with an unfit
+   * answer and that answer's problems.
+   */
+  readonly repair: number;
   readonly outcome: AttemptOutcome;
   /** Time spent waiting for the limits, in ms. */
   readonly waitMs: number;
@@ -98,6 +103,7 @@ export class Attempt implements AttemptEvent {
   readonly articleId: string;
   readonly workerId: number | undefined;
   readonly attempt: number;
+  repair = 0;
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;

@@ -23,11 +23,14 @@ export function inputTokenBound(request: LlmRequest, framing: RequestFraming = U
     forSchema = encoder.encode(JSON.stringify(request.schema)).length;
     schemaBytes.set(request.schema, forSchema);
   }
-  const messages = 1;
+  let conversation = 0;
+  for (const message of request.messages ?? []) conversation += encoder.encode(message.content).length;
+  const messages = 1 + (request.messages?.length ?? 0);
   return (
     encoder.encode(request.prompt).length +
     forSchema +
     encoder.encode(request.description ?? '').length +
+    conversation +
     messages * framing.perMessageTokens +
     framing.perRequestTokens
   );

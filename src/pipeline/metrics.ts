@@ -63,9 +63,11 @@ export interface ProviderFigures {
 /** Per-task call figures. */
 export interface TaskFigures {
   readonly name: string;
-  /** Attempts that reached a provider, retries included. */
+  /** Attempts that reached a provider, retries and repairs included. */
   readonly calls: number;
   readonly retries: number;
+  /** Of the calls, the repairs: asked again with an unfit answer and its problems (apart from the retries). */
+  readonly repairs: number;
   readonly rateLimited: number;
   /** The provider's answer time of those calls, in ms. */
   readonly latencyMs: { readonly p50: number; readonly p95: number };
@@ -104,6 +106,8 @@ export interface RunSummary {
   readonly deadLetters: number;
   readonly calls: number;
   readonly retries: number;
+  /** Calls that repaired an unfit answer (asked again with it and its problems), apart from the retries. */
+  readonly repairs: number;
   readonly rateLimited: number;
   readonly serverErrors: number;
   readonly timeouts: number;
@@ -158,6 +162,7 @@ export interface RunSummary {
 interface TaskCounters {
   calls: number;
   retries: number;
+  repairs: number;
   rateLimited: number;
   readonly latency: Histogram;
   tokensUsed: number;
@@ -200,6 +205,7 @@ export class Metrics {
   #failed = 0;
   #cancelled = 0;
   #wastedCalls = 0;
+  #repairs = 0;
   /** The articles' critical paths added up, for the workers bound. */
   #pathMs = 0;
   /** The longest article's critical path, for the latency bound. */
@@ -227,6 +233,7 @@ export class Metrics {
       this.#tasks.set(name, {
         calls: 0,
         retries: 0,
+        repairs: 0,
         rateLimited: 0,
         latency: new Histogram(),
         tokensUsed: 0,
@@ -264,12 +271,14 @@ export class Metrics {
     counters.tokensUsed += tokens;
     counters.calls++;
     if (event.retryInMs !== undefined) counters.retries++;
+    if (event.repair > 0) this.#repairs++;
     const task = this.#tasks.get(event.task);
     if (task !== undefined) {
       task.calls++;
       task.tokensUsed += tokens;
       task.latency.record(event.latencyMs);
       if (event.retryInMs !== undefined) task.retries++;
+      if (event.repair > 0) task.repairs++;
       if (event.outcome === 'rate-limited') task.rateLimited++;
     }
     if (event.costUsd !== undefined) {
@@ -368,6 +377,7 @@ export class Metrics {
       deadLetters: this.#failed,
       calls,
       retries,
+      repairs: this.#repairs,
       rateLimited,
       serverErrors,
       timeouts,
@@ -391,6 +401,7 @@ export class Metrics {
         name,
         calls: t.calls,
         retries: t.retries,
+        repairs: t.repairs,
         rateLimited: t.rateLimited,
         latencyMs: t.latency.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latency.quantile(0.5), p95: t.latency.quantile(0.95) },
         tokensUsed: t.tokensUsed,

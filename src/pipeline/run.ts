@@ -98,6 +98,11 @@ export interface PipelineOptions {
   readonly timeoutMs?: number | undefined;
   /** Attempts per call, backoff and the retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /**
+   * Repairs per call of an answer that does not parse or fit its schema — asked again with the
+   * answer and its problems — apart from the retries. @default GATE_DEFAULTS.maxRepairs (1)
+   */
+  readonly maxRepairs?: number | undefined;
   /** Time source of the limits, deadlines and backoffs. @default systemClock */
   readonly clock?: Clock | undefined;
   /** Told the run's start and end, its failed articles and stops; each gate logs through it too. @default silentLogger (says nothing) */
@@ -151,7 +156,14 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const gate = new CallGate({ ...setup, budget: options.budget, retry: options.retry, clock, logger: options.logger });
+    const gate = new CallGate({
+      ...setup,
+      budget: options.budget,
+      retry: options.retry,
+      maxRepairs: options.maxRepairs,
+      clock,
+      logger: options.logger,
+    });
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }

@@ -22,6 +22,20 @@ export interface LlmRequest {
   readonly schema: JsonSchema;
   /** What the answer is, in a line (the structured output's or the tool's description). @default none */
   readonly description?: string | undefined;
+  /**
+   * The conversation after the prompt, oldest first: a repair's (an unfit answer as the
+   * assistant's turn, what is wrong with it as the user's). Sent after the prompt, in order.
+   * @default none (the prompt alone)
+   */
+  readonly messages?: readonly ConversationMessage[] | undefined;
+}
+
+/** A turn of the conversation after a request's prompt. */
+export interface ConversationMessage {
+  /** Who said it: the model (`assistant`) or the caller (`user`). */
+  readonly role: 'assistant' | 'user';
+  /** What was said, as text. */
+  readonly content: string;
 }
 
 /** An answer: a JSON object that fits the request's schema. */
@@ -237,10 +251,39 @@ export class RefusalError extends ProviderError {
   readonly retryable = false;
 }
 
-/** The answer did not parse, or did not fit the task's schema. Retried as a new request. */
+/** What is wrong with an answer, as a validator says it: where, and what was expected there. */
+export interface AnswerProblem {
+  /** The JSON Pointer of the field in the answer (`/score`); `""` for the answer as a whole. */
+  readonly path: string;
+  /** What was expected there: `must be <= 1`, `must have required property 'label'`. */
+  readonly message: string;
+}
+
+/** What a provider knows of an answer that did not parse or fit, besides the call's figures. */
+export interface MalformedOutputOptions extends ProviderErrorOptions {
+  /** The answer as the model gave it, as text (JSON or not): what a repair sends back. @default none (no answer to show) */
+  readonly answer?: string | undefined;
+  /** What is wrong with it, each problem apart. @default none */
+  readonly problems?: readonly AnswerProblem[] | undefined;
+}
+
+/**
+ * The answer did not parse, or did not fit the task's schema. Repaired when it carries the answer
+ * (asked again with it and its problems: see the gate's `maxRepairs`), else retried as a new request.
+ */
 export class MalformedOutputError extends ProviderError {
   override readonly name = 'MalformedOutputError';
   readonly retryable = true;
+  /** The answer as the model gave it, as text, when there was one. */
+  readonly answer: string | undefined;
+  /** What is wrong with it. */
+  readonly problems: readonly AnswerProblem[];
+
+  constructor(message: string, options: MalformedOutputOptions = {}) {
+    super(message, options);
+    this.answer = options.answer;
+    this.problems = options.problems ?? [];
+  }
 }
 
 export const isProviderError = (error: unknown): error is ProviderError => error instanceof ProviderError;

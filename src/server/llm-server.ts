@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
-import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
+import { BadRequestError, isMalformedOutputError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
 import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow, type SimulatedProviderOptions } from '../simulator/simulated.ts';
 import { silentLogger } from '../silent-logger.ts';
@@ -582,12 +582,20 @@ export class LlmServer {
     const { shape } = request;
     try {
       const { output } = await this.#provider.call(
-        { ...taskOfAnswer(request, answerSchema), articleId: exchange.requestId, schema: answerSchema },
+        {
+          ...taskOfAnswer(request, answerSchema),
+          articleId: exchange.requestId,
+          schema: answerSchema,
+          // A conversation the model has spoken in (a repair) is answered fit, as the provider answers it in process.
+          ...(request.answered === true && { messages: [{ role: 'user', content: request.lastUserText }] }),
+        },
         { signal: abort.signal },
       );
       return shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
     } catch (error) {
       if (abort.signal.aborted) throw new ClientGone();
+      // The profile's unfit answer is sent as a model sends one: a 200 the client finds unfit.
+      if (isMalformedOutputError(error) && error.answer !== undefined) return unfitDraft(error.answer, shape.kind);
       // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
       if (error instanceof BadRequestError && error.cause instanceof SchemaError) throw asRefusal(api, error.cause);
       const failure = simulatedFailure(error);
@@ -812,6 +820,16 @@ function taskOfAnswer(request: ChatRequest, answerSchema: JsonSchema): { task: s
   if (answerSchema === SUMMARY_SCHEMA) return { task: 'summarize', prompt: lastUserText };
   if (shape.kind === 'schema' || shape.kind === 'tool') return { task: shape.name, prompt: lastUserText };
   return { task: 'json_object', prompt: lastUserText.replace(/```[\s\S]*?```/g, '') };
+}
+
+/** An unfit answer as the draft sent: a tool's input must be an object, so text that is not JSON goes as text. */
+function unfitDraft(answer: string, kind: ChatRequest['shape']['kind']): Draft {
+  if (kind === 'text') return { text: answer };
+  try {
+    return { value: JSON.parse(answer) };
+  } catch {
+    return { text: answer };
+  }
 }
 
 /** The API a request outside the chat routes speaks, by its headers: Anthropic's name their key and version. */
