@@ -62,7 +62,9 @@ export function formatAttempt(event: PipelineAttemptEvent, maxAttempts: number):
       : event.outcome === 'circuit-open'
         ? `, attempt ${event.attempt}/${maxAttempts} waits for the circuit (${formatMs(event.retryInMs)} at most)`
         : `, retry ${event.attempt + 1}/${maxAttempts} in ${formatMs(event.retryInMs)}`;
-  return `${head} ${outcomeText(event)}${timing}${next}`;
+  // A repair asks again with the unfit answer's problems: said apart from the attempts.
+  const repair = event.repair > 0 ? ` repair ${event.repair}:` : '';
+  return `${head}${repair} ${outcomeText(event)}${timing}${next}`;
 }
 
 /**
@@ -118,7 +120,10 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
         : plural(summary.articles, 'article');
   const lines = [
     `Rate limit=${limits} | ${articles} | Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
-    `Calls: ${summary.calls} | Retries: ${summary.retries} | 429s received: ${summary.rateLimited} | ` +
+    `Calls: ${summary.calls} | Retries: ${summary.retries} | ` +
+      // Only unfit answers bring them: shown when there were any.
+      (summary.repairs > 0 ? `Repairs: ${summary.repairs} | ` : '') +
+      `429s received: ${summary.rateLimited} | ` +
       `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | ` +
       // Only a provider over a network has them: shown when there were any, as `Not started` is.
       (summary.networkErrors > 0 ? `Network errors: ${summary.networkErrors} | ` : '') +
@@ -145,6 +150,7 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     const parts = [
       plural(t.calls, 'call'),
       `retries ${t.retries}`,
+      ...(t.repairs > 0 ? [`repairs ${t.repairs}`] : []),
       `429s ${t.rateLimited}`,
       ...(t.calls === 0 ? [] : [`latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`]),
       `tokens ${t.tokensUsed}`,

@@ -363,6 +363,7 @@ async function runWith(
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
+      maxRepairs: flags.maxRepairs,
       logger,
       signal: controller.signal,
       onSend: report?.onSend,

@@ -304,6 +304,7 @@ async function workOn(
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
+      maxRepairs: flags.maxRepairs,
       logger,
       stopSignal: stop.signal,
       exitWhenDrained: flags.exitWhenDrained,

@@ -17,6 +17,7 @@ export interface RunFlags {
   /** `Infinity` unless given: an attempt may take what is left of --timeout. */
   callTimeout: number;
   maxAttempts: number;
+  maxRepairs: number;
   minLatency: number;
   maxLatency: number;
   profile: ProfileName;
@@ -58,7 +59,10 @@ export function simulationOptions(): Option[] {
     new Option('--max-latency <duration>', 'longest answer time')
       .argParser(duration({ allowZero: true }))
       .default(SIMULATED_DEFAULTS.maxLatencyMs, formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)),
-    new Option('--profile <name>', `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang)`)
+    new Option(
+      '--profile <name>',
+      `simulated failures: ${PROFILE_NAMES.join(', ')} (production: 10% 429, 5% 503, 5% hang; unfit: 20% answers unfit for the schema)`,
+    )
       .argParser(oneOf(PROFILE_NAMES))
       .default(SIMULATED_DEFAULTS.profile),
   ];
@@ -109,6 +113,14 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       new Option('--max-attempts <n>', 'attempts per call, the first included')
         .argParser(integer(1, 100))
         .default(RETRY_DEFAULTS.maxAttempts),
+    )
+    .addOption(
+      new Option(
+        '--max-repairs <n>',
+        'times an answer that does not fit its schema is asked again with its problems, apart from the attempts',
+      )
+        .argParser(integer(0, 100))
+        .default(GATE_DEFAULTS.maxRepairs),
     );
   for (const option of simulationOptions()) command.addOption(option);
   command

@@ -84,13 +84,16 @@ export function checkBudget(
   let cheapestTask = '';
   for (const task of tasks.tasks) {
     const setup = providers.find((candidate) => candidate.provider.name === assigned.get(task.name))!;
-    const inputTokens = inputTokenBound({
-      task: task.name,
-      articleId: '',
-      prompt: task.template.literals.join(''),
-      schema: task.schema,
-      description: task.description,
-    });
+    const inputTokens = inputTokenBound(
+      {
+        task: task.name,
+        articleId: '',
+        prompt: task.template.literals.join(''),
+        schema: task.schema,
+        description: task.description,
+      },
+      setup.provider.framing,
+    );
     const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     const nano = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
     if (nano < cheapestNano) {

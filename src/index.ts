@@ -78,7 +78,7 @@ export type {
 } from './quota/adaptive-rate.ts';
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
 export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './quota/budget.ts';
-export type { Budget, BudgetHold, LocalBudgetOptions } from './quota/budget.ts';
+export type { Budget, BudgetHold, BudgetReserveOptions, LocalBudgetOptions } from './quota/budget.ts';
 // The moves of a request rate over a run (`GateFigures.rates`): what the run's rate bound is read from.
 export type { RateSince } from './quota/rate-history.ts';
 // Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
@@ -107,6 +107,10 @@ export type {
   LlmResponse,
   LlmOutput,
   TokenUsage,
+  RequestFraming,
+  ConversationMessage,
+  AnswerProblem,
+  MalformedOutputOptions,
   ResponseHeaders,
   ProviderErrorOptions,
   ProviderTarget,

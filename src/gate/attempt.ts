@@ -17,6 +17,7 @@ import {
   isTruncatedOutputError,
   type LlmRequest,
   type LlmResponse,
+  type RequestFraming,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
@@ -59,8 +60,13 @@ export interface AttemptEvent {
   readonly articleId: string;
   /** The pool slot that made the call, when the caller said. */
   readonly workerId: number | undefined;
-  /** 1-based attempt number within this call. */
+  /** 1-based attempt number within this call (a repair does not count: it is the attempt it mends, asked again). */
   readonly attempt: number;
+  /**
+   * 0 for a request asked as the task made it; n for its nth repair — asked again with an unfit
+   * answer and that answer's problems.
+   */
+  readonly repair: number;
   /** How the attempt ended: ok, rate-limited, a server error, a timeout, … */
   readonly outcome: AttemptOutcome;
   /** Time spent waiting for the limits, in ms. */
@@ -102,6 +108,7 @@ export class Attempt implements AttemptEvent {
   readonly articleId: string;
   readonly workerId: number | undefined;
   readonly attempt: number;
+  repair = 0;
   waitStartMs: number;
   permit: BreakerPermit | undefined;
   grant: LimitGrant | undefined;
@@ -109,6 +116,8 @@ export class Attempt implements AttemptEvent {
   hold: BudgetHold | undefined;
   readonly price: ProviderPrice | undefined;
   readonly maxOutputTokens: number;
+  /** The provider's framing of a request: what its worst case counts beyond the text. */
+  readonly #framing: RequestFraming | undefined;
   /**
    * What the attempt cost, nano-USD (0 without a price): its reported usage, or its worst case
    * when it was sent and nothing told (it may have been billed in full) — what the budget keeps.
@@ -134,8 +143,10 @@ export class Attempt implements AttemptEvent {
     startMs: number,
     price: ProviderPrice | undefined,
     maxOutputTokens: number,
+    framing: RequestFraming | undefined,
   ) {
     this.price = price;
+    this.#framing = framing;
     this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
@@ -177,7 +188,7 @@ export class Attempt implements AttemptEvent {
 
   /** The most the attempt can cost at its price, its whole answer included, in nano-USD. */
   worstNanoUsd(): number {
-    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!);
+    return worstCaseNanoUsd(this.request, this.maxOutputTokens, this.price!, this.#framing);
   }
 }
 

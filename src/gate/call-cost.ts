@@ -1,27 +1,39 @@
-import type { LlmRequest, TokenUsage } from '../provider/provider.ts';
+import type { LlmRequest, RequestFraming, TokenUsage } from '../provider/provider.ts';
 import { isProviderError } from '../provider/provider.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
 /**
- * Tokens of framing a request may cost beyond its prompt, schema and description: the messages'
- * markup, and the system prompt a provider adds for tool use (Anthropic's is some 300 tokens).
+ * The framing of a provider that does not state its own (a scripted one, a custom `Provider`): a
+ * generous 1,024 tokens a request, some three times the most either vendor documents, so that a
+ * budget is never overspent for want of knowing.
  */
-export const FRAMING_TOKENS = 1024;
+export const UNKNOWN_FRAMING: RequestFraming = Object.freeze({ perMessageTokens: 16, perRequestTokens: 1024 });
 
 const encoder = new TextEncoder();
 const schemaBytes = new WeakMap<object, number>();
 
 /**
  * The most input tokens `request` can cost, whatever the tokenizer: a byte-level BPE token covers
- * at least one byte, so no more tokens than the UTF-8 bytes of what is sent, plus the framing.
+ * at least one byte, so no more tokens than the UTF-8 bytes of what is sent, plus the provider's
+ * framing of it.
  */
-export function inputTokenBound(request: LlmRequest): number {
+export function inputTokenBound(request: LlmRequest, framing: RequestFraming = UNKNOWN_FRAMING): number {
   let forSchema = schemaBytes.get(request.schema);
   if (forSchema === undefined) {
     forSchema = encoder.encode(JSON.stringify(request.schema)).length;
     schemaBytes.set(request.schema, forSchema);
   }
-  return encoder.encode(request.prompt).length + forSchema + encoder.encode(request.description ?? '').length + FRAMING_TOKENS;
+  let conversation = 0;
+  for (const message of request.messages ?? []) conversation += encoder.encode(message.content).length;
+  const messages = 1 + (request.messages?.length ?? 0);
+  return (
+    encoder.encode(request.prompt).length +
+    forSchema +
+    encoder.encode(request.description ?? '').length +
+    conversation +
+    messages * framing.perMessageTokens +
+    framing.perRequestTokens
+  );
 }
 
 /** What `usage` costs at `price`, in whole nano-dollars rounded up. */
@@ -29,9 +41,14 @@ export function usageNanoUsd(usage: TokenUsage, price: ProviderPrice): number {
   return Math.ceil(usage.inputTokens * price.inputPerMTok * 1000 + usage.outputTokens * price.outputPerMTok * 1000 - 1e-6);
 }
 
-/** The most a call of `request` with `maxOutputTokens` can cost at `price`, in whole nano-dollars. */
-export function worstCaseNanoUsd(request: LlmRequest, maxOutputTokens: number, price: ProviderPrice): number {
-  return usageNanoUsd({ inputTokens: inputTokenBound(request), outputTokens: maxOutputTokens }, price);
+/** The most a call of `request` with `maxOutputTokens` can cost at `price`, in whole nano-dollars, framed as `framing`. */
+export function worstCaseNanoUsd(
+  request: LlmRequest,
+  maxOutputTokens: number,
+  price: ProviderPrice,
+  framing: RequestFraming = UNKNOWN_FRAMING,
+): number {
+  return usageNanoUsd({ inputTokens: inputTokenBound(request, framing), outputTokens: maxOutputTokens }, price);
 }
 
 /**

@@ -23,6 +23,7 @@ import type { AnswerCache } from '../cache/answer-cache.ts';
 import { answerKey } from '../cache/answer-key.ts';
 import { OneCallPerKey } from '../cache/one-call-per-key.ts';
 import { usageNanoUsd } from './call-cost.ts';
+import { repairRequest } from './repair.ts';
 
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
@@ -30,6 +31,12 @@ export const GATE_DEFAULTS = Object.freeze({
   maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
   /** Lower the limits to what the provider's rate-limit headers say remains. */
   syncHeaders: false,
+  /**
+   * Repairs per call of an answer that does not parse or fit its schema (asked again with the
+   * answer and its problems). One: a model shown the validator's message mostly mends the answer at
+   * once, and each repair sends the prompt again with the bad answer — more than one rarely pays.
+   */
+  maxRepairs: 1,
 });
 
 /** What a gate's figures are at a moment: for the run summary, so metrics need not look inside. */
@@ -73,6 +80,13 @@ export interface CallGateOptions extends ProviderSetup {
   readonly cache?: AnswerCache | undefined;
   /** Attempts, backoff and retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /**
+   * How many times a call's answer that does not parse or fit its schema is repaired — asked again
+   * with that answer and the validator's problems — before the retry policy takes it as any other
+   * failure (0: never; each repair is an attempt paid for, not counted against `maxAttempts`).
+   * @default GATE_DEFAULTS.maxRepairs (1)
+   */
+  readonly maxRepairs?: number | undefined;
   /** @default systemClock */
   readonly clock?: Clock | undefined;
   /** @default silentLogger (says nothing) */
@@ -125,10 +139,11 @@ export interface GateCallOptions {
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
    * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
-   * what it cost at the provider's price (whole nano-dollars).
+   * what it cost at the provider's price (whole nano-dollars), `repairs` by one for each repair
+   * made (an attempt that asked again with an unfit answer's problems).
    * @default none (nothing counted)
    */
-  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number } | undefined;
+  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number; repairs: number } | undefined;
 }
 
 /** A call's answer through a gate: the provider's response, and the attempts the call took. */
@@ -178,6 +193,7 @@ export class CallGate {
   #reserved: CallCost = REQUEST_ONLY;
   #reservedSeen = 0;
   readonly #retry: RetryPolicy;
+  readonly #maxRepairs: number;
   readonly #maxOutputTokens: number;
   readonly #price: ProviderPrice | undefined;
   readonly #budget: Budget | undefined;
@@ -205,6 +221,8 @@ export class CallGate {
     if (options.adaptive !== undefined) this.adaptive = new AdaptiveRate({ ...options.adaptive, limits, clock: this.clock });
     this.#rates = (limits as ProviderLimits).shared === true ? undefined : new RateHistory(this.clock.now(), limits.rate);
     this.#retry = new RetryPolicy(options.retry);
+    this.#maxRepairs = options.maxRepairs ?? GATE_DEFAULTS.maxRepairs;
+    checkInteger('maxRepairs', this.#maxRepairs, 0);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
     this.#price = options.price;
@@ -251,7 +269,9 @@ export class CallGate {
   /**
    * Resolves with the response and the attempts it took; rejects with a `RetryError` (carrying the
    * last attempt's error) when the retry policy gives up, or with `signal.reason` when aborted.
-   * With a `cache`, an answer kept for the same request ends the call at once, attempting nothing.
+   * With a `cache`, an answer kept for the same request ends the call at once, attempting nothing. An
+   * answer that does not parse or fit its schema is repaired first, up to `maxRepairs` times: asked
+   * again at once with the answer and its problems (the request's conversation grows by them).
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<GateAnswer> {
     if (this.#cached === undefined) return this.#call(request, options);
@@ -269,8 +289,10 @@ export class CallGate {
     const { onAttempt, tally } = options;
     const scope = this.#scopeOf(options);
     let previousDelayMs = 0;
-    for (let number = 1; ; ) {
-      const attempt = await this.#attempt(request, number, options, scope);
+    let asked = request;
+    let repairs = 0;
+    for (let number = 1, repair = 0; ; ) {
+      const attempt = await this.#attempt(asked, number, repair, options, scope);
       // The first grant may have started the deadline: read both afresh after every attempt.
       const { signal, deadlineMs } = scope;
       // Taken before the caller hears of the attempt: an abort its listener makes (a run stopping
@@ -280,8 +302,12 @@ export class CallGate {
       // deadline, and the attempt is not spent — a short outage costs time, not the articles that
       // met it.
       const refused = attempt.outcome === 'circuit-open';
+      const repaired =
+        attempt.outcome === 'malformed' && !aborted && repairs < this.#maxRepairs && attempt.atMs < deadlineMs
+          ? repairRequest(asked, attempt.error)
+          : undefined;
       const decision =
-        attempt.outcome === 'ok' || aborted
+        attempt.outcome === 'ok' || aborted || repaired !== undefined
           ? undefined
           : refused
             ? this.#circuitWait(attempt, number, deadlineMs)
@@ -291,15 +317,25 @@ export class CallGate {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
         tally.costNanoUsd += attempt.costNanoUsd;
+        if (attempt.repair > 0) tally.repairs++;
       }
       onAttempt?.(attempt);
       if (attempt.response !== undefined) return { response: attempt.response, attempts: number };
       if (aborted) throw signal!.reason;
+      if (repaired !== undefined) {
+        // Counted apart from the attempts: a repair is not a retry, and is made at once.
+        asked = repaired;
+        repair = ++repairs;
+        continue;
+      }
       if (!decision!.retry) throw decision!.error;
       if (refused) {
         await this.#untilCircuitMoves(decision!.delayMs, signal);
         continue;
       }
+      // A retry after an answer no repair mended asks afresh; after any other failure, the same again.
+      if (attempt.outcome === 'malformed') asked = request;
+      repair = 0;
       await sleep(this.clock, decision!.delayMs, signal);
       previousDelayMs = decision!.delayMs;
       number++;
@@ -398,12 +434,22 @@ export class CallGate {
   }
 
   /** One attempt, start to end; never rejects: how it ended is in the record, and the observers have seen it. */
-  async #attempt(request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
+  async #attempt(request: LlmRequest, number: number, repair: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
     const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
-    const attempt = new Attempt(this.provider.name, request, number, options.workerId, this.clock.now(), this.#price, maxOutputTokens);
+    const attempt = new Attempt(
+      this.provider.name,
+      request,
+      number,
+      options.workerId,
+      this.clock.now(),
+      this.#price,
+      maxOutputTokens,
+      this.provider.framing,
+    );
+    attempt.repair = repair;
     try {
       attempt.permit = this.breaker?.acquirePermit();
-      if (this.#budget !== undefined) await this.#hold(attempt);
+      if (this.#budget !== undefined) await this.#hold(attempt, scope.signal);
       const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       if (cost !== REQUEST_ONLY) this.#recordCost(cost);
       // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
@@ -423,12 +469,14 @@ export class CallGate {
 
   /**
    * Holds the attempt's worst case from the budget — what it can cost whatever the tokenizer, its
-   * whole answer included — or refuses it, sending nothing.
+   * whole answer included — waiting for holds in flight to settle when they leave no room, or
+   * refuses it, sending nothing, when what is spent leaves none.
    */
-  async #hold(attempt: Attempt): Promise<void> {
+  async #hold(attempt: Attempt, signal: AbortSignal | undefined): Promise<void> {
     const worstNano = attempt.worstNanoUsd();
-    const hold = await this.#budget!.reserve(worstNano);
-    if (hold === undefined) throw new BudgetExhaustedError(this.#budget!.maxUsd, this.#budget!.spentUsd, worstNano / NANO_USD);
+    const budget = this.#budget!;
+    const hold = await budget.reserve(worstNano, { signal });
+    if (hold === undefined) throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd);
     attempt.hold = hold;
   }
 

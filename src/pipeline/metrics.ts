@@ -82,6 +82,8 @@ export interface ProviderFigures extends CallCounts {
 export interface TaskFigures extends Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'> {
   /** The task these figures are for. */
   readonly name: string;
+  /** Of the calls, the repairs: asked again with an unfit answer and its problems (apart from the retries). */
+  readonly repairs: number;
   /** The provider's answer time of those calls, in ms. */
   readonly latencyMs: { readonly p50: number; readonly p95: number };
   /** LLM tokens the providers reported (input + output). */
@@ -122,6 +124,8 @@ export interface RunSummary extends CallCounts {
   readonly cancelled: number;
   /** Failed articles: the dead letters, each with its reason in the results. */
   readonly deadLetters: number;
+  /** Calls that repaired an unfit answer (asked again with it and its problems), apart from the retries. */
+  readonly repairs: number;
   /** How long the run took, from its start to its last result. */
   readonly elapsedMs: number;
   /**
@@ -181,6 +185,7 @@ export interface RunSummary extends CallCounts {
 type Counting<T> = { -readonly [K in keyof T]: T[K] };
 
 interface TaskCounters extends Counting<Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'>> {
+  repairs: number;
   readonly latency: Histogram;
   tokensUsed: number;
   costNanoUsd: number;
@@ -216,6 +221,7 @@ export class Metrics {
   #failed = 0;
   #cancelled = 0;
   #wastedCalls = 0;
+  #repairs = 0;
   /** The articles' critical paths added up, for the workers bound. */
   #pathMs = 0;
   /** The longest article's critical path, for the latency bound. */
@@ -250,6 +256,7 @@ export class Metrics {
       this.#tasks.set(name, {
         calls: 0,
         retries: 0,
+        repairs: 0,
         rateLimited: 0,
         latency: new Histogram(),
         tokensUsed: 0,
@@ -282,12 +289,14 @@ export class Metrics {
     counters.tokensUsed += tokens;
     counters.calls++;
     if (event.retryInMs !== undefined) counters.retries++;
+    if (event.repair > 0) this.#repairs++;
     const task = this.#tasks.get(event.task);
     if (task !== undefined) {
       task.calls++;
       task.tokensUsed += tokens;
       task.latency.record(event.latencyMs);
       if (event.retryInMs !== undefined) task.retries++;
+      if (event.repair > 0) task.repairs++;
       if (event.outcome === 'rate-limited') task.rateLimited++;
     }
     if (event.costUsd !== undefined) {
@@ -377,6 +386,7 @@ export class Metrics {
       cancelled: this.#cancelled,
       deadLetters: this.#failed,
       ...total,
+      repairs: this.#repairs,
       elapsedMs,
       rateFloorMs: floorMs,
       lowerBoundsMs,
@@ -396,6 +406,7 @@ export class Metrics {
         name,
         calls: t.calls,
         retries: t.retries,
+        repairs: t.repairs,
         rateLimited: t.rateLimited,
         latencyMs: t.latency.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latency.quantile(0.5), p95: t.latency.quantile(0.95) },
         tokensUsed: t.tokensUsed,

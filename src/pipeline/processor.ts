@@ -89,7 +89,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (article.outputs !== undefined) {
     for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
   }
-  const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
+  const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
   // When each task's calls could have ended at the soonest, counting only call time: its own calls
   // in series after the longest chain of the tasks it depends on (0 for those done before).
   const pathEndMs = new Map<string, number>();
@@ -103,7 +103,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     started.push(task);
     const route = routes.get(task.name)!;
     admission?.calling(route);
-    const own = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
+    const own = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
     try {
       const request = requestFor(task, article.id, fields, outputs);
       const callOptions = {
@@ -129,6 +129,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
       tally.calls += own.calls;
       tally.latencyMs += own.latencyMs;
       tally.costNanoUsd += own.costNanoUsd;
+      tally.repairs += own.repairs;
       const afterMs = task.dependsOn.reduce((longest, name) => Math.max(longest, pathEndMs.get(name) ?? 0), 0);
       pathEndMs.set(task.name, afterMs + own.latencyMs);
     }
@@ -154,6 +155,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     elapsedMs: clock.now() - startMs,
     callMs: tally.latencyMs,
   };
+  if (tally.repairs > 0) result.repairs = tally.repairs;
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
   if (cached !== undefined) result.cached = cached;
   const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());

@@ -26,8 +26,10 @@ export interface ArticleResult {
    * one that failed or was cancelled (a resume runs only the rest).
    */
   readonly outputs: Readonly<Record<string, unknown>>;
-  /** Provider calls made for this article, retries included. */
+  /** Provider calls made for this article, retries and repairs included. */
   readonly attempts: number;
+  /** Of those, the repairs: calls that asked again with an unfit answer and its problems. Absent when none. */
+  readonly repairs?: number;
   /** From start to end, limiter waits, calls and backoffs included, in ms. */
   readonly elapsedMs: number;
   /** Of that, the time the provider took to answer its calls, in ms (the rest was waiting). */

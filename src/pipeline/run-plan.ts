@@ -148,7 +148,7 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
       tally.maxOutputTokens += cap;
       if (setup.price !== undefined) {
         tally.expectedNano += usageNanoUsd({ inputTokens, outputTokens }, setup.price);
-        tally.worstNano += worstCaseNanoUsd(request, cap, setup.price);
+        tally.worstNano += worstCaseNanoUsd(request, cap, setup.price, setup.provider.framing);
       }
     }
   }

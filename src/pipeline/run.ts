@@ -101,6 +101,11 @@ export interface PipelineOptions {
   readonly timeoutMs?: number | undefined;
   /** Attempts per call, backoff and the retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /**
+   * Repairs per call of an answer that does not parse or fit its schema — asked again with the
+   * answer and its problems — apart from the retries. @default GATE_DEFAULTS.maxRepairs (1)
+   */
+  readonly maxRepairs?: number | undefined;
   /** Time source of the limits, deadlines and backoffs. @default systemClock */
   readonly clock?: Clock | undefined;
   /** Told the run's start and end, its failed articles and stops; each gate logs through it too. @default silentLogger (says nothing) */
@@ -164,6 +169,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       budget: options.budget,
       cache: options.cache,
       retry: options.retry,
+      maxRepairs: options.maxRepairs,
       clock,
       logger: options.logger,
     });

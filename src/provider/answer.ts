@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv';
-import { MalformedOutputError, type LlmOutput, type LlmRequest, type ProviderErrorOptions } from './provider.ts';
+import { MalformedOutputError, type AnswerProblem, type LlmOutput, type LlmRequest, type ProviderErrorOptions } from './provider.ts';
 import { isRecord } from './json-schema.ts';
 import { validatorOf } from './schema-validators.ts';
 
@@ -12,23 +12,45 @@ import { validatorOf } from './schema-validators.ts';
  */
 export async function readAnswer(request: LlmRequest, answer: unknown, meta: ProviderErrorOptions = {}): Promise<LlmOutput> {
   let value = answer;
+  // The answer as the model gave it, for a repair to show it back.
+  const text = typeof answer === 'string' ? answer : (JSON.stringify(answer) ?? String(answer));
   if (typeof answer === 'string') {
     try {
       value = JSON.parse(answer);
     } catch (error) {
-      throw new MalformedOutputError(`the answer is not JSON (${(error as Error).message})`, meta);
+      const message = `is not JSON (${(error as Error).message})`;
+      throw new MalformedOutputError(`the answer ${message}`, { ...meta, answer: text, problems: [{ path: '', message }] });
     }
   }
-  if (!isRecord(value)) throw new MalformedOutputError(`the answer is not a JSON object for the ${request.task} schema`, meta);
+  if (!isRecord(value)) {
+    const problems = [{ path: '', message: 'must be a JSON object' }];
+    throw new MalformedOutputError(`the answer is not a JSON object for the ${request.task} schema`, { ...meta, answer: text, problems });
+  }
   const validate = validatorOf(request.schema);
   if (!validate(value)) {
-    throw new MalformedOutputError(`the answer does not fit the ${request.task} schema: ${describe(validate.errors)}`, meta);
+    const problems = problemsOf(validate.errors);
+    throw new MalformedOutputError(`the answer does not fit the ${request.task} schema: ${describe(problems[0])}`, {
+      ...meta,
+      answer: text,
+      problems,
+    });
   }
   return value;
 }
 
-function describe(errors: readonly ErrorObject[] | null | undefined): string {
-  const first = errors?.[0];
-  if (first === undefined) return 'invalid';
-  return `${first.instancePath === '' ? 'the answer' : first.instancePath} ${first.message ?? 'is invalid'}`;
+/** The validator's errors as problems: the field, and what was expected there. */
+function problemsOf(errors: readonly ErrorObject[] | null | undefined): AnswerProblem[] {
+  if (errors === null || errors === undefined || errors.length === 0) return [{ path: '', message: 'is invalid' }];
+  return errors.map((error) => ({
+    path: error.instancePath,
+    message:
+      error.keyword === 'additionalProperties'
+        ? `must not have the property '${(error.params as { additionalProperty: string }).additionalProperty}'`
+        : (error.message ?? 'is invalid'),
+  }));
+}
+
+function describe(problem: AnswerProblem | undefined): string {
+  if (problem === undefined) return 'invalid';
+  return `${problem.path === '' ? 'the answer' : problem.path} ${problem.message}`;
 }

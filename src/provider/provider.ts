@@ -24,6 +24,20 @@ export interface LlmRequest {
   readonly schema: JsonSchema;
   /** What the answer is, in a line (the structured output's or the tool's description). @default none */
   readonly description?: string | undefined;
+  /**
+   * The conversation after the prompt, oldest first: a repair's (an unfit answer as the
+   * assistant's turn, what is wrong with it as the user's). Sent after the prompt, in order.
+   * @default none (the prompt alone)
+   */
+  readonly messages?: readonly ConversationMessage[] | undefined;
+}
+
+/** A turn of the conversation after a request's prompt. */
+export interface ConversationMessage {
+  /** Who said it: the model (`assistant`) or the caller (`user`). */
+  readonly role: 'assistant' | 'user';
+  /** What was said, as text. */
+  readonly content: string;
 }
 
 /** An answer: a JSON object that fits the request's schema. */
@@ -110,10 +124,28 @@ export interface CallOptions {
 /** Output tokens a call may take unless told otherwise: what the gate reserves and a provider asks for. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 256;
 
+/**
+ * The tokens a provider's API adds to a request beyond the text it is sent (the prompt, the
+ * schema, the description, each message's text): the markup around each message and what it adds
+ * once per request (a tool-use system prompt, the reply's priming). What the worst case of a call
+ * counts over the bytes of its text.
+ */
+export interface RequestFraming {
+  /** Tokens of markup around each message, ≥ 0. */
+  readonly perMessageTokens: number;
+  /** Tokens added once per request, ≥ 0. */
+  readonly perRequestTokens: number;
+}
+
 /** An LLM provider as the pipeline sees it: anything with a name and a `call()` that answers a request or rejects with a typed error. */
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
   readonly name: string;
+  /**
+   * The tokens its API adds to each request, when known (each vendor's are in its folder): what a
+   * budget holds a call's worst case at. @default UNKNOWN_FRAMING (a generous 1,024 tokens a request)
+   */
+  readonly framing?: RequestFraming | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */
@@ -303,12 +335,41 @@ export class RefusalError extends ProviderError {
   readonly retryable = false;
 }
 
-/** The answer did not parse, or did not fit the task's schema. Retried as a new request. */
+/** What is wrong with an answer, as a validator says it: where, and what was expected there. */
+export interface AnswerProblem {
+  /** The JSON Pointer of the field in the answer (`/score`); `""` for the answer as a whole. */
+  readonly path: string;
+  /** What was expected there: `must be <= 1`, `must have required property 'label'`. */
+  readonly message: string;
+}
+
+/** What a provider knows of an answer that did not parse or fit, besides the call's figures. */
+export interface MalformedOutputOptions extends ProviderErrorOptions {
+  /** The answer as the model gave it, as text (JSON or not): what a repair sends back. @default none (no answer to show) */
+  readonly answer?: string | undefined;
+  /** What is wrong with it, each problem apart. @default none */
+  readonly problems?: readonly AnswerProblem[] | undefined;
+}
+
+/**
+ * The answer did not parse, or did not fit the task's schema. Repaired when it carries the answer
+ * (asked again with it and its problems: see the gate's `maxRepairs`), else retried as a new request.
+ */
 export class MalformedOutputError extends ProviderError {
   /** The class's name, which messages, logs and results show. */
   override readonly name = 'MalformedOutputError';
   /** Always true: a new request may well answer in shape. */
   readonly retryable = true;
+  /** The answer as the model gave it, as text, when there was one. */
+  readonly answer: string | undefined;
+  /** What is wrong with it. */
+  readonly problems: readonly AnswerProblem[];
+
+  constructor(message: string, options: MalformedOutputOptions = {}) {
+    super(message, options);
+    this.answer = options.answer;
+    this.problems = options.problems ?? [];
+  }
 }
 
 /**

@@ -2,23 +2,36 @@ import { checkNumber, checkObject } from '../validation/checks.ts';
 import { brandedGuard } from '../error-brand.ts';
 
 /**
- * A run's money: a limit that never refills. Before a call its worst case is reserved, so that
- * money spent never exceeds the budget — not with many workers, retries or several providers; after
- * the call the reservation is settled at what the call cost, and the rest comes back. Amounts are
- * whole nano-dollars (10⁻⁹ USD), rounded up: sums of them are exact.
+ * A run's money: a limit that never refills. Before a call its worst case is held, so that money
+ * spent never exceeds the budget — not with many workers, retries or several providers; after the
+ * call the hold is settled at what the call cost, and the rest comes back. A hold that does not
+ * fit while other holds are out waits for them to settle (they mostly settle at a fraction of their
+ * worst case): the budget is spent, not held. Only when what is spent leaves no room for the call
+ * with nothing held is it refused. Amounts are whole nano-dollars (10⁻⁹ USD), rounded up: sums of
+ * them are exact.
  *
  * Asynchronous, so that a budget may be kept elsewhere and shared by several processes (in Redis).
  */
 export interface Budget {
   /** The budget, in USD. */
   readonly maxUsd: number;
-  /** Spent and held so far, in USD, as this process last knew it. */
+  /** Spent so far (settled), in USD, as this process last knew it. */
   readonly spentUsd: number;
+  /** Held by calls not yet settled, in USD, as this process last knew it. */
+  readonly heldUsd: number;
   /**
-   * Holds `nanoUsd` if what is left covers it, at once; resolves with undefined, holding nothing,
-   * when it does not (nothing refills: waiting would not help).
+   * Holds `nanoUsd` once it fits: at once when what is left covers it; when it does not but holds
+   * are out, once enough of them settle; resolves with undefined, holding nothing, when it does not
+   * fit what is spent with nothing held (nothing refills: waiting longer would not help). Rejects
+   * with `signal.reason` when `signal` aborts the wait.
    */
-  reserve(nanoUsd: number): Promise<BudgetHold | undefined>;
+  reserve(nanoUsd: number, options?: BudgetReserveOptions): Promise<BudgetHold | undefined>;
+}
+
+/** How a hold waits. */
+export interface BudgetReserveOptions {
+  /** Ends the wait for holds to settle. @default none */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** A reservation: settle it once, at what the call cost (0 when it was not made); the rest is given back. */
@@ -37,13 +50,16 @@ export class BudgetExhaustedError extends Error {
   constructor(
     /** The budget, in USD. */
     readonly maxUsd: number,
-    /** Spent and held when the call was refused, in USD. */
+    /** Spent when the call was refused, in USD. */
     readonly spentUsd: number,
     /** The most the call could have cost, in USD. */
     readonly neededUsd: number,
+    /** Held by calls in flight when the call was refused, in USD (a shared budget's may be of a process that died holding). @default 0 */
+    readonly heldUsd = 0,
   ) {
+    const held = heldUsd > 0 ? `, ${formatUsd(heldUsd)} held by calls in flight` : '';
     super(
-      `the budget of ${formatUsd(maxUsd)} cannot cover the next call (up to ${formatUsd(neededUsd)}): ${formatUsd(spentUsd)} of it is spent or held`,
+      `the budget of ${formatUsd(maxUsd)} cannot cover the next call (up to ${formatUsd(neededUsd)}): ${formatUsd(spentUsd)} of it is spent${held}`,
     );
   }
 }
@@ -78,12 +94,17 @@ export interface LocalBudgetOptions {
   readonly spentUsd?: number | undefined;
 }
 
-/** A budget kept in this process: exact, shared by every provider and worker of a run. */
+/**
+ * A budget kept in this process: exact, shared by every provider and worker of a run. Holds that
+ * wait for others to settle are served first come, first served.
+ */
 export class LocalBudget implements Budget {
   /** The budget, in USD. */
   readonly maxUsd: number;
   readonly #maxNano: number;
-  #usedNano = 0;
+  #spentNano = 0;
+  #heldNano = 0;
+  readonly #waiting: Waiter[] = [];
 
   constructor(options: LocalBudgetOptions) {
     checkObject('options', options);
@@ -92,28 +113,85 @@ export class LocalBudget implements Budget {
     this.#maxNano = Math.floor(options.maxUsd * NANO_USD + 1e-6);
     const { spentUsd = 0 } = options;
     checkNumber('spentUsd', spentUsd, { min: 0, unit: 'USD' });
-    this.#usedNano = toNanoUsd(spentUsd);
+    this.#spentNano = toNanoUsd(spentUsd);
   }
 
-  /** Spent and held so far, in USD. */
+  /** Spent so far (settled), in USD, as this process last knew it. */
   get spentUsd(): number {
-    return this.#usedNano / NANO_USD;
+    return this.#spentNano / NANO_USD;
   }
 
-  /** Holds `nanoUsd` if what is left covers it, at once; resolves with undefined, holding nothing, when it does not. */
-  async reserve(nanoUsd: number): Promise<BudgetHold | undefined> {
+  /** Held by calls not yet settled, in USD, as this process last knew it. */
+  get heldUsd(): number {
+    return this.#heldNano / NANO_USD;
+  }
+
+  /**
+   * Holds `nanoUsd` when what is spent and held leaves room for it; otherwise waits for the calls in
+   * flight to settle, first come first served, and resolves with undefined, holding nothing, only
+   * when what is spent with nothing held cannot cover it. Aborting `options.signal` rejects the wait.
+   */
+  reserve(nanoUsd: number, options: BudgetReserveOptions = {}): Promise<BudgetHold | undefined> {
     checkNumber('nanoUsd', nanoUsd, { min: 0 });
-    if (this.#usedNano + nanoUsd > this.#maxNano) return undefined;
-    this.#usedNano += nanoUsd;
-    let held = nanoUsd;
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    // Behind others waiting, a hold waits its turn even if it would fit: the larger ones ahead are not starved.
+    if (this.#waiting.length === 0) {
+      const now = this.#tryHold(nanoUsd);
+      if (now !== WAIT) return Promise.resolve(now);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { nanoUsd, resolve, reject, signal, onAbort: () => {} };
+      waiter.onAbort = () => {
+        this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+        reject(signal!.reason);
+        this.#serveWaiting();
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#waiting.push(waiter);
+    });
+  }
+
+  /** A hold when it fits now; undefined when it never will (nothing is held that could come back); else WAIT. */
+  #tryHold(nanoUsd: number): BudgetHold | undefined | typeof WAIT {
+    if (this.#spentNano + this.#heldNano + nanoUsd <= this.#maxNano) return this.#hold(nanoUsd);
+    return this.#heldNano === 0 ? undefined : WAIT;
+  }
+
+  #hold(nanoUsd: number): BudgetHold {
+    this.#heldNano += nanoUsd;
+    let open = true;
     return {
       settle: (spentNano) => {
-        const kept = Math.min(held, Math.max(0, spentNano));
-        this.#usedNano -= held - kept;
-        held = kept;
-        // Settled once: what is kept stays spent, and nothing more comes back.
-        held = 0;
+        if (!open) return;
+        open = false;
+        this.#heldNano -= nanoUsd;
+        this.#spentNano += Math.min(nanoUsd, Math.max(0, spentNano));
+        this.#serveWaiting();
       },
     };
   }
+
+  /** Serves the holds waiting, in order, while the first fits or can be told it never will. */
+  #serveWaiting(): void {
+    while (this.#waiting.length > 0) {
+      const waiter = this.#waiting[0]!;
+      const hold = this.#tryHold(waiter.nanoUsd);
+      if (hold === WAIT) return;
+      this.#waiting.shift();
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.resolve(hold);
+    }
+  }
+}
+
+const WAIT = Symbol('wait');
+
+/** A hold waiting for others to settle. */
+interface Waiter {
+  readonly nanoUsd: number;
+  readonly resolve: (hold: BudgetHold | undefined) => void;
+  readonly reject: (reason: unknown) => void;
+  readonly signal: AbortSignal | undefined;
+  onAbort: () => void;
 }

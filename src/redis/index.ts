@@ -19,7 +19,7 @@ export { RedisLimits } from './redis-limits.ts';
 export type { RedisLimitsOptions } from './redis-limits.ts';
 export { RedisRateLimitStore } from './redis-store.ts';
 export type { RedisRateLimitStoreOptions } from './redis-store.ts';
-export { RedisBudget } from './redis-budget.ts';
+export { RedisBudget, REDIS_BUDGET_DEFAULTS } from './redis-budget.ts';
 export type { RedisBudgetOptions } from './redis-budget.ts';
 export { RedisAnswerCache } from './redis-answer-cache.ts';
 export type { RedisAnswerCacheOptions } from './redis-answer-cache.ts';

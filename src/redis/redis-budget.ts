@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { checkNumber, checkObject } from '../validation/checks.ts';
-import { NANO_USD, type Budget, type BudgetHold } from '../quota/budget.ts';
+import { sleep, systemClock, type Clock } from '../clock.ts';
+import { NANO_USD, type Budget, type BudgetHold, type BudgetReserveOptions } from '../quota/budget.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
 import { defineScript } from './scripts.ts';
@@ -17,33 +18,59 @@ export interface RedisBudgetOptions {
   readonly prefix?: string | undefined;
   /** Told when a refund could not be made (Redis gone): the money stays counted as spent. @default silentLogger (says nothing) */
   readonly logger?: Logger | undefined;
+  /**
+   * How long a hold that does not fit waits for the holds out (any process's) to settle, in ms:
+   * a process that died holding never settles, so the wait is bounded; past it the hold is
+   * refused. @default REDIS_BUDGET_DEFAULTS.settleWaitMs (60 000)
+   */
+  readonly settleWaitMs?: number | undefined;
+  /** Time source for that wait. @default systemClock */
+  readonly clock?: Clock | undefined;
 }
+
+/** What a Redis budget does unless told otherwise. */
+export const REDIS_BUDGET_DEFAULTS = Object.freeze({
+  /** Ms a hold waits for others to settle: longer than a call takes, short enough to end a run a dead process left holding. */
+  settleWaitMs: 60_000,
+  /** Ms between the first looks at the budget while waiting; doubled each time up to `maxPollMs`. */
+  firstPollMs: 25,
+  maxPollMs: 1000,
+});
 
 /**
  * Holds `ARGV[2]` nano-dollars when the spend so far (held included) leaves room under `ARGV[1]`.
- * KEYS[1]: the budget. Reply: {1 | 0, the spend after (or as it stands), as text}.
+ * KEYS[1]: spent and held together; KEYS[2]: held. Reply: {1 | 0, spent and held after (or as
+ * they stand), held, as text}.
  */
 const HOLD = defineScript(
-  'newsProcessorBudgetHold',
+  'newsProcessorBudgetHold2',
   `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if used + tonumber(ARGV[2]) > tonumber(ARGV[1]) then
-  return { 0, tostring(used) }
+  return { 0, tostring(used), redis.call('GET', KEYS[2]) or '0' }
 end
-return { 1, tostring(redis.call('INCRBY', KEYS[1], ARGV[2])) }
+return { 1, tostring(redis.call('INCRBY', KEYS[1], ARGV[2])), tostring(redis.call('INCRBY', KEYS[2], ARGV[2])) }
 `,
 );
 
-/** Gives `ARGV[1]` nano-dollars of a hold back. KEYS[1]: the budget. Reply: the spend after, as text. */
-const RELEASE = defineScript('newsProcessorBudgetRelease', `return tostring(redis.call('DECRBY', KEYS[1], ARGV[1]))`);
+/**
+ * Settles a hold of `ARGV[2]` nano-dollars, giving `ARGV[1]` of it back. KEYS as for HOLD. Reply:
+ * {spent and held after, held after, as text}.
+ */
+const RELEASE = defineScript(
+  'newsProcessorBudgetRelease2',
+  `return { tostring(redis.call('DECRBY', KEYS[1], ARGV[1])), tostring(redis.call('DECRBY', KEYS[2], ARGV[2])) }`,
+);
 
 /**
  * A budget kept in Redis: every process on the same key spends one budget, never more in total.
- * One integer of nano-dollars, spent and held together: a hold is one round trip that adds the
- * call's worst case only if it fits (one script, atomic), and settling gives back what the call did
- * not cost. The key never expires — a budget is not refilled by time — and a process that dies
- * holding money leaves it spent (at most its calls in flight, at their worst case): never overspent.
- * `DEL` the key to start a budget afresh. When Redis does not answer, holding fails with
+ * Two integers of nano-dollars: spent and held together, and held: a hold is one round trip that
+ * adds the call's worst case only if it fits (one script, atomic), and settling gives back what the
+ * call did not cost. A hold that does not fit while holds are out looks again, less and less often,
+ * until it fits or `settleWaitMs` has passed. The keys never expire — a budget is not refilled by
+ * time — and a process that dies holding money leaves it held (at most its calls in flight, at
+ * their worst case): never overspent, and the others stop waiting for it after `settleWaitMs`.
+ * `DEL` both keys to start a budget afresh. When Redis does not answer, holding fails with
  * `LimiterUnavailableError`, as the shared limits do.
  */
 export class RedisBudget implements Budget {
@@ -53,8 +80,12 @@ export class RedisBudget implements Budget {
   readonly #connection: RedisConnection;
   readonly #key: string;
   readonly #prefix: string;
+  readonly #heldKey: string;
   readonly #logger: Logger;
+  readonly #settleWaitMs: number;
+  readonly #clock: Clock;
   #usedNano = 0;
+  #heldNano = 0;
 
   constructor(options: RedisBudgetOptions) {
     checkObject('options', options);
@@ -68,11 +99,15 @@ export class RedisBudget implements Budget {
     this.#connection = connection;
     // One key, hash-tagged by the budget's name: on a Redis Cluster it lives on one node.
     this.#key = `${prefix}{budget:${key}}`;
+    this.#heldKey = `${this.#key}:held`;
     this.#prefix = prefix;
+    this.#settleWaitMs = options.settleWaitMs ?? REDIS_BUDGET_DEFAULTS.settleWaitMs;
+    checkNumber('settleWaitMs', this.#settleWaitMs, { min: 0, unit: 'ms' });
+    this.#clock = options.clock ?? systemClock;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'redis-budget', budget: key });
   }
 
-  /** The budget's Redis key. */
+  /** The budget's Redis key: spent and held together, in nano-dollars (what is held alone is in the same key with `:held` after it). */
   get key(): string {
     return this.#key;
   }
@@ -83,32 +118,62 @@ export class RedisBudget implements Budget {
    * what it lacks). Changes nothing.
    */
   async check(): Promise<void> {
-    await this.#connection.checkAccess([this.#key], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
+    await this.#connection.checkAccess([this.#key, this.#heldKey], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
   }
 
-  /** Spent and held so far, in USD, as this process last read it from Redis. */
+  /** Spent so far (settled), in USD, as this process last knew it. */
   get spentUsd(): number {
-    return this.#usedNano / NANO_USD;
+    return (this.#usedNano - this.#heldNano) / NANO_USD;
   }
 
-  /** Holds `nanoUsd` if what is left in Redis covers it, atomically; resolves with undefined, holding nothing, when it does not. */
-  async reserve(nanoUsd: number): Promise<BudgetHold | undefined> {
+  /** Held by calls not yet settled, in USD, as this process last knew it. */
+  get heldUsd(): number {
+    return this.#heldNano / NANO_USD;
+  }
+
+  /**
+   * Holds `nanoUsd` in Redis, atomically, when what is spent and held there leaves room for it;
+   * otherwise asks again as the holds of every process settle, for at most `settleWaitMs`, and
+   * resolves with undefined, holding nothing, when what is spent with nothing held cannot cover it.
+   */
+  async reserve(nanoUsd: number, options: BudgetReserveOptions = {}): Promise<BudgetHold | undefined> {
     checkNumber('nanoUsd', nanoUsd, { min: 0 });
+    const { signal } = options;
+    signal?.throwIfAborted();
     const amount = Math.ceil(nanoUsd);
-    const [held, used] = (await this.#connection.run(HOLD, [this.#key], [this.#maxNano, amount])) as readonly [number, string];
-    this.#usedNano = Number(used);
-    if (held !== 1) return undefined;
+    const giveUpAtMs = this.#clock.now() + this.#settleWaitMs;
+    for (let pollMs: number = REDIS_BUDGET_DEFAULTS.firstPollMs; ; pollMs = Math.min(2 * pollMs, REDIS_BUDGET_DEFAULTS.maxPollMs)) {
+      const [held, used, heldByAll] = (await this.#connection.run(HOLD, [this.#key, this.#heldKey], [this.#maxNano, amount])) as readonly [
+        number,
+        string,
+        string,
+      ];
+      this.#usedNano = Number(used);
+      this.#heldNano = Number(heldByAll);
+      if (held === 1) return this.#hold(amount);
+      // Nothing out that could come back, or not enough of it: waiting would not help.
+      if (this.#usedNano - this.#heldNano + amount > this.#maxNano) return undefined;
+      const leftMs = giveUpAtMs - this.#clock.now();
+      if (leftMs <= 0) return undefined;
+      await sleep(this.#clock, Math.min(pollMs, leftMs), signal);
+    }
+  }
+
+  #hold(amount: number): BudgetHold {
     let open = true;
     return {
       settle: (spentNano) => {
         if (!open) return;
         open = false;
         const refund = amount - Math.min(amount, Math.max(0, Math.ceil(spentNano)));
-        if (refund === 0) return;
-        this.#connection.run(RELEASE, [this.#key], [refund]).then(
-          (after) => (this.#usedNano = Number(after)),
+        this.#connection.run(RELEASE, [this.#key, this.#heldKey], [refund, amount]).then(
+          (after) => {
+            const [used, held] = after as readonly [string, string];
+            this.#usedNano = Number(used);
+            this.#heldNano = Number(held);
+          },
           (error: unknown) =>
-            this.#logger.warn({ err: error, refundNanoUsd: refund }, 'a refund to the shared budget was lost: it stays spent'),
+            this.#logger.warn({ err: error, refundNanoUsd: refund }, 'a settle of the shared budget was lost: its hold stays held'),
         );
       },
     };

@@ -221,6 +221,7 @@ function readPrompt(body: Record<string, unknown>, fields: FieldRules) {
 
   const texts = system === undefined || system === null ? [] : [blocksText(system, 'system')];
   let lastUserText = '';
+  let answered = false;
   let afterToolResult = false;
   messages.forEach((message, index) => {
     const where = `messages.${index}`;
@@ -231,9 +232,16 @@ function readPrompt(body: Record<string, unknown>, fields: FieldRules) {
     const text = blocksText(message.content, `${where}.content`);
     texts.push(text);
     if (message.role === 'user') lastUserText = text;
+    else answered = true;
     afterToolResult = Array.isArray(message.content) && message.content.some((block) => isRecord(block) && block.type === 'tool_result');
   });
-  return { model, promptText: texts.join('\n'), lastUserText, shape: answerShape(body, afterToolResult) };
+  return {
+    model,
+    promptText: texts.join('\n'),
+    lastUserText,
+    ...(answered ? { answered } : {}),
+    shape: answerShape(body, afterToolResult),
+  };
 }
 
 /** The text of a string or of content blocks (text blocks, and tool results' text). */

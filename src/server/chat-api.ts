@@ -22,6 +22,11 @@ export interface ChatRequest {
   readonly promptText: string;
   /** The last user message's text: what the answer is about. */
   readonly lastUserText: string;
+  /**
+   * Whether the model has spoken in the conversation (an assistant turn, a repair's unfit answer
+   * among them): the simulation then answers fit, heeding what it was told. @default false
+   */
+  readonly answered?: boolean | undefined;
   readonly shape: AnswerShape;
   /**
    * The most output tokens the request allows (`max_tokens`, OpenAI's `max_completion_tokens`); a longer answer is cut off there.

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
-import { BadRequestError } from '../provider/provider.ts';
+import { BadRequestError, isMalformedOutputError } from '../provider/provider.ts';
 import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
 import { countTokensPrompt } from './anthropic-api.ts';
@@ -400,10 +400,21 @@ export class LlmServer {
     signal?: AbortSignal,
   ): Promise<Draft> {
     try {
-      const { output } = await provider.call({ ...taskOfAnswer(request, answerSchema), articleId: id, schema: answerSchema }, { signal });
+      const { output } = await provider.call(
+        {
+          ...taskOfAnswer(request, answerSchema),
+          articleId: id,
+          schema: answerSchema,
+          // A conversation the model has spoken in (a repair) is answered fit, as the provider answers it in process.
+          ...(request.answered === true && { messages: [{ role: 'user' as const, content: request.lastUserText }] }),
+        },
+        { signal },
+      );
       return request.shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
     } catch (error) {
       if (signal?.aborted) throw error;
+      // The profile's unfit answer is sent as a model sends one: a 200 the client finds unfit.
+      if (isMalformedOutputError(error) && error.answer !== undefined) return unfitDraft(error.answer, request.shape.kind);
       // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
       if (error instanceof BadRequestError && error.cause instanceof SchemaError) throw asRefusal(api, error.cause);
       const failure = simulatedFailure(error);
@@ -574,5 +585,15 @@ export class LlmServer {
       const fields = { method: req.method, path: req.url, status, ms: Math.round(seconds * 1e4) / 10, requestId };
       this.#logger.info(key === undefined ? fields : { ...fields, key: keyFingerprint(key) }, 'request');
     }
+  }
+}
+
+/** An unfit answer as the draft sent: a tool's input must be an object, so text that is not JSON goes as text. */
+function unfitDraft(answer: string, kind: ChatRequest['shape']['kind']): Draft {
+  if (kind === 'text') return { text: answer };
+  try {
+    return { value: JSON.parse(answer) };
+  } catch {
+    return { text: answer };
   }
 }

@@ -116,6 +116,7 @@ export const openAiApi: ChatApi = {
     }
     const texts: string[] = [];
     let lastUserText = '';
+    let answered = false;
     messages.forEach((message, index) => {
       const where = `messages[${index}]`;
       if (!isRecord(message))
@@ -129,6 +130,7 @@ export const openAiApi: ChatApi = {
       const text = contentText(message.content, `${where}.content`, message.role === 'assistant');
       texts.push(text);
       if (message.role === 'user') lastUserText = text;
+      if (message.role === 'assistant') answered = true;
     });
     checkFields(body, FIELDS, OPENAI_FIELD_WORDS);
     const maxTokens = readTokenLimit(body, 'max_tokens');
@@ -139,6 +141,7 @@ export const openAiApi: ChatApi = {
       model,
       promptText: texts.join('\n'),
       lastUserText,
+      ...(answered ? { answered } : {}),
       shape: answerShape(body, last.role === 'tool', options.lenientSchemas),
       maxOutputTokens,
       choices: readChoices(body.n),

@@ -17,6 +17,7 @@ import {
   type LlmResponse,
   type Provider,
   type ProviderTarget,
+  type RequestFraming,
   type ResponseHeaders,
 } from '../provider/provider.ts';
 import { createRandom } from './random.ts';
@@ -24,6 +25,7 @@ import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnap
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { simulatedAnswer } from './simulated-answers.ts';
+import { readAnswer } from '../provider/answer.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
 export interface FailureProfile {
@@ -33,20 +35,29 @@ export interface FailureProfile {
   readonly serverErrorProbability: number;
   /** Probability that the call never answers (see `hangMs`), in [0, 1]. */
   readonly hangProbability: number;
+  /**
+   * Probability of an answer that does not fit the schema (a required field left out) — a
+   * `MalformedOutputError` carrying the answer and its problems, billed its usage — in [0, 1]. A
+   * repair (a request carrying the conversation) is answered fit: the simulation heeds the problems.
+   * @default 0
+   */
+  readonly malformedProbability?: number | undefined;
 }
 
-/** A simulated provider's failure profile by name: `default` (none), `production`, `stress`, `outage`. */
-export type ProfileName = 'default' | 'production' | 'stress' | 'outage';
+/** A simulated provider's failure profile by name: `default` (none), `production`, `stress`, `outage`, `unfit` (answers that do not fit their schema). */
+export type ProfileName = 'default' | 'production' | 'stress' | 'outage' | 'unfit';
 
 /**
- * The named failure profiles: none, what a busy production API does, a hostile one, and an outage:
- * no random failures, but every call in {@link OUTAGE_PROFILE_WINDOW} fails with 503.
+ * The named failure profiles: none, what a busy production API does, a hostile one, an outage:
+ * no random failures, but every call in {@link OUTAGE_PROFILE_WINDOW} fails with 503; and a model
+ * that answers a fifth of its calls unfit for the schema (which repairs mend).
  */
 export const FAILURE_PROFILES: Readonly<Record<ProfileName, FailureProfile>> = Object.freeze({
   default: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 }),
   production: Object.freeze({ rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 }),
   stress: Object.freeze({ rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 }),
   outage: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 }),
+  unfit: Object.freeze({ rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0, malformedProbability: 0.2 }),
 });
 
 /** A span of time in which the provider is down, in ms since its creation on its clock: [startMs, endMs). */
@@ -143,6 +154,8 @@ const MAX_RETRY_AFTER_MS = 1000;
 /** Rough English average, as providers' tokenizers go. */
 const CHARS_PER_TOKEN = 4;
 
+const SIMULATED_FRAMING: RequestFraming = Object.freeze({ perMessageTokens: 0, perRequestTokens: 0 });
+
 const TOKEN_EPSILON = 1e-9;
 
 /**
@@ -169,6 +182,11 @@ export class SimulatedProvider implements Provider {
   readonly name: string;
   /** Tracing names the simulation as a vendor of its own, so that its spans are never taken for a real API's. */
   readonly target: ProviderTarget = SIMULATED_TARGET;
+  /**
+   * None: the simulation bills a call's text alone, a token for every four characters, which its
+   * UTF-8 bytes always cover.
+   */
+  readonly framing: RequestFraming = SIMULATED_FRAMING;
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #seed: number;
@@ -186,6 +204,7 @@ export class SimulatedProvider implements Provider {
   #serverErrors = 0;
   #outageErrors = 0;
   #hangs = 0;
+  #malformed = 0;
 
   constructor(options: SimulatedProviderOptions = {}) {
     checkObject('options', options);
@@ -252,6 +271,11 @@ export class SimulatedProvider implements Provider {
     return this.#hangs;
   }
 
+  /** Answers sent unfit for their schema. */
+  get malformed(): number {
+    return this.#malformed;
+  }
+
   /**
    * Its name, seed and failure profile, and the request as a model would read it (task, prompt,
    * schema, description, output cap): the answer is made from the request and the seed alone.
@@ -312,8 +336,13 @@ export class SimulatedProvider implements Provider {
       this.#serverErrors += 1;
       throw new ServerError(undefined, { headers: this.#headers(undefined) });
     }
-    const response = answer(request, this.#seed, this.#calls);
     const headers = this.#headers(undefined);
+    // A repair is answered fit: the simulation heeds the problems it is shown.
+    if (outcome === 'malformed' && (request.messages?.length ?? 0) === 0) {
+      this.#malformed += 1;
+      await unfitAnswer(request, this.#seed, this.#calls, headers);
+    }
+    const response = answer(request, this.#seed, this.#calls);
     return headers === undefined ? response : { ...response, headers };
   }
 
@@ -347,7 +376,7 @@ export class SimulatedProvider implements Provider {
   }
 }
 
-type Outcome = 'rateLimited' | 'serverError' | 'hang' | 'outage' | 'answer';
+type Outcome = 'rateLimited' | 'serverError' | 'hang' | 'malformed' | 'outage' | 'answer';
 
 /** Maps a roll in [0, 1) onto consecutive bands of the profile's probabilities. */
 function pickOutcome(roll: number, failures: FailureProfile): Outcome {
@@ -357,7 +386,24 @@ function pickOutcome(roll: number, failures: FailureProfile): Outcome {
   if (roll < bandEnd) return 'serverError';
   bandEnd += failures.hangProbability;
   if (roll < bandEnd) return 'hang';
+  bandEnd += failures.malformedProbability ?? 0;
+  if (roll < bandEnd) return 'malformed';
   return 'answer';
+}
+
+/**
+ * Rejects with what an answer unfit for the schema means (`readAnswer`'s `MalformedOutputError`,
+ * billed its usage): the answer with its first required field left out, or, where the schema
+ * requires none, cut off mid-way (not JSON).
+ */
+async function unfitAnswer(request: LlmRequest, seed: number, callNumber: number, headers: ResponseHeaders | undefined): Promise<never> {
+  const { output, usage } = answer(request, seed, callNumber);
+  const required = (request.schema as { required?: unknown }).required;
+  const first = Array.isArray(required) && typeof required[0] === 'string' ? required[0] : undefined;
+  const unfit =
+    first === undefined ? JSON.stringify(output).slice(0, -1) : Object.fromEntries(Object.entries(output).filter(([key]) => key !== first));
+  await readAnswer(request, unfit, { usage, headers });
+  throw new Error(`the unfit answer to ${request.task} fits its schema`);
 }
 
 /** The simulation's answer, with the usage a model's would report: about four characters a token. */
@@ -372,8 +418,10 @@ function answer(request: LlmRequest, seed: number, callNumber: number): LlmRespo
       cause: error,
     });
   }
+  let conversation = 0;
+  for (const message of request.messages ?? []) conversation += message.content.length;
   const usage = {
-    inputTokens: Math.ceil(request.prompt.length / CHARS_PER_TOKEN),
+    inputTokens: Math.ceil((request.prompt.length + conversation) / CHARS_PER_TOKEN),
     outputTokens: Math.ceil(JSON.stringify(output).length / CHARS_PER_TOKEN),
   };
   return { output, usage, model: SIMULATED_TARGET.model, id: `simulated-${callNumber}`, finishReasons: STOPPED };
@@ -387,13 +435,14 @@ function resolveProfile(profile: unknown): FailureProfile {
     const names = PROFILE_NAMES.map((name) => show(name)).join(', ');
     throw expected('profile', `one of ${names} or a FailureProfile`, profile);
   }
-  const { rateLimitedProbability, serverErrorProbability, hangProbability } = profile as FailureProfile;
+  const { rateLimitedProbability, serverErrorProbability, hangProbability, malformedProbability = 0 } = profile as FailureProfile;
   checkNumber('profile.rateLimitedProbability', rateLimitedProbability, { min: 0, max: 1 });
   checkNumber('profile.serverErrorProbability', serverErrorProbability, { min: 0, max: 1 });
   checkNumber('profile.hangProbability', hangProbability, { min: 0, max: 1 });
-  const total = rateLimitedProbability + serverErrorProbability + hangProbability;
+  checkNumber('profile.malformedProbability', malformedProbability, { min: 0, max: 1 });
+  const total = rateLimitedProbability + serverErrorProbability + hangProbability + malformedProbability;
   if (total > 1) throw new TypeError(`Expected the profile's probabilities to sum to at most 1, got ${total}`);
-  return Object.freeze({ rateLimitedProbability, serverErrorProbability, hangProbability });
+  return Object.freeze({ rateLimitedProbability, serverErrorProbability, hangProbability, malformedProbability });
 }
 
 function createQuota(quota: ProviderQuota, clock: Clock): TokenBucket {

@@ -1,5 +1,5 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget } from '../provider/provider.ts';
+import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget, RequestFraming } from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -27,6 +27,8 @@ export abstract class HttpApiProvider implements Provider {
   readonly #api: string;
   /** What it calls, for tracing: the vendor's API, the model, the host and port of the base URL. */
   readonly target: ProviderTarget;
+  /** The vendor's framing of a request, from its defaults. */
+  readonly framing: RequestFraming;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
@@ -35,6 +37,7 @@ export abstract class HttpApiProvider implements Provider {
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
     this.#api = sdk.defaults.name;
     this.target = targetOf(sdk.defaults.name, settings);
+    this.framing = sdk.defaults.framing;
     this.#sdk = sdk.bind(settings);
   }
 

@@ -20,6 +20,7 @@ import {
   type LlmResponse,
   type PromptCacheUsage,
   type ProviderErrorOptions,
+  type RequestFraming,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
@@ -59,6 +60,8 @@ export interface HttpProviderDefaults {
   readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
   readonly apiKeyEnv: string;
+  /** The tokens the vendor's API adds to each request beyond its text, from its documentation. */
+  readonly framing: RequestFraming;
 }
 
 /** The options after validation, defaults applied. */

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateArticles, loadBuiltinTasks } from '../../src/index.ts';
 import { estimateInputTokens } from '../../src/provider/token-estimate.ts';
 import { worstCaseNanoUsd } from '../../src/gate/call-cost.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { GATE_DEFAULTS } from '../../src/gate/call-gate.ts';
 import { requestFor } from '../../src/tasks/task-set.ts';
 import { refusedUrl } from '../vendors/scripted-api-server.ts';
@@ -85,7 +86,8 @@ describe('news-processor --dry-run', () => {
     const result = plan(await runCli(['--dry-run', '--articles=3', '--price-input=2', '--price-output=8', '--json']));
     const price = { inputPerMTok: 2, outputPerMTok: 8 };
     const worstNano = generatedRequests(3).reduce(
-      (sum, request) => sum + worstCaseNanoUsd(request, GATE_DEFAULTS.maxOutputTokens, price),
+      // The simulated provider's framing: none, it bills the text alone.
+      (sum, request) => sum + worstCaseNanoUsd(request, GATE_DEFAULTS.maxOutputTokens, price, new SimulatedProvider().framing),
       0,
     );
     expect(result.worstUsd).toBeCloseTo(worstNano / 1e9, 12);

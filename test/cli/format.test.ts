@@ -121,6 +121,7 @@ describe('the per-attempt lines (cmd/format.ts)', () => {
     usage: undefined,
     response: undefined,
     costUsd: undefined,
+    repair: 0,
   };
 
   it('a refusal of the open circuit waits with the same attempt: no retry is counted', () => {
@@ -136,5 +137,13 @@ describe('the per-attempt lines (cmd/format.ts)', () => {
       3,
     );
     expect(line).toBe('worker 1 | article 7 | summarize | server error in 20ms (waited 0.00ms), retry 2/3 in 100ms');
+  });
+
+  it('a repair says which it is, apart from the attempts', () => {
+    const line = formatAttempt(
+      { ...base, attempt: 1, repair: 1, outcome: 'ok', called: true, sentAtMs: 0, latencyMs: 20, retryInMs: undefined, error: undefined },
+      3,
+    );
+    expect(line).toBe('worker 1 | article 7 | summarize | repair 1: ok in 20ms (waited 0.00ms)');
   });
 });

@@ -220,7 +220,7 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     ],
     [
       ['--profile=calm'],
-      "error: option '--profile <name>' argument 'calm' is invalid. Expected one of: default, production, stress, outage.",
+      "error: option '--profile <name>' argument 'calm' is invalid. Expected one of: default, production, stress, outage, unfit.",
     ],
     [
       ['--outage=8s..2s'],

@@ -356,7 +356,7 @@ describe.concurrent('news-processor --max-cost', { timeout: 60_000 }, () => {
     expect(summary.notStarted).toBeGreaterThan(0);
     expect(linesOf(stopped.stderr)).toEqual([
       expect.stringMatching(
-        /^error: the budget of \$2\.00 cannot cover the next call \(up to \$[\d.]+\): \$[\d.]+ of it is spent or held; intake stopped, \d+ articles? not started: run again with --resume and a larger --max-cost to go on \(it caps the whole job: what was spent counts\)$/,
+        /^error: the budget of \$2\.00 cannot cover the next call \(up to \$[\d.]+\): \$[\d.]+ of it is spent(, \$[\d.]+ held by calls in flight)?; intake stopped, \d+ articles? not started: run again with --resume and a larger --max-cost to go on \(it caps the whole job: what was spent counts\)$/,
       ),
     ]);
     const resumed = await runCli([...args, '--max-cost=100', '--resume', '--quiet']);

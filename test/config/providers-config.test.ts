@@ -176,7 +176,7 @@ describe('parseProvidersConfig()', () => {
     [
       'an unknown simulated profile',
       (c) => (c.providers[0].simulated.profile = 'chaos'),
-      'providers[0].simulated.profile: expected one of "default", "production", "stress", "outage", got "chaos"',
+      'providers[0].simulated.profile: expected one of "default", "production", "stress", "outage", "unfit", got "chaos"',
     ],
     [
       'an unknown header style',

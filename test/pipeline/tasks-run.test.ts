@@ -13,6 +13,7 @@ import {
   type LlmRequest,
   type LlmResponse,
   type Provider,
+  type RequestFraming,
 } from '../../src/provider/provider.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
@@ -135,6 +136,7 @@ describe('runPipeline() - tasks as data', () => {
 /** Answers at once with the usage a script says; `undefined` usage stands for a call that timed out. */
 class UsageProvider implements Provider {
   readonly name = 'priced';
+  framing: RequestFraming | undefined;
   calls = 0;
   constructor(
     private readonly clock: ManualClock,
@@ -267,6 +269,56 @@ describe('runPipeline() - what a run cost, and a budget', () => {
     expect(budget.spentUsd).toBeCloseTo(3 + summary.costUsd!, 9);
     expect(() => new LocalBudget({ maxUsd: 5, spentUsd: -1 })).toThrow(/^Expected spentUsd to be/);
   });
+
+  it('spends the budget, not holds it: goes on while holds in flight settle, and stops only when what is spent leaves no room for one more call', async () => {
+    // The case as a user met it: 600 articles, 8 workers, --max-cost=10, a call whose worst case is
+    // $1.35 billed $0.03 — which once stopped after 7 calls, $0.20 spent, with "$9.47 spent or held".
+    const issueCase = { workers: 8, maxUsd: 10, worstUsd: 1.35, billedShare: 0.03 / 1.35 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          workers: fc.integer({ min: 1, max: 12 }),
+          maxUsd: fc.double({ min: 2, max: 10, noNaN: true }),
+          worstUsd: fc.double({ min: 0.2, max: 1.5, noNaN: true }),
+          billedShare: fc.double({ min: 0.005, max: 0.1, noNaN: true }),
+        }),
+        async ({ workers, maxUsd, worstUsd, billedShare }) => {
+          // Work enough to spend it all.
+          fc.pre(600 * worstUsd * billedShare > 1.2 * maxUsd);
+          const clock = new ManualClock();
+          const maxOutputTokens = 1000;
+          // The output cap at this price is the call's whole worst case but for its prompt's few bytes.
+          const price = { inputPerMTok: 1, outputPerMTok: (worstUsd * 1e6) / maxOutputTokens };
+          let worstNano = 0;
+          const provider = new UsageProvider(clock, (request) => {
+            const bound = inputTokenBound(request, provider.framing);
+            worstNano = Math.max(worstNano, Math.ceil((bound * price.inputPerMTok + maxOutputTokens * price.outputPerMTok) * 1000));
+            return { inputTokens: Math.floor(billedShare * bound), outputTokens: Math.floor(billedShare * maxOutputTokens) };
+          });
+          provider.framing = { perMessageTokens: 0, perRequestTokens: 0 };
+          const budget = new LocalBudget({ maxUsd });
+          const summary = await drive(
+            clock,
+            runPipeline({
+              source: articles(600),
+              tasks: defineTasks([{ name: 'topic', prompt: 'Topic of: {{title}}', schema: schema('topic') }]),
+              providers: [{ provider, limits: requestLimit(Infinity, 1), price, maxOutputTokens }],
+              budget,
+              workers,
+              clock,
+            }),
+          );
+          expect(summary.stoppedBy).toMatchObject({ by: 'budget', type: 'BudgetExhaustedError' });
+          // Never more than the budget, and within one call's worst case of it.
+          expect(budget.spentUsd).toBeLessThanOrEqual(maxUsd + 1e-9);
+          expect(budget.spentUsd).toBeGreaterThan(maxUsd - worstNano / 1e9);
+          expect(budget.heldUsd).toBe(0);
+          expect(summary.costUsd!).toBeCloseTo(budget.spentUsd, 9);
+        },
+      ),
+      { numRuns: 25, examples: [[issueCase]] },
+    );
+  }, 120_000);
 
   it('never spends more than the budget, for any usages, failures, retries and any number of workers', async () => {
     await fc.assert(

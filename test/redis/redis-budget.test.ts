@@ -20,26 +20,59 @@ afterAll(async () => {
 let keys = 0;
 const budgets = (maxUsd: number) => {
   const key = `budget-${++keys}`;
-  return connections.map((connection) => new RedisBudget({ connection, key, maxUsd }));
+  return connections.map((connection) => new RedisBudget({ connection, key, maxUsd, settleWaitMs: 0 }));
 };
 
 describe('RedisBudget', () => {
-  it('holds what fits, refuses what does not, and gives back on settle what a call did not cost — one budget for every process', async () => {
+  it('holds what fits, refuses what does not with nothing held, and gives back on settle what a call did not cost — one budget for every process', async () => {
     const [a, b] = budgets(1);
     const first = await a!.reserve(0.6 * NANO_USD);
     expect(first).toBeDefined();
-    // The other process sees the same spend: 0.6 held, 0.5 does not fit.
+    // The other process sees the same: 0.6 held, so 0.5 waits (here not at all) for it to settle.
     expect(await b!.reserve(0.5 * NANO_USD)).toBeUndefined();
-    expect(b!.spentUsd).toBeCloseTo(0.6, 9);
+    expect(b!.heldUsd).toBeCloseTo(0.6, 9);
+    expect(b!.spentUsd).toBe(0);
     first!.settle(0.1 * NANO_USD);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const second = await b!.reserve(0.5 * NANO_USD);
     expect(second).toBeDefined();
-    expect(b!.spentUsd).toBeCloseTo(0.6, 9);
+    expect(b!.spentUsd).toBeCloseTo(0.1, 9);
+    expect(b!.heldUsd).toBeCloseTo(0.5, 9);
     // Settled once: a second settle gives nothing back.
     first!.settle(0);
+    second!.settle(0.5 * NANO_USD);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await a!.reserve(0.41 * NANO_USD)).toBeUndefined();
+    // 0.6 spent, nothing held: 0.41 will never fit, and is refused without waiting (a minute here).
+    const patient = new RedisBudget({ connection: connections[0]!, key: `budget-${keys}`, maxUsd: 1, settleWaitMs: 60_000 });
+    const started = performance.now();
+    expect(await patient.reserve(0.41 * NANO_USD)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(patient.spentUsd).toBeCloseTo(0.6, 9);
+  });
+
+  it('waits for another process’s hold to settle when it leaves no room, then holds: the budget is spent, not held', async () => {
+    const key = `budget-${++keys}`;
+    const a = new RedisBudget({ connection: connections[0]!, key, maxUsd: 1 });
+    const b = new RedisBudget({ connection: connections[1]!, key, maxUsd: 1, settleWaitMs: 30_000 });
+    const first = (await a.reserve(0.9 * NANO_USD))!;
+    setTimeout(() => first.settle(0.03 * NANO_USD), 200);
+    const started = performance.now();
+    const second = await b.reserve(0.9 * NANO_USD);
+    expect(second).toBeDefined();
+    // Physics: it could not hold before the settle.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(b.spentUsd).toBeCloseTo(0.03, 9);
+  });
+
+  it('waits at most settleWaitMs for holds that never settle (a process that died holding), then refuses', async () => {
+    const key = `budget-${++keys}`;
+    const a = new RedisBudget({ connection: connections[0]!, key, maxUsd: 1 });
+    const b = new RedisBudget({ connection: connections[1]!, key, maxUsd: 1, settleWaitMs: 300 });
+    expect(await a.reserve(0.9 * NANO_USD)).toBeDefined();
+    const started = performance.now();
+    expect(await b.reserve(0.5 * NANO_USD)).toBeUndefined();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(b.heldUsd).toBeCloseTo(0.9, 9);
   });
 
   it('never holds more than the budget, however many holds race for it from two processes', async () => {
@@ -81,10 +114,10 @@ describe('news-processor --redis --budget-key', () => {
     expect(runs.map((run) => run.code)).toEqual([1, 1]);
     expect(summaries.map((summary) => summary.stoppedBy?.by)).toEqual(['budget', 'budget']);
     expect(summaries[0]!.costUsd + summaries[1]!.costUsd).toBeLessThanOrEqual(3);
-    // Both spent from the one budget: what Redis holds is what the two spent, every hold settled.
-    // (No lower bound on the total: each call holds its worst case, ~$0.9 here, until it settles,
-    // so intake stops while much of the $3 is held rather than spent.)
-    // (One may spend nothing at all: the other's holds can fill the budget before its first call.)
+    // Both spent from the one budget, and most of it: holds in flight are waited for, not taken
+    // for spent, so they stop only when one more call's worst case (~$0.6 here) does not fit.
+    expect(summaries[0]!.costUsd + summaries[1]!.costUsd).toBeGreaterThan(3 - 1);
+    // What Redis holds is what the two spent, every hold settled.
     const inspect = new Redis(redis.url);
     const used = Number(await inspect.get('news-processor:{budget:shared-run}').finally(() => inspect.disconnect()));
     expect(Math.abs(used / NANO_USD - (summaries[0]!.costUsd + summaries[1]!.costUsd))).toBeLessThan(1e-6 * 100);

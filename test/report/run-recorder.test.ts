@@ -30,6 +30,7 @@ function attempt(sentAtMs: number, latencyMs: number, fields: Partial<AttemptEve
     usage: { inputTokens: 100, outputTokens: 20 },
     costUsd: undefined,
     response: undefined,
+    repair: 0,
     ...fields,
   };
 }

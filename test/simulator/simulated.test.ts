@@ -3,7 +3,14 @@ import { describe, it, expect } from 'vitest';
 import { generateArticles } from '../../src/sources/generated.ts';
 import type { Article } from '../../src/sources/article.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { RateLimitError, ServerError, TimeoutError, type LlmRequest, type LlmResponse } from '../../src/provider/provider.ts';
+import {
+  MalformedOutputError,
+  RateLimitError,
+  ServerError,
+  TimeoutError,
+  type LlmRequest,
+  type LlmResponse,
+} from '../../src/provider/provider.ts';
 import { builtinRequest } from '../requests.ts';
 import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import {
@@ -63,6 +70,36 @@ async function runConcurrently(clock: ManualClock, provider: SimulatedProvider, 
   return settled;
 }
 
+describe('SimulatedProvider - unfit answers', () => {
+  it('answers unfit as often as malformedProbability says — a MalformedOutputError with the answer, its problems and its usage — and every repair fit', async () => {
+    const provider = new SimulatedProvider({
+      minLatencyMs: 0,
+      maxLatencyMs: 0,
+      profile: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0, malformedProbability: 1 },
+    });
+    const request = builtinRequest('sentiment', '1', 'Fire', 'A fire broke out.');
+    const error = (await provider.call(request).catch((e: unknown) => e)) as MalformedOutputError;
+    expect(error).toBeInstanceOf(MalformedOutputError);
+    expect(error.problems).toEqual([{ path: '', message: "must have required property 'sentiment'" }]);
+    expect(JSON.parse(error.answer!)).not.toHaveProperty('sentiment');
+    expect(error.usage!.inputTokens).toBeGreaterThan(0);
+    expect(provider.malformed).toBe(1);
+    const repaired = await provider.call({
+      ...request,
+      messages: [
+        { role: 'assistant', content: error.answer! },
+        { role: 'user', content: 'add the sentiment' },
+      ],
+    });
+    expect(repaired.output).toHaveProperty('sentiment');
+    // The conversation is billed too: a token for every four characters of it all.
+    expect(repaired.usage!.inputTokens).toBeGreaterThan(error.usage!.inputTokens);
+    expect(() => new SimulatedProvider({ profile: { ...FAILURE_PROFILES.default, malformedProbability: 2 } })).toThrow(
+      /^Expected profile.malformedProbability to be/,
+    );
+  });
+});
+
 describe('FAILURE_PROFILES', () => {
   it('FAILURE_PROFILES - holds the documented probabilities', () => {
     expect(FAILURE_PROFILES).toEqual({
@@ -70,8 +107,9 @@ describe('FAILURE_PROFILES', () => {
       production: { rateLimitedProbability: 0.1, serverErrorProbability: 0.05, hangProbability: 0.05 },
       stress: { rateLimitedProbability: 0.25, serverErrorProbability: 0.1, hangProbability: 0.15 },
       outage: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 },
+      unfit: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0, malformedProbability: 0.2 },
     });
-    expect(PROFILE_NAMES).toEqual(['default', 'production', 'stress', 'outage']);
+    expect(PROFILE_NAMES).toEqual(['default', 'production', 'stress', 'outage', 'unfit']);
     expect(Object.isFrozen(FAILURE_PROFILES.production)).toBe(true);
     expect(OUTAGE_PROFILE_WINDOW).toEqual({ startMs: 2000, endMs: 8000 });
     expect(Object.isFrozen(OUTAGE_PROFILE_WINDOW)).toBe(true);

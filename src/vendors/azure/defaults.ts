@@ -1,3 +1,5 @@
+import { OPENAI_DEFAULTS } from '../openai/defaults.ts';
+
 /**
  * What an Azure OpenAI provider is unless told otherwise: nothing of where it is — each resource
  * has its own endpoint, each model its own deployment, each a quota of its own.
@@ -12,6 +14,8 @@ export const AZURE_DEFAULTS = Object.freeze({
   apiKeyEnv: 'AZURE_OPENAI_API_KEY',
   /** Every request names the API version (`?api-version=2024-10-21`). */
   takesApiVersion: true,
+  /** OpenAI's framing: Azure serves OpenAI's models behind OpenAI's API. */
+  framing: OPENAI_DEFAULTS.framing,
   /** The providers file's names for the endpoint and the deployment, as Azure calls them. */
   fileNames: Object.freeze({ baseUrl: 'endpoint', model: 'deployment' }),
 });

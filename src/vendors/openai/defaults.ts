@@ -7,4 +7,11 @@ export const OPENAI_DEFAULTS = Object.freeze({
   model: 'gpt-4.1-mini',
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'OPENAI_API_KEY',
+  /**
+   * The chat format's markup: OpenAI's cookbook ("How to count tokens with tiktoken") counts 3
+   * tokens around each message and 3 priming the reply (`<|start|>assistant<|message|>`). Strict
+   * structured output sends the schema in a system message of its own — its text is the schema's
+   * bytes, counted apart — whose heading and markup OpenAI does not document: 64 tokens of margin.
+   */
+  framing: Object.freeze({ perMessageTokens: 3, perRequestTokens: 3 + 3 + 64 }),
 });
