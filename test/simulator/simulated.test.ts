@@ -150,7 +150,7 @@ describe('SimulatedProvider', () => {
       [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a number > 0 \(calls per second\), got 0/],
       [{ quota: { rate: 5, burst: 0.5 } }, /Expected quota.burst to be a finite number >= 1, got 0.5/],
       [{ quota: null as never }, /Expected quota to be an object.*got null/],
-      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of "openai", "anthropic", "ietf", got "aws"/],
+      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of "openai", "anthropic", "azure", "ietf", got "aws"/],
       [{ outage: null as never }, /Expected outage to be an object, got null/],
       [{ outage: { startMs: -1, endMs: 5 } }, /Expected outage.startMs to be a finite number >= 0 \(ms\), got -1/],
       [{ outage: { startMs: 0, endMs: Infinity } }, /Expected outage.endMs to be a finite number >= 0 \(ms\), got Infinity/],
