@@ -1,4 +1,4 @@
-import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
+import type { ArticleResult, PipelineAttemptEvent, Percentiles, PoolMemberChange, RunSummary } from '../src/index.ts';
 import { formatUsd } from '../src/limits/budget.ts';
 
 /** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */
@@ -47,6 +47,20 @@ function outcomeText(event: PipelineAttemptEvent): string {
   if (event.outcome === 'network-error' && typeof code === 'string') return `${text} (${code})`;
   if (typeof status === 'number' && event.outcome !== 'rate-limited' && !/^\d/.test(text)) return `${status} ${text}`;
   return text;
+}
+
+/** A pool member going down, coming back or dropped, in one line naming it (never its key). */
+export function formatPoolChange(change: PoolMemberChange): string {
+  const { pool, member, left } = change;
+  const others = left === 0 ? 'no member is left' : `its calls go to the other ${plural(left, 'member')}`;
+  switch (change.change) {
+    case 'down':
+      return `warning: pool "${pool}": member "${member}" is down (its circuit opened); its calls go to the others until it is back`;
+    case 'back':
+      return `notice: pool "${pool}": member "${member}" is back`;
+    case 'dropped':
+      return `warning: pool "${pool}": member "${member}" dropped: ${change.error?.message ?? 'refused'}; ${others}`;
+  }
 }
 
 /** One line per attempt, in the form of the ported Go pipeline's per-call lines, plus the wait and what happens next. */

@@ -14,7 +14,7 @@ import {
 import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import type { RedisConnection } from '../src/redis/index.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
-import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
+import { formatAttempt, formatMs, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
@@ -242,8 +242,8 @@ function workerCommand(onExit: (code: number) => void): Command {
 async function work(flags: WorkerFlags): Promise<number> {
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
-  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
-  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes, setups.pools);
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, setups.pools, undefined);
   await loadProviderPackages(setups.providers);
   checkQueueFlags(flags);
   // One connection for the quotas, its settings (cluster, TLS files) for the queue's clients too.
@@ -251,7 +251,7 @@ async function work(flags: WorkerFlags): Promise<number> {
   let queue: ArticleQueue | undefined;
   try {
     queue = await openQueueOn(shared.connection, flags);
-    const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
+    const budget = runBudget(flags, tasks, assigned, setups.providers, setups.pools, { connection: shared.connection, logger });
     return await workOn(queue, flags, { ...setups, tasks, budget }, logger);
   } finally {
     await queue?.close();
@@ -285,6 +285,8 @@ async function workOn(
       queue,
       providers: setups.providers,
       routes: setups.routes,
+      pools: setups.pools,
+      onPoolChange: (change) => terminal.notice(formatPoolChange(change)),
       tasks: setups.tasks,
       budget: setups.budget,
       workers: flags.workers,

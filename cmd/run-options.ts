@@ -20,6 +20,7 @@ import {
   type ProviderSetup,
   type Provider,
   type ProviderLimits,
+  type PoolSetup,
   HttpApiProvider,
 } from '../src/index.ts';
 import { HEADER_STYLES } from '../src/vendors/rate-limit-headers.ts';
@@ -456,6 +457,8 @@ export async function providerSetups(
 ): Promise<{
   providers: ProviderSetup[];
   routes: Readonly<Record<string, string>> | undefined;
+  /** The providers file's pools (none without --config). */
+  pools: readonly PoolSetup[];
   keyVariables: ReadonlyMap<string, string>;
   /** Each provider's shared quota key, where the providers file names one. */
   quotaKeys: ReadonlyMap<string, string>;
@@ -468,7 +471,7 @@ export async function providerSetups(
   };
   if (flags.config === undefined) {
     const provider = known(httpClientFromFlags(flags, process.env, keyOptional)) ?? createProvider(flags);
-    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables, quotaKeys };
+    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, pools: [], keyVariables, quotaKeys };
   }
   const config = await loadProvidersConfig(flags.config);
   const source = flags.config;
@@ -484,7 +487,7 @@ export async function providerSetups(
       callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
     }),
   );
-  return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
+  return { providers, routes: { ...config.routes }, pools: config.pools, keyVariables, quotaKeys };
 }
 
 /**

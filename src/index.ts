@@ -49,6 +49,11 @@ export type { CallGateOptions, GateCallOptions, GateFigures } from './gate/call-
 export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
 export type { CallDeadline } from './gate/call-deadline.ts';
 export type { Route, RouteAnswer } from './route/route.ts';
+// Pools: several providers of one model as one route, each call where it is granted soonest, with fallbacks.
+export { RoutePool } from './route/pool.ts';
+export type { RoutePoolOptions, PoolMemberChange } from './route/pool.ts';
+export { poolSetupProblem, POOL_STRATEGIES } from './route/pool-setup.ts';
+export type { PoolSetup, PoolStrategy, PoolSetupProblem } from './route/pool-setup.ts';
 export { providerSetupProblem, checkProviderSetup } from './gate/provider-options.ts';
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 

@@ -118,11 +118,42 @@ export interface GateCallOptions {
 }
 
 /** The deadline and signal a call runs under; a deadline still to start (`pending`) starts at the first grant. */
-interface CallScope {
+export interface CallScope {
   signal: AbortSignal | undefined;
   deadlineMs: number;
   pending: CallDeadline | undefined;
+  /**
+   * Told as an attempt lines up at the limits (their queue now counts it): a pool that chose the
+   * gate counts the call as the gate's own until then. @default none
+   */
+  onQueued?: (() => void) | undefined;
 }
+
+/**
+ * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
+ * limits are `shared`: this process cannot see the demand ahead of it there, so the call's grant
+ * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
+ * processes' share of the queue.
+ */
+export function openScope(options: GateCallOptions, shared: boolean): CallScope {
+  const { deadline } = options;
+  if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
+  if (!deadline.started && !shared) deadline.start(deadline.fromMs);
+  return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
+}
+
+/**
+ * One attempt through `gate` — breaker, budget, limits, call, the gate's observers — for a route
+ * that makes its own retries across gates (a pool): the caller decides what comes next, and tells
+ * `onAttempt` and the tally itself. Never rejects. Not on the package's API: set by the class.
+ */
+export let attemptThrough: (
+  gate: CallGate,
+  request: LlmRequest,
+  number: number,
+  options: GateCallOptions,
+  scope: CallScope,
+) => Promise<Attempt>;
 
 /**
  * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
@@ -158,6 +189,10 @@ export class CallGate {
   readonly #observers: readonly AttemptObserver[];
   /** The request rate's moves, for the run's rate bound; none kept for shared limits. */
   readonly #rates: RateHistory | undefined;
+
+  static {
+    attemptThrough = (gate, request, number, options, scope) => gate.#attempt(request, number, options, scope);
+  }
 
   constructor(options: CallGateOptions) {
     const { provider, maxConcurrent } = options;
@@ -222,7 +257,7 @@ export class CallGate {
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<{ response: LlmResponse; attempts: number }> {
     const { onAttempt, tally } = options;
-    const scope = this.#scopeOf(options);
+    const scope = openScope(options, this.limits.shared === true);
     let previousDelayMs = 0;
     for (let number = 1; ; ) {
       const attempt = await this.#attempt(request, number, options, scope);
@@ -293,19 +328,6 @@ export class CallGate {
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
     });
-  }
-
-  /**
-   * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
-   * limits are shared: this process cannot see the demand ahead of it there, so the call's grant
-   * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
-   * processes' share of the queue.
-   */
-  #scopeOf(options: GateCallOptions): CallScope {
-    const { deadline } = options;
-    if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
-    if (!deadline.started && this.limits.shared !== true) deadline.start(deadline.fromMs);
-    return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
   }
 
   /** The provider's name: what the summary and the result lines call this route. */
@@ -405,8 +427,11 @@ export class CallGate {
     const rank = options.rank ?? (options.deadline === undefined ? undefined : scope.deadlineMs - (options.keepBeforeDeadlineMs ?? 0));
     if (pending === undefined) {
       const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
-      attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+      const granted = this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+      scope.onQueued?.();
+      attempt.grant = await granted;
     } else {
+      scope.onQueued?.();
       attempt.grant = await this.#acquireNear(cost, pending, scope.signal, rank);
       // Independent calls may wait together: the first granted starts the deadline for all.
       pending.start(this.clock.now());

@@ -195,6 +195,8 @@ export class Metrics {
   readonly #tasks = new Map<string, TaskCounters>();
   readonly #budget: Budget | undefined;
   readonly #priced: boolean;
+  /** Each pool's members: their calls are bounded by the pool's combined limits, not each member's. */
+  readonly #pools: readonly { readonly name: string; readonly members: readonly string[] }[];
   #articles = 0;
   #succeeded = 0;
   #failed = 0;
@@ -215,8 +217,11 @@ export class Metrics {
     readonly tasks?: readonly { readonly name: string; readonly provider: string }[] | undefined;
     /** The providers with a price: their calls, and their tasks', say what they cost. */
     readonly priced?: readonly string[] | undefined;
+    /** Pools of providers: the rate bound counts each pool's members' limits together. */
+    readonly pools?: readonly { readonly name: string; readonly members: readonly string[] }[] | undefined;
     readonly budget?: Budget | undefined;
   }) {
+    this.#pools = options.pools ?? [];
     const priced = new Set(options.priced ?? []);
     this.#priced = priced.size > 0;
     this.#startMs = options.startMs;
@@ -323,6 +328,7 @@ export class Metrics {
     let floorMs = 0;
     let rateBoundMs = 0;
     const elapsedMs = endMs - this.#startMs;
+    const pooled = new Set(this.#pools.flatMap((pool) => pool.members));
     for (const gate of gates) {
       const c = this.#providers.get(gate.provider);
       if (c === undefined) continue;
@@ -352,10 +358,33 @@ export class Metrics {
       serverErrors += c.serverErrors;
       timeouts += c.timeouts;
       networkErrors += c.networkErrors;
-      // The provider that could finish last bounds the run.
+      // The provider that could finish last bounds the run; a pool's member, with the pool's (below).
+      if (pooled.has(gate.provider)) continue;
       if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
         rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
         floorMs = providerFloorMs;
+      }
+    }
+    // A pool's calls could have gone to any member: no schedule grants the last of them before the
+    // members' calls less their bursts, at their rates added up — however they were spread.
+    for (const pool of this.#pools) {
+      let poolCalls = 0;
+      let poolBurst = 0;
+      let poolRate = 0;
+      let last = { lastGrantMs: -Infinity, lastCallLatencyMs: 0 };
+      for (const member of pool.members) {
+        const c = this.#providers.get(member);
+        const figures = providers.find((p) => p.name === member);
+        if (c === undefined || figures === undefined) continue;
+        poolCalls += c.calls;
+        poolBurst += figures.burst;
+        poolRate += figures.rate;
+        if (c.calls > 0 && c.lastGrantMs > last.lastGrantMs) last = c;
+      }
+      const poolFloorMs = rateFloorMs([{ atMs: this.#startMs, rate: poolRate }], this.#startMs, poolCalls, poolBurst);
+      if (poolFloorMs > 0 && Number.isFinite(poolFloorMs) && poolFloorMs + last.lastCallLatencyMs > rateBoundMs) {
+        rateBoundMs = poolFloorMs + last.lastCallLatencyMs;
+        floorMs = poolFloorMs;
       }
     }
     const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestPathMs, workers: this.#pathMs / this.#workers };

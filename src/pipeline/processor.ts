@@ -88,6 +88,8 @@ export async function processArticle(article: Article, options: ProcessorOptions
     for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
   }
   const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0 };
+  // Which provider answered each task, where its route chose among several (a pool).
+  const servedBy: Record<string, string> = {};
   // When each task's calls could have ended at the soonest, counting only call time: its own calls
   // in series after the longest chain of the tasks it depends on (0 for those done before).
   const pathEndMs = new Map<string, number>();
@@ -112,7 +114,9 @@ export async function processArticle(article: Article, options: ProcessorOptions
         maxOutputTokens: task.maxOutputTokens,
         tally: own,
       };
-      outputs[task.name] = (await route.call(request, callOptions)).response.output;
+      const answer = await route.call(request, callOptions);
+      outputs[task.name] = answer.response.output;
+      if (answer.servedBy !== undefined) servedBy[task.name] = answer.servedBy;
     } catch (error) {
       failure ??= { task: task.name, error };
     } finally {
@@ -145,6 +149,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     callMs: tally.latencyMs,
   };
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
+  if (Object.keys(servedBy).length > 0) result.servedBy = servedBy;
   const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());
   if (failure !== undefined) {
     const { error } = failure;

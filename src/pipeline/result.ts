@@ -30,5 +30,10 @@ export interface ArticleResult {
   readonly callMs: number;
   /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
   readonly costUsd?: number;
+  /**
+   * Which provider answered each task whose route chose among several (a pool's member, or a
+   * fallback), by task name; absent when no task went through a pool.
+   */
+  readonly servedBy?: Readonly<Record<string, string>>;
   readonly error?: ArticleError;
 }

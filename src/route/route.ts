@@ -32,4 +32,6 @@ export interface Route {
 export interface RouteAnswer {
   readonly response: LlmResponse;
   readonly attempts: number;
+  /** The provider that answered, when the route chose among several (a pool's member, a fallback). @default the route itself */
+  readonly servedBy?: string | undefined;
 }
