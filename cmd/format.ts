@@ -150,6 +150,15 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
+  for (const pool of summary.pools ?? []) {
+    const shares = pool.members.map((name) => {
+      const calls = summary.providers.find((p) => p.name === name)?.calls ?? 0;
+      return `${name} ${pool.calls === 0 ? 0 : Math.round((calls * 100) / pool.calls)}%`;
+    });
+    lines.push(
+      `Pool ${pool.name}: ${plural(pool.calls, 'call')} (${shares.join(', ')}) | combined ${formatRate(pool.rate)}/s burst ${pool.burst}`,
+    );
+  }
   for (const t of summary.tasks) {
     const parts = [
       plural(t.calls, 'call'),
@@ -210,7 +219,12 @@ function formatBound(summary: RunSummary): string {
   if (summary.boundBy === null || summary.efficiency === null)
     return `${before}Least possible: none (no call made) | Efficiency: n/a${after}`;
   let why: string;
-  if (summary.boundBy === 'rate') {
+  const pool = summary.pools?.find((each) => each.rateFloorMs === summary.rateFloorMs && each.rateFloorMs > 0);
+  if (summary.boundBy === 'rate' && pool !== undefined) {
+    why =
+      `the rate of pool ${pool.name}: (${pool.calls} calls − its members' bursts ${pool.burst}) / their ${formatRate(pool.rate)}/s = ` +
+      `${formatMs(pool.rateFloorMs)}, + last call ${formatMs(pool.lastCallLatencyMs)}`;
+  } else if (summary.boundBy === 'rate') {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
     const whose = summary.providers.length > 1 ? ` of ${p.name}` : '';

@@ -16,7 +16,7 @@ export {
   isRunStoppedError,
 } from './pipeline/run.ts';
 export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
-export type { RunSummary, RunStop, BoundBy, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
+export type { RunSummary, RunStop, BoundBy, ProviderFigures, PoolFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
 // Tasks: what each article is asked, as data — a prompt with placeholders, a schema, what it needs first.

@@ -60,6 +60,24 @@ export interface ProviderFigures {
   readonly costUsd?: number;
 }
 
+/** A pool's figures: its members' calls against their limits added up. */
+export interface PoolFigures {
+  /** The pool's name. */
+  readonly name: string;
+  /** Its members, in the order listed. */
+  readonly members: readonly string[];
+  /** Attempts its members made, retries included. */
+  readonly calls: number;
+  /** The members' request rates added up, calls per second (`Infinity` when one has none). */
+  readonly rate: number;
+  /** The members' bursts added up. */
+  readonly burst: number;
+  /** `(calls − burst) / rate`: however the calls were spread, no schedule grants the last sooner, in ms. */
+  readonly rateFloorMs: number;
+  /** The latency of the call its members granted last, in ms. */
+  readonly lastCallLatencyMs: number;
+}
+
 /** Per-task call figures. */
 export interface TaskFigures {
   readonly name: string;
@@ -145,6 +163,8 @@ export interface RunSummary {
   readonly providers: readonly ProviderFigures[];
   /** Each task's figures, in the tasks' order. */
   readonly tasks: readonly TaskFigures[];
+  /** Each pool's figures, when the run had pools (its members are in `providers` too). */
+  readonly pools?: readonly PoolFigures[];
   /** What the run's calls cost at the providers' prices, in USD; absent when no provider has one. */
   readonly costUsd?: number;
   /**
@@ -367,6 +387,7 @@ export class Metrics {
     }
     // A pool's calls could have gone to any member: no schedule grants the last of them before the
     // members' calls less their bursts, at their rates added up — however they were spread.
+    const poolFigures: PoolFigures[] = [];
     for (const pool of this.#pools) {
       let poolCalls = 0;
       let poolBurst = 0;
@@ -382,6 +403,15 @@ export class Metrics {
         if (c.calls > 0 && c.lastGrantMs > last.lastGrantMs) last = c;
       }
       const poolFloorMs = rateFloorMs([{ atMs: this.#startMs, rate: poolRate }], this.#startMs, poolCalls, poolBurst);
+      poolFigures.push({
+        name: pool.name,
+        members: pool.members,
+        calls: poolCalls,
+        rate: poolRate,
+        burst: poolBurst,
+        rateFloorMs: poolFloorMs,
+        lastCallLatencyMs: last.lastCallLatencyMs,
+      });
       if (poolFloorMs > 0 && Number.isFinite(poolFloorMs) && poolFloorMs + last.lastCallLatencyMs > rateBoundMs) {
         rateBoundMs = poolFloorMs + last.lastCallLatencyMs;
         floorMs = poolFloorMs;
@@ -425,6 +455,7 @@ export class Metrics {
         tokensUsed: t.tokensUsed,
         ...(t.priced && { costUsd: t.costNanoUsd / NANO_USD }),
       })),
+      ...(poolFigures.length > 0 && { pools: poolFigures }),
       ...(this.#priced && { costUsd: [...this.#providers.values()].reduce((sum, p) => sum + p.costNanoUsd, 0) / NANO_USD }),
       ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
     };

@@ -11,6 +11,7 @@
  */
 export type PoolStrategy = 'soonest' | 'weighted' | 'ordered';
 
+/** The strategies a pool may follow, the default first. */
 export const POOL_STRATEGIES: readonly PoolStrategy[] = Object.freeze(['soonest', 'weighted', 'ordered'] as PoolStrategy[]);
 
 /** A pool of providers serving one task as one route: several keys, deployments or vendors of one model. */
@@ -39,7 +40,9 @@ export interface PoolSetup {
 export interface PoolSetupProblem {
   /** `pools[0].members[2]`, `pools[1].fallback[0]`, … */
   readonly field: string;
+  /** What it must be, in words. */
   readonly expected: string;
+  /** What it is. */
   readonly value: unknown;
 }
 
@@ -68,7 +71,7 @@ export function poolSetupProblem(pools: readonly PoolSetup[], providers: readonl
       if (!providerNames.has(member)) {
         return { field: `${at}.members[${m}]`, expected: `one of the provider names (${providers.join(', ')})`, value: member };
       }
-      if (seen.has(member)) return { field: `${at}.members[${m}]`, expected: 'each member once', value: `${member} twice` };
+      if (seen.has(member)) return { field: `${at}.members[${m}]`, expected: 'a member not listed before', value: member };
       seen.add(member);
     }
     const strategy = pool.strategy ?? 'soonest';

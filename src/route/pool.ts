@@ -13,6 +13,7 @@ import type { Route, RouteAnswer } from './route.ts';
 
 /** A member of a pool going down, coming back, or dropped: what a person running the pool is told. */
 export interface PoolMemberChange {
+  /** The pool's name. */
   readonly pool: string;
   /** The member's provider name (never its key). */
   readonly member: string;
@@ -27,7 +28,9 @@ export interface PoolMemberChange {
   readonly left: number;
 }
 
+/** A pool's members and how it treats them. */
 export interface RoutePoolOptions {
+  /** What tasks, the summary and the result lines call it. */
   readonly name: string;
   /** Its members' gates, in the order listed (what `ordered` follows). */
   readonly members: readonly CallGate[];
@@ -79,7 +82,9 @@ const EPSILON_MS = 1e-6;
  * every member dropped or down: the call goes to the fallbacks in turn, each with its own retries.
  */
 export class RoutePool implements Route {
+  /** The pool's name. */
   readonly name: string;
+  /** How it puts each call on a member. */
   readonly strategy: PoolStrategy;
   readonly #members: readonly Member[];
   readonly #fallback: readonly Route[];
@@ -129,20 +134,28 @@ export class RoutePool implements Route {
     return this.#members.filter((member) => !member.dropped).map((member) => member.gate.name);
   }
 
-  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<PoolAnswer> {
+  /**
+   * Makes one call through the pool's members (retries moving between them) or, when they cannot
+   * serve it, its fallbacks; the answer's `servedBy` names the provider that gave it. Rejects as
+   * `CallGate.call` does, with the last failure when the fallbacks fail too.
+   */
+  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<RouteAnswer> {
     const { onAttempt, tally } = options;
     const scope = openScope(options, this.#shared);
     /** When each member that failed this call may take it again (clock instants). */
     const notBefore = new Map<Member, number>();
+    // Members whose circuit refused this call since it last moved: not asked again until it does.
+    const refused = new Set<Member>();
     let previousDelayMs = 0;
     let number = 1;
     let lastError: unknown;
     for (;;) {
-      const member = this.#choose(notBefore, scope);
+      const member = this.#choose(notBefore, refused, scope);
       if (member === undefined) {
         if (this.#live().length === 0 || this.#fallback.length > 0) return this.#fallBack(request, options, number - 1, lastError);
         // Every member's circuit open, and nowhere else to go: wait for the first to admit probes.
         await this.#untilCircuitMoves(this.#circuitWaitOfLive(), scope, number - 1, lastError);
+        refused.clear();
         continue;
       }
       const waitMs = Math.max(0, (notBefore.get(member) ?? 0) - this.#clock.now());
@@ -155,7 +168,7 @@ export class RoutePool implements Route {
         const decision = this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs);
         if (decision.retry) {
           notBefore.set(member, attempt.atMs + decision.delayMs);
-          const next = this.#choose(notBefore, scope);
+          const next = this.#choose(notBefore, refused, scope);
           const nextWaitMs = next === undefined ? 0 : Math.max(0, (notBefore.get(next) ?? 0) - attempt.atMs);
           if (attempt.atMs + nextWaitMs > deadlineMs) outcome.kind = 'give-up';
           else {
@@ -181,6 +194,7 @@ export class RoutePool implements Route {
           continue;
         // Not the call's doing: the member is gone or was down; the attempt is not counted.
         case 'elsewhere':
+          if (attempt.outcome === 'circuit-open') refused.add(member);
           lastError = attempt.error;
           continue;
         case 'fall-back':
@@ -263,10 +277,16 @@ export class RoutePool implements Route {
     return this.#members.filter((member) => !member.dropped);
   }
 
-  /** The member the strategy puts the call on now; undefined when every live member's circuit is open. */
-  #choose(notBefore: ReadonlyMap<Member, number>, scope: CallScope): Member | undefined {
+  /**
+   * The member the strategy puts the call on now; undefined when every live member's circuit is
+   * open. A half-open one may take it (its probe is how it comes back) unless it refused this call.
+   */
+  #choose(notBefore: ReadonlyMap<Member, number>, refused: ReadonlySet<Member>, scope: CallScope): Member | undefined {
     const nowMs = this.#clock.now();
-    const open = this.#live().filter((member) => member.gate.circuitWaitMs() === 0);
+    const open = this.#live().filter((member) => {
+      const waitMs = member.gate.circuitWaitMs();
+      return waitMs === 0 || (waitMs === Infinity && !refused.has(member));
+    });
     if (open.length === 0) return undefined;
     const waitOf = (member: Member) => Math.max(this.#grantWaitMs(member), (notBefore.get(member) ?? 0) - nowMs);
     switch (this.strategy) {
@@ -296,6 +316,7 @@ export class RoutePool implements Route {
     return members.at(-1)!;
   }
 
+  /** Ms until the first live member's circuit admits probes; Infinity while each is half-open with its probes out. */
   #circuitWaitOfLive(): number {
     return Math.min(...this.#live().map((member) => member.gate.circuitWaitMs()));
   }
@@ -363,6 +384,7 @@ export class RoutePool implements Route {
     return waitMs;
   }
 
+  /** Calls `listener` on every change of a member's or a fallback's circuit, and when a member is dropped. */
   onCircuitChange(listener: () => void): () => void {
     this.#circuitListeners.add(listener);
     const stops = [
