@@ -52,7 +52,7 @@ function outcomeText(event: PipelineAttemptEvent): string {
 /** A pool member going down, coming back or dropped, in one line naming it (never its key). */
 export function formatPoolChange(change: PoolMemberChange): string {
   const { pool, member, left } = change;
-  const others = left === 0 ? 'no member is left' : `its calls go to the other ${plural(left, 'member')}`;
+  const others = left === 0 ? 'no member is left' : `its calls go to the ${left === 1 ? 'other member' : `${left} others`}`;
   switch (change.change) {
     case 'down':
       return `warning: pool "${pool}": member "${member}" is down (its circuit opened); its calls go to the others until it is back`;

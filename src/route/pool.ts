@@ -76,7 +76,8 @@ const EPSILON_MS = 1e-6;
  * The pool owns the retries: it calls its members' single-attempt path, so that a call may move
  * between members from one attempt to the next, and one backoff policy counts the attempts across
  * them. A member's own failure delays only its own next attempt at the call (the backoff, or its
- * retry-after); another member that can grant sooner takes the retry at once. A member that
+ * retry-after); the retry goes to the best of the members the call has not failed on, at once,
+ * and back to one it failed on only when there is no other. A member that
  * refuses what no retry mends (401, 403, no credit) is dropped; its attempt is not counted against
  * the call. A request too long for the model or refused by a content filter, the attempts spent,
  * every member dropped or down: the call goes to the fallbacks in turn, each with its own retries.
@@ -288,6 +289,10 @@ export class RoutePool implements Route {
       return waitMs === 0 || (waitMs === Infinity && !refused.has(member));
     });
     if (open.length === 0) return undefined;
+    // A member this call has failed on goes last: another that can take it at all is likelier to
+    // answer than one that just refused the connection or said its quota was spent.
+    const untried = open.filter((member) => !notBefore.has(member));
+    if (untried.length > 0 && untried.length < open.length) open.splice(0, open.length, ...untried);
     const waitOf = (member: Member) => Math.max(this.#grantWaitMs(member), (notBefore.get(member) ?? 0) - nowMs);
     switch (this.strategy) {
       case 'weighted':

@@ -167,7 +167,7 @@ describe.concurrent('a pool against news-processor serve instances', { timeout: 
     expectNoKey(result);
     const dropped = linesOf(result.stderr).filter((line) => line.includes('dropped'));
     expect(dropped).toEqual([
-      'warning: pool "gpt": member "key-b" dropped: 401 the API key was refused (invalid_api_key); its calls go to the other 1 member',
+      'warning: pool "gpt": member "key-b" dropped: 401 the API key was refused (invalid_api_key); its calls go to the other member',
     ]);
     const lines = await results(output);
     expect(lines.every((line) => line.status === 'succeeded')).toBe(true);

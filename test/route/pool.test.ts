@@ -100,6 +100,24 @@ describe('RoutePool soonest (the default)', () => {
     ]);
   });
 
+  it('a retry goes to a member the call has not failed on, even one with a longer queue', async () => {
+    const clock = new ManualClock();
+    const { pool, providers, gates } = poolOf(
+      clock,
+      [
+        { name: 'key-a', rate: 100, script: [{ error: new ServerError() }, {}] },
+        { name: 'key-b', rate: 1 },
+      ],
+      { retry: { backoff: () => 1 } },
+    );
+    // key-b's token is taken: its next grant is a second off, key-a's backoff is 1 ms.
+    await drive(clock, gates[1]!.call(builtinRequest('summarize', 'a0')));
+    const answer = await drive(clock, pool.call(builtinRequest('summarize', 'a1')));
+    expect(answer).toMatchObject({ servedBy: 'key-b', attempts: 2 });
+    expect(providers[0]!.calls).toHaveLength(1);
+    expect(providers[1]!.calls[1]!.atMs).toBeGreaterThanOrEqual(1000);
+  });
+
   it('waits out the failed member’s backoff when it is the only one left', async () => {
     const clock = new ManualClock();
     const { pool, providers } = poolOf(clock, [
