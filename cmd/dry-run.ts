@@ -32,9 +32,18 @@ export function validateDryRunFlags(flags: DryRunFlags & OutputFlags): void {
 /** Reads the input, plans the run, prints the plan on stdout: the dry run's exit code. */
 export async function dryRun(
   flags: RunFlags & DryRunFlags,
-  setups: { readonly providers: readonly ProviderSetup[]; readonly routes: Readonly<Record<string, string>> | undefined },
+  setups: {
+    readonly providers: readonly ProviderSetup[];
+    readonly routes: Readonly<Record<string, string>> | undefined;
+    readonly pools: readonly { readonly name: string }[];
+  },
   tasks: TaskSet,
 ): Promise<number> {
+  if (setups.pools.length > 0) {
+    throw new UsageError(
+      `--dry-run does not plan pools yet: ${flags.config} has ${setups.pools.map((pool) => `"${pool.name}"`).join(', ')}`,
+    );
+  }
   const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(tasks));
   const plan = await planRun({ source: input.open(), providers: setups.providers, routes: setups.routes, tasks });
   const skippedLines = input.skipped();

@@ -1,4 +1,4 @@
-import type { ArticleResult, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
+import type { ArticleResult, PipelineAttemptEvent, Percentiles, PoolMemberChange, RunSummary } from '../src/index.ts';
 import { formatUsd } from '../src/quota/budget.ts';
 
 /** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */
@@ -47,6 +47,20 @@ function outcomeText(event: PipelineAttemptEvent): string {
   if (event.outcome === 'network-error' && typeof code === 'string') return `${text} (${code})`;
   if (typeof status === 'number' && event.outcome !== 'rate-limited' && !/^\d/.test(text)) return `${status} ${text}`;
   return text;
+}
+
+/** A pool member going down, coming back or dropped, in one line naming it (never its key). */
+export function formatPoolChange(change: PoolMemberChange): string {
+  const { pool, member, left } = change;
+  const others = left === 0 ? 'no member is left' : `its calls go to the ${left === 1 ? 'other member' : `${left} others`}`;
+  switch (change.change) {
+    case 'down':
+      return `warning: pool "${pool}": member "${member}" is down (its circuit opened); its calls go to the others until it is back`;
+    case 'back':
+      return `notice: pool "${pool}": member "${member}" is back`;
+    case 'dropped':
+      return `warning: pool "${pool}": member "${member}" dropped: ${change.error?.message ?? 'refused'}; ${others}`;
+  }
 }
 
 /** One line per attempt, in the form of the ported Go pipeline's per-call lines, plus the wait and what happens next. */
@@ -146,6 +160,15 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     if (p.countsTokens) parts.push(`tokens ${p.tokensUsed}`);
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
+  for (const pool of summary.pools ?? []) {
+    const shares = pool.members.map((name) => {
+      const calls = summary.providers.find((p) => p.name === name)?.calls ?? 0;
+      return `${name} ${pool.calls === 0 ? 0 : Math.round((calls * 100) / pool.calls)}%`;
+    });
+    lines.push(
+      `Pool ${pool.name}: ${plural(pool.calls, 'call')} (${shares.join(', ')}) | combined ${formatRate(pool.rate)}/s burst ${pool.burst}`,
+    );
+  }
   for (const t of summary.tasks) {
     const parts = [
       plural(t.calls, 'call'),
@@ -211,7 +234,12 @@ function formatBound(summary: RunSummary): string {
   if (summary.boundBy === null || summary.efficiency === null)
     return `${before}Least possible: none (no call made) | Efficiency: n/a${after}`;
   let why: string;
-  if (summary.boundBy === 'rate') {
+  const pool = summary.pools?.find((each) => each.rateFloorMs === summary.rateFloorMs && each.rateFloorMs > 0);
+  if (summary.boundBy === 'rate' && pool !== undefined) {
+    why =
+      `the rate of pool ${pool.name}: (${pool.calls} calls − its members' bursts ${pool.burst}) / their ${formatRate(pool.rate)}/s = ` +
+      `${formatMs(pool.rateFloorMs)}, + last call ${formatMs(pool.lastCallLatencyMs)}`;
+  } else if (summary.boundBy === 'rate') {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
     const whose = summary.providers.length > 1 ? ` of ${p.name}` : '';

@@ -21,7 +21,7 @@ import {
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
-import { formatAttempt, formatResult, formatSummary, plural } from './format.ts';
+import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
@@ -180,9 +180,9 @@ async function run(flags: MainFlags): Promise<number> {
   validateDryRunFlags(flags);
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst, flags.dryRun);
-  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes, setups.pools);
   // A budget that cannot cover one call is refused before Redis is reached or any file opened.
-  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, setups.pools, undefined);
   await loadProviderPackages(setups.providers);
   // Before Redis is reached or any file opened: a dry run touches neither.
   if (flags.dryRun) return dryRun(flags, setups, tasks);
@@ -199,6 +199,7 @@ async function run(flags: MainFlags): Promise<number> {
         tasks,
         assigned,
         setups.providers,
+        setups.pools,
         shared === undefined ? undefined : { connection: shared.connection, logger },
         earlierUsd,
       );
@@ -357,6 +358,8 @@ async function runWith(
       total,
       providers,
       routes,
+      pools: setups.pools,
+      onPoolChange: (change) => terminal.notice(formatPoolChange(change)),
       tasks,
       budget,
       cache: setups.cache,

@@ -11,6 +11,7 @@ import {
   type ProviderQuota,
   type ProviderSetup,
   type SimulatedConfig,
+  type PoolSetup,
 } from '../src/index.ts';
 import { providerSetupProblem } from '../src/gate/provider-options.ts';
 import { loadTokenizer } from '../src/provider/token-estimate.ts';
@@ -83,6 +84,8 @@ export async function providerSetups(
 ): Promise<{
   providers: ProviderSetup[];
   routes: Readonly<Record<string, string>> | undefined;
+  /** The providers file's pools (none without --config). */
+  pools: readonly PoolSetup[];
   keyVariables: ReadonlyMap<string, string>;
   /** Each provider's shared quota key, where the providers file names one. */
   quotaKeys: ReadonlyMap<string, string>;
@@ -95,7 +98,7 @@ export async function providerSetups(
   };
   if (flags.config === undefined) {
     const provider = known(httpClientFromFlags(flags, process.env, keyOptional)) ?? createProvider(flags);
-    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, keyVariables, quotaKeys };
+    return { providers: [providerSetup(flags, provider, rate, burst)], routes: undefined, pools: [], keyVariables, quotaKeys };
   }
   const config = await loadProvidersConfig(flags.config);
   const source = flags.config;
@@ -111,7 +114,7 @@ export async function providerSetups(
       callTimeoutMs: p.callTimeoutMs ?? flags.callTimeout,
     }),
   );
-  return { providers, routes: { ...config.routes }, keyVariables, quotaKeys };
+  return { providers, routes: { ...config.routes }, pools: config.pools, keyVariables, quotaKeys };
 }
 
 /**

@@ -17,7 +17,7 @@ import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQ
 import type { RedisConnection } from '../src/redis/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
-import { formatAttempt, formatMs, formatResult, formatSummary, plural } from './format.ts';
+import { formatAttempt, formatMs, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
 import { nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
@@ -245,8 +245,8 @@ function workerCommand(onExit: (code: number) => void): Command {
 async function work(flags: WorkerFlags): Promise<number> {
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
-  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes);
-  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, undefined);
+  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes, setups.pools);
+  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, setups.pools, undefined);
   await loadProviderPackages(setups.providers);
   checkQueueFlags(flags);
   const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
@@ -257,7 +257,7 @@ async function work(flags: WorkerFlags): Promise<number> {
   try {
     cache = await openCache(flags, logger);
     queue = await openQueueOn(shared.connection, flags);
-    const budget = runBudget(flags, tasks, assigned, setups.providers, { connection: shared.connection, logger });
+    const budget = runBudget(flags, tasks, assigned, setups.providers, setups.pools, { connection: shared.connection, logger });
     const observers = telemetry === undefined ? [] : [telemetry.observer];
     return await workOn(queue, flags, { ...setups, tasks, budget, cache, observers }, logger);
   } finally {
@@ -297,6 +297,8 @@ async function workOn(
       queue,
       providers: setups.providers,
       routes: setups.routes,
+      pools: setups.pools,
+      onPoolChange: (change) => terminal.notice(formatPoolChange(change)),
       tasks: setups.tasks,
       budget: setups.budget,
       cache: setups.cache,

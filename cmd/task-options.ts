@@ -7,6 +7,7 @@ import {
   loadTasksFile,
   OpenAiProvider,
   type Budget,
+  type PoolSetup,
   type ProviderSetup,
   type TaskSet,
 } from '../src/index.ts';
@@ -28,14 +29,15 @@ export async function runTasks(
   flags: Pick<RunFlags, 'tasks'>,
   providers: readonly ProviderSetup[],
   routes: Readonly<Record<string, string>> | undefined,
+  pools: readonly PoolSetup[] = [],
 ): Promise<{ tasks: TaskSet; assigned: ReadonlyMap<string, string> }> {
   const tasks = flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
-  const assigned = taskProviders(tasks, providers, routes);
+  const assigned = taskProviders(tasks, providers, routes, pools);
   // OpenAI sends every schema in strict mode, and refuses one it does not take with a 400 on every
   // call: said before the first, as OpenAI would say it.
   for (const task of tasks.tasks) {
-    const setup = providers.find((candidate) => candidate.provider.name === assigned.get(task.name));
-    if (!(setup?.provider instanceof OpenAiProvider)) continue;
+    const served = servingProviders(assigned.get(task.name)!, providers, pools);
+    if (!served.some((setup) => setup.provider instanceof OpenAiProvider)) continue;
     const problem = strictSchemaProblem(task.schema as Parameters<typeof strictSchemaProblem>[0]);
     if (problem !== undefined) {
       throw new UsageError(
@@ -59,11 +61,12 @@ export function runBudget(
   tasks: TaskSet,
   assigned: ReadonlyMap<string, string>,
   providers: readonly ProviderSetup[],
+  pools: readonly PoolSetup[],
   redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
   earlierUsd = 0,
 ): Budget | undefined {
   if (flags.maxCost === undefined) return undefined;
-  checkBudget(flags.maxCost, tasks, assigned, providers, flags.config);
+  checkBudget(flags.maxCost, tasks, assigned, providers, flags.config, pools);
   if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd });
   return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
 }
@@ -75,6 +78,7 @@ export function checkBudget(
   assigned: ReadonlyMap<string, string>,
   providers: readonly ProviderSetup[],
   config: string | undefined,
+  pools: readonly PoolSetup[] = [],
 ): void {
   const unpriced = providers.filter((setup) => setup.price === undefined).map((setup) => `"${setup.provider.name}"`);
   if (unpriced.length > 0) {
@@ -82,29 +86,36 @@ export function checkBudget(
   }
   let cheapestNano = Infinity;
   let cheapestTask = '';
-  for (const task of tasks.tasks) {
-    const setup = providers.find((candidate) => candidate.provider.name === assigned.get(task.name))!;
-    const inputTokens = inputTokenBound(
-      {
-        task: task.name,
-        articleId: '',
-        prompt: task.template.literals.join(''),
-        schema: task.schema,
-        description: task.description,
-      },
-      setup.provider.framing,
-    );
-    const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
-    const nano = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
-    if (nano < cheapestNano) {
-      cheapestNano = nano;
-      cheapestTask = task.name;
+  for (const task of tasks.tasks)
+    for (const setup of servingProviders(assigned.get(task.name)!, providers, pools)) {
+      const inputTokens = inputTokenBound(
+        {
+          task: task.name,
+          articleId: '',
+          prompt: task.template.literals.join(''),
+          schema: task.schema,
+          description: task.description,
+        },
+        setup.provider.framing,
+      );
+      const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+      const nano = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
+      if (nano < cheapestNano) {
+        cheapestNano = nano;
+        cheapestTask = task.name;
+      }
     }
-  }
   if (maxUsd * NANO_USD < cheapestNano) {
     throw new UsageError(
       `--max-cost ${formatUsd(maxUsd)} cannot cover one call: the cheapest, of task ${cheapestTask}, holds up to ${formatUsd(cheapestNano / NANO_USD)} ` +
         '(its prompt and schema as input tokens, and its whole answer); give a larger --max-cost',
     );
   }
+}
+
+/** The providers that may answer a task routed to `name`: the provider, or a pool's members and its fallbacks', in turn. */
+function servingProviders(name: string, providers: readonly ProviderSetup[], pools: readonly PoolSetup[]): ProviderSetup[] {
+  const pool = pools.find((candidate) => candidate.name === name);
+  if (pool === undefined) return providers.filter((setup) => setup.provider.name === name);
+  return [...pool.members, ...(pool.fallback ?? [])].flatMap((next) => servingProviders(next, providers, pools));
 }

@@ -15,7 +15,16 @@ export type { PipelineAttemptEvent, RunObserver, ObservedRun } from './pipeline/
 // Tracing: an observer reporting through @opentelemetry/api after the GenAI conventions (a no-op without it).
 export { createOtelObserver, OTEL_OBSERVER_DEFAULTS } from './telemetry/otel-observer.ts';
 export type { OtelObserverOptions } from './telemetry/otel-observer.ts';
-export type { RunSummary, RunStop, BoundBy, CallCounts, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
+export type {
+  RunSummary,
+  RunStop,
+  BoundBy,
+  CallCounts,
+  ProviderFigures,
+  PoolFigures,
+  TaskFigures,
+  Percentiles,
+} from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
 // Tasks: what each article is asked, as data — a prompt with placeholders, a schema, what it needs first.
@@ -48,6 +57,10 @@ export type { CallGateOptions, GateCallOptions, GateFigures, GateAnswer } from '
 export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
 export type { CallDeadline } from './gate/call-deadline.ts';
 export type { Route, RouteAnswer } from './route/route.ts';
+// Pools: several providers of one model as one route, each call where it is granted soonest, with fallbacks.
+export { RoutePool } from './route/pool.ts';
+export type { RoutePoolOptions, PoolMemberChange } from './route/pool.ts';
+export type { PoolSetup, PoolStrategy, PoolSetupProblem } from './route/pool-setup.ts';
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 
 // The answer cache: answers kept by the hash of what shaped them, so a second run of the same work makes no call.

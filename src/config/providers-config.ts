@@ -7,6 +7,7 @@ import { hasCredentials, isHttpUrl, maskCredentials } from '../vendors/http-api.
 import { HTTP_PROVIDER_DEFAULTS, PROVIDER_DEFAULTS, PROVIDER_TYPES, isEnvVariableName, type ProviderType } from '../vendors/registry.ts';
 import { PROFILE_NAMES, type ProfileName } from '../simulator/simulated.ts';
 import { show } from '../validation/checks.ts';
+import { poolSetupProblem, POOL_STRATEGIES, type PoolSetup } from '../route/pool-setup.ts';
 import { DURATION_SYNTAX, parseDuration } from '../validation/duration.ts';
 import { fileErrorDetail } from '../validation/file-error.ts';
 
@@ -30,8 +31,10 @@ import { fileErrorDetail } from '../validation/file-error.ts';
 export interface ProvidersConfig {
   /** The providers, in the order of the file: the first serves the tasks no route names. */
   readonly providers: readonly ProviderConfig[];
+  /** Pools of providers, each a route by its name (`"pools": [{ "name", "members", "strategy", "weights", "fallback" }]`). */
+  readonly pools: readonly PoolSetup[];
   /**
-   * Tasks routed to a provider by name (task name → provider name): those that name no provider
+   * Tasks routed to a provider or a pool by name (task name → name): those that name none
    * themselves in the tasks file. A task neither names goes to the first provider.
    */
   readonly routes: Readonly<Record<string, string>>;
@@ -126,7 +129,7 @@ export async function loadProvidersConfig(path: string): Promise<ProvidersConfig
 export function parseProvidersConfig(json: unknown, source = 'config'): ProvidersConfig {
   const at = new Reader(source);
   const root = at.object(json, '');
-  at.only(root, '', ['providers', 'routes']);
+  at.only(root, '', ['providers', 'pools', 'routes']);
   const list = at.array(root.providers, 'providers');
   if (list.length === 0) at.fail('providers', 'at least one provider', list);
   const providers = list.map((entry, index) => readProvider(at, entry, `providers[${index}]`));
@@ -135,15 +138,39 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
     if (names.has(provider.name)) at.fail(`providers[${index}].name`, 'a name no other provider has', provider.name);
     names.add(provider.name);
   });
+  const pools = root.pools === undefined ? [] : at.array(root.pools, 'pools').map((entry, index) => readPool(at, entry, `pools[${index}]`));
+  const problem = poolSetupProblem(pools, [...names]);
+  if (problem !== undefined) at.fail(problem.field, problem.expected, problem.value);
+  const routable = [...names, ...pools.map((pool) => pool.name)];
   const routesJson = root.routes === undefined ? {} : at.object(root.routes, 'routes');
   const routes = Object.fromEntries(
     Object.entries(routesJson).map(([task, provider]) => {
       const name = at.string(provider, `routes.${task}`);
-      if (!names.has(name)) at.fail(`routes.${task}`, `one of the provider names (${[...names].join(', ')})`, name);
+      if (!routable.includes(name)) {
+        at.fail(`routes.${task}`, `one of the ${pools.length > 0 ? 'provider and pool' : 'provider'} names (${routable.join(', ')})`, name);
+      }
       return [task, name];
     }),
   );
-  return { providers, routes };
+  return { providers, pools, routes };
+}
+
+/** A pool's fields, each of its type; what they name is checked across the file by `poolSetupProblem`. */
+function readPool(at: Reader, json: unknown, path: string): PoolSetup {
+  const o = at.object(json, path);
+  at.only(o, path, ['name', 'members', 'strategy', 'weights', 'fallback']);
+  const names = (value: unknown, field: string) =>
+    at.array(value, `${path}.${field}`).map((name, i) => at.string(name, `${path}.${field}[${i}]`));
+  return {
+    name: at.string(o.name, `${path}.name`),
+    members: names(o.members, 'members'),
+    strategy: o.strategy === undefined ? undefined : at.choice(o.strategy, `${path}.strategy`, POOL_STRATEGIES),
+    weights:
+      o.weights === undefined
+        ? undefined
+        : at.array(o.weights, `${path}.weights`).map((weight, i) => at.positive(weight, `${path}.weights[${i}]`)),
+    fallback: o.fallback === undefined ? undefined : names(o.fallback, 'fallback'),
+  };
 }
 
 function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {

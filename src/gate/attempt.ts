@@ -95,6 +95,11 @@ export interface AttemptEvent {
    * it so. Undefined without a price.
    */
   readonly costUsd: number | undefined;
+  /**
+   * The provider refused what no retry mends (the key, an empty account) and was dropped from its
+   * pool, which sends its calls elsewhere: this failure stops nothing. @default false
+   */
+  readonly dropped?: boolean | undefined;
 }
 
 /**
@@ -134,6 +139,7 @@ export class Attempt implements AttemptEvent {
   atMs = 0;
   usage: TokenUsage | undefined;
   retryInMs: number | undefined;
+  dropped = false;
 
   constructor(
     provider: string,

@@ -4,7 +4,7 @@ import { CircuitBreaker, type BrokenCircuitError } from '../breaker/circuit-brea
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
-import { DEFAULT_MAX_OUTPUT_TOKENS, TimeoutError, isTimeoutError } from '../provider/provider.ts';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { RetryError, RetryPolicy, type RetryDecision, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
@@ -12,13 +12,13 @@ import { checkInteger, checkNumber, checkObject, expected } from '../validation/
 import { BudgetExhaustedError, NANO_USD, type Budget } from '../quota/budget.ts';
 import { RateHistory, type RateSince } from '../quota/rate-history.ts';
 import { checkProviderSetup, isProviderLimits, type ProviderPrice, type ProviderSetup } from './provider-options.ts';
-import { formatDuration } from '../validation/duration.ts';
 import { AdaptiveRate } from '../quota/adaptive-rate.ts';
 import { LocalLimits } from '../quota/local-limits.ts';
 import type { CallCost, LimitGrant, LimitSpec, ProviderLimits } from '../quota/provider-limits.ts';
 import { Attempt, type AttemptEvent } from './attempt.ts';
 import { adaptRate, logFailure, settleBudget, settleGrant, syncHeaders, tellBreaker, type AttemptObserver } from './attempt-observers.ts';
 import type { CallDeadline } from './call-deadline.ts';
+import { callWithin } from './call-within.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import { answerKey } from '../cache/answer-key.ts';
 import { OneCallPerKey } from '../cache/one-call-per-key.ts';
@@ -159,11 +159,42 @@ export interface GateAnswer {
 }
 
 /** The deadline and signal a call runs under; a deadline still to start (`pending`) starts at the first grant. */
-interface CallScope {
+export interface CallScope {
   signal: AbortSignal | undefined;
   deadlineMs: number;
   pending: CallDeadline | undefined;
+  /**
+   * Told as an attempt lines up at the limits (their queue now counts it): a pool that chose the
+   * gate counts the call as the gate's own until then. @default none
+   */
+  onQueued?: (() => void) | undefined;
 }
+
+/**
+ * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
+ * limits are `shared`: this process cannot see the demand ahead of it there, so the call's grant
+ * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
+ * processes' share of the queue.
+ */
+export function openScope(options: GateCallOptions, shared: boolean): CallScope {
+  const { deadline } = options;
+  if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
+  if (!deadline.started && !shared) deadline.start(deadline.fromMs);
+  return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
+}
+
+/**
+ * One attempt through `gate` — breaker, budget, limits, call, the gate's observers — for a route
+ * that makes its own retries across gates (a pool): the caller decides what comes next, and tells
+ * `onAttempt` and the tally itself. Never rejects. Not on the package's API: set by the class.
+ */
+export let attemptThrough: (
+  gate: CallGate,
+  request: LlmRequest,
+  number: number,
+  options: GateCallOptions,
+  scope: CallScope,
+) => Promise<Attempt>;
 
 /**
  * The way to a provider, for every attempt: circuit breaker → limits → call → retry with backoff.
@@ -205,6 +236,10 @@ export class CallGate {
   readonly #rates: RateHistory | undefined;
   /** The answer cache in front of the calls, when there is one and the provider says what shapes its answers. */
   readonly #cached: OneCallPerKey | undefined;
+
+  static {
+    attemptThrough = (gate, request, number, options, scope) => gate.#attempt(request, number, 0, options, scope);
+  }
 
   constructor(options: CallGateOptions) {
     const { provider, maxConcurrent } = options;
@@ -287,7 +322,7 @@ export class CallGate {
   /** The call through breaker, budget, limits and provider, retried: the gate without its cache. */
   async #call(request: LlmRequest, options: GateCallOptions): Promise<GateAnswer> {
     const { onAttempt, tally } = options;
-    const scope = this.#scopeOf(options);
+    const scope = openScope(options, this.limits.shared === true);
     let previousDelayMs = 0;
     let asked = request;
     let repairs = 0;
@@ -374,19 +409,6 @@ export class CallGate {
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
     });
-  }
-
-  /**
-   * The deadline a call runs under. An unstarted deadline starts from its `fromMs` now, unless the
-   * limits are shared: this process cannot see the demand ahead of it there, so the call's grant
-   * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
-   * processes' share of the queue.
-   */
-  #scopeOf(options: GateCallOptions): CallScope {
-    const { deadline } = options;
-    if (deadline === undefined) return { signal: options.signal, deadlineMs: options.deadlineMs ?? Infinity, pending: undefined };
-    if (!deadline.started && this.limits.shared !== true) deadline.start(deadline.fromMs);
-    return { signal: deadline.signal, deadlineMs: deadline.atMs, pending: deadline.started ? undefined : deadline };
   }
 
   /** The provider's name: what the summary and the result lines call this route. */
@@ -498,8 +520,11 @@ export class CallGate {
     const rank = options.rank ?? (options.deadline === undefined ? undefined : scope.deadlineMs - (options.keepBeforeDeadlineMs ?? 0));
     if (pending === undefined) {
       const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
-      attempt.grant = await this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+      const granted = this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
+      scope.onQueued?.();
+      attempt.grant = await granted;
     } else {
+      scope.onQueued?.();
       attempt.grant = await this.#acquireNear(cost, pending, scope.signal, rank);
       // Independent calls may wait together: the first granted starts the deadline for all.
       pending.start(this.clock.now());
@@ -513,7 +538,7 @@ export class CallGate {
     const leftMs = deadlineMs - attempt.sentAtMs;
     // What is left of the deadline is the call's timeout, unless the call timeout is shorter.
     if (!(this.#callTimeoutMs < leftMs)) return this.provider.call(attempt.request, { signal, timeoutMs: leftMs, maxOutputTokens });
-    return this.#callWithin(attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
+    return callWithin(this.provider, this.clock, attempt.request, this.#callTimeoutMs, signal, maxOutputTokens);
   }
 
   /**
@@ -536,44 +561,6 @@ export class CallGate {
         const spacingMs = this.limits.rate === Infinity ? 1 : 1000 / this.limits.rate;
         await sleep(this.clock, Math.max(spacingMs, error.waitMs - maxWaitMs), signal);
       }
-    }
-  }
-
-  /**
-   * Calls the provider with `timeoutMs` as its timeout, and enforces it too: a provider need not
-   * (the simulated one's hangs last until the signal aborts). Running out of it rejects with a
-   * retryable `TimeoutError`: the deadline is still ahead, so another attempt may be made.
-   */
-  async #callWithin(
-    request: LlmRequest,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-    maxOutputTokens: number,
-  ): Promise<LlmResponse> {
-    const timer = new AbortController();
-    let timedOut!: (error: TimeoutError) => void;
-    // A provider that does not heed its signal is left behind: the attempt ends on time regardless.
-    const late = new Promise<never>((_, reject) => (timedOut = reject));
-    const cancelTimer = this.clock.setTimer(timeoutMs, () => {
-      const error = new TimeoutError(`no answer within ${formatDuration(timeoutMs)} (the call timeout)`, { timeoutMs, retryable: true });
-      timer.abort(error);
-      timedOut(error);
-    });
-    try {
-      const callSignal = signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
-      const call = this.provider.call(request, { signal: callSignal, timeoutMs, maxOutputTokens });
-      // Its outcome after the timeout is nobody's: it must not surface as an unhandled rejection.
-      call.catch(() => {});
-      return await Promise.race([call, late]);
-    } catch (error) {
-      // A provider's own timeout (an SDK's, set from timeoutMs, may fire before the timer) ended
-      // the attempt, not the call: the deadline has not passed.
-      if (isTimeoutError(error) && !error.retryable && signal?.aborted !== true) {
-        throw new TimeoutError(error.message, { timeoutMs: error.timeoutMs, retryable: true, cause: error });
-      }
-      throw error;
-    } finally {
-      cancelTimer();
     }
   }
 

@@ -78,6 +78,24 @@ export interface ProviderFigures extends CallCounts {
   readonly costUsd?: number;
 }
 
+/** A pool's figures: its members' calls against their limits added up. */
+export interface PoolFigures {
+  /** The pool's name. */
+  readonly name: string;
+  /** Its members, in the order listed. */
+  readonly members: readonly string[];
+  /** Attempts its members made, retries included. */
+  readonly calls: number;
+  /** The members' request rates added up, calls per second (`Infinity` when one has none). */
+  readonly rate: number;
+  /** The members' bursts added up. */
+  readonly burst: number;
+  /** `(calls − burst) / rate`: however the calls were spread, no schedule grants the last sooner, in ms. */
+  readonly rateFloorMs: number;
+  /** The latency of the call its members granted last, in ms. */
+  readonly lastCallLatencyMs: number;
+}
+
 /** Per-task call figures. */
 export interface TaskFigures extends Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'> {
   /** The task these figures are for. */
@@ -168,6 +186,8 @@ export interface RunSummary extends CallCounts {
   readonly providers: readonly ProviderFigures[];
   /** Each task's figures, in the tasks' order. */
   readonly tasks: readonly TaskFigures[];
+  /** Each pool's figures, when the run had pools (its members are in `providers` too). */
+  readonly pools?: readonly PoolFigures[];
   /** What the run's calls cost at the providers' prices, in USD; absent when no provider has one. */
   readonly costUsd?: number;
   /**
@@ -216,6 +236,8 @@ export class Metrics {
   readonly #tasks = new Map<string, TaskCounters>();
   readonly #budget: Budget | undefined;
   readonly #priced: boolean;
+  /** Each pool's members: their calls are bounded by the pool's combined limits, not each member's. */
+  readonly #pools: readonly { readonly name: string; readonly members: readonly string[] }[];
   #articles = 0;
   #succeeded = 0;
   #failed = 0;
@@ -241,11 +263,14 @@ export class Metrics {
     readonly tasks?: readonly { readonly name: string; readonly provider: string }[] | undefined;
     /** The providers with a price: their calls, and their tasks', say what they cost. */
     readonly priced?: readonly string[] | undefined;
+    /** Pools of providers: the rate bound counts each pool's members' limits together. */
+    readonly pools?: readonly { readonly name: string; readonly members: readonly string[] }[] | undefined;
     readonly budget?: Budget | undefined;
     /** Whether an answer cache is in front of the calls. @default false */
     readonly cached?: boolean | undefined;
   }) {
     this.#cached = options.cached === true;
+    this.#pools = options.pools ?? [];
     const priced = new Set(options.priced ?? []);
     this.#priced = priced.size > 0;
     this.#startMs = options.startMs;
@@ -347,6 +372,7 @@ export class Metrics {
     let floorMs = 0;
     let rateBoundMs = 0;
     const elapsedMs = endMs - this.#startMs;
+    const pooled = new Set(this.#pools.flatMap((pool) => pool.members));
     for (const gate of gates) {
       const c = this.#providers.get(gate.provider);
       if (c === undefined) continue;
@@ -371,10 +397,43 @@ export class Metrics {
         rateCuts: gate.rateCuts,
       });
       for (const count of COUNTS) total[count] += c[count];
-      // The provider that could finish last bounds the run.
+      // The provider that could finish last bounds the run; a pool's member, with the pool's (below).
+      if (pooled.has(gate.provider)) continue;
       if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
         rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
         floorMs = providerFloorMs;
+      }
+    }
+    // A pool's calls could have gone to any member: no schedule grants the last of them before the
+    // members' calls less their bursts, at their rates added up — however they were spread.
+    const poolFigures: PoolFigures[] = [];
+    for (const pool of this.#pools) {
+      let poolCalls = 0;
+      let poolBurst = 0;
+      let poolRate = 0;
+      let last = { lastGrantMs: -Infinity, lastCallLatencyMs: 0 };
+      for (const member of pool.members) {
+        const c = this.#providers.get(member);
+        const figures = providers.find((p) => p.name === member);
+        if (c === undefined || figures === undefined) continue;
+        poolCalls += c.calls;
+        poolBurst += figures.burst;
+        poolRate += figures.rate;
+        if (c.calls > 0 && c.lastGrantMs > last.lastGrantMs) last = c;
+      }
+      const poolFloorMs = rateFloorMs([{ atMs: this.#startMs, rate: poolRate }], this.#startMs, poolCalls, poolBurst);
+      poolFigures.push({
+        name: pool.name,
+        members: pool.members,
+        calls: poolCalls,
+        rate: poolRate,
+        burst: poolBurst,
+        rateFloorMs: poolFloorMs,
+        lastCallLatencyMs: last.lastCallLatencyMs,
+      });
+      if (poolFloorMs > 0 && Number.isFinite(poolFloorMs) && poolFloorMs + last.lastCallLatencyMs > rateBoundMs) {
+        rateBoundMs = poolFloorMs + last.lastCallLatencyMs;
+        floorMs = poolFloorMs;
       }
     }
     const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestPathMs, workers: this.#pathMs / this.#workers };
@@ -412,6 +471,7 @@ export class Metrics {
         tokensUsed: t.tokensUsed,
         ...(t.priced && { costUsd: t.costNanoUsd / NANO_USD }),
       })),
+      ...(poolFigures.length > 0 && { pools: poolFigures }),
       ...(this.#priced && { costUsd: [...this.#providers.values()].reduce((sum, p) => sum + p.costNanoUsd, 0) / NANO_USD }),
       ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
       ...(this.#cached && { cacheHits: this.#cacheHits }),

@@ -90,6 +90,8 @@ export async function processArticle(article: Article, options: ProcessorOptions
     for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
   }
   const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
+  // Which provider answered each task, where its route chose among several (a pool).
+  const servedBy: Record<string, string> = {};
   // When each task's calls could have ended at the soonest, counting only call time: its own calls
   // in series after the longest chain of the tasks it depends on (0 for those done before).
   const pathEndMs = new Map<string, number>();
@@ -123,6 +125,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
         cached.push(task.name);
         savedNanoUsd += answer.savedNanoUsd ?? 0;
       }
+      if (answer.servedBy !== undefined) servedBy[task.name] = answer.servedBy;
     } catch (error) {
       failure ??= { task: task.name, error };
     } finally {
@@ -158,6 +161,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (tally.repairs > 0) result.repairs = tally.repairs;
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
   if (cached !== undefined) result.cached = cached;
+  if (Object.keys(servedBy).length > 0) result.servedBy = servedBy;
   const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());
   if (failure !== undefined) {
     const { error } = failure;

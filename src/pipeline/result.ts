@@ -36,6 +36,11 @@ export interface ArticleResult {
   readonly callMs: number;
   /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
   readonly costUsd?: number;
+  /**
+   * Which provider answered each task whose route chose among several (a pool's member, or a
+   * fallback), by task name; absent when no task went through a pool.
+   */
+  readonly servedBy?: Readonly<Record<string, string>>;
   /** The tasks whose answers came from the answer cache, no call made, in the order they ended; absent when none did. */
   readonly cached?: readonly string[];
   /** Why the article did not succeed, when it did not. */

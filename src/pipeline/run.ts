@@ -8,6 +8,8 @@ import type { Budget } from '../quota/budget.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
+import { RoutePool, type PoolMemberChange } from '../route/pool.ts';
+import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
@@ -78,10 +80,18 @@ export interface PipelineOptions {
   /** Every article's tasks (`defineTasks`, `loadTasksFile`). @default the built-in summarize, then sentiment */
   readonly tasks?: TaskSet | undefined;
   /**
-   * Which provider (by name) serves each task that names none itself (task name → provider name).
+   * Which provider or pool (by name) serves each task that names none itself (task name → name).
    * @default the first provider serves them
    */
   readonly routes?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Pools of providers (keys, deployments, vendors of one model), each a route a task or `routes`
+   * may name as it names a provider: each call goes where it is granted soonest, with fallbacks.
+   * @default none
+   */
+  readonly pools?: readonly PoolSetup[] | undefined;
+  /** Told each pool member that goes down, comes back, or is dropped (a refused key). @default none */
+  readonly onPoolChange?: ((change: PoolMemberChange) => void) | undefined;
   /**
    * The run's money: every call holds its worst case at its provider's `price` first, so the run
    * never spends more; when the next call cannot be covered, intake stops (`stoppedBy.by` is
@@ -176,20 +186,28 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
-  // One provider's gate is a task's route.
+  const routesByName = poolRoutes(options, gatesByName, clock);
+  // One provider's gate, or a pool, is a task's route.
   const routes = new Map<string, Route>(
-    [...taskProviders(tasks, options.providers, options.routes)].map(([task, name]) => [task, gatesByName.get(name)!]),
+    [...taskProviders(tasks, options.providers, options.routes, options.pools)].map(([task, name]) => [task, routesByName.get(name)!]),
   );
+  // A pool member's outage is the pool's to ride out: the run gives up on a provider only where a task calls it directly.
+  const direct = new Set([...routes.values()]);
+  const members = new Set((options.pools ?? []).flatMap((pool) => pool.members));
+  watchedGates.splice(0, watchedGates.length, ...watchedGates.filter(({ gate }) => direct.has(gate) || !members.has(gate.name)));
   // Loaded before the first token is taken: a call must leave when its token is granted.
   await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
 
   const priced = options.providers.some((setup) => setup.price !== undefined);
+  const pricedNames = options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name);
+  for (const pool of options.pools ?? []) if (pool.members.some((member) => pricedNames.includes(member))) pricedNames.push(pool.name);
   const metrics = new Metrics({
     startMs: clock.now(),
     workers,
     providers: [...gatesByName.keys()],
     tasks: tasks.tasks.map((task) => ({ name: task.name, provider: routes.get(task.name)!.name })),
-    priced: options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name),
+    priced: pricedNames,
+    pools: (options.pools ?? []).map(({ name, members }) => ({ name, members })),
     total: options.total,
     budget: options.budget,
     cached: options.cache !== undefined,
@@ -328,8 +346,10 @@ export function taskProviders(
   tasks: TaskSet,
   providers: readonly ProviderSetup[],
   routes?: Readonly<Record<string, string>> | undefined,
+  pools?: readonly PoolSetup[] | undefined,
 ): Map<string, string> {
   const names = providers.map((setup) => setup.provider.name);
+  const poolNames = (pools ?? []).map((pool) => pool.name);
   const fail = (message: string): never => {
     throw new TasksError(`${tasks.source}: ${message}`);
   };
@@ -341,24 +361,61 @@ export function taskProviders(
   const assigned = new Map<string, string>();
   for (const task of tasks.tasks) {
     const name = task.provider ?? routes?.[task.name] ?? names[0]!;
-    const setup = providers.find((candidate) => candidate.provider.name === name);
-    if (setup === undefined) {
+    const pool = pools?.find((candidate) => candidate.name === name);
+    const served = pool === undefined ? [name] : pool.members;
+    if (pool === undefined && !names.includes(name)) {
+      const known = [...names, ...poolNames].map((n) => `"${n}"`).join(', ');
       return fail(
-        `task "${task.name}" asks for provider "${name}", which is not one of the run's (${names.map((n) => `"${n}"`).join(', ')})`,
+        `task "${task.name}" asks for ${poolNames.length > 0 ? 'provider or pool' : 'provider'} "${name}", which is not one of the run's (${known})`,
       );
     }
-    if (task.maxOutputTokens !== undefined) {
-      const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
-      if (problem?.rule === 'token-burst') {
-        const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
-        fail(
-          `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${name}" ` +
-            `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
-            'give the task a smaller maxOutputTokens, or the provider a larger limit',
-        );
-      }
-    }
+    for (const member of served) checkOutputFits(task, providers.find((candidate) => candidate.provider.name === member)!, fail);
     assigned.set(task.name, name);
   }
   return assigned;
+}
+
+/** Fails when the task's `maxOutputTokens` cannot fit the token limits of `setup`'s provider. */
+function checkOutputFits(task: TaskSet['tasks'][number], setup: ProviderSetup, fail: (message: string) => never): void {
+  if (task.maxOutputTokens === undefined) return;
+  const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
+  if (problem?.rule !== 'token-burst') return;
+  const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
+  fail(
+    `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${setup.provider.name}" ` +
+      `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
+      'give the task a smaller maxOutputTokens, or the provider a larger limit',
+  );
+}
+
+/**
+ * Every route a task may name: each provider's gate, and each pool (its fallbacks built first).
+ * Throws a `TypeError` naming the field for pools that cannot work ({@link poolSetupProblem}).
+ */
+function poolRoutes(options: PipelineOptions, gates: ReadonlyMap<string, CallGate>, clock: Clock): Map<string, Route> {
+  const pools = options.pools ?? [];
+  const problem = poolSetupProblem(pools, [...gates.keys()]);
+  if (problem !== undefined) throw expected(problem.field, problem.expected, problem.value);
+  const routes = new Map<string, Route>(gates);
+  const byName = new Map(pools.map((pool) => [pool.name, pool]));
+  const build = (name: string): Route => {
+    const built = routes.get(name);
+    if (built !== undefined) return built;
+    const setup = byName.get(name)!;
+    const pool = new RoutePool({
+      name,
+      members: setup.members.map((member) => gates.get(member)!),
+      strategy: setup.strategy,
+      weights: setup.weights,
+      fallback: (setup.fallback ?? []).map(build),
+      retry: options.retry,
+      clock,
+      logger: options.logger,
+      onMemberChange: options.onPoolChange,
+    });
+    routes.set(name, pool);
+    return pool;
+  };
+  for (const pool of pools) build(pool.name);
+  return routes;
 }

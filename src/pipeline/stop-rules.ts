@@ -59,6 +59,8 @@ export const refusedEveryCall: StopRule = {
   halts: 'run',
   watch: (run, stop) =>
     run.onAttempt((event) => {
+      // A pool member dropped for it: the pool has other members or fallbacks to go on with.
+      if (event.dropped === true) return;
       if (stopsRun(event.error) || isMissingPackageError(event.error)) stop(finding(event.provider, event.error));
     }),
 };

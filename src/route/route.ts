@@ -28,5 +28,8 @@ export interface Route {
   onCircuitChange(listener: () => void): () => void;
 }
 
-/** A route's answer: the provider's response, the attempts the call took, and whether it came from the answer cache. */
-export type RouteAnswer = GateAnswer;
+/** A route's answer: the gate's (the response, the attempts, whether it came from the cache), and which provider answered. */
+export interface RouteAnswer extends GateAnswer {
+  /** The provider that answered, when the route chose among several (a pool's member, a fallback). @default the route itself */
+  readonly servedBy?: string | undefined;
+}
