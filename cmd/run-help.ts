@@ -11,6 +11,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--timeout',
     '--call-timeout',
     '--max-attempts',
+    '--max-repairs',
     '--config',
     '--tasks',
     '--dry-run',
