@@ -1,9 +1,9 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
-import { SIMULATED_DEFAULTS, isMissingPackageError, type ProfileName } from '../src/index.ts';
+import { SIMULATED_DEFAULTS, formatDuration, isMissingPackageError, type ProfileName } from '../src/index.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
-import { accepting, integer, oneOf, rate } from './parse-values.ts';
+import { accepting, duration, integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, UsageError, checkLatencyRange, createLogger, oneLineErrors, outageWindow, simulationOptions } from './run-options.ts';
 import { systemErrorText } from './stdout.ts';
 import { quitNow } from './terminal.ts';
@@ -24,13 +24,20 @@ interface ServeFlags {
   profile: ProfileName;
   seed: number;
   outage?: { startMs: number; endMs: number };
+  batchDuration: number;
+  batchWindow: number;
+  batchQueueTokens?: number;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
 const EXAMPLES = `
 Routes: POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and
 POST /v1/messages/count_tokens (Anthropic), GET /v1/responses/ID, GET /v1/models[/ID], GET /healthz,
-GET /metrics (Prometheus); each chat route answers whole or streamed (stream: true). The API key is
+GET /metrics (Prometheus); each chat route answers whole or streamed (stream: true). Both Batch APIs:
+OpenAI's POST /v1/files (purpose=batch), GET|DELETE /v1/files/ID, GET /v1/files/ID/content, POST|GET
+/v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel; Anthropic's POST|GET /v1/messages/batches,
+GET|DELETE /v1/messages/batches/ID, GET /v1/messages/batches/ID/results, POST …/ID/cancel. A batch's
+rows are answered as the live routes answer them, finishing spread over --batch-duration. The API key is
 Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic); any key is accepted unless --api-keys or
 --api-keys-file name the ones that are (any other gets the vendor's 401, as a wrong key does). Each key has
 its own quota, which the vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute,
@@ -44,6 +51,7 @@ Examples:
   $ news-processor serve --min-latency=0ms --max-latency=0ms --rate=inf    as fast as it goes
   $ news-processor serve --tokens-per-second=20 --fail-mid-stream=0.2      slow streams, one in five cut
   $ news-processor serve --api-keys-file=keys.txt               only the keys in keys.txt (one a line, # comments)
+  $ news-processor serve --batch-duration=2s --batch-queue-tokens=90000    batches done in 2 s, a queue of 90,000 tokens a key
 
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second
@@ -130,6 +138,22 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
       ).argParser(outageWindow),
     )
     .addOption(
+      new Option('--batch-duration <duration>', 'how long a batch takes once validated: its rows finish evenly spread over it, e.g. 30s')
+        .argParser(duration({ allowZero: true }))
+        .default(LLM_SERVER_DEFAULTS.batchDurationMs, formatDuration(LLM_SERVER_DEFAULTS.batchDurationMs)),
+    )
+    .addOption(
+      new Option('--batch-window <duration>', 'how long a batch may take from its creation: the rows not finished by then expire')
+        .argParser(duration({ allowZero: false }))
+        .default(LLM_SERVER_DEFAULTS.batchWindowMs, formatDuration(LLM_SERVER_DEFAULTS.batchWindowMs)),
+    )
+    .addOption(
+      new Option(
+        '--batch-queue-tokens <tokens>',
+        "input tokens one API key may have enqueued in batches not yet ended: OpenAI's batch fails with token_limit_exceeded, Anthropic's is refused with 429 (default: no limit)",
+      ).argParser(integer(1)),
+    )
+    .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
         .argParser(oneOf(LOG_LEVELS))
         .default('info'),
@@ -152,6 +176,9 @@ async function serve(flags: ServeFlags): Promise<number> {
     failMidStream: flags.failMidStream,
     lenientSchemas: flags.lenientSchemas,
     apiKeys,
+    batchDurationMs: flags.batchDuration,
+    batchWindowMs: flags.batchWindow,
+    batchQueueTokens: flags.batchQueueTokens,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,

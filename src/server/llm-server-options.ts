@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SimulatedProviderOptions } from '../simulator/simulated.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkBoolean, checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
+import { checkBoolean, checkDurationMs, checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
 import { checkApiKeys } from './api-keys.ts';
 
 /** What `serve` is unless told otherwise. */
@@ -27,6 +27,12 @@ export const LLM_SERVER_DEFAULTS = Object.freeze({
   maxSchemas: 256,
   /** Responses API answers kept for `GET /v1/responses/{id}` and `previous_response_id`, most recent. */
   maxResponses: 10_000,
+  /** How long a batch takes from the end of its validation to its last row, ms: its rows finish evenly spread over it. */
+  batchDurationMs: 10_000,
+  /** How long a batch may take before it expires, ms: both vendors' 24 hours. */
+  batchWindowMs: 86_400_000,
+  /** Largest batch upload (an OpenAI batch file, an Anthropic batch's body), bytes: Anthropic's 256 MB. */
+  maxBatchBytes: 256_000_000,
 });
 
 /** Each answer's latency and fate, as the in-process simulated provider takes them. */
@@ -83,6 +89,25 @@ export interface LlmServerOptions {
   readonly maxKeys?: number;
   /** API keys `/metrics` labels apart. @default LLM_SERVER_DEFAULTS.maxKeyLabels (1000) */
   readonly maxKeyLabels?: number;
+  /**
+   * How long a batch (OpenAI's Batch API, Anthropic's Message Batches) takes from the end of its
+   * validation to its last row, ms: its rows finish evenly spread over it, so polls see progress.
+   * @default LLM_SERVER_DEFAULTS.batchDurationMs (10 000)
+   */
+  readonly batchDurationMs?: number;
+  /**
+   * How long a batch may take from its creation, ms: the rows not finished by then expire (OpenAI's
+   * `expired`, Anthropic's `expired` results). @default LLM_SERVER_DEFAULTS.batchWindowMs (24 hours)
+   */
+  readonly batchWindowMs?: number;
+  /**
+   * The most input tokens one API key may have enqueued in batches not yet ended (OpenAI's
+   * enqueued-token limit): a batch that would pass it fails with `token_limit_exceeded` (OpenAI) or
+   * is refused with 429 (Anthropic). @default none (no limit)
+   */
+  readonly batchQueueTokens?: number | undefined;
+  /** Largest batch upload in bytes: an OpenAI batch file, an Anthropic batch's body. @default LLM_SERVER_DEFAULTS.maxBatchBytes (256 MB) */
+  readonly maxBatchBytes?: number;
   /** Logs a line per request at `info` (keys by fingerprint only). @default silentLogger (says nothing) */
   readonly logger?: Logger;
   /** Time source of the quotas, the simulation and the streams' pacing. @default systemClock */
@@ -98,8 +123,8 @@ export interface ListenOptions {
 }
 
 /** A server's options checked, every default applied: what its constructor reads. */
-export type ServerSettings = Required<Omit<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys'>> &
-  Pick<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys'>;
+export type ServerSettings = Required<Omit<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens'>> &
+  Pick<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens'>;
 
 /** Checks `options` (a `TypeError` naming the first bad one) and applies the defaults once. */
 export function serverSettings(options: LlmServerOptions): ServerSettings {
@@ -117,6 +142,10 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     apiKeys,
     maxKeys,
     maxKeyLabels = LLM_SERVER_DEFAULTS.maxKeyLabels,
+    batchDurationMs = LLM_SERVER_DEFAULTS.batchDurationMs,
+    batchWindowMs = LLM_SERVER_DEFAULTS.batchWindowMs,
+    batchQueueTokens,
+    maxBatchBytes = LLM_SERVER_DEFAULTS.maxBatchBytes,
     logger = silentLogger,
     clock = systemClock,
   } = options;
@@ -133,6 +162,10 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
   for (const model of models) checkString('each model', model);
   checkInteger('maxKeyLabels', maxKeyLabels, 0);
   if (apiKeys !== undefined) checkApiKeys(apiKeys);
+  checkDurationMs('batchDurationMs', batchDurationMs);
+  checkDurationMs('batchWindowMs', batchWindowMs, { positive: true });
+  if (batchQueueTokens !== undefined) checkInteger('batchQueueTokens', batchQueueTokens, 1);
+  checkInteger('maxBatchBytes', maxBatchBytes, 1);
 
   return {
     rate,
@@ -147,6 +180,10 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     apiKeys,
     maxKeys,
     maxKeyLabels,
+    batchDurationMs,
+    batchWindowMs,
+    batchQueueTokens,
+    maxBatchBytes,
     logger,
     clock,
   };

@@ -5,6 +5,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -13,7 +14,14 @@ import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.t
 import type { JsonSchema } from '../provider/json-schema.ts';
 import { BadRequestError, isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { formatRateLimitHeaders, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
-import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
+import {
+  FAILURE_PROFILES,
+  OUTAGE_PROFILE_WINDOW,
+  SimulatedProvider,
+  type FailureProfile,
+  type OutageWindow,
+  type ProfileName,
+} from '../simulator/simulated.ts';
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
 import { countTokensPrompt } from './anthropic-api.ts';
 import { answerChoice, type Draft, type Tokenizer } from './answer-choices.ts';
@@ -30,6 +38,13 @@ import { ClientGone, Refusal, type Exchange, type LimitContext } from './exchang
 import { LLM_SERVER_DEFAULTS, serverSettings, type ListenOptions, type LlmServerOptions } from './llm-server-options.ts';
 import { matchRoute, type RouteHandler } from './routes.ts';
 import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './answer-schema.ts';
+import { FileStore, type StoredFile } from './file-store.ts';
+import { OpenAiBatches } from './openai-batches.ts';
+import { AnthropicBatches } from './anthropic-batches.ts';
+import type { RowAnswer } from './batch-runner.ts';
+import { openAiApi } from './openai-api.ts';
+import { anthropicApi } from './anthropic-api.ts';
+import { responsesApi } from './responses-api.ts';
 
 export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type LlmServerSimulation } from './llm-server-options.ts';
 
@@ -86,6 +101,12 @@ export class LlmServer {
   readonly #requests: KeyedLimiter;
   readonly #tokens: KeyedLimiter | undefined;
   readonly #provider: SimulatedProvider;
+  /** Answers batch rows: the same seed and failures, no latency (a batch's timing is its own). */
+  readonly #batchProvider: SimulatedProvider;
+  readonly #files = new FileStore();
+  readonly #openAiBatches: OpenAiBatches;
+  readonly #anthropicBatches: AnthropicBatches;
+  readonly #maxBatchBytes: number;
   readonly #outage: OutageWindow | undefined;
   readonly #createdAtMs: number;
   readonly #tokensPerSecond: number;
@@ -115,6 +136,10 @@ export class LlmServer {
       apiKeys,
       maxKeys,
       maxKeyLabels,
+      batchDurationMs,
+      batchWindowMs,
+      batchQueueTokens,
+      maxBatchBytes,
       logger,
       clock,
     } = serverSettings(options);
@@ -126,6 +151,30 @@ export class LlmServer {
     const picked = simulation;
     this.#provider = new SimulatedProvider({ ...picked, name: 'serve', clock });
     this.#outage = picked.outage ?? (picked.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
+    this.#batchProvider = new SimulatedProvider({
+      seed: picked.seed,
+      profile: rowFailures(picked.profile),
+      minLatencyMs: 0,
+      maxLatencyMs: 0,
+      name: 'serve-batches',
+      clock,
+    });
+    const services = {
+      files: this.#files,
+      timing: { clock, durationMs: batchDurationMs, windowMs: batchWindowMs },
+      queueTokens: batchQueueTokens,
+      answerRow: (api: ChatApi, body: unknown) => this.#answerRow(api, body),
+      inputTokens: (api: ChatApi, body: unknown) => this.#inputTokens(api, body),
+      background: (work: Promise<void>) => {
+        work.catch((error: unknown) => {
+          // Closing removes the batches' files from under the work on them: that is no error.
+          if (this.#closing === undefined) this.#logger.error({ err: error }, 'batch work failed');
+        });
+      },
+    };
+    this.#openAiBatches = new OpenAiBatches(services, { '/v1/chat/completions': openAiApi, '/v1/responses': responsesApi });
+    this.#anthropicBatches = new AnthropicBatches(services, anthropicApi);
+    this.#maxBatchBytes = maxBatchBytes;
     this.#createdAtMs = clock.now();
     this.#tokensPerSecond = tokensPerSecond;
     this.#faults = new StreamFaults(failMidStream, picked.seed ?? 1);
@@ -183,17 +232,21 @@ export class LlmServer {
       if (!this.#server.listening) return resolve();
       this.#server.close((error) => (error === undefined ? resolve() : reject(error)));
       this.#server.closeIdleConnections();
-    });
+    }).finally(() => this.#files.close());
     return this.#closing;
   }
 
   async #load(): Promise<Loaded> {
     const [schemas, metrics, tokenizer] = await Promise.all([
       SchemaAnswers.create(LLM_SERVER_DEFAULTS.maxSchemas),
-      ServerMetrics.create(this.#maxKeyLabels, (key) => ({
-        requests: this.#requests.take(key, 0).remaining,
-        tokens: this.#tokens?.take(key, 0).remaining,
-      })),
+      ServerMetrics.create(
+        this.#maxKeyLabels,
+        (key) => ({
+          requests: this.#requests.take(key, 0).remaining,
+          tokens: this.#tokens?.take(key, 0).remaining,
+        }),
+        () => ({ openai: this.#openAiBatches.counts(), anthropic: this.#anthropicBatches.counts() }),
+      ),
       loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
     ]);
     return {
@@ -245,7 +298,107 @@ export class LlmServer {
     model: (exchange, id) => this.#answerKeyed(exchange, () => exchange.api.model(id)),
     health: (exchange) => this.#send(exchange, 200, { status: 'ok' }),
     metrics: (exchange) => this.#scrape(exchange),
+    'upload-file': (exchange) =>
+      this.#batchRoute(exchange, { upload: true }, async (key) => {
+        const body = await this.#readBody(exchange, this.#maxBatchBytes);
+        return this.#openAiBatches.upload(key, body, exchange.req.headers['content-type']);
+      }),
+    file: (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.file(key, id)),
+    'file-content': (exchange, id) =>
+      this.#batchRoute(exchange, {}, (key) => new FileAnswer(this.#openAiBatches.fileOf(key, id), 'application/octet-stream')),
+    'delete-file': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.deleteFile(key, id)),
+    'create-batch': (exchange) =>
+      this.#batchRoute(exchange, { upload: true }, async (key) => this.#openAiBatches.create(key, await this.#readJson(exchange))),
+    batch: (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.retrieve(key, id)),
+    'list-batches': (exchange) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.list(key, queryOf(exchange))),
+    'cancel-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#openAiBatches.cancel(key, id)),
+    'create-message-batch': (exchange) =>
+      this.#batchRoute(exchange, { upload: true }, async (key) => {
+        const body = await this.#readJson(exchange, this.#maxBatchBytes);
+        return this.#anthropicBatches.create(key, body, originOf(exchange));
+      }),
+    'message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.retrieve(key, id)),
+    'list-message-batches': (exchange) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.list(key, queryOf(exchange))),
+    'message-batch-results': (exchange, id) =>
+      this.#batchRoute(exchange, {}, async (key) => new FileAnswer(await this.#anthropicBatches.results(key, id), 'application/x-jsonl')),
+    'cancel-message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.cancel(key, id)),
+    'delete-message-batch': (exchange, id) => this.#batchRoute(exchange, {}, (key) => this.#anthropicBatches.delete(key, id)),
   };
+
+  /**
+   * A batch route: needs a key; an upload (a file, a batch made) also takes a request from the
+   * key's quota and has the batch routes' larger body cap. `work` answers with a body, or a kept
+   * file to stream.
+   */
+  async #batchRoute(exchange: Exchange, { upload = false }: { readonly upload?: boolean }, work: (key: string) => unknown): Promise<void> {
+    try {
+      this.#authenticate(exchange);
+      if (upload) {
+        if (Number(exchange.req.headers['content-length']) > this.#maxBatchBytes) throw this.#tooLarge(this.#maxBatchBytes);
+        this.#admit(exchange);
+      }
+      const answer = await work(exchange.key!);
+      if (answer instanceof FileAnswer) await this.#sendFile(exchange, answer.file, answer.type);
+      else this.#send(exchange, 200, answer, this.#limitHeaders(exchange, {}));
+    } catch (error) {
+      this.#answerStop(exchange, error);
+    }
+  }
+
+  /** A kept file, streamed from disk. */
+  async #sendFile(exchange: Exchange, file: StoredFile, type: string): Promise<void> {
+    const { res, api } = exchange;
+    res.writeHead(200, {
+      'content-type': type,
+      'content-length': String(file.bytes),
+      [api.requestIdHeader]: `req_${exchange.requestId}`,
+      ...this.#limitHeaders(exchange, {}),
+      ...this.#connection(),
+    });
+    try {
+      await pipeline(this.#files.read(file), res);
+    } catch {
+      // The client went away mid-file: there is nobody left to answer.
+      return this.#finish(exchange, CLIENT_CLOSED);
+    }
+    this.#finish(exchange, 200);
+  }
+
+  /**
+   * A batch row answered as its route answers it live, without the latency or the quotas (a batch
+   * has its own): parsed, made for its schema, ended as a model's output ends; a request the route
+   * would refuse, or a failure of the simulation, is the row's error in the API's shape.
+   */
+  async #answerRow(api: ChatApi, body: unknown): Promise<RowAnswer> {
+    const requestId = randomUUID().replaceAll('-', '');
+    try {
+      const prepared = this.#prepare(api, undefined, body);
+      if (prepared.request.stream !== undefined) {
+        throw new Refusal({
+          kind: 'invalid-request',
+          message: 'Streaming is not supported in batches: leave stream out.',
+          param: 'stream',
+        });
+      }
+      const draft = await this.#draft(this.#batchProvider, api, prepared, requestId);
+      const answer = this.#complete(prepared.request, draft);
+      return { statusCode: 200, requestId: `req_${requestId}`, body: api.respond(prepared.request, answer, requestId) };
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      const { status, body: failure } = api.fail(error.failure, `req_${requestId}`);
+      return { statusCode: status, requestId: `req_${requestId}`, body: failure };
+    }
+  }
+
+  /** The input tokens of a request with this body, as its answer's usage would count them; 0 for one the API refuses. */
+  #inputTokens(api: ChatApi, body: unknown): number {
+    try {
+      return this.#loaded!.tokenizer.encode(api.parse(body, this.#parseOptions).promptText).length;
+    } catch (error) {
+      if (error instanceof InvalidRequestError) return 0;
+      throw error;
+    }
+  }
 
   /**
    * The story of a chat request, the same on every chat route: each step says what it does and
@@ -259,7 +412,7 @@ export class LlmServer {
       this.#refuseDeclaredOversize(exchange);
       this.#admit(exchange);
       const body = await this.#readJson(exchange);
-      const prepared = this.#prepare(exchange, body);
+      const prepared = this.#prepare(exchange.api, exchange.key, body);
       const draft = await this.#generate(exchange, prepared);
       const answer = this.#complete(prepared.request, draft);
       const tokens = this.#chargeTokens(exchange, answer);
@@ -298,14 +451,20 @@ export class LlmServer {
     throw new Refusal({ kind: 'rate-limited', limit: 'requests', message }, { requests: admitted, retryAfterMs: admitted.retryAfterMs });
   }
 
-  /** The body, read up to the cap and parsed as JSON: 413 past the cap, 400 for what does not parse. */
-  async #readJson(exchange: Exchange): Promise<unknown> {
+  /** The body, read up to the cap: 413 past it. */
+  async #readBody(exchange: Exchange, maxBytes: number): Promise<Buffer> {
     const { req, res } = exchange;
     // Only now that the request is admitted is the client told to send its body.
     if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue();
-    const body = await readBody(req, this.#maxBodyBytes);
-    if (body === 'too-large') throw this.#tooLarge();
+    const body = await readBody(req, maxBytes);
+    if (body === 'too-large') throw this.#tooLarge(maxBytes);
     if (body === 'gone') throw new ClientGone();
+    return body;
+  }
+
+  /** The body, read up to the cap and parsed as JSON: 413 past the cap, 400 for what does not parse. */
+  async #readJson(exchange: Exchange, maxBytes = this.#maxBodyBytes): Promise<unknown> {
+    const body = await this.#readBody(exchange, maxBytes);
     try {
       return JSON.parse(body.toString('utf8'));
     } catch (error) {
@@ -320,11 +479,11 @@ export class LlmServer {
    * The request as the API reads it, and the schema its answer is made for: one that does not
    * compile, or admits nothing, is refused before any latency is spent.
    */
-  #prepare(exchange: Exchange, body: unknown): Prepared {
-    const { api } = exchange;
-    const key = exchange.key!;
+  #prepare(api: ChatApi, key: string | undefined, body: unknown): Prepared {
     try {
-      const request = api.parse(body, { ...this.#parseOptions, previousResponse: (id) => this.#responses.find(key, id) });
+      // A batch row (no key here) continues no earlier response: a batch is no conversation.
+      const previousResponse = key === undefined ? undefined : (id: string) => this.#responses.find(key, id);
+      const request = api.parse(body, { ...this.#parseOptions, previousResponse });
       const { shape } = request;
       if (shape.kind === 'text') return { request, answerSchema: SUMMARY_SCHEMA };
       if (shape.kind === 'json-object') return { request, answerSchema: promptedSchema(this.#loaded!.schemas, request) ?? SUMMARY_SCHEMA };
@@ -340,29 +499,41 @@ export class LlmServer {
    * its own analysis of the article, any other schema with a value made to fit. A client that goes
    * away meanwhile ends the wait.
    */
-  async #generate(exchange: Exchange, { request, answerSchema }: Prepared): Promise<Draft> {
+  async #generate(exchange: Exchange, prepared: Prepared): Promise<Draft> {
     const { res, api } = exchange;
     const abort = new AbortController();
     const onClose = () => {
       if (!res.writableEnded) abort.abort(new Error('the client closed the connection'));
     };
     res.once('close', onClose);
-    const { shape } = request;
     try {
-      const { output } = await this.#provider.call(
-        { ...taskOfAnswer(request, answerSchema), articleId: exchange.requestId, schema: answerSchema },
-        { signal: abort.signal },
-      );
-      return shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
+      return await this.#draft(this.#provider, api, prepared, exchange.requestId, abort.signal);
     } catch (error) {
       if (abort.signal.aborted) throw new ClientGone();
+      throw error;
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
+  /** What `provider` answers the prepared request, or the {@link Refusal} its failure is. */
+  async #draft(
+    provider: SimulatedProvider,
+    api: ChatApi,
+    { request, answerSchema }: Prepared,
+    id: string,
+    signal?: AbortSignal,
+  ): Promise<Draft> {
+    try {
+      const { output } = await provider.call({ ...taskOfAnswer(request, answerSchema), articleId: id, schema: answerSchema }, { signal });
+      return request.shape.kind === 'text' ? { text: String(output.summary) } : { value: output };
+    } catch (error) {
+      if (signal?.aborted) throw error;
       // Only a task-shaped schema that asks more than the task's answer, and admits nothing, gets here.
       if (error instanceof BadRequestError && error.cause instanceof SchemaError) throw asRefusal(api, error.cause);
       const failure = simulatedFailure(error);
       if (failure !== undefined) throw new Refusal(failure, { retryAfterMs: (error as { retryAfterMs?: number }).retryAfterMs });
       throw error;
-    } finally {
-      res.off('close', onClose);
     }
   }
 
@@ -493,8 +664,8 @@ export class LlmServer {
     this.#finish(exchange, 200);
   }
 
-  #tooLarge(): Refusal {
-    const message = `Request body too large: the limit is ${this.#maxBodyBytes} bytes.`;
+  #tooLarge(maxBytes = this.#maxBodyBytes): Refusal {
+    const message = `Request body too large: the limit is ${maxBytes} bytes.`;
     // The rest of the body is not read: the connection closes once the answer is out.
     return new Refusal({ kind: 'too-large', message, code: 'request_too_large' }, { close: true });
   }
@@ -589,4 +760,36 @@ function simulatedFailure(error: unknown): Failure | undefined {
   if (isServerError(error)) return { kind: 'overloaded', message: `The server is overloaded or down: ${error.message}.` };
   if (isTimeoutError(error)) return { kind: 'timeout', message: 'The request timed out before an answer was ready.' };
   return undefined;
+}
+
+/**
+ * The failures of a batch's rows: whatever the profile would have failed live (a 429, a 503, a
+ * hang) fails the row with a 5xx — a batch has its own queue, not a rate limit, and no client waits on a hang.
+ */
+function rowFailures(profile: ProfileName | FailureProfile | undefined): FailureProfile {
+  const { rateLimitedProbability, serverErrorProbability, hangProbability } =
+    typeof profile === 'object' ? profile : FAILURE_PROFILES[profile ?? 'default'];
+  return {
+    rateLimitedProbability: 0,
+    serverErrorProbability: rateLimitedProbability + serverErrorProbability + hangProbability,
+    hangProbability: 0,
+  };
+}
+
+/** The request's query. */
+function queryOf(exchange: Exchange): URLSearchParams {
+  return new URLSearchParams((exchange.req.url ?? '').split('?')[1] ?? '');
+}
+
+/** The server's address as the client reached it: where the results of a batch are to be had. */
+function originOf(exchange: Exchange): string {
+  return `http://${exchange.req.headers.host ?? 'localhost'}`;
+}
+
+/** A batch route's answer that is a kept file, sent as it is on disk. */
+class FileAnswer {
+  constructor(
+    readonly file: StoredFile,
+    readonly type: string,
+  ) {}
 }

@@ -6,11 +6,32 @@ import { openAiApi } from './openai-api.ts';
 import { responsesApi } from './responses-api.ts';
 
 /** What the server does with a request: the steps `LlmServer` runs for each kind. */
-export type RouteHandler = 'chat' | 'count-tokens' | 'retrieve-response' | 'models' | 'model' | 'health' | 'metrics';
+export type RouteHandler =
+  | 'chat'
+  | 'count-tokens'
+  | 'retrieve-response'
+  | 'models'
+  | 'model'
+  | 'health'
+  | 'metrics'
+  | 'upload-file'
+  | 'file'
+  | 'file-content'
+  | 'delete-file'
+  | 'create-batch'
+  | 'batch'
+  | 'list-batches'
+  | 'cancel-batch'
+  | 'create-message-batch'
+  | 'message-batch'
+  | 'list-message-batches'
+  | 'message-batch-results'
+  | 'cancel-message-batch'
+  | 'delete-message-batch';
 
-/** One route: its method and path (`{id}` for a last segment that is an id), the API it speaks, what handles it. */
+/** One route: its method and path (`{id}` for the one segment that is an id), the API it speaks, what handles it. */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   readonly path: string;
   /** The API whose shapes its answers and errors take; `undefined`: told by the request's headers. */
   readonly api: ChatApi | undefined;
@@ -30,6 +51,20 @@ export const ROUTES: readonly RouteSpec[] = Object.freeze([
   { method: 'GET', path: '/v1/responses/{id}', api: responsesApi, handler: 'retrieve-response' },
   { method: 'GET', path: '/v1/models', api: undefined, handler: 'models' },
   { method: 'GET', path: '/v1/models/{id}', api: undefined, handler: 'model' },
+  { method: 'POST', path: '/v1/files', api: openAiApi, handler: 'upload-file' },
+  { method: 'GET', path: '/v1/files/{id}', api: openAiApi, handler: 'file' },
+  { method: 'GET', path: '/v1/files/{id}/content', api: openAiApi, handler: 'file-content' },
+  { method: 'DELETE', path: '/v1/files/{id}', api: openAiApi, handler: 'delete-file' },
+  { method: 'POST', path: '/v1/batches', api: openAiApi, handler: 'create-batch' },
+  { method: 'GET', path: '/v1/batches', api: openAiApi, handler: 'list-batches' },
+  { method: 'GET', path: '/v1/batches/{id}', api: openAiApi, handler: 'batch' },
+  { method: 'POST', path: '/v1/batches/{id}/cancel', api: openAiApi, handler: 'cancel-batch' },
+  { method: 'POST', path: '/v1/messages/batches', api: anthropicApi, handler: 'create-message-batch' },
+  { method: 'GET', path: '/v1/messages/batches', api: anthropicApi, handler: 'list-message-batches' },
+  { method: 'GET', path: '/v1/messages/batches/{id}', api: anthropicApi, handler: 'message-batch' },
+  { method: 'GET', path: '/v1/messages/batches/{id}/results', api: anthropicApi, handler: 'message-batch-results' },
+  { method: 'POST', path: '/v1/messages/batches/{id}/cancel', api: anthropicApi, handler: 'cancel-message-batch' },
+  { method: 'DELETE', path: '/v1/messages/batches/{id}', api: anthropicApi, handler: 'delete-message-batch' },
   { method: 'GET', path: '/healthz', api: undefined, handler: 'health' },
   { method: 'GET', path: '/metrics', api: undefined, handler: 'metrics' },
 ] satisfies RouteSpec[]);

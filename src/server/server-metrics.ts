@@ -6,6 +6,15 @@ import type { StreamOutcome } from './stream-writer.ts';
 /** What the token gauge reads: the whole tokens a key has left, per limit. */
 export type RemainingTokens = (key: string) => { readonly requests: number; readonly tokens?: number | undefined };
 
+/** One API's batches and their rows, counted by status in that API's words. */
+export interface BatchCounts {
+  readonly batches: Record<string, number>;
+  readonly rows: Record<string, number>;
+}
+
+/** What the batch gauges read: each batch API's counts, by its name (`openai`, `anthropic`). */
+export type BatchCensus = () => Readonly<Record<string, BatchCounts>>;
+
 /** The label of requests whose key came after the first `maxKeyLabels`. */
 export const OTHER_KEYS_LABEL = 'other';
 
@@ -32,7 +41,7 @@ export class ServerMetrics {
   readonly #labels = new Map<string, string>();
   readonly #maxKeyLabels: number;
 
-  private constructor(prom: typeof import('prom-client'), maxKeyLabels: number, remaining: RemainingTokens) {
+  private constructor(prom: typeof import('prom-client'), maxKeyLabels: number, remaining: RemainingTokens, census: BatchCensus) {
     this.#maxKeyLabels = maxKeyLabels;
     this.#registry = new prom.Registry();
     const registers = [this.#registry];
@@ -70,14 +79,38 @@ export class ServerMetrics {
         }
       },
     });
+    const batchGauge = (name: string, help: string, part: keyof BatchCounts) =>
+      new prom.Gauge({
+        name,
+        help,
+        labelNames: ['api', 'status'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [api, counts] of Object.entries(census())) {
+            for (const [status, count] of Object.entries(counts[part])) this.set({ api, status }, count);
+          }
+        },
+      });
+    batchGauge(
+      'serve_batches',
+      "Batches kept, by API (openai: the Batch API; anthropic: Message Batches) and status in that API's words.",
+      'batches',
+    );
+    batchGauge(
+      'serve_batch_rows',
+      'Rows of the batches kept, by API and status: in_progress (not finished yet), completed/succeeded, failed/errored, cancelled/canceled, expired.',
+      'rows',
+    );
   }
 
   /** Loads prom-client on first use: a server that is never started never pays for it. */
-  static async create(maxKeyLabels: number, remaining: RemainingTokens): Promise<ServerMetrics> {
+  static async create(maxKeyLabels: number, remaining: RemainingTokens, census: BatchCensus): Promise<ServerMetrics> {
     return new ServerMetrics(
       await loadOptional('prom-client', "the server's /metrics", () => import('prom-client')),
       maxKeyLabels,
       remaining,
+      census,
     );
   }
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { formatDuration, SIMULATED_DEFAULTS } from '../../src/index.ts';
 import { LLM_SERVER_DEFAULTS } from '../../src/server/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
-import { post } from '../server/http.ts';
+import { get, post } from '../server/http.ts';
 import { linesOf, makeTempDir, runCli, startCli, type CliRun } from './run-cli.ts';
 
 const LISTENING = /^listening on (http:\/\/127\.0\.0\.1:(\d+))\n/;
@@ -162,6 +162,32 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
     }
   });
 
+  it('--batch-duration and --batch-queue-tokens: an Anthropic batch ends after the duration, a second past the queue gets 429', async () => {
+    const run = startCli(['serve', '--port=0', '--batch-duration=300ms', '--batch-queue-tokens=40', '--log-level=warn']);
+    try {
+      const url = await listening(run);
+      const key = { 'x-api-key': 'sk-ant-cli' };
+      const requests = [{ custom_id: 'r1', params: { model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'Hello there.' }] } }];
+      const started = performance.now();
+      const created = await post(`${url}/v1/messages/batches`, { requests }, key);
+      expect(created.body).toMatchObject({ processing_status: 'in_progress', request_counts: { processing: 1 } });
+      // Its 3 input tokens leave 37 of the queue: a batch of 40 is refused until the first ends.
+      const big = [{ custom_id: 'r2', params: { ...requests[0]!.params, messages: [{ role: 'user', content: 'word '.repeat(40) }] } }];
+      expect((await post(`${url}/v1/messages/batches`, { requests: big }, key)).status).toBe(429);
+      let batch = created.body;
+      while (batch.processing_status !== 'ended') {
+        await sleep(50);
+        batch = (await get(`${url}/v1/messages/batches/${created.body.id}`, key)).body;
+      }
+      expect(performance.now() - started).toBeGreaterThanOrEqual(300);
+      expect(batch.request_counts).toMatchObject({ succeeded: 1, processing: 0 });
+      run.child.kill('SIGTERM');
+      expect((await run.result).code).toBe(0);
+    } finally {
+      run.child.kill('SIGKILL');
+    }
+  });
+
   it('a port in use: one line naming the address, exit 2', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
@@ -200,6 +226,12 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
       "error: option '--outage <window>' argument '8s..2s' is invalid. Expected a window like 2s..8s (start before end).",
     ],
     [['--min-latency=2s', '--max-latency=1s'], 'error: --min-latency (2.000s) must not exceed --max-latency (1.000s)'],
+    [
+      ['--batch-duration=soon'],
+      "error: option '--batch-duration <duration>' argument 'soon' is invalid. Expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h).",
+    ],
+    [['--batch-window=0'], "error: option '--batch-window <duration>' argument '0' is invalid. Expected a duration > 0."],
+    [['--batch-queue-tokens=0'], "error: option '--batch-queue-tokens <tokens>' argument '0' is invalid. Expected a whole number >= 1."],
     [['--articles=5'], "error: unknown option '--articles=5'"],
   ])('serve %j: one line, exit 2, nothing served', async (args, message) => {
     const result = await runCli(['serve', ...args]);
@@ -223,6 +255,8 @@ describe.concurrent('news-processor serve', { timeout: 60_000 }, () => {
       ['--max-latency <duration>', formatDuration(SIMULATED_DEFAULTS.maxLatencyMs)],
       ['--profile <name>', JSON.stringify(SIMULATED_DEFAULTS.profile)],
       ['--seed <n>', String(SIMULATED_DEFAULTS.seed)],
+      ['--batch-duration <duration>', formatDuration(LLM_SERVER_DEFAULTS.batchDurationMs)],
+      ['--batch-window <duration>', formatDuration(LLM_SERVER_DEFAULTS.batchWindowMs)],
     ];
     const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     // Its own "(default: …)": after the flag, before the next one.

@@ -17,6 +17,23 @@ describe('matchRoute()', () => {
     expect(matchRoute('GET', '/v1/models/a%2Fb', {})).toMatchObject({ label: '/v1/models/{id}', id: 'a/b' });
   });
 
+  it('finds an id that is not the last segment, and tells the routes of one path apart by method', () => {
+    expect(matchRoute('POST', '/v1/batches/batch_1/cancel', {})).toMatchObject({
+      label: '/v1/batches/{id}/cancel',
+      id: 'batch_1',
+      api: openAiApi,
+    });
+    expect(matchRoute('GET', '/v1/messages/batches/msgbatch_1/results', {})).toMatchObject({
+      label: '/v1/messages/batches/{id}/results',
+      id: 'msgbatch_1',
+      api: anthropicApi,
+    });
+    expect(matchRoute('GET', '/v1/messages/batches', {})).toMatchObject({ label: '/v1/messages/batches', id: '' });
+    expect(matchRoute('DELETE', '/v1/files/file-1', {}).spec?.handler).toBe('delete-file');
+    expect(matchRoute('GET', '/v1/files/file-1', {}).spec?.handler).toBe('file');
+    expect(matchRoute('GET', '/v1/batches//cancel', {}).spec).toBeUndefined();
+  });
+
   it('tells the API of a route that speaks both by the headers: Anthropic’s name their key or version', () => {
     expect(matchRoute('GET', '/v1/models', {}).api).toBe(openAiApi);
     expect(matchRoute('GET', '/v1/models', { 'x-api-key': 'k' }).api).toBe(anthropicApi);
