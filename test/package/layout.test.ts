@@ -12,6 +12,7 @@ const DOMAIN = [
   'sources',
   'tasks',
   'pipeline',
+  'batch',
   'route',
   'gate',
   'limits',
