@@ -108,6 +108,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--tasks',
     '--dry-run',
   ],
+  'Batch API:': ['--batch', '--batch-poll', '--batch-size'],
   'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
   'Input and output:': [
     '--input',
