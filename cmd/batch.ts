@@ -3,12 +3,14 @@ import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import type { BatchApi } from '../src/batch/batch-api.ts';
+import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
 import { BATCH_DEFAULTS, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd } from '../src/limits/budget.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
-import { HTTP_PROVIDER_DEFAULTS } from '../src/vendors/registry.ts';
+import type { Provider } from '../src/provider/provider.ts';
+import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
@@ -106,21 +108,12 @@ async function saveState(path: string, state: BatchRunState): Promise<void> {
 export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & BatchFlags): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
-  if (provider !== 'simulated' && provider !== 'openai') {
-    throw new UsageError(`--batch runs with --provider=openai or the simulated provider; --provider=${provider} is not supported yet`);
-  }
+  if (provider === 'azure')
+    throw new UsageError('--batch runs with --provider=openai, --provider=anthropic or the simulated provider; not azure yet');
   const setups = await providerSetups(flags, Infinity, 1);
   const setup = setups.providers[0]!;
   const { tasks } = await runTasks(flags, setups.providers, undefined);
-  const api: BatchApi =
-    provider === 'openai'
-      ? new OpenAiBatchApi({
-          apiKey: process.env[setups.keyVariables.get(setup.provider.name)!]!.trim(),
-          baseUrl: flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS.openai.baseUrl!,
-          model: flags.model ?? HTTP_PROVIDER_DEFAULTS.openai.model!,
-          name: setup.provider.name,
-        })
-      : new SimulatedBatchApi({ provider: setup.provider });
+  const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
   if (flags.resume) {
@@ -189,12 +182,11 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
     );
     if (summary.interrupted && stoppedBy !== undefined) {
       const ids = pending.map((batch) => batch.batchId).join(', ');
-      const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS.openai.baseUrl;
       process.stderr.write(
         provider === 'simulated'
           ? `stopped: the simulated provider's batches end with this process; ${stateFile} keeps what was answered: run again with --resume to finish\n`
           : `stopped: ${plural(pending.length, 'batch', 'batches')} still running at the provider (${ids}), recorded in ${stateFile}: ` +
-              `run again with --resume to collect them, or cancel each with POST ${base}/batches/ID/cancel\n`,
+              `run again with --resume to collect them, or cancel each with POST ${cancelUrl(flags, provider)}\n`,
       );
       return STOP_SIGNALS[stoppedBy];
     }
@@ -208,4 +200,25 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
   } finally {
     for (const signal of Object.keys(STOP_SIGNALS) as StopSignal[]) process.off(signal, onSignal);
   }
+}
+
+/** The Batch API of the flags' provider: the vendor's through its SDK, or one in this process over the simulation. */
+function batchApi(
+  flags: Partial<ClientFlags>,
+  type: ProviderType,
+  provider: Provider,
+  keyVariables: ReadonlyMap<string, string>,
+): BatchApi {
+  if (type === 'simulated') return new SimulatedBatchApi({ provider });
+  // providerSetups has read and checked the key already.
+  const apiKey = process.env[keyVariables.get(provider.name)!]!.trim();
+  const defaults = HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'];
+  const options = { apiKey, baseUrl: flags.baseUrl ?? defaults.baseUrl!, model: flags.model ?? defaults.model!, name: provider.name };
+  return type === 'anthropic' ? new AnthropicBatchApi(options) : new OpenAiBatchApi(options);
+}
+
+/** Where a batch is cancelled, `ID` standing for its id. */
+function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
+  const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'].baseUrl;
+  return type === 'anthropic' ? `${base}/v1/messages/batches/ID/cancel` : `${base}/batches/ID/cancel`;
 }

@@ -97,6 +97,23 @@ describe('news-processor --batch', () => {
     expect(result.stderr).toMatch(/batches: \d in flight \(.*\), \d\/\d rows done, 0 failed/);
   });
 
+  it("runs against serve's Anthropic Message Batches", async () => {
+    const output = join(temp.dir, 'anthropic.jsonl');
+    const listed = async () => {
+      const response = await fetch(`${url}/v1/messages/batches?limit=100`, {
+        headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' },
+      });
+      return ((await response.json()) as { data: unknown[] }).data.length;
+    };
+    const before = await listed();
+    const args = ['--batch', '--batch-poll=100ms', `--output=${output}`, '--articles=3', '--provider=anthropic', `--base-url=${url}`];
+    const result = await runCli([...args, '--api-key-env=NP_BATCH_KEY', '--json'], { env: ENV });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ succeeded: 3, failed: 0, batches: 2, rows: 6 });
+    expect(await listed()).toBe(before + 2);
+    for (const line of await readLines(output)) expect(Object.keys(line.outputs).sort()).toEqual(['sentiment', 'summarize']);
+  });
+
   it('stops waiting on Ctrl-C, leaves the batch running, and --resume collects it without submitting it again', async () => {
     const output = join(temp.dir, 'resume.jsonl');
     const before = await batchesAtServe();
@@ -138,11 +155,14 @@ describe('news-processor --batch', () => {
       'error: --workers, --rate mean nothing with --batch (a batch run makes no live calls): leave them out',
     ],
     [['--batch-poll=1s'], 'error: --batch-poll applies with --batch only'],
-    [['--batch', '--output=x.jsonl', '--provider=anthropic'], 'error: --batch runs with --provider=openai or the simulated provider'],
+    [
+      ['--batch', '--output=x.jsonl', '--provider=azure', '--base-url=http://localhost:1', '--model=d', '--api-version=v'],
+      'error: --batch runs with --provider=openai, --provider=anthropic or the simulated provider; not azure yet',
+    ],
     [['--batch', '--output=none.jsonl', '--resume'], 'error: --resume: '],
   ])('%j: one line, exit 2, nothing written', async (args, message) => {
     const at = (arg: string) => arg.replace(/=(x|none)\.jsonl$/, (_, name) => `=${join(temp.dir, name)}.jsonl`);
-    const result = await runCli(args.map(at), { env: { ANTHROPIC_API_KEY: 'k' } });
+    const result = await runCli(args.map(at), { env: { AZURE_OPENAI_API_KEY: 'k' } });
     expect(result.code, result.stderr).toBe(2);
     expect(linesOf(result.stderr)).toHaveLength(1);
     expect(result.stderr.startsWith(message)).toBe(true);
