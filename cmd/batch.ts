@@ -121,6 +121,8 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
     resume = JSON.parse(await readFile(stateFile, 'utf8')) as BatchRunState;
     // The simulated provider's batches lived in the process that submitted them: their rows go again.
     if (provider === 'simulated') resume = { ...resume, pending: [] };
+    // A process killed after writing a line and before saving the state: the line says the article ended.
+    resume = { ...resume, ended: [...new Set([...resume.ended, ...(await takeUpResults(output))])] };
   } else if (!flags.overwrite && existsSync(output)) {
     throw new UsageError(`--output ${output} exists: --resume takes it up, --overwrite replaces it`);
   }
@@ -221,4 +223,24 @@ function batchApi(
 function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
   const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'].baseUrl;
   return type === 'anthropic' ? `${base}/v1/messages/batches/ID/cancel` : `${base}/batches/ID/cancel`;
+}
+
+/**
+ * The ids of the lines the results file holds (none when there is no file yet). A last line cut
+ * short by a kill is cut off: its article has not ended, and the lines appended must start whole.
+ */
+async function takeUpResults(output: string): Promise<string[]> {
+  if (!existsSync(output)) return [];
+  let text = await readFile(output, 'utf8');
+  if (text !== '' && !text.endsWith('\n')) {
+    text = text.slice(0, text.lastIndexOf('\n') + 1);
+    await writeFile(output, text);
+  }
+  return text.split('\n').flatMap((line) => {
+    try {
+      return [String((JSON.parse(line) as { id: unknown }).id)];
+    } catch {
+      return [];
+    }
+  });
 }

@@ -3,7 +3,7 @@ import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
 import { NANO_USD } from '../limits/budget.ts';
 import type { ArticleError, ArticleResult } from '../pipeline/result.ts';
-import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
+import { DEFAULT_MAX_OUTPUT_TOKENS, ProviderError, type TokenUsage } from '../provider/provider.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type TaskSet } from '../tasks/task-set.ts';
@@ -292,18 +292,23 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     if (done.length > 0) await options.onState?.(state());
   }
 
+  function charge(entry: Entry, usage: TokenUsage | undefined): void {
+    if (price === undefined || usage === undefined) return;
+    const cost = usageNanoUsd(usage, price);
+    entry.costNanoUsd += cost;
+    spentNano += cost;
+  }
+
   async function settle(entry: Entry, row: BatchRow, outcome: RowOutcome): Promise<Omit<ArticleError, 'task'> | undefined> {
     if (!('body' in outcome)) return { type: outcome.expired === true ? 'BatchExpiredError' : 'BatchRowError', message: outcome.error };
     try {
       const response = await api.decode(row.request, outcome.body, maxOutputTokens);
-      if (price !== undefined && response.usage !== undefined) {
-        const cost = usageNanoUsd(response.usage, price);
-        entry.costNanoUsd += cost;
-        spentNano += cost;
-      }
+      charge(entry, response.usage);
       entry.outputs[row.request.task] = response.output;
       return undefined;
     } catch (error) {
+      // An answer that does not fit its schema, or was cut off, was billed all the same.
+      if (error instanceof ProviderError) charge(entry, error.usage);
       return { type: (error as Error).name, message: (error as Error).message };
     }
   }

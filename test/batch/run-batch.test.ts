@@ -8,6 +8,7 @@ import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
 import { runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { MalformedOutputError } from '../../src/provider/provider.ts';
 import { LlmServer } from '../../src/server/index.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import type { Article } from '../../src/sources/article.ts';
@@ -75,6 +76,30 @@ describe('runBatch', () => {
       task: 'summarize',
       message: 'no result for the row (the batch ended expired) (after 3 attempts)',
     });
+  });
+
+  it('counts an answer that does not fit its schema as a failed row, billed at the batch price', async () => {
+    const api: BatchApi = {
+      ...simulated(),
+      name: 'off-schema',
+      encode: (request) => ({ request }),
+      decode: async () => {
+        throw new MalformedOutputError('the answer does not fit the schema', { usage: { inputTokens: 1000, outputTokens: 100 } });
+      },
+      submit: async (rows: readonly BatchRow[]) => ({ batchId: rows[0]!.customId }),
+      poll: async () => ({ status: 'completed', ended: true, total: 1, completed: 1, failed: 0 }),
+      results: async (batchId): Promise<RowOutcome[]> => [{ customId: batchId, body: {} }],
+      cancel: async () => {},
+    };
+    const results: ArticleResult[] = [];
+    await runBatch({ source: ARTICLES.slice(0, 1), api, pollMs: 1, maxAttempts: 2, price: PRICE, onResult: (r) => void results.push(r) });
+    expect(results[0]).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      error: { type: 'MalformedOutputError', task: 'summarize', message: 'the answer does not fit the schema (after 2 attempts)' },
+    });
+    // Two answers of 1000 + 100 tokens at 1 and 4 USD per million, half price: 2 × 0.0007.
+    expect(results[0]!.costUsd).toBeCloseTo(0.0014, 9);
   });
 
   it('makes custom ids both vendors take, one per article and task', () => {

@@ -139,6 +139,49 @@ describe('news-processor --batch', () => {
     for (const line of lines) expect(Object.keys(line.outputs).sort()).toEqual(['sentiment', 'summarize']);
   });
 
+  it('ends on SIGTERM with 143; killed (-9) after submitting, --resume re-attaches and submits nothing twice', async () => {
+    const output = join(temp.dir, 'killed.jsonl');
+    const args = ['--batch', '--batch-poll=100ms', `--output=${output}`, '--articles=2', ...openAi()];
+    const before = await batchesAtServe();
+    const terminated = startCli(args, { env: ENV });
+    await terminated.waitForStderr(/batches: 1 in flight/, 20_000);
+    terminated.send('SIGTERM');
+    expect((await terminated.result).code).toBe(143);
+    expect(await batchesAtServe()).toBe(before + 1);
+
+    const killed = startCli([...args, '--resume'], { env: ENV });
+    // The summarize batch collected, the sentiment one submitted: killed while it runs.
+    await killed.waitForStderr(/\(completed\), 2\/2 rows done[\s\S]*batches: 1 in flight \((validating|in_progress)\)/, 20_000);
+    killed.send('SIGKILL');
+    expect((await killed.result).signal).toBe('SIGKILL');
+    expect(await batchesAtServe()).toBe(before + 2);
+
+    const finished = await runCli([...args, '--resume'], { env: ENV });
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(await batchesAtServe()).toBe(before + 2);
+    const lines = await readLines(output);
+    expect(lines.map((line) => line.id).sort()).toEqual(['1', '2']);
+    for (const line of lines) expect(Object.keys(line.outputs).sort()).toEqual(['sentiment', 'summarize']);
+  });
+
+  it('--max-cost: submits the rows whose worst case fits, stops for a --resume, never over', async () => {
+    const output = join(temp.dir, 'budget.jsonl');
+    const args = ['--batch', '--batch-poll=50ms', `--output=${output}`, '--articles=4', '--price-input=1', '--price-output=4', '--json'];
+    const capped = await runCli([...args, '--max-cost=0.0015']);
+    expect(capped.code, capped.stderr).toBe(1);
+    expect(capped.stderr).toMatch(
+      /^error: --max-cost cannot cover the next row; \d+ articles left: run again with --resume and a larger --max-cost\n$/,
+    );
+    const figures = JSON.parse(capped.stdout);
+    // A row's worst case (its prompt's bytes and framing, 256 output tokens, at half price) is some 0.0013 USD: one fits.
+    expect(figures).toMatchObject({ budgetStopped: true, rows: 1, left: 4 });
+    expect(figures.costUsd).toBeGreaterThan(0);
+    expect(figures.costUsd).toBeLessThanOrEqual(0.0015);
+    const finished = await runCli([...args, '--max-cost=1', '--resume']);
+    expect(finished.code, finished.stderr).toBe(0);
+    expect((await readLines(output)).map((line) => line.id).sort()).toEqual(['1', '2', '3', '4']);
+  });
+
   it.each([
     [['--batch'], 'error: --batch needs --output FILE: what was submitted is saved beside it, so that a stopped run can --resume'],
     [
