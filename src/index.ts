@@ -19,6 +19,15 @@ export type { PipelineOptions, PipelineAttemptEvent } from './pipeline/run.ts';
 export type { RunSummary, RunStop, BoundBy, ProviderFigures, TaskFigures, Percentiles } from './pipeline/metrics.ts';
 export type { ArticleResult, ArticleStatus, ArticleError } from './pipeline/result.ts';
 
+// A run through a vendor's Batch API: the same articles, tasks and results, at half the price.
+export { runBatch, BATCH_DEFAULTS } from './batch/run-batch.ts';
+export type { BatchRunOptions, BatchRunSummary, BatchRunState, PendingBatch } from './batch/run-batch.ts';
+export type { BatchApi, BatchRow, SubmittedBatch, BatchProgress, RowOutcome } from './batch/batch-api.ts';
+export { OpenAiBatchApi, type OpenAiBatchApiOptions } from './batch/openai-batch-api.ts';
+export { AnthropicBatchApi, type AnthropicBatchApiOptions } from './batch/anthropic-batch-api.ts';
+export { SimulatedBatchApi, type SimulatedBatchApiOptions } from './batch/simulated-batch-api.ts';
+export { customIdOf } from './batch/custom-id.ts';
+
 // Tasks: what each article is asked, as data — a prompt with placeholders, a schema, what it needs first.
 export { defineTasks, requestFor, TasksError, isTasksError } from './tasks/task-set.ts';
 export type { TaskSpec, Task, TaskSet } from './tasks/task-set.ts';

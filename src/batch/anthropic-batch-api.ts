@@ -4,7 +4,9 @@ import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
+/** Where {@link AnthropicBatchApi} sends its batches, with which key and model. */
 export interface AnthropicBatchApiOptions {
+  /** The API key, sent only in the request's auth header. */
   readonly apiKey: string;
   /** The API's base URL (the host root). */
   readonly baseUrl: string;
@@ -20,6 +22,7 @@ export interface AnthropicBatchApiOptions {
  * `@anthropic-ai/sdk` package.
  */
 export class AnthropicBatchApi implements BatchApi {
+  /** {@inheritDoc BatchApi.name} */
   readonly name: string;
   readonly #options: AnthropicBatchApiOptions;
   #client: Promise<Anthropic> | undefined;
@@ -29,14 +32,17 @@ export class AnthropicBatchApi implements BatchApi {
     this.name = options.name ?? 'anthropic';
   }
 
+  /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
     return VENDORS.anthropic.encode(request, this.#options.model, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
     return VENDORS.anthropic.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const client = await this.#sdk();
     const requests = rows.map((row) => ({ custom_id: row.customId, params: row.body as Anthropic.MessageCreateParamsNonStreaming }));
@@ -44,6 +50,7 @@ export class AnthropicBatchApi implements BatchApi {
     return { batchId: batch.id };
   }
 
+  /** {@inheritDoc BatchApi.poll} */
   async poll(batchId: string): Promise<BatchProgress> {
     const client = await this.#sdk();
     const batch = await client.messages.batches.retrieve(batchId);
@@ -58,6 +65,7 @@ export class AnthropicBatchApi implements BatchApi {
     };
   }
 
+  /** {@inheritDoc BatchApi.results} */
   async results(batchId: string): Promise<RowOutcome[]> {
     const client = await this.#sdk();
     const outcomes: RowOutcome[] = [];
@@ -73,6 +81,7 @@ export class AnthropicBatchApi implements BatchApi {
     return outcomes;
   }
 
+  /** {@inheritDoc BatchApi.cancel} */
   async cancel(batchId: string): Promise<void> {
     const client = await this.#sdk();
     await client.messages.batches.cancel(batchId);

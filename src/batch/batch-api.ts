@@ -4,6 +4,7 @@ import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 export interface BatchRow {
   /** Unique within the batch, `^[a-zA-Z0-9_-]{1,64}$` (what both vendors take). */
   readonly customId: string;
+  /** The request the row answers: its answer is read against it. */
   readonly request: LlmRequest;
   /** The vendor's request body: what a live call would send. */
   readonly body: object;
@@ -11,6 +12,7 @@ export interface BatchRow {
 
 /** A batch as the provider created it. */
 export interface SubmittedBatch {
+  /** The provider's id for it. */
   readonly batchId: string;
   /** The uploaded input file, where the vendor has one (OpenAI). @default none */
   readonly fileId?: string | undefined;
@@ -22,8 +24,11 @@ export interface BatchProgress {
   readonly status: string;
   /** Whether it has ended (completed, failed, expired or cancelled): its results can be read. */
   readonly ended: boolean;
+  /** Rows in the batch. */
   readonly total: number;
+  /** Rows answered. */
   readonly completed: number;
+  /** Rows that failed (and, once it ended, expired or were cancelled). */
   readonly failed: number;
 }
 

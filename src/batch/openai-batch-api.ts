@@ -8,7 +8,9 @@ import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } fr
 const ENDPOINT = '/v1/chat/completions';
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
 
+/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
 export interface OpenAiBatchApiOptions {
+  /** The API key, sent only in the request's auth header. */
   readonly apiKey: string;
   /** The API's base URL (`…/v1`). */
   readonly baseUrl: string;
@@ -31,6 +33,7 @@ interface OutputLine {
  * files read back. Needs the `openai` package.
  */
 export class OpenAiBatchApi implements BatchApi {
+  /** {@inheritDoc BatchApi.name} */
   readonly name: string;
   readonly #options: OpenAiBatchApiOptions;
   #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
@@ -40,14 +43,17 @@ export class OpenAiBatchApi implements BatchApi {
     this.name = options.name ?? 'openai';
   }
 
+  /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
     return VENDORS.openai.encode(request, this.#options.model, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
     return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const { client, toFile } = await this.#sdk();
     const lines = rows.map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: ENDPOINT, body: row.body })}\n`);
@@ -56,6 +62,7 @@ export class OpenAiBatchApi implements BatchApi {
     return { batchId: batch.id, fileId: file.id };
   }
 
+  /** {@inheritDoc BatchApi.poll} */
   async poll(batchId: string): Promise<BatchProgress> {
     const { client } = await this.#sdk();
     const batch = await client.batches.retrieve(batchId);
@@ -69,6 +76,7 @@ export class OpenAiBatchApi implements BatchApi {
     };
   }
 
+  /** {@inheritDoc BatchApi.results} */
   async results(batchId: string): Promise<RowOutcome[]> {
     const { client } = await this.#sdk();
     const batch = await client.batches.retrieve(batchId);
@@ -85,6 +93,7 @@ export class OpenAiBatchApi implements BatchApi {
     return outcomes;
   }
 
+  /** {@inheritDoc BatchApi.cancel} */
   async cancel(batchId: string): Promise<void> {
     const { client } = await this.#sdk();
     await client.batches.cancel(batchId);

@@ -25,6 +25,7 @@ export const BATCH_DEFAULTS = Object.freeze({
 
 /** A batch submitted and not yet read back: what a resume re-attaches to. */
 export interface PendingBatch {
+  /** The provider's id for it. */
   readonly batchId: string;
   /** Its input file, where the vendor has one. @default none */
   readonly fileId?: string | undefined;
@@ -37,6 +38,7 @@ export interface PendingBatch {
  * run stopped (Ctrl-C, a crash) resumes from it without submitting a row that is at the provider.
  */
 export interface BatchRunState {
+  /** Batches submitted and not yet read back. */
   readonly pending: readonly PendingBatch[];
   /** The outputs of articles not yet ended, by article id, then task. */
   readonly outputs: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
@@ -48,6 +50,7 @@ export interface BatchRunState {
   readonly spentNanoUsd: number;
 }
 
+/** What {@link runBatch} runs, through which Batch API, and what it is told. */
 export interface BatchRunOptions {
   /** The articles: read whole before the first batch (a batch run holds every article's state). */
   readonly source: Iterable<Article> | AsyncIterable<Article>;
@@ -85,11 +88,15 @@ export interface BatchRunOptions {
 
 /** What a batch run did. */
 export interface BatchRunSummary {
+  /** Articles that ended with every task's output. */
   readonly succeeded: number;
+  /** Articles that ended failed (a dead letter, with the reason). */
   readonly failed: number;
   /** Articles not ended: stopped by the signal or the budget, left for a resume. */
   readonly left: number;
+  /** Batches this run submitted. */
   readonly batches: number;
+  /** Rows this run submitted, those sent again included. */
   readonly rows: number;
   /** Rows that came back without an answer (errored, or the batch expired or was cancelled). */
   readonly rowsFailed: number;

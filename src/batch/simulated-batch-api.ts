@@ -3,6 +3,7 @@ import type { LlmRequest, LlmResponse, Provider } from '../provider/provider.ts'
 import { VENDORS } from '../vendors/registry.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
+/** What answers the rows of a {@link SimulatedBatchApi}, and how long a batch takes. */
 export interface SimulatedBatchApiOptions {
   /** Answers each row, as it answers a live call (its failures become errored rows). */
   readonly provider: Provider;
@@ -25,6 +26,7 @@ interface HeldBatch {
  * it exactly as it reads a real batch's. Its batches live as long as the object: nothing to resume.
  */
 export class SimulatedBatchApi implements BatchApi {
+  /** {@inheritDoc BatchApi.name} */
   readonly name: string;
   readonly #provider: Provider;
   readonly #durationMs: number;
@@ -38,20 +40,24 @@ export class SimulatedBatchApi implements BatchApi {
     this.#clock = options.clock ?? systemClock;
   }
 
+  /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
     return VENDORS.openai.encode(request, this.name, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
     return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
+  /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const batchId = `batch_sim_${this.#batches.size + 1}`;
     this.#batches.set(batchId, { rows, endsAtMs: this.#clock.now() + this.#durationMs, cancelled: false });
     return { batchId };
   }
 
+  /** {@inheritDoc BatchApi.poll} */
   async poll(batchId: string): Promise<BatchProgress> {
     const batch = this.#held(batchId);
     const ended = batch.cancelled || this.#clock.now() >= batch.endsAtMs;
@@ -62,12 +68,14 @@ export class SimulatedBatchApi implements BatchApi {
     return { status: batch.cancelled ? 'cancelled' : 'completed', ended, total, completed, failed: total - completed };
   }
 
+  /** {@inheritDoc BatchApi.results} */
   results(batchId: string): Promise<RowOutcome[]> {
     const batch = this.#held(batchId);
     batch.outcomes ??= Promise.all(batch.rows.map((row) => (batch.cancelled ? expired(row) : this.#answer(row))));
     return batch.outcomes;
   }
 
+  /** {@inheritDoc BatchApi.cancel} */
   async cancel(batchId: string): Promise<void> {
     const batch = this.#held(batchId);
     if (batch.outcomes === undefined) batch.cancelled = true;
