@@ -8,6 +8,7 @@ import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
 import { BATCH_DEFAULTS, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd } from '../src/limits/budget.ts';
+import { formatDuration } from '../src/validation/duration.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
 import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
@@ -63,7 +64,7 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option('--batch-poll <duration>', 'with --batch: how often the batches are asked how they stand')
         .argParser(duration({ allowZero: false }))
-        .default(BATCH_DEFAULTS.pollMs, '30s'),
+        .default(BATCH_DEFAULTS.pollMs, formatDuration(BATCH_DEFAULTS.pollMs)),
     )
     .addOption(
       new Option(

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BREAKER_DEFAULTS, formatDuration, GATE_DEFAULTS, PIPELINE_DEFAULTS, RETRY_DEFAULTS, SIMULATED_DEFAULTS } from '../../src/index.ts';
+import {
+  BATCH_DEFAULTS,
+  BREAKER_DEFAULTS,
+  formatDuration,
+  GATE_DEFAULTS,
+  PIPELINE_DEFAULTS,
+  RETRY_DEFAULTS,
+  SIMULATED_DEFAULTS,
+} from '../../src/index.ts';
 import { runCli } from './run-cli.ts';
 
 /** Every flag whose default is the library's, with that default as `--help` must print it. */
@@ -34,6 +42,11 @@ describe('the CLI and the library agree on every default', () => {
     expect(result.code).toBe(0);
     const shown = helpDefaults(result.stdout);
     for (const [flag, value] of Object.entries(LIBRARY_DEFAULTS)) expect(shown.get(flag), flag).toBe(value);
+  });
+
+  it('news-processor --help shows the batch run defaults (bench has no --batch)', async () => {
+    const result = await runCli(['--help']);
+    expect(helpDefaults(result.stdout).get('--batch-poll')).toBe(formatDuration(BATCH_DEFAULTS.pollMs));
   });
 });
 
