@@ -217,54 +217,44 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   while (!options.signal?.aborted) {
-    if (pending.length === 0) {
-      const ready: BatchRow[] = [];
-      for (const entry of [...entries.values()]) {
-        const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
-        if (waiting.length === 0) {
-          await finish(entry);
-          continue;
-        }
-        try {
-          for (const task of waiting) {
-            if (task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) ready.push(rowOf(entry, task));
-          }
-        } catch (error) {
-          if (!(error instanceof MissingFieldError)) throw error;
-          entry.error = { type: error.name, message: error.message, task: error.task, field: error.field };
-          await finish(entry);
-        }
+    // Each pass submits what has become ready — a task whose dependencies have outputs — without
+    // waiting for the other batches in flight: an article's next task goes as soon as it can.
+    const inFlightNow = new Set(pending.flatMap((batch) => batch.customIds));
+    const ready: BatchRow[] = [];
+    for (const entry of [...entries.values()]) {
+      const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
+      if (waiting.length === 0) {
+        await finish(entry);
+        continue;
       }
-      if (ready.length === 0) break;
-      let allowed = ready;
-      if (price !== undefined && maxNano !== Infinity) {
-        let left = maxNano - spentNano;
-        allowed = [];
-        for (const row of ready) {
-          const worst = worstCaseNanoUsd(row.request, maxOutputTokens, price);
-          if (worst > left) break;
-          left -= worst;
-          allowed.push(row);
+      try {
+        for (const task of waiting) {
+          if (!task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) continue;
+          const row = rowOf(entry, task);
+          if (!inFlightNow.has(row.customId)) ready.push(row);
         }
-        if (allowed.length === 0) {
-          budgetStopped = true;
-          break;
-        }
+      } catch (error) {
+        if (!(error instanceof MissingFieldError)) throw error;
+        entry.error = { type: error.name, message: error.message, task: error.task, field: error.field };
+        await finish(entry);
       }
-      for (let at = 0; at < allowed.length && !options.signal?.aborted; at += batchSize) {
-        const chunk = allowed.slice(at, at + batchSize);
-        const submitted = await api.submit(chunk);
-        for (const row of chunk) {
-          if (attempts.has(row.customId)) rowsRetried++;
-          owners.get(row.customId)!.entry.calls++;
-        }
-        pending = [...pending, { ...submitted, customIds: chunk.map((row) => row.customId) }];
-        batches++;
-        rows += chunk.length;
-        await options.onState?.(state());
-      }
-      continue;
     }
+    const allowed = affordable(ready, inFlightNow);
+    // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
+    if (ready.length > 0 && allowed.length === 0 && pending.length === 0) budgetStopped = true;
+    for (let at = 0; at < allowed.length && !options.signal?.aborted; at += batchSize) {
+      const chunk = allowed.slice(at, at + batchSize);
+      const submitted = await api.submit(chunk);
+      for (const row of chunk) {
+        if (attempts.has(row.customId)) rowsRetried++;
+        owners.get(row.customId)!.entry.calls++;
+      }
+      pending = [...pending, { ...submitted, customIds: chunk.map((row) => row.customId) }];
+      batches++;
+      rows += chunk.length;
+      await options.onState?.(state());
+    }
+    if (pending.length === 0) break;
     const waitStart = clock.now();
     try {
       await sleep(clock, pollMs, options.signal);
@@ -297,6 +287,25 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
     pending = pending.filter((batch) => !done.includes(batch));
     if (done.length > 0) await options.onState?.(state());
+  }
+
+  /** The first of `ready` whose worst cases, with those of the rows in flight, fit what is left of the budget. */
+  function affordable(ready: readonly BatchRow[], inFlight: ReadonlySet<string>): readonly BatchRow[] {
+    if (price === undefined || maxNano === Infinity) return ready;
+    const worst = (row: BatchRow) => worstCaseNanoUsd(row.request, maxOutputTokens, price);
+    let left = maxNano - spentNano;
+    for (const customId of inFlight) {
+      const owner = owners.get(customId);
+      if (owner !== undefined) left -= worst(owner.row);
+    }
+    const allowed: BatchRow[] = [];
+    for (const row of ready) {
+      const cost = worst(row);
+      if (cost > left) break;
+      left -= cost;
+      allowed.push(row);
+    }
+    return allowed;
   }
 
   function charge(entry: Entry, usage: TokenUsage | undefined): void {

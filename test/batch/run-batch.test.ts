@@ -52,6 +52,42 @@ describe('runBatch', () => {
     expect(summary.costUsd).toBeGreaterThan(0);
   });
 
+  it("submits an article's next task once its dependency is answered, while other batches still run", async () => {
+    const inner = simulated();
+    const polls = new Map<string, number>();
+    const log: string[] = [];
+    const api: BatchApi = {
+      name: inner.name,
+      encode: (request, max) => inner.encode(request, max),
+      decode: (request, body, max) => inner.decode(request, body, max),
+      submit: async (rows) => {
+        const submitted = await inner.submit(rows);
+        log.push(`${submitted.batchId}: ${rows.map((row) => `${row.request.articleId}/${row.request.task}`).join(' ')}`);
+        return submitted;
+      },
+      // The second batch takes five polls more than the others.
+      poll: async (batchId) => {
+        const seen = (polls.get(batchId) ?? 0) + 1;
+        polls.set(batchId, seen);
+        const progress = await inner.poll(batchId);
+        if (batchId === 'batch_sim_2' && seen < 6) return { ...progress, ended: false, status: 'in_progress' };
+        if (progress.ended && batchId === 'batch_sim_2') log.push('batch_sim_2 ended');
+        return progress;
+      },
+      results: (batchId) => inner.results(batchId),
+      cancel: (batchId) => inner.cancel(batchId),
+    };
+    const summary = await runBatch({ source: ARTICLES.slice(0, 2), api, pollMs: 30, batchSize: 1 });
+    expect(summary).toMatchObject({ succeeded: 2, batches: 4 });
+    expect(log).toEqual([
+      'batch_sim_1: a1/summarize',
+      'batch_sim_2: a/2 ü/summarize',
+      'batch_sim_3: a1/sentiment',
+      'batch_sim_2 ended',
+      'batch_sim_4: a/2 ü/sentiment',
+    ]);
+  });
+
   it('sends a row that failed again in a later batch, then fails its article with the reason', async () => {
     const submitted: string[][] = [];
     const api: BatchApi = {
