@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../clock.ts';
-import type { LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import { TimeoutError, type LlmRequest, type LlmResponse, type Provider } from '../provider/provider.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
@@ -9,7 +9,9 @@ export interface SimulatedBatchApiOptions {
   readonly provider: Provider;
   /** How long a batch takes from its submission to its end, in ms. @default 1000 */
   readonly durationMs?: number | undefined;
-  /** Time source of the batches' ends. @default systemClock */
+  /** How long a row's answer may take before the row errors (a hanging call of the failure profile), in ms. @default 1000 */
+  readonly rowTimeoutMs?: number | undefined;
+  /** Time source of the batches' ends and the rows' timeouts. @default systemClock */
   readonly clock?: Clock | undefined;
 }
 
@@ -31,6 +33,7 @@ export class SimulatedBatchApi implements BatchApi {
   readonly #provider: Provider;
   readonly #durationMs: number;
   readonly #clock: Clock;
+  readonly #rowTimeoutMs: number;
   readonly #batches = new Map<string, HeldBatch>();
 
   constructor(options: SimulatedBatchApiOptions) {
@@ -38,6 +41,7 @@ export class SimulatedBatchApi implements BatchApi {
     this.name = options.provider.name;
     this.#durationMs = options.durationMs ?? 1000;
     this.#clock = options.clock ?? systemClock;
+    this.#rowTimeoutMs = options.rowTimeoutMs ?? 1000;
   }
 
   /** {@inheritDoc BatchApi.encode} */
@@ -88,8 +92,13 @@ export class SimulatedBatchApi implements BatchApi {
   }
 
   async #answer(row: BatchRow): Promise<RowOutcome> {
+    // A provider that never answers (the profile's hangs) makes an errored row, as a batch's would.
+    const timeout = new AbortController();
+    const cancelTimer = this.#clock.setTimer(this.#rowTimeoutMs, () =>
+      timeout.abort(new TimeoutError(`no answer within ${this.#rowTimeoutMs} ms`)),
+    );
     try {
-      const { output, usage } = await this.#provider.call(row.request);
+      const { output, usage } = await this.#provider.call(row.request, { signal: timeout.signal });
       return {
         customId: row.customId,
         body: {
@@ -99,6 +108,8 @@ export class SimulatedBatchApi implements BatchApi {
       };
     } catch (error) {
       return { customId: row.customId, error: `${(error as Error).name}: ${(error as Error).message}` };
+    } finally {
+      cancelTimer();
     }
   }
 }

@@ -64,6 +64,27 @@ describe('news-processor --batch', () => {
     for (const line of lines) expect(line.costUsd * 2).toBeCloseTo(liveCost.get(line.id), 5);
   });
 
+  it('sends failed rows again in later batches, then writes dead letters with the reason', async () => {
+    const output = join(temp.dir, 'stress.jsonl');
+    const args = ['--batch', '--batch-poll=50ms', `--output=${output}`, '--articles=10', '--profile=stress', '--json'];
+    const result = await runCli([...args, '--min-latency=0ms', '--max-latency=1ms']);
+    const figures = JSON.parse(result.stdout);
+    // A stressed provider fails some 40% of its answers (429s, 5xx, hangs): rows go again, some run out of attempts.
+    expect(figures.rowsFailed).toBeGreaterThan(0);
+    expect(figures.rowsRetried).toBeGreaterThan(0);
+    // Seeded: the same articles fail the same way each run, one of them three times over.
+    expect(figures.failed).toBeGreaterThan(0);
+    expect(figures.succeeded + figures.failed).toBe(10);
+    expect(result.code, result.stderr).toBe(1);
+    const lines = await readLines(output);
+    expect(lines).toHaveLength(10);
+    for (const line of lines.filter((l) => l.status === 'failed')) {
+      expect(line.error.type).toBe('BatchRowError');
+      expect(line.error.message).toMatch(/^(RateLimitError|ServerError|TimeoutError): .* \(after 3 attempts\)$/);
+      expect(line.attempts).toBeGreaterThanOrEqual(3);
+    }
+  });
+
   it('runs a tasks file whose tasks depend on each other, level by level', async () => {
     const tasks = join(temp.dir, 'tasks.json');
     const schema = { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'], additionalProperties: false };
