@@ -203,6 +203,15 @@ describe('news-processor --batch', () => {
     expect((await readLines(output)).map((line) => line.id).sort()).toEqual(['1', '2', '3', '4']);
   });
 
+  it('refuses an --output that exists without --resume or --overwrite, and leaves it as it was', async () => {
+    const output = join(temp.dir, 'kept.jsonl');
+    await writeFile(output, '{"id":"1"}\n');
+    const result = await runCli(['--batch', `--output=${output}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`error: --output ${output} exists: --resume takes it up, --overwrite replaces it\n`);
+    expect(await readFile(output, 'utf8')).toBe('{"id":"1"}\n');
+  });
+
   it.each([
     [['--batch'], 'error: --batch needs --output FILE: what was submitted is saved beside it, so that a stopped run can --resume'],
     [
