@@ -177,7 +177,7 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
     if (!summary.interrupted && pending.length === 0 && summary.left === 0) await rm(stateFile, { force: true });
     const lines = [
       `Batch run: ${plural(summary.succeeded, 'article')} succeeded, ${summary.failed} failed${summary.left > 0 ? `, ${summary.left} left` : ''}`,
-      `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed, ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
+      `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed (${summary.rowsExpired} expired), ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
     ];
     if (summary.costUsd !== undefined) lines.push(`Cost: ${formatUsd(summary.costUsd)} at the batch price`);
     process.stdout.write(

@@ -100,6 +100,8 @@ export interface BatchRunSummary {
   readonly rows: number;
   /** Rows that came back without an answer (errored, or the batch expired or was cancelled). */
   readonly rowsFailed: number;
+  /** Of those, the rows never run: their batch expired or was cancelled first. */
+  readonly rowsExpired: number;
   /** Rows submitted again after failing. */
   readonly rowsRetried: number;
   /** Time spent waiting for batches, in ms. */
@@ -168,6 +170,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   let batches = 0;
   let rows = 0;
   let rowsFailed = 0;
+  let rowsExpired = 0;
   let rowsRetried = 0;
   let waitingMs = 0;
   let budgetStopped = false;
@@ -272,10 +275,15 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       for (const customId of batch.customIds) {
         const owner = owners.get(customId);
         if (owner === undefined || !entries.has(owner.entry.article.id)) continue;
-        const outcome: RowOutcome = outcomes.get(customId) ?? { customId, error: `no result for the row (the batch ended ${status})` };
+        const outcome: RowOutcome = outcomes.get(customId) ?? {
+          customId,
+          error: `no result for the row (the batch ended ${status})`,
+          expired: status === 'expired' || status === 'cancelled',
+        };
         const problem = await settle(owner.entry, owner.row, outcome);
         if (problem === undefined) continue;
         rowsFailed++;
+        if ('error' in outcome && outcome.expired === true) rowsExpired++;
         owners.delete(customId);
         const tries = (attempts.get(customId) ?? 0) + 1;
         attempts.set(customId, tries);
@@ -336,6 +344,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     batches,
     rows,
     rowsFailed,
+    rowsExpired,
     rowsRetried,
     waitingMs,
     ...(price === undefined ? {} : { costUsd: spentNano / NANO_USD }),

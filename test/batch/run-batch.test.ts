@@ -39,7 +39,16 @@ describe('runBatch', () => {
   it('runs a round per dependency level and writes each article once, with both outputs, at half the price', async () => {
     const results: ArticleResult[] = [];
     const summary = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, price: PRICE, onResult: (r) => void results.push(r) });
-    expect(summary).toMatchObject({ succeeded: 3, failed: 0, left: 0, batches: 2, rows: 6, rowsFailed: 0, interrupted: false });
+    expect(summary).toMatchObject({
+      succeeded: 3,
+      failed: 0,
+      left: 0,
+      batches: 2,
+      rows: 6,
+      rowsFailed: 0,
+      rowsExpired: 0,
+      interrupted: false,
+    });
     expect(results.map((r) => r.id).sort()).toEqual(['a/2 ü', 'a1', 'a3']);
     for (const result of results) {
       expect(result.status).toBe('succeeded');
@@ -106,9 +115,9 @@ describe('runBatch', () => {
     const results: ArticleResult[] = [];
     const summary = await runBatch({ source: ARTICLES.slice(0, 1), api, pollMs: 1, maxAttempts: 3, onResult: (r) => void results.push(r) });
     expect(submitted).toEqual([[customIdOf('a1', 'summarize')], [customIdOf('a1', 'summarize')], [customIdOf('a1', 'summarize')]]);
-    expect(summary).toMatchObject({ failed: 1, batches: 3, rowsFailed: 3, rowsRetried: 2 });
+    expect(summary).toMatchObject({ failed: 1, batches: 3, rowsFailed: 3, rowsExpired: 3, rowsRetried: 2 });
     expect(results[0]!.error).toEqual({
-      type: 'BatchRowError',
+      type: 'BatchExpiredError',
       task: 'summarize',
       message: 'no result for the row (the batch ended expired) (after 3 attempts)',
     });
