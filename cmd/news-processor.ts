@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
+import { addBatchOptions, runBatchCommand, validateBatchFlags, type BatchFlags } from './batch.ts';
 import { Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import {
@@ -47,7 +48,7 @@ const EXIT_USAGE = 2;
 /** 128 + SIGPIPE, as a C tool ends when its reader closes the pipe. */
 const EXIT_STDOUT_CLOSED = 141;
 
-interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags, CacheFlags, OtelFlags {
+interface MainFlags extends RunFlags, OutputFlags, ClientFlags, RedisFlags, DryRunFlags, ReportFlags, CacheFlags, OtelFlags, BatchFlags {
   rate: number;
   burst: number;
 }
@@ -118,6 +119,7 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
     .addOption(dryRunOption())
     .addOption(otelOption());
+  addBatchOptions(program);
   addReportOptions(program);
   addClientOptions(program);
   addRedisOptions(program);
@@ -132,6 +134,12 @@ async function main(argv: readonly string[]): Promise<number> {
   const args = normalizeGoFlags(argv);
   const program = await buildProgram(args, (code) => (exitCode = code));
   program.action(async (flags: MainFlags) => {
+    validateBatchFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
+    if (flags.batch) {
+      validateClientFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
+      exitCode = await runBatchCommand(flags);
+      return;
+    }
     for (const option of ['rate', 'burst'] as const) {
       if (flags.config !== undefined && program.getOptionValueSource(option) === 'cli') {
         throw new UsageError(`--${option} applies without --config; with --config set limits per provider in the file`);

@@ -19,6 +19,7 @@ export const ENTRY_POINTS: readonly { readonly name: string; readonly declaratio
   { name: 'news-processor-middleware', declarations: 'dist/src/middleware/index.d.ts' },
   { name: 'news-processor-redis', declarations: 'dist/src/redis/index.d.ts' },
   { name: 'news-processor-queue', declarations: 'dist/src/queue/index.d.ts' },
+  { name: 'news-processor-batch', declarations: 'dist/src/batch/index.d.ts' },
   { name: 'news-processor-server', declarations: 'dist/src/server/index.d.ts' },
   { name: 'news-processor-bench', declarations: 'dist/src/bench/index.d.ts' },
   { name: 'news-processor-testing', declarations: 'dist/src/testing/index.d.ts' },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { BATCH_DEFAULTS } from '../../src/batch/index.ts';
 import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS } from '../../src/index.ts';
 import { BREAKER_DEFAULTS, formatDuration, RETRY_DEFAULTS } from '../../src/mechanisms.ts';
 import { runCli } from './run-cli.ts';
@@ -35,6 +36,11 @@ describe('the CLI and the library agree on every default', () => {
     expect(result.code).toBe(0);
     const shown = helpDefaults(result.stdout);
     for (const [flag, value] of Object.entries(LIBRARY_DEFAULTS)) expect(shown.get(flag), flag).toBe(value);
+  });
+
+  it('news-processor --help shows the batch run defaults (bench has no --batch)', async () => {
+    const result = await runCli(['--help']);
+    expect(helpDefaults(result.stdout).get('--batch-poll')).toBe(formatDuration(BATCH_DEFAULTS.pollMs));
   });
 });
 

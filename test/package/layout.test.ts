@@ -15,6 +15,7 @@ const DOMAIN = [
   'sources',
   'tasks',
   'pipeline',
+  'batch',
   'route',
   'gate',
   'quota',

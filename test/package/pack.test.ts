@@ -84,7 +84,7 @@ describe('the packed package, installed into a fresh project', () => {
     for (const path of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/cmd/news-processor.js', 'package.json', 'README.md', 'LICENSE']) {
       expect(files).toContain(path);
     }
-    for (const entry of ['middleware', 'redis', 'queue', 'server', 'bench', 'testing'])
+    for (const entry of ['middleware', 'redis', 'queue', 'batch', 'server', 'bench', 'testing'])
       expect(files).toContain(`dist/src/${entry}/index.js`);
     expect(files.filter((path) => /^(src|cmd|test|bench|fixtures|scripts)\//.test(path))).toEqual([]);
     expect(files.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);

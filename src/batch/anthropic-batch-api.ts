@@ -1,0 +1,97 @@
+import type { Anthropic } from '@anthropic-ai/sdk';
+import { loadOptional } from '../optional-package.ts';
+import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
+import { VENDORS } from '../vendors/registry.ts';
+import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
+
+/** Where {@link AnthropicBatchApi} sends its batches, with which key and model. */
+export interface AnthropicBatchApiOptions {
+  /** The API key, sent only in the request's auth header. */
+  readonly apiKey: string;
+  /** The API's base URL (the host root). */
+  readonly baseUrl: string;
+  /** The model every row asks. */
+  readonly model: string;
+  /** Names the provider in results and messages. @default "anthropic" */
+  readonly name?: string | undefined;
+}
+
+/**
+ * Anthropic's Message Batches through the official `@anthropic-ai/sdk`: rows sent as `requests[]`
+ * of `{custom_id, params}`, the results JSONL read back once the batch has ended. Needs the
+ * `@anthropic-ai/sdk` package.
+ */
+export class AnthropicBatchApi implements BatchApi {
+  /** {@inheritDoc BatchApi.name} */
+  readonly name: string;
+  readonly #options: AnthropicBatchApiOptions;
+  #client: Promise<Anthropic> | undefined;
+
+  constructor(options: AnthropicBatchApiOptions) {
+    this.#options = options;
+    this.name = options.name ?? 'anthropic';
+  }
+
+  /** {@inheritDoc BatchApi.encode} */
+  encode(request: LlmRequest, maxOutputTokens: number): object {
+    return VENDORS.anthropic.encode(request, this.#options.model, maxOutputTokens);
+  }
+
+  /** {@inheritDoc BatchApi.decode} */
+  decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
+    return VENDORS.anthropic.decode(request, body, { headers: {} }, maxOutputTokens);
+  }
+
+  /** {@inheritDoc BatchApi.submit} */
+  async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
+    const client = await this.#sdk();
+    const requests = rows.map((row) => ({ custom_id: row.customId, params: row.body as Anthropic.MessageCreateParamsNonStreaming }));
+    const batch = await client.messages.batches.create({ requests });
+    return { batchId: batch.id };
+  }
+
+  /** {@inheritDoc BatchApi.poll} */
+  async poll(batchId: string): Promise<BatchProgress> {
+    const client = await this.#sdk();
+    const batch = await client.messages.batches.retrieve(batchId);
+    const counts = batch.request_counts;
+    const failed = counts.errored + counts.canceled + counts.expired;
+    return {
+      status: batch.processing_status,
+      ended: batch.processing_status === 'ended',
+      total: counts.processing + counts.succeeded + failed,
+      completed: counts.succeeded,
+      failed,
+    };
+  }
+
+  /** {@inheritDoc BatchApi.results} */
+  async results(batchId: string): Promise<RowOutcome[]> {
+    const client = await this.#sdk();
+    const outcomes: RowOutcome[] = [];
+    for await (const line of await client.messages.batches.results(batchId)) {
+      const customId = line.custom_id;
+      const { result } = line;
+      if (result.type === 'succeeded') outcomes.push({ customId, body: result.message });
+      else if (result.type === 'errored') {
+        const error = result.error.error;
+        outcomes.push({ customId, error: `${error.type}: ${error.message}` });
+      } else outcomes.push({ customId, error: `the row was ${result.type}`, expired: true });
+    }
+    return outcomes;
+  }
+
+  /** {@inheritDoc BatchApi.cancel} */
+  async cancel(batchId: string): Promise<void> {
+    const client = await this.#sdk();
+    await client.messages.batches.cancel(batchId);
+  }
+
+  #sdk(): Promise<Anthropic> {
+    this.#client ??= loadOptional('@anthropic-ai/sdk', 'the Anthropic Message Batches API', () => import('@anthropic-ai/sdk')).then(
+      // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
+      (sdk) => new sdk.Anthropic({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off', webhookKey: null }),
+    );
+    return this.#client;
+  }
+}

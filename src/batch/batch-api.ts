@@ -1,0 +1,65 @@
+import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
+
+/** One row of a batch: the request it answers, and the vendor's body for it under its custom id. */
+export interface BatchRow {
+  /** Unique within the batch, `^[a-zA-Z0-9_-]{1,64}$` (what both vendors take). */
+  readonly customId: string;
+  /** The request the row answers: its answer is read against it. */
+  readonly request: LlmRequest;
+  /** The vendor's request body: what a live call would send. */
+  readonly body: object;
+}
+
+/** A batch as the provider created it. */
+export interface SubmittedBatch {
+  /** The provider's id for it. */
+  readonly batchId: string;
+  /** The uploaded input file, where the vendor has one (OpenAI). @default none */
+  readonly fileId?: string | undefined;
+}
+
+/** Where a batch stands, from the provider's counts. */
+export interface BatchProgress {
+  /** The vendor's own word for it (`in_progress`, `finalizing`, `completed`, `expired`, …). */
+  readonly status: string;
+  /** Whether it has ended (completed, failed, expired or cancelled): its results can be read. */
+  readonly ended: boolean;
+  /** Rows in the batch. */
+  readonly total: number;
+  /** Rows answered. */
+  readonly completed: number;
+  /** Rows that failed (and, once it ended, expired or were cancelled). */
+  readonly failed: number;
+}
+
+/** How one row ended: a response body to decode, or the reason it has none. */
+export type RowOutcome =
+  | { readonly customId: string; readonly body: object }
+  | {
+      readonly customId: string;
+      /** Why the row has no answer, in a line. */
+      readonly error: string;
+      /** The row was never run (the batch expired or was cancelled first). */
+      readonly expired?: boolean | undefined;
+    };
+
+/**
+ * A vendor's Batch API as a batch run uses it: submit rows, poll a batch, read its rows' outcomes,
+ * cancel it. Rows are the vendor's encoded requests; outcomes come back by custom id, in any order.
+ */
+export interface BatchApi {
+  /** Names the provider in results and messages. */
+  readonly name: string;
+  /** The vendor's body for `request`, as a live call sends it. */
+  encode(request: LlmRequest, maxOutputTokens: number): object;
+  /** Reads a row's response body as the answer to `request` (checked against its schema), or throws what it means. */
+  decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse>;
+  /** Uploads `rows` as one batch and starts it. */
+  submit(rows: readonly BatchRow[]): Promise<SubmittedBatch>;
+  /** The batch's status and counts. */
+  poll(batchId: string): Promise<BatchProgress>;
+  /** The outcome of the rows of an ended batch; a row it says nothing of had no answer. */
+  results(batchId: string): Promise<RowOutcome[]>;
+  /** Asks the provider to stop the batch (rows not yet run end expired). */
+  cancel(batchId: string): Promise<void>;
+}

@@ -1,0 +1,12 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The custom id of `task` on article `articleId`: what both vendors take (`^[a-zA-Z0-9_-]{1,64}$`),
+ * the same in every run (so a resume finds the rows it submitted), readable at a glance (the id's
+ * first characters, others as `_`) and unique by a hash of the exact pair.
+ */
+export function customIdOf(articleId: string, task: string): string {
+  const readable = articleId.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 40);
+  const hash = createHash('sha256').update(articleId).update('\0').update(task).digest('hex').slice(0, 16);
+  return `${readable}-${hash}`;
+}

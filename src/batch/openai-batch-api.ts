@@ -1,0 +1,129 @@
+import type { OpenAI } from 'openai';
+import { loadOptional } from '../optional-package.ts';
+import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
+import { VENDORS } from '../vendors/registry.ts';
+import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
+
+/** The endpoint every row of a batch calls: chat completions, as a live call does. */
+const ENDPOINT = '/v1/chat/completions';
+const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
+
+/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
+export interface OpenAiBatchApiOptions {
+  /** The API key, sent only in the request's auth header. */
+  readonly apiKey: string;
+  /** The API's base URL (`…/v1`). */
+  readonly baseUrl: string;
+  /** The model every row asks. */
+  readonly model: string;
+  /** Names the provider in results and messages. @default "openai" */
+  readonly name?: string | undefined;
+}
+
+/** One line of an output or error file. */
+interface OutputLine {
+  readonly custom_id?: string;
+  readonly response?: { readonly status_code?: number; readonly body?: unknown } | null;
+  readonly error?: { readonly code?: string; readonly message?: string } | null;
+}
+
+/**
+ * OpenAI's Batch API through the official `openai` SDK: rows uploaded as a JSONL file
+ * (`purpose: "batch"`), a batch on `/v1/chat/completions` with a 24h window, its output and error
+ * files read back. Needs the `openai` package.
+ */
+export class OpenAiBatchApi implements BatchApi {
+  /** {@inheritDoc BatchApi.name} */
+  readonly name: string;
+  readonly #options: OpenAiBatchApiOptions;
+  #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
+
+  constructor(options: OpenAiBatchApiOptions) {
+    this.#options = options;
+    this.name = options.name ?? 'openai';
+  }
+
+  /** {@inheritDoc BatchApi.encode} */
+  encode(request: LlmRequest, maxOutputTokens: number): object {
+    return VENDORS.openai.encode(request, this.#options.model, maxOutputTokens);
+  }
+
+  /** {@inheritDoc BatchApi.decode} */
+  decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
+    return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
+  }
+
+  /** {@inheritDoc BatchApi.submit} */
+  async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
+    const { client, toFile } = await this.#sdk();
+    const lines = rows.map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: ENDPOINT, body: row.body })}\n`);
+    const file = await client.files.create({ file: await toFile(Buffer.from(lines.join('')), 'batch.jsonl'), purpose: 'batch' });
+    const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
+    return { batchId: batch.id, fileId: file.id };
+  }
+
+  /** {@inheritDoc BatchApi.poll} */
+  async poll(batchId: string): Promise<BatchProgress> {
+    const { client } = await this.#sdk();
+    const batch = await client.batches.retrieve(batchId);
+    const counts = batch.request_counts;
+    return {
+      status: batch.status,
+      ended: ENDED.has(batch.status),
+      total: counts?.total ?? 0,
+      completed: counts?.completed ?? 0,
+      failed: counts?.failed ?? 0,
+    };
+  }
+
+  /** {@inheritDoc BatchApi.results} */
+  async results(batchId: string): Promise<RowOutcome[]> {
+    const { client } = await this.#sdk();
+    const batch = await client.batches.retrieve(batchId);
+    const outcomes: RowOutcome[] = [];
+    for (const fileId of [batch.output_file_id, batch.error_file_id]) {
+      if (fileId === undefined || fileId === null) continue;
+      const text = await (await client.files.content(fileId)).text();
+      for (const line of text.split('\n')) {
+        if (line.trim() === '') continue;
+        const outcome = outcomeOf(JSON.parse(line) as OutputLine);
+        if (outcome !== undefined) outcomes.push(outcome);
+      }
+    }
+    return outcomes;
+  }
+
+  /** {@inheritDoc BatchApi.cancel} */
+  async cancel(batchId: string): Promise<void> {
+    const { client } = await this.#sdk();
+    await client.batches.cancel(batchId);
+  }
+
+  #sdk(): Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> {
+    this.#client ??= loadOptional('openai', 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
+      // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
+      client: new sdk.OpenAI({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off' }),
+      toFile: sdk.toFile,
+    }));
+    return this.#client;
+  }
+}
+
+/** A line of an output or error file as a row's outcome: its body when it answered 200, else why not. */
+function outcomeOf(line: OutputLine): RowOutcome | undefined {
+  const customId = line.custom_id;
+  if (typeof customId !== 'string') return undefined;
+  const status = line.response?.status_code;
+  const body = line.response?.body;
+  if (status === 200 && typeof body === 'object' && body !== null) return { customId, body };
+  if (line.error !== undefined && line.error !== null) {
+    const code = line.error.code ?? 'error';
+    return {
+      customId,
+      error: `${code}: ${line.error.message ?? 'no message'}`,
+      expired: code === 'batch_expired' || code === 'batch_cancelled',
+    };
+  }
+  const message = (body as { error?: { message?: string } } | undefined)?.error?.message ?? 'no answer';
+  return { customId, error: `HTTP ${status ?? '?'}: ${message}` };
+}

@@ -1,0 +1,192 @@
+// runBatch over the in-process simulated Batch API, a scripted one, and serve's OpenAI Batch API
+// through the official SDK: rounds per dependency level, retries then dead letters, the half price,
+// the budget, and a resume that submits nothing already at the provider.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BatchApi, BatchRow, RowOutcome } from '../../src/batch/batch-api.ts';
+import { customIdOf } from '../../src/batch/custom-id.ts';
+import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
+import { runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
+import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
+import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { MalformedOutputError } from '../../src/provider/provider.ts';
+import { LlmServer } from '../../src/server/index.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
+import type { Article } from '../../src/sources/article.ts';
+
+const ARTICLES: Article[] = [
+  { id: 'a1', title: 'Rates held', content: 'The central bank held rates steady. Markets rallied on the news.' },
+  { id: 'a/2 ü', title: 'Storm damage', content: 'A storm flooded the old town. Repairs will take months, officials warned.' },
+  { id: 'a3', title: 'Team wins', content: 'The home team won the final in extra time. Fans celebrated all night.' },
+];
+const PRICE = { inputPerMTok: 1, outputPerMTok: 4 };
+
+const simulated = () =>
+  new SimulatedBatchApi({
+    provider: new SimulatedProvider({
+      minLatencyMs: 0,
+      maxLatencyMs: 1,
+      profile: { rateLimitedProbability: 0, serverErrorProbability: 0, hangProbability: 0 },
+    }),
+    durationMs: 20,
+  });
+
+const servers: LlmServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+describe('runBatch', () => {
+  it('runs a round per dependency level and writes each article once, with both outputs, at half the price', async () => {
+    const results: ArticleResult[] = [];
+    const summary = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, price: PRICE, onResult: (r) => void results.push(r) });
+    expect(summary).toMatchObject({
+      succeeded: 3,
+      failed: 0,
+      left: 0,
+      batches: 2,
+      rows: 6,
+      rowsFailed: 0,
+      rowsExpired: 0,
+      interrupted: false,
+    });
+    expect(results.map((r) => r.id).sort()).toEqual(['a/2 ü', 'a1', 'a3']);
+    for (const result of results) {
+      expect(result.status).toBe('succeeded');
+      expect(Object.keys(result.outputs).sort()).toEqual(['sentiment', 'summarize']);
+      expect(result.attempts).toBe(2);
+    }
+    const full = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, price: PRICE, batchDiscount: 1 });
+    // The simulator answers a request the same each time: the discount alone halves the cost.
+    expect(summary.costUsd! * 2).toBeCloseTo(full.costUsd!, 9);
+    expect(summary.costUsd).toBeGreaterThan(0);
+  });
+
+  it("submits an article's next task once its dependency is answered, while other batches still run", async () => {
+    const inner = simulated();
+    const polls = new Map<string, number>();
+    const log: string[] = [];
+    const api: BatchApi = {
+      name: inner.name,
+      encode: (request, max) => inner.encode(request, max),
+      decode: (request, body, max) => inner.decode(request, body, max),
+      submit: async (rows) => {
+        const submitted = await inner.submit(rows);
+        log.push(`${submitted.batchId}: ${rows.map((row) => `${row.request.articleId}/${row.request.task}`).join(' ')}`);
+        return submitted;
+      },
+      // The second batch takes five polls more than the others.
+      poll: async (batchId) => {
+        const seen = (polls.get(batchId) ?? 0) + 1;
+        polls.set(batchId, seen);
+        const progress = await inner.poll(batchId);
+        if (batchId === 'batch_sim_2' && seen < 6) return { ...progress, ended: false, status: 'in_progress' };
+        if (progress.ended && batchId === 'batch_sim_2') log.push('batch_sim_2 ended');
+        return progress;
+      },
+      results: (batchId) => inner.results(batchId),
+      cancel: (batchId) => inner.cancel(batchId),
+    };
+    const summary = await runBatch({ source: ARTICLES.slice(0, 2), api, pollMs: 30, batchSize: 1 });
+    expect(summary).toMatchObject({ succeeded: 2, batches: 4 });
+    expect(log).toEqual([
+      'batch_sim_1: a1/summarize',
+      'batch_sim_2: a/2 ü/summarize',
+      'batch_sim_3: a1/sentiment',
+      'batch_sim_2 ended',
+      'batch_sim_4: a/2 ü/sentiment',
+    ]);
+  });
+
+  it('sends a row that failed again in a later batch, then fails its article with the reason', async () => {
+    const submitted: string[][] = [];
+    const api: BatchApi = {
+      ...simulated(),
+      name: 'flaky',
+      encode: (request) => ({ request }),
+      decode: async () => ({ output: {} }),
+      submit: async (rows: readonly BatchRow[]) => {
+        submitted.push(rows.map((row) => row.customId));
+        return { batchId: `b${submitted.length}` };
+      },
+      poll: async () => ({ status: 'expired', ended: true, total: 1, completed: 0, failed: 1 }),
+      results: async (): Promise<RowOutcome[]> => [],
+      cancel: async () => {},
+    };
+    const results: ArticleResult[] = [];
+    const summary = await runBatch({ source: ARTICLES.slice(0, 1), api, pollMs: 1, maxAttempts: 3, onResult: (r) => void results.push(r) });
+    expect(submitted).toEqual([[customIdOf('a1', 'summarize')], [customIdOf('a1', 'summarize')], [customIdOf('a1', 'summarize')]]);
+    expect(summary).toMatchObject({ failed: 1, batches: 3, rowsFailed: 3, rowsExpired: 3, rowsRetried: 2 });
+    expect(results[0]!.error).toEqual({
+      type: 'BatchExpiredError',
+      task: 'summarize',
+      message: 'no result for the row (the batch ended expired) (after 3 attempts)',
+    });
+  });
+
+  it('counts an answer that does not fit its schema as a failed row, billed at the batch price', async () => {
+    const api: BatchApi = {
+      ...simulated(),
+      name: 'off-schema',
+      encode: (request) => ({ request }),
+      decode: async () => {
+        throw new MalformedOutputError('the answer does not fit the schema', { usage: { inputTokens: 1000, outputTokens: 100 } });
+      },
+      submit: async (rows: readonly BatchRow[]) => ({ batchId: rows[0]!.customId }),
+      poll: async () => ({ status: 'completed', ended: true, total: 1, completed: 1, failed: 0 }),
+      results: async (batchId): Promise<RowOutcome[]> => [{ customId: batchId, body: {} }],
+      cancel: async () => {},
+    };
+    const results: ArticleResult[] = [];
+    await runBatch({ source: ARTICLES.slice(0, 1), api, pollMs: 1, maxAttempts: 2, price: PRICE, onResult: (r) => void results.push(r) });
+    expect(results[0]).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      error: { type: 'MalformedOutputError', task: 'summarize', message: 'the answer does not fit the schema (after 2 attempts)' },
+    });
+    // Two answers of 1000 + 100 tokens at 1 and 4 USD per million, half price: 2 × 0.0007.
+    expect(results[0]!.costUsd).toBeCloseTo(0.0014, 9);
+  });
+
+  it('makes custom ids both vendors take, one per article and task', () => {
+    const ids = ['a1', 'a/2 ü', 'x'.repeat(200)].flatMap((id) => ['summarize', 'sentiment'].map((task) => customIdOf(id, task)));
+    for (const id of ids) expect(id).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('submits only the rows whose worst case fits the budget', async () => {
+    const summary = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, price: PRICE, maxCostUsd: 0.0001 });
+    // A row's worst case is about 1.5k input tokens and 256 output at half price (~0.0013 USD): none fits.
+    expect(summary).toMatchObject({ batches: 0, budgetStopped: true, left: 3 });
+  });
+
+  it("runs through serve's OpenAI Batch API and, resumed from its state, submits nothing twice", async () => {
+    const server = new LlmServer({ batchDurationMs: 100 });
+    servers.push(server);
+    const url = await server.listen({ port: 0 });
+    const api = new OpenAiBatchApi({ apiKey: 'sk-batch', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' });
+    // Stopped once the first batch is recorded: the state holds it, pending.
+    const stop = new AbortController();
+    let saved: BatchRunState | undefined;
+    const first = await runBatch({
+      source: ARTICLES,
+      api,
+      pollMs: 20,
+      signal: stop.signal,
+      onState: (state) => {
+        saved = state;
+        stop.abort();
+      },
+    });
+    expect(first).toMatchObject({ batches: 1, interrupted: true, succeeded: 0, left: 3 });
+    expect(saved!.pending).toHaveLength(1);
+    const results: ArticleResult[] = [];
+    const second = await runBatch({ source: ARTICLES, api, pollMs: 20, resume: saved, onResult: (r) => void results.push(r) });
+    // The recorded batch re-attached (summarize), then one more for sentiment: two at the server in all.
+    expect(second).toMatchObject({ batches: 1, succeeded: 3, failed: 0, left: 0 });
+    const listed = (await (await fetch(`${url}/v1/batches`, { headers: { authorization: 'Bearer sk-batch' } })).json()) as {
+      data: unknown[];
+    };
+    expect(listed.data).toHaveLength(2);
+    for (const result of results) expect(Object.keys(result.outputs).sort()).toEqual(['sentiment', 'summarize']);
+  });
+});
