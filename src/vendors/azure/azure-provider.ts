@@ -2,10 +2,9 @@ import type { AzureOpenAI } from 'openai';
 import { loadOptional } from '../../optional-package.ts';
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
 import type { HttpProviderOptions, HttpProviderSettings } from '../http-api.ts';
-import { decodeOpenAi } from '../openai/decode.ts';
-import { encodeOpenAi, type OpenAiBody } from '../openai/encode.ts';
-import { readOpenAiErrorBody } from '../openai/errors.ts';
-import { bindSdk, WARM_UP_ANSWER, type SdkWire } from '../sdk-wire.ts';
+import type { OpenAiBody } from '../openai/encode.ts';
+import { OPENAI_WIRE } from '../openai/openai-provider.ts';
+import { bindSdk, type SdkWire } from '../sdk-wire.ts';
 import { AZURE_DEFAULTS } from './defaults.ts';
 
 /** The client options for one provider, everything given so that the SDK reads nothing from the environment. */
@@ -31,6 +30,8 @@ type AzureFetch = (input: string | URL | Request, init?: RequestInit) => Promise
  * answer are OpenAI's, the deployment stands for the model.
  */
 const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
+  // OpenAI's request, post, answer, canned answer and error body: only the client differs.
+  ...OPENAI_WIRE,
   defaults: AZURE_DEFAULTS,
   load: async (settings) => {
     const sdk = await loadOptional('openai', 'the Azure OpenAI provider', () => import('openai'));
@@ -41,25 +42,6 @@ const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
     };
     return { client: make(), errors: sdk };
   },
-  encode: encodeOpenAi,
-  post: (client, body, options) => client.chat.completions.create(body, options).withResponse(),
-  decode: decodeOpenAi,
-  cannedAnswer: () => ({
-    id: 'warm-up',
-    object: 'chat.completion',
-    created: 0,
-    model: 'warm-up',
-    choices: [
-      {
-        index: 0,
-        finish_reason: 'stop',
-        logprobs: null,
-        message: { role: 'assistant', content: JSON.stringify(WARM_UP_ANSWER), refusal: null },
-      },
-    ],
-    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-  }),
-  readErrorBody: readOpenAiErrorBody,
 };
 
 const AZURE_SDK: SdkBinding = { defaults: AZURE_DEFAULTS, bind: (settings) => bindSdk(AZURE_WIRE, settings) };

@@ -10,9 +10,10 @@ import { readOpenAiErrorBody } from './errors.ts';
 
 /**
  * The OpenAI chat completions API through the official `openai` SDK, loaded when a provider is
- * made (not when the library is imported), its own retries off.
+ * made (not when the library is imported), its own retries off. Azure OpenAI's wire is this one with
+ * its own client.
  */
-const OPENAI_WIRE: SdkWire<OpenAI, OpenAiBody> = {
+export const OPENAI_WIRE: SdkWire<OpenAI, OpenAiBody> = {
   defaults: OPENAI_DEFAULTS,
   load: async (settings) => {
     const sdk = await loadOptional('openai', 'the OpenAI provider', () => import('openai'));
