@@ -1,9 +1,8 @@
 // `--provider=azure` and Azure members of a providers file, against `serve`'s Azure URL form.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliRun, makeTempDir, runCli, startCli } from './run-cli.ts';
+import { type CliRun, makeTempDir, runCli, startServe } from './run-cli.ts';
 
 const KEY = 'azure-e2e-5d1c8b7a-never-shown';
 const ENV = { NP_AZURE_KEY: KEY, AZURE_OPENAI_API_KEY: undefined, OPENAI_API_KEY: undefined };
@@ -14,18 +13,7 @@ let temp: Awaited<ReturnType<typeof makeTempDir>>;
 
 beforeAll(async () => {
   temp = await makeTempDir();
-  serve = startCli(['serve', '--port=0', '--rate=inf', '--min-latency=1ms', '--max-latency=3ms', `--api-keys=${KEY}`], {
-    killAfterMs: 120_000,
-  });
-  for (const deadline = performance.now() + 20_000; ; ) {
-    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(serve.stdout());
-    if (match !== null) {
-      url = match[1]!;
-      break;
-    }
-    if (serve.child.exitCode !== null || performance.now() > deadline) throw new Error(`serve did not start: ${serve.stderr()}`);
-    await sleep(20);
-  }
+  ({ run: serve, url } = await startServe(['--rate=inf', '--min-latency=1ms', '--max-latency=3ms', `--api-keys=${KEY}`]));
 });
 
 afterAll(async () => {

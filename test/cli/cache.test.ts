@@ -2,11 +2,10 @@
 // /metrics), the in-process simulation, and a Redis of the test's own shared by two processes.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startRedis, type TestRedis } from '../redis/redis-server.ts';
-import { type CliRun, FAST, linesOf, makeTempDir, runCli, startCli } from './run-cli.ts';
+import { type CliRun, FAST, linesOf, makeTempDir, runCli, startServe } from './run-cli.ts';
 
 const KEY_VARIABLE = 'NP_CACHE_TEST_KEY';
 const ENV = { [KEY_VARIABLE]: 'sk-cache-test-never-shown', OPENAI_API_KEY: undefined };
@@ -15,21 +14,6 @@ const PRICES = ['--price-input=1', '--price-output=2'];
 let temp: Awaited<ReturnType<typeof makeTempDir>>;
 let serve: { run: CliRun; url: string };
 let redis: TestRedis;
-
-/** Starts `news-processor serve --port=0 …` and resolves once it says where it listens. */
-async function startServe(args: readonly string[]): Promise<{ run: CliRun; url: string }> {
-  const run = startCli(['serve', '--port=0', ...args], { killAfterMs: 120_000 });
-  const deadline = performance.now() + 20_000;
-  for (;;) {
-    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(run.stdout());
-    if (match !== null) return { run, url: match[1]! };
-    if (run.child.exitCode !== null || performance.now() > deadline) {
-      run.send('SIGKILL');
-      throw new Error(`serve did not say where it listens; stderr: ${run.stderr()}`);
-    }
-    await sleep(20);
-  }
-}
 
 /** The chat completions serve has answered so far, as its own /metrics counts them. */
 async function servedCalls(): Promise<number> {

@@ -5,30 +5,11 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, type CliRun, linesOf, makeTempDir, runCli, startCli } from './run-cli.ts';
+import { type CliResult, linesOf, makeTempDir, runCli, startCli, startServe, type Serve } from './run-cli.ts';
 
 const KEY_A = 'sk-pool-a-3d9f1c-never-shown';
 const KEY_B = 'sk-pool-b-8e2a7b-never-shown';
 const ENV = { NP_POOL_KEY_A: KEY_A, NP_POOL_KEY_B: KEY_B, OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined };
-
-interface Serve {
-  readonly run: CliRun;
-  readonly url: string;
-}
-
-async function startServe(args: readonly string[]): Promise<Serve> {
-  const run = startCli(['serve', '--port=0', ...args], { killAfterMs: 120_000 });
-  const deadline = performance.now() + 20_000;
-  for (;;) {
-    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(run.stdout());
-    if (match !== null) return { run, url: match[1]! };
-    if (run.child.exitCode !== null || performance.now() > deadline) {
-      run.send('SIGKILL');
-      throw new Error(`serve did not say where it listens; stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
-    }
-    await sleep(20);
-  }
-}
 
 /** A loopback address nothing listens on: calls to it are refused. */
 async function deadUrl(): Promise<string> {

@@ -158,3 +158,24 @@ export async function makeTempDir(): Promise<{ dir: string; remove: () => Promis
   const dir = await mkdtemp(join(tmpdir(), 'news-processor-cli-'));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
+
+/** A `news-processor serve` a test started, and where it listens. */
+export interface Serve {
+  readonly run: CliRun;
+  readonly url: string;
+}
+
+/** Starts `news-processor serve --port=0 …` and resolves once its first stdout line says where it listens. */
+export async function startServe(args: readonly string[]): Promise<Serve> {
+  const run = startCli(['serve', '--port=0', ...args], { killAfterMs: 120_000 });
+  const deadline = performance.now() + 20_000;
+  for (;;) {
+    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(run.stdout());
+    if (match !== null) return { run, url: match[1]! };
+    if (run.child.exitCode !== null || performance.now() > deadline) {
+      run.send('SIGKILL');
+      throw new Error(`serve did not say where it listens; stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -2,9 +2,8 @@
 // official SDKs in between, over loopback HTTP — what a user gets pointing the CLI at a server.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, type CliRun, linesOf, makeTempDir, ROOT, runCli, startCli } from './run-cli.ts';
+import { type CliResult, linesOf, makeTempDir, ROOT, runCli, startServe, type Serve } from './run-cli.ts';
 import { stray429s } from '../redis/shared-quota.ts';
 
 const KEY = 'sk-e2e-7f3a9c2d41b8-never-shown';
@@ -14,26 +13,6 @@ const ENV = { [KEY_VARIABLE]: KEY, OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY:
 const ARTICLES = 20;
 
 type Vendor = 'openai' | 'anthropic';
-
-interface Serve {
-  readonly run: CliRun;
-  readonly url: string;
-}
-
-/** Starts `news-processor serve --port=0 …` and resolves once its first stdout line says where it listens. */
-async function startServe(args: readonly string[]): Promise<Serve> {
-  const run = startCli(['serve', '--port=0', ...args], { killAfterMs: 120_000 });
-  const deadline = performance.now() + 20_000;
-  for (;;) {
-    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(run.stdout());
-    if (match !== null) return { run, url: match[1]! };
-    if (run.child.exitCode !== null || performance.now() > deadline) {
-      run.send('SIGKILL');
-      throw new Error(`serve did not say where it listens; stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
-    }
-    await sleep(20);
-  }
-}
 
 /** The flags that point a run at `serve` as `vendor`: OpenAI's base URL ends in /v1, Anthropic's is the host root. */
 const against = (serve: Serve, vendor: Vendor) => [
