@@ -3,7 +3,7 @@ import { loadOptional } from '../../optional-package.ts';
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
 import type { HttpProviderOptions, HttpProviderSettings } from '../http-api.ts';
 import type { OpenAiBody } from '../openai/encode.ts';
-import { OPENAI_WIRE } from '../openai/openai-provider.ts';
+import { OPENAI_WIRE } from '../openai/openai-wire.ts';
 import { bindSdk, type SdkWire } from '../sdk-wire.ts';
 import { AZURE_DEFAULTS } from './defaults.ts';
 
