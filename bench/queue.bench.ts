@@ -6,8 +6,8 @@
  *   npm run bench:queue [-- --rounds=3 --articles=5000 --quota-articles=1500 --recovery-articles=1500]
  *   (BENCH_QUICK=1 for a shorter run; --only=cost,quota,recovery runs some and writes no results file)
  *
- * Builds the command (tsc -p tsconfig.build.json) and starts its own redis-server on a free loopback
- * port (see test/redis/redis-server.ts); every process is `node dist/cmd/news-processor.js …`.
+ * Builds the command (`npm run build`) and starts its own redis-server on a free loopback
+ * port (see test/redis/redis-server.ts); every process is `node dist/cli/news-processor.js …`.
  *
  * 1. Cost per article: a fresh queue of `--articles` generated articles, then 1, 2 or 4 worker
  *    processes (`--workers=20` each, an instant simulated provider, `--rate=inf`,
@@ -117,8 +117,8 @@ function print(line: string): void {
 
 const started = performance.now();
 const loadAtStart = loadavg();
-progress('building the command (tsc -p tsconfig.build.json) …');
-await promisify(execFile)(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT });
+progress('building the command (npm run build) …');
+await promisify(execFile)(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT });
 
 const redis = await startRedis();
 /** The bench's own connection: job times, the event stream, FLUSHALL between measurements. */

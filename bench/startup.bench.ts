@@ -35,19 +35,28 @@ interface Subject {
   readonly cwd: string;
 }
 
-/** The baseline revision's tree, extracted and built once per revision. */
+/** The command a built tree runs: the bundle where the revision bundles it, else the compiled module. */
+function binOf(tree: string): string {
+  return existsSync(join(tree, 'scripts', 'build.mjs'))
+    ? join('dist', 'cli', 'news-processor.js')
+    : join('dist', 'cmd', 'news-processor.js');
+}
+
+/** The baseline revision's tree, extracted and built once per revision, as that revision builds itself. */
 function baselineTree(rev: string): string {
   const tree = join(tmpdir(), `news-processor-startup-${rev.slice(0, 12)}`);
-  if (!existsSync(join(tree, 'dist', 'cmd', 'news-processor.js'))) {
+  if (!existsSync(join(tree, binOf(tree)))) {
     mkdirSync(tree, { recursive: true });
     execFileSync('sh', ['-c', `git -C "${root}" archive "${rev}" | tar -x -C "${tree}"`], { stdio: 'inherit' });
     if (!existsSync(join(tree, 'node_modules'))) symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'));
-    execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: tree, stdio: 'inherit' });
+    if (existsSync(join(tree, 'scripts', 'build.mjs')))
+      execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: tree, stdio: 'inherit' });
+    else execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: tree, stdio: 'inherit' });
   }
   return tree;
 }
 
-const BIN = join('dist', 'cmd', 'news-processor.js');
+const BIN = binOf(root);
 const subjects: Subject[] = [
   { name: 'node -e 0', args: ['-e', '0'], cwd: root },
   { name: 'news-processor --help', args: [BIN, '--help'], cwd: root },
@@ -56,8 +65,8 @@ const subjects: Subject[] = [
 if (baselineRev !== undefined) {
   const tree = baselineTree(baselineRev);
   subjects.push(
-    { name: `${baselineRev.slice(0, 7)}: news-processor --help`, args: [BIN, '--help'], cwd: tree },
-    { name: `${baselineRev.slice(0, 7)}: news-processor ${RUN_FLAGS.join(' ')}`, args: [BIN, ...RUN_FLAGS], cwd: tree },
+    { name: `${baselineRev.slice(0, 7)}: news-processor --help`, args: [binOf(tree), '--help'], cwd: tree },
+    { name: `${baselineRev.slice(0, 7)}: news-processor ${RUN_FLAGS.join(' ')}`, args: [binOf(tree), ...RUN_FLAGS], cwd: tree },
   );
 }
 

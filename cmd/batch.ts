@@ -13,7 +13,7 @@ import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
 import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
 import type { ClientFlags } from './client-options.ts';
-import { formatMs, plural } from './format.ts';
+import { formatMs, groupThousands, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { duration, integer } from './parse-values.ts';
 import { providerSetups } from './provider-setup.ts';
@@ -70,7 +70,7 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option(
         '--batch-size <n>',
-        `with --batch: rows per batch at most (default ${BATCH_DEFAULTS.batchSize.toLocaleString('en-US')})`,
+        `with --batch: rows per batch at most (default ${groupThousands(BATCH_DEFAULTS.batchSize)})`,
       ).argParser(integer(1, BATCH_DEFAULTS.batchSize)),
     );
 }

@@ -79,15 +79,15 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
  */
 export function groupRunOptions(command: Command): Command {
   const headings = Object.keys(RUN_OPTION_GROUPS);
-  const headingOf = (option: Option) => headings.find((heading) => RUN_OPTION_GROUPS[heading]!.includes(option.long ?? ''));
-  for (const option of command.options) {
-    const heading = headingOf(option);
-    if (heading !== undefined) option.helpGroup(heading);
-  }
+  const headingOf = new Map(Object.entries(RUN_OPTION_GROUPS).flatMap(([heading, flags]) => flags.map((flag) => [flag, heading] as const)));
   const rank = (option: Option) => {
-    const heading = headingOf(option);
+    const heading = headingOf.get(option.long ?? '');
     return heading === undefined ? -1 : headings.indexOf(heading);
   };
+  for (const option of command.options) {
+    const heading = headingOf.get(option.long ?? '');
+    if (heading !== undefined) option.helpGroup(heading);
+  }
   (command.options as Option[]).sort((a, b) => rank(a) - rank(b));
   return command;
 }

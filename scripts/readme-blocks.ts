@@ -127,7 +127,7 @@ function sameCommands(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * The shell command that runs a documented command here: `npm start --`, `npx news-processor` and
- * `node dist/cmd/news-processor.js` (what a clone runs where a process must be killed: npm's wrapper
+ * `node dist/cli/news-processor.js` (what a clone runs where a process must be killed: npm's wrapper
  * would take the signal and leave the command running) become the compiled command (npm's own
  * banner lines are not the tool's output), everything else is kept.
  */
@@ -135,5 +135,5 @@ export function localCommand(command: string, bin: string): string {
   return command
     .replace(/\bnpm start (--silent )?--(?= |$)/g, `node ${bin}`)
     .replace(/\bnpx news-processor\b/g, `node ${bin}`)
-    .replace(/\bnode dist\/cmd\/news-processor\.js\b/g, `node ${bin}`);
+    .replace(/\bnode dist\/cli\/news-processor\.js\b/g, `node ${bin}`);
 }

@@ -35,7 +35,7 @@ import { brokenLinks } from './doc-links.ts';
 import { applySamples, findBlocks, localCommand, type RunnableBlock, sampleBody } from './readme-blocks.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-const BIN = join(ROOT, 'dist', 'cmd', 'news-processor.js');
+const BIN = join(ROOT, 'dist', 'cli', 'news-processor.js');
 /** A command that runs longer than this is stopped and reported. */
 const COMMAND_TIMEOUT_MS = 5 * 60_000;
 const USAGE = '--file=PATH, --examples, --match=TEXT, --dry, --links';

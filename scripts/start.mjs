@@ -1,4 +1,4 @@
-// `npm start` in a clone: the compiled command, compiled first (as `npm run build` does) when a
+// `npm start` in a clone: the bundled command, built first (`npm run build`: scripts/build.mjs) when a
 // source or a compiler setting is newer than the last build, or a part of dist/ is missing. A fresh
 // clone's `npm ci` builds nothing (the package has no install-time script), and with dist/ up to
 // date the check costs a start a few ms in the same process — no second Node, no TypeScript loaded.
@@ -22,12 +22,12 @@ function latestMs(path) {
 }
 
 const sourcesMs = Math.max(...['src', 'cmd', 'tsconfig.json', 'tsconfig.build.json'].map((path) => latestMs(join(ROOT, path))));
-const builtMs = Math.min(latestMs(join(ROOT, 'dist', 'src')), latestMs(join(ROOT, 'dist', 'cmd')));
+const builtMs = Math.min(...['src', 'cmd', 'cli'].map((part) => latestMs(join(ROOT, 'dist', part))));
 if (sourcesMs > builtMs) {
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+  const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], {
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+  if (build.status !== 0) process.exit(build.status ?? 1);
 }
-await import(pathToFileURL(join(ROOT, 'dist', 'cmd', 'news-processor.js')).href);
+await import(pathToFileURL(join(ROOT, 'dist', 'cli', 'news-processor.js')).href);

@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * Compiles `dist/` once before any test runs: the tests that spawn the command or install the
+ * Builds `dist/` once before any test runs (`npm run build`: the library compiled, the command bundled): the tests that spawn the command or install the
  * packed package run the compiled JavaScript, which must be the sources' of now — also under a bare
  * `npx vitest`, which would otherwise test whatever an earlier build left.
  */
 export default function setup(): void {
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], {
     cwd: ROOT,
     stdio: 'inherit',
   });

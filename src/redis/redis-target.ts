@@ -1,6 +1,4 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createSecureContext } from 'node:tls';
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { checkBoolean, checkObject, checkString, expected } from '../validation/checks.ts';
 import { fileErrorDetail } from '../validation/file-error.ts';
@@ -226,6 +224,8 @@ export async function readTlsSettings(url: ParsedRedisUrl, options: RedisTlsOpti
   const cert = options?.certFile === undefined ? undefined : await readCertificates('certFile', options.certFile);
   const key = options?.keyFile === undefined ? undefined : await readPrivateKey(options.keyFile);
   if (cert !== undefined && key !== undefined) {
+    // node:tls (and node:crypto below) loaded only here: a run without TLS to Redis never needs them.
+    const { createSecureContext } = await import('node:tls');
     try {
       createSecureContext({ cert, key });
     } catch (error) {
@@ -253,6 +253,7 @@ async function readCertificates(option: 'caFile' | 'certFile', path: string): Pr
   const pem = await readPem(option, path);
   const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g);
   if (blocks === null) throw new RedisTlsFileError(option, path, 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  const { X509Certificate } = await import('node:crypto');
   for (const block of blocks) {
     try {
       new X509Certificate(block);
@@ -268,6 +269,7 @@ async function readPrivateKey(path: string): Promise<Buffer> {
   if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem.toString('latin1'))) {
     throw new RedisTlsFileError('keyFile', path, 'holds no PEM private key (-----BEGIN PRIVATE KEY-----)');
   }
+  const { createPrivateKey } = await import('node:crypto');
   try {
     createPrivateKey(pem);
   } catch (error) {

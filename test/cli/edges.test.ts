@@ -209,7 +209,7 @@ describe('the small edges', () => {
   it.skipIf(script === undefined)('--input - on a terminal says it reads standard input, then reads what is typed', async () => {
     const child = spawn(
       script!,
-      ['-qec', 'node dist/cmd/news-processor.js --input - --rate=inf --min-latency=0ms --max-latency=1ms --quiet', '/dev/null'],
+      ['-qec', 'node dist/cli/news-processor.js --input - --rate=inf --min-latency=0ms --max-latency=1ms --quiet', '/dev/null'],
       {
         cwd: ROOT,
         stdio: ['pipe', 'pipe', 'pipe'],

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The compiled command, as `npm start` and the installed package run it (`npm test` builds it first). */
-const BIN = join('dist', 'cmd', 'news-processor.js');
+const BIN = join('dist', 'cli', 'news-processor.js');
 
 /** Flags that make a run take milliseconds: no client-side limit, a provider that answers at once. */
 export const FAST = ['--min-latency=0ms', '--max-latency=1ms', '--rate=inf'] as const;
@@ -57,7 +57,7 @@ export interface CliOptions {
 }
 
 /**
- * Starts the compiled command (`node dist/cmd/news-processor.js`, what `npm start` and the
+ * Starts the compiled command (`node dist/cli/news-processor.js`, what `npm start` and the
  * installed package run) with `args` in the project root, with pipes, not a terminal, for its
  * output. It runs in a process group of its own, and the kill timeout ends the whole group.
  */

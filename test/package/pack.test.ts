@@ -81,7 +81,7 @@ describe('the packed package, installed into a fresh project', () => {
   });
 
   it('holds the compiled library and command with their types, README and LICENSE, not the sources, tests or benchmarks', () => {
-    for (const path of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/cmd/news-processor.js', 'package.json', 'README.md', 'LICENSE']) {
+    for (const path of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/cli/news-processor.js', 'package.json', 'README.md', 'LICENSE']) {
       expect(files).toContain(path);
     }
     for (const entry of ['middleware', 'redis', 'queue', 'batch', 'server', 'bench', 'testing'])

@@ -75,6 +75,6 @@ describe('the runnable blocks of a document', () => {
     expect(localCommand('npm start -- --json | jq .efficiency', '/p/bin.js')).toBe('node /p/bin.js --json | jq .efficiency');
     expect(localCommand('npm start --silent -- bench', '/p/bin.js')).toBe('node /p/bin.js bench');
     expect(localCommand('cat a | npx news-processor --input -', '/p/bin.js')).toBe('cat a | node /p/bin.js --input -');
-    expect(localCommand('node dist/cmd/news-processor.js serve & SERVE=$!', '/p/bin.js')).toBe('node /p/bin.js serve & SERVE=$!');
+    expect(localCommand('node dist/cli/news-processor.js serve & SERVE=$!', '/p/bin.js')).toBe('node /p/bin.js serve & SERVE=$!');
   });
 });
