@@ -67,7 +67,7 @@ export function articleOf(prompt: string): { title: string; text: string } {
  * sent (one of the same shape that asks more: a `maxItems`, a pattern) gives way to a made value.
  * A made value is seeded by the task, the prompt and `seed`: articles get answers as varied as a
  * model's — enum members, numbers across their bounds, lists of other lengths, their own words —
- * and the same request the same answer. Rejects with `SchemaError` when no value can be made to fit.
+ * and the same request the same answer. Throws `SchemaError` when no value can be made to fit.
  */
 export function simulatedAnswer(request: LlmRequest, seed: number): LlmOutput {
   const { title, text } = articleOf(request.prompt);
