@@ -42,6 +42,19 @@ async function statusOf(queue: string, url = redis.url): Promise<QueueStatus> {
   return JSON.parse(result.stdout) as QueueStatus;
 }
 
+/** A new queue holding `articles` generated articles. */
+async function queueWith(articles: number): Promise<string> {
+  const queue = newQueue();
+  const enqueued = await runCli(['enqueue', '--queue', queue, '--redis', redis.url, `--articles=${articles}`]);
+  expect(enqueued.code, enqueued.stderr).toBe(0);
+  return queue;
+}
+
+/** The arguments of a worker on `queue` at the test's Redis, with `flags`. */
+function workerOn(queue: string, ...flags: string[]): string[] {
+  return ['worker', '--queue', queue, '--redis', redis.url, ...flags];
+}
+
 /** Collects the queue into a fresh file and returns its results, checking each article is there once. */
 async function collected(queue: string, url = redis.url): Promise<ArticleResult[]> {
   const output = join(temp.dir, `${queue}-${Date.now()}.jsonl`);
@@ -82,7 +95,7 @@ describe('news-processor enqueue', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ queue, added: 0, existing: 6 });
     expect(await statusOf(queue)).toMatchObject({ waiting: 6, active: 0, completed: 0, failed: 0 });
 
-    const work = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--json']);
+    const work = await runCli(workerOn(queue, '--rate=inf', ...QUICK, '--exit-when-drained', '--json'));
     expect(work.code, work.stderr).toBe(0);
     const results = await collected(queue);
     expect(results.map((r) => r.id).sort()).toEqual([...ids].sort());
@@ -90,23 +103,9 @@ describe('news-processor enqueue', () => {
   });
 
   it('a worker writes its own report with --report', async () => {
-    const queue = newQueue();
-    const enqueued = await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=6']);
-    expect(enqueued.code, enqueued.stderr).toBe(0);
+    const queue = await queueWith(6);
     const file = join(temp.dir, `${queue}.html`);
-    const work = await runCli([
-      'worker',
-      '--queue',
-      queue,
-      '--redis',
-      redis.url,
-      '--rate=inf',
-      ...QUICK,
-      '--exit-when-drained',
-      '--quiet',
-      '--report',
-      file,
-    ]);
+    const work = await runCli(workerOn(queue, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet', '--report', file));
     expect(work.code, work.stderr).toBe(0);
     expect(work.stderr).toMatch(/^Report: .*\.html \(\d+ KiB, written in \d+ ms\)$/m);
     const page = await readFile(file, 'utf8');
@@ -172,14 +171,9 @@ describe('news-processor enqueue', () => {
 
 describe('news-processor worker', () => {
   it('three workers, one killed with kill -9 mid-run: its jobs come back, every article is collected once, all succeeded', async () => {
-    const queue = newQueue();
-    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=60']);
-    const args = [
-      'worker',
-      '--queue',
+    const queue = await queueWith(60);
+    const args = workerOn(
       queue,
-      '--redis',
-      redis.url,
       '--rate=30',
       '--burst=3',
       '--workers=4',
@@ -188,7 +182,7 @@ describe('news-processor worker', () => {
       '--lock-duration=2s',
       '--stalled-interval=1s',
       '--exit-when-drained',
-    ];
+    );
     const victim = startCli(args, { killAfterMs: 90_000 });
     const others = [startCli(args, { killAfterMs: 90_000 }), startCli(args, { killAfterMs: 90_000 })];
     // Once it has finished a few, the victim holds jobs under way: kill it then.
@@ -209,20 +203,8 @@ describe('news-processor worker', () => {
   });
 
   it('SIGTERM: stops taking jobs, cuts the calls under way after --grace and puts their jobs back; exit 143 with its summary', async () => {
-    const queue = newQueue();
-    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=20']);
-    const slow = startCli([
-      'worker',
-      '--queue',
-      queue,
-      '--redis',
-      redis.url,
-      '--rate=inf',
-      '--workers=5',
-      '--min-latency=300ms',
-      '--max-latency=600ms',
-      '--grace=0s',
-    ]);
+    const queue = await queueWith(20);
+    const slow = startCli(workerOn(queue, '--rate=inf', '--workers=5', '--min-latency=300ms', '--max-latency=600ms', '--grace=0s'));
     await until(() => /^✓ /m.test(slow.stdout()), 30_000);
     slow.send('SIGTERM');
     const stopped = await slow.result;
@@ -235,7 +217,7 @@ describe('news-processor worker', () => {
     expect(after.active).toBe(0);
     expect(after.waiting).toBeGreaterThan(0);
     expect(after.waiting + after.completed).toBe(20);
-    const rest = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    const rest = await runCli(workerOn(queue, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet'));
     expect(rest.code, rest.stderr).toBe(0);
     const results = await collected(queue);
     expect(results).toHaveLength(20);
@@ -243,20 +225,8 @@ describe('news-processor worker', () => {
   });
 
   it('oversubscribed workers on one shared quota lose nothing: three processes of 10 at a shared 10/s', async () => {
-    const queue = newQueue();
-    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=60']);
-    const args = [
-      'worker',
-      '--queue',
-      queue,
-      '--redis',
-      redis.url,
-      '--rate=10',
-      '--burst=4',
-      '--workers=10',
-      '--exit-when-drained',
-      '--json',
-    ];
+    const queue = await queueWith(60);
+    const args = workerOn(queue, '--rate=10', '--burst=4', '--workers=10', '--exit-when-drained', '--json');
     const runs = await Promise.all([1, 2, 3].map(() => runCli(args, { killAfterMs: 90_000 })));
     for (const run of runs) expect(run.code, run.stderr).toBe(0);
     const results = await collected(queue);
@@ -272,7 +242,7 @@ describe('news-processor worker', () => {
       `${JSON.stringify({ id: 'ok', title: 'fine', content: 'Plenty of text here.' })}\n${JSON.stringify({ id: 'bad', title: 'no content' })}\n`,
     );
     await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--input', input]);
-    const work = await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    const work = await runCli(workerOn(queue, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet'));
     expect(work.code).toBe(1);
     const output = join(temp.dir, `${queue}.jsonl`);
     await runCli(['collect', '--queue', queue, '--redis', redis.url, '--output', output]);
@@ -286,7 +256,7 @@ describe('news-processor worker', () => {
     expect(retried.stdout).toBe(`Queue ${queue}: 1 failed job put back\n`);
     expect(await statusOf(queue)).toMatchObject({ waiting: 1, failed: 0 });
     // Still failing (the field is still missing): the file keeps one line per article.
-    await runCli(['worker', '--queue', queue, '--redis', redis.url, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet']);
+    await runCli(workerOn(queue, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet'));
     const again = await runCli(['collect', '--queue', queue, '--redis', redis.url, '--output', output, '--resume']);
     expect(again.code, again.stderr).toBe(0);
     expect((await resultsOf(output)).map((r) => r.id).sort()).toEqual(['bad', 'ok']);
@@ -432,20 +402,8 @@ describe('a worker whose Redis is lost (killed, persisting its data as productio
 
 describe('news-processor status', () => {
   it("names each worker by host:pid; a killed worker's jobs count as stalled, not active, once their lock is gone", async () => {
-    const queue = newQueue();
-    await runCli(['enqueue', '--queue', queue, '--redis', redis.url, '--articles=20']);
-    const slow = [
-      'worker',
-      '--queue',
-      queue,
-      '--redis',
-      redis.url,
-      '--rate=inf',
-      '--min-latency=20s',
-      '--max-latency=21s',
-      '--timeout=60s',
-      '--quiet',
-    ];
+    const queue = await queueWith(20);
+    const slow = workerOn(queue, '--rate=inf', '--min-latency=20s', '--max-latency=21s', '--timeout=60s', '--quiet');
     // The one to be killed holds 3 jobs on a short lock; the other holds 1 and looks for stalled jobs rarely.
     const victim = startCli([...slow, '--workers=3', '--lock-duration=1s'], { killAfterMs: 60_000 });
     const other = startCli([...slow, '--workers=1', '--stalled-interval=10m', '--grace=0s'], { killAfterMs: 60_000 });
