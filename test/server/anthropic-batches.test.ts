@@ -2,44 +2,18 @@
 // ManualClock: in_progress until every row is done (the counts all `processing` till then), ended with
 // results; the refusals at creation, cancel, delete, expiry and the queue's 429.
 import Anthropic from '@anthropic-ai/sdk';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/mechanisms.ts';
+import { describe, expect, it } from 'vitest';
 import type { LlmRequest } from '../../src/provider/provider.ts';
-import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { decodeAnthropic } from '../../src/vendors/anthropic/decode.ts';
 import { encodeAnthropic } from '../../src/vendors/anthropic/encode.ts';
-import { builtinRequest } from '../requests.ts';
+import { ARTICLES, batchServers, requestsOf } from './batch-fixtures.ts';
 import { get } from './http.ts';
 
-const servers: LlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-});
-
-async function start(options: LlmServerOptions = {}): Promise<{ url: string; clock: ManualClock; client: Anthropic }> {
-  const clock = new ManualClock();
-  const server = new LlmServer({ batchDurationMs: 10_000, clock, ...options });
-  servers.push(server);
-  const url = await server.listen({ port: 0 });
-  return { url, clock, client: client(url, 'sk-ant-batch') };
-}
-
 const client = (url: string, apiKey: string) => new Anthropic({ apiKey, baseURL: url, maxRetries: 0 });
+const start = batchServers((url) => client(url, 'sk-ant-batch'));
 
-const ARTICLES = [
-  { id: 'a1', title: 'Rates held', text: 'The central bank held rates steady. Markets rallied on the news.' },
-  { id: 'a2', title: 'Storm damage', text: 'A storm flooded the old town. Repairs will take months, officials warned.' },
-];
-
-function requests(): Map<string, LlmRequest> {
-  const byId = new Map<string, LlmRequest>();
-  for (const article of ARTICLES) {
-    for (const task of ['summarize', 'sentiment'] as const) {
-      byId.set(`${article.id}-${task}`, builtinRequest(task, article.id, article.title, article.text));
-    }
-  }
-  return byId;
-}
+/** Both built-in tasks for each of the first two articles. */
+const requests = () => requestsOf(ARTICLES.slice(0, 2));
 
 const batchRequests = (byId: Map<string, LlmRequest>) =>
   [...byId].map(([custom_id, request]) => ({ custom_id, params: encodeAnthropic(request, 'claude-haiku-4-5', 300) as never }));

@@ -2,46 +2,17 @@
 // a batch's timeline (validating, rows finishing spread over --batch-duration, finalizing, completed),
 // the validation refusals, cancel, expiry and the queue's token limit.
 import OpenAI, { toFile } from 'openai';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/mechanisms.ts';
+import { describe, expect, it } from 'vitest';
 import type { LlmRequest } from '../../src/provider/provider.ts';
-import { LlmServer, type LlmServerOptions } from '../../src/server/index.ts';
 import { decodeOpenAi } from '../../src/vendors/openai/decode.ts';
 import { encodeOpenAi } from '../../src/vendors/openai/encode.ts';
-import { builtinRequest } from '../requests.ts';
+import { batchServers, requestsOf } from './batch-fixtures.ts';
 import { get } from './http.ts';
 
-const servers: LlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-});
-
-async function start(options: LlmServerOptions = {}): Promise<{ url: string; clock: ManualClock; client: OpenAI }> {
-  const clock = new ManualClock();
-  const server = new LlmServer({ batchDurationMs: 10_000, clock, ...options });
-  servers.push(server);
-  const url = await server.listen({ port: 0 });
-  return { url, clock, client: client(url, 'sk-batch') };
-}
-
 const client = (url: string, apiKey: string) => new OpenAI({ apiKey, baseURL: `${url}/v1`, maxRetries: 0 });
+const start = batchServers((url) => client(url, 'sk-batch'));
 
-const ARTICLES = [
-  { id: 'a1', title: 'Rates held', text: 'The central bank held rates steady. Markets rallied on the news.' },
-  { id: 'a2', title: 'Storm damage', text: 'A storm flooded the old town. Repairs will take months, officials warned.' },
-  { id: 'a3', title: 'Team wins', text: 'The home team won the final in extra time. Fans celebrated all night.' },
-];
-
-/** Both built-in tasks for each article, as the pipeline asks them, by custom id. */
-function requests(): Map<string, LlmRequest> {
-  const byId = new Map<string, LlmRequest>();
-  for (const article of ARTICLES) {
-    for (const task of ['summarize', 'sentiment'] as const) {
-      byId.set(`${article.id}-${task}`, builtinRequest(task, article.id, article.title, article.text));
-    }
-  }
-  return byId;
-}
+const requests = () => requestsOf();
 
 const jsonl = (rows: readonly unknown[]) => rows.map((row) => (typeof row === 'string' ? row : JSON.stringify(row))).join('\n');
 const chatRows = (byId: Map<string, LlmRequest>, url = '/v1/chat/completions') =>
@@ -111,7 +82,7 @@ describe('POST /v1/batches: a batch of the built-in tasks', () => {
   });
 
   it('runs a batch on /v1/responses, and lists a key’s batches newest first, a page at a time (after, limit)', async () => {
-    const { client: openai } = await start({ batchDurationMs: 0 });
+    const { client: openai, url } = await start({ batchDurationMs: 0 });
     const byId = requests();
     const rows = [...byId].map(([custom_id, request]) => ({
       custom_id,
@@ -140,9 +111,9 @@ describe('POST /v1/batches: a batch of the built-in tasks', () => {
     for await (const batch of openai.batches.list({ limit: 2 })) all.push(batch.id);
     expect(all).toEqual([...ids].reverse());
     // Another key sees none of them.
-    expect((await client(servers[0]!.url!, 'sk-other').batches.list()).data).toEqual([]);
-    await expect(client(servers[0]!.url!, 'sk-other').batches.retrieve(ids[0]!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client(servers[0]!.url!, 'sk-other').files.content(done.output_file_id!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect((await client(url, 'sk-other').batches.list()).data).toEqual([]);
+    await expect(client(url, 'sk-other').batches.retrieve(ids[0]!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client(url, 'sk-other').files.content(done.output_file_id!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it('the failure profile gives failed rows: a 503 in the error file, counted as failed', async () => {
