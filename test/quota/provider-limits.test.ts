@@ -17,6 +17,17 @@ function limitsAt(clock: ManualClock) {
   });
 }
 
+/** 1 request/s (burst 1) and 10 tokens/s (burst 100): the request limit spaces calls the token limit lets through. */
+function oneRequestASecondAt(clock: ManualClock) {
+  return new LocalLimits({
+    limits: [
+      { kind: 'requests', rate: 1, burst: 1 },
+      { kind: 'tokens', rate: 10, burst: 100 },
+    ],
+    clock,
+  });
+}
+
 describe('ProviderLimits', () => {
   it('.acquire() - acts when the last of the limits allows', async () => {
     const clock = new ManualClock();
@@ -34,13 +45,7 @@ describe('ProviderLimits', () => {
 
   it('.acquire() - takes the request token when the call really goes, so requests keep their spacing', async () => {
     const clock = new ManualClock();
-    const limits = new LocalLimits({
-      limits: [
-        { kind: 'requests', rate: 1, burst: 1 },
-        { kind: 'tokens', rate: 10, burst: 100 },
-      ],
-      clock,
-    });
+    const limits = oneRequestASecondAt(clock);
     const sent: number[] = [];
     const first = await limits.acquire(cost(100, 0));
     sent.push(clock.now());
@@ -76,13 +81,7 @@ describe('ProviderLimits', () => {
 
   it('.acquire() - a request token that cannot come in time gives the reserved tokens back', async () => {
     const clock = new ManualClock();
-    const limits = new LocalLimits({
-      limits: [
-        { kind: 'requests', rate: 1, burst: 1 },
-        { kind: 'tokens', rate: 10, burst: 100 },
-      ],
-      clock,
-    });
+    const limits = oneRequestASecondAt(clock);
     await limits.acquire(cost(10, 0));
     await expect(limits.acquire(cost(10, 0), { maxWaitMs: 500 })).rejects.toThrow(MaxWaitExceededError);
     expect(limits.bucket('tokens')!.tokens()).toBe(90);

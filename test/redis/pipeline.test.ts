@@ -9,6 +9,7 @@ import {
   type LlmRequest,
   type LlmResponse,
   type Provider,
+  type RunSummary,
 } from '../../src/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 import { recordReserveWaits } from './reserve-waits.ts';
@@ -54,6 +55,33 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis?.stop();
 });
+
+/**
+ * A run of `articles` on limits in a Redis of its own (50/s, burst 2; 300 ms to answer) that is
+ * killed at the eighth call: what the run said and each article's result.
+ */
+async function runLosingRedis(
+  articles: number,
+  limitsLost?: 'stop' | 'cancel',
+): Promise<{ summary: RunSummary; results: ArticleResult[] }> {
+  const own = await startRedis();
+  const connection = await connectRedis(own.url, { timeoutMs: 300 });
+  try {
+    const provider = new HookedProvider((call) => (call === 8 ? own.kill() : undefined));
+    const results: ArticleResult[] = [];
+    const summary = await runPipeline({
+      source: generateArticles(articles),
+      providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(50, 2), quotaKey: 'lost' }) }],
+      workers: 4,
+      ...(limitsLost === undefined ? {} : { limitsLost }),
+      onResult: (result) => void results.push(result),
+    });
+    return { summary, results };
+  } finally {
+    await connection.close();
+    await own.stop();
+  }
+}
 
 describe('a pipeline on a quota shared through Redis', () => {
   it('goes on when the scripts are flushed mid-run: they are sent again on NOSCRIPT', async () => {
@@ -107,62 +135,33 @@ describe('a pipeline on a quota shared through Redis', () => {
   });
 
   it('stops intake when Redis is lost mid-run: every started article ends once, those in flight failed with the reason', async () => {
-    const own = await startRedis();
-    const connection = await connectRedis(own.url, { timeoutMs: 300 });
-    try {
-      const provider = new HookedProvider((call) => (call === 8 ? own.kill() : undefined));
-      const results: ArticleResult[] = [];
-      const summary = await runPipeline({
-        source: generateArticles(100),
-        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(50, 2), quotaKey: 'lost' }) }],
-        workers: 4,
-        onResult: (result) => void results.push(result),
-      });
-      expect(summary.articles).toBeLessThan(100);
-      expect(results).toHaveLength(summary.articles);
-      expect(new Set(results.map((result) => result.id)).size).toBe(summary.articles);
-      expect(summary.succeeded + summary.failed).toBe(summary.articles);
-      expect(summary.failed).toBeGreaterThanOrEqual(1);
-      expect(summary.failureReasons).toEqual({ LimiterUnavailableError: summary.failed });
-      expect(summary.stoppedBy).toEqual({
-        by: 'limits',
-        provider: 'hooked',
-        type: 'LimiterUnavailableError',
-        message: expect.stringMatching(/^Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer within 300ms/),
-      });
-      expect(summary.interrupted).toBe(false);
-    } finally {
-      await connection.close();
-      await own.stop();
-    }
+    const { summary, results } = await runLosingRedis(100);
+    expect(summary.articles).toBeLessThan(100);
+    expect(results).toHaveLength(summary.articles);
+    expect(new Set(results.map((result) => result.id)).size).toBe(summary.articles);
+    expect(summary.succeeded + summary.failed).toBe(summary.articles);
+    expect(summary.failed).toBeGreaterThanOrEqual(1);
+    expect(summary.failureReasons).toEqual({ LimiterUnavailableError: summary.failed });
+    expect(summary.stoppedBy).toEqual({
+      by: 'limits',
+      provider: 'hooked',
+      type: 'LimiterUnavailableError',
+      message: expect.stringMatching(/^Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer within 300ms/),
+    });
+    expect(summary.interrupted).toBe(false);
   });
 
   it("limitsLost: 'cancel' (the queue worker's): intake goes on, the articles that met the lost Redis end cancelled, none failed", async () => {
-    const own = await startRedis();
-    const connection = await connectRedis(own.url, { timeoutMs: 300 });
-    try {
-      const provider = new HookedProvider((call) => (call === 8 ? own.kill() : undefined));
-      const results: ArticleResult[] = [];
-      const summary = await runPipeline({
-        source: generateArticles(30),
-        providers: [{ provider, limits: new RedisLimits({ connection, limits: requestLimit(50, 2), quotaKey: 'lost' }) }],
-        workers: 4,
-        limitsLost: 'cancel',
-        onResult: (result) => void results.push(result),
-      });
-      // Every article was taken: the lost Redis stopped nothing.
-      expect(summary.articles).toBe(30);
-      expect(results).toHaveLength(30);
-      expect(summary.failed).toBe(0);
-      expect(summary.deadLetters).toBe(0);
-      expect(summary.cancelled).toBeGreaterThanOrEqual(1);
-      expect(summary.succeeded + summary.cancelled).toBe(30);
-      for (const result of results.filter((r) => r.status === 'cancelled')) expect(result.error?.type).toBe('LimiterUnavailableError');
-      expect(summary.stoppedBy).toBeUndefined();
-    } finally {
-      await connection.close();
-      await own.stop();
-    }
+    const { summary, results } = await runLosingRedis(30, 'cancel');
+    // Every article was taken: the lost Redis stopped nothing.
+    expect(summary.articles).toBe(30);
+    expect(results).toHaveLength(30);
+    expect(summary.failed).toBe(0);
+    expect(summary.deadLetters).toBe(0);
+    expect(summary.cancelled).toBeGreaterThanOrEqual(1);
+    expect(summary.succeeded + summary.cancelled).toBe(30);
+    for (const result of results.filter((r) => r.status === 'cancelled')) expect(result.error?.type).toBe('LimiterUnavailableError');
+    expect(summary.stoppedBy).toBeUndefined();
   });
 
   it('refuses a limitsLost it does not know', async () => {
