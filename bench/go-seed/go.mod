@@ -1,0 +1,3 @@
+module news-processor-go
+
+go 1.19
