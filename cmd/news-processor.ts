@@ -24,8 +24,8 @@ import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } f
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
-import { runBudget, runTasks } from './task-options.ts';
-import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { redoChanged, runBudget, runTasks } from './task-options.ts';
+import { compactResults, countRedone, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -238,6 +238,8 @@ interface FinishedRun {
   readonly inputName: string;
   /** Articles that failed lacking a field a task's prompt reads, by field, with the first such task. */
   readonly lacked: ReadonlyMap<string, { readonly task: string; readonly count: number }>;
+  /** With --resume: outputs made again because their task (or one it depends on) changed, by task. */
+  readonly redone: ReadonlyMap<string, number>;
   /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
   readonly keyVariables: ReadonlyMap<string, string>;
 }
@@ -331,7 +333,7 @@ async function runWith(
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
-  const output = await openOutput(flags, input, (text) => early.push(text));
+  const output = await openOutput(flags, input, (text) => early.push(text), redoChanged(tasks, providers, routes, setups.pools));
   const budget = setups.budgetFor(output.earlierCostUsd);
   const terminal = new Terminal({
     out: output.human,
@@ -360,6 +362,8 @@ async function runWith(
   const { writer } = output;
   // Articles that lacked a field a prompt reads, by field: the summary names them, --quiet too.
   const lacked = new Map<string, { readonly task: string; count: number }>();
+  // With --resume: the outputs made again because their task changed, by task.
+  const redone = new Map<string, number>();
   try {
     summary = await runPipeline({
       source: skipping?.source ?? input.open(),
@@ -387,6 +391,7 @@ async function runWith(
       onResult: async (result) => {
         report?.onResult(result);
         progress.result(result);
+        countRedone(output.redo, result, redone);
         const field = result.error?.field;
         if (field !== undefined) {
           const entry = lacked.get(field) ?? { task: result.error!.task ?? '', count: 0 };
@@ -433,6 +438,7 @@ async function runWith(
     earlierCostUsd: output.earlierCostUsd,
     inputName: input.name,
     lacked,
+    redone,
     keyVariables,
   };
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
@@ -475,6 +481,9 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     skippedLines,
     // Articles that lacked a field a prompt reads (dead letters), by field.
     missingFields: Object.fromEntries([...run.lacked].map(([field, { count }]) => [field, count])),
+    // With --resume: outputs made again because their task (or one it depends on) changed since the line was written.
+    redone: [...run.redone.values()].reduce((sum, count) => sum + count, 0),
+    redoneByTask: Object.fromEntries(run.redone),
     // With --resume: what the results file said was spent before this run (its lines' costUsd).
     earlierCostUsd: run.earlierCostUsd,
     // The process's peak resident memory, so a script can check it stays flat.
@@ -485,6 +494,13 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     redisFallback: run.flags.fallbackShare === undefined ? undefined : shared?.fallback(),
   };
   return `${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`;
+}
+
+/** `Redone: 6 task outputs whose task changed (summarize 3, sentiment 3)`. */
+function redoneLine(redone: ReadonlyMap<string, number>): string {
+  const total = [...redone.values()].reduce((sum, count) => sum + count, 0);
+  const byTask = [...redone].map(([task, count]) => `${task} ${count}`).join(', ');
+  return `Redone: ${plural(total, 'task output')} whose task changed since the results file was written, or one it depends on (${byTask})`;
 }
 
 /** The summary for a person: the library's figures, then what this run read, kept and shared. */
@@ -507,6 +523,7 @@ function humanSummary(
     lines[lines.length - 1] = `${lines.at(-1)!.replace(/\.$/, '')}: ${finishHint(run.flags)}.`;
   }
   if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
+  if (run.redone.size > 0) lines.push(redoneLine(run.redone));
   if (context.sharedNote !== undefined) lines.push(context.sharedNote);
   if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
   for (const [field, { task, count }] of run.lacked) {

@@ -1,0 +1,162 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAST, linesOf, makeTempDir, runCli } from './run-cli.ts';
+
+let temp: Awaited<ReturnType<typeof makeTempDir>>;
+beforeAll(async () => {
+  temp = await makeTempDir();
+});
+afterAll(async () => {
+  await temp.remove();
+});
+
+interface Line {
+  id: string;
+  status: string;
+  outputs: Record<string, unknown>;
+  fingerprints?: Record<string, string>;
+  costUsd?: number;
+}
+
+interface Summary {
+  calls: number;
+  resumed: number;
+  succeeded: number;
+  redone: number;
+  redoneByTask: Record<string, number>;
+  tasks: { name: string; calls: number }[];
+}
+
+const OBJECT = (field: string) => ({
+  type: 'object',
+  properties: { [field]: { type: 'string' } },
+  required: [field],
+  additionalProperties: false,
+});
+
+/** A chain summarize → sentiment → headline, and topic on its own: a change to sentiment reaches headline, not the others. */
+function tasksFile(overrides: { sentimentPrompt?: string; topicCap?: number; extra?: boolean } = {}): object {
+  return {
+    tasks: [
+      { name: 'summarize', prompt: 'Summarize {{title}}: {{content}}', schema: OBJECT('summary') },
+      {
+        name: 'sentiment',
+        dependsOn: ['summarize'],
+        prompt: overrides.sentimentPrompt ?? 'The sentiment of {{tasks.summarize.summary}}',
+        schema: OBJECT('sentiment'),
+      },
+      {
+        name: 'headline',
+        dependsOn: ['sentiment'],
+        prompt: 'A {{tasks.sentiment.sentiment}} headline for {{title}}',
+        schema: OBJECT('headline'),
+      },
+      { name: 'topic', prompt: 'The topic of {{title}}', schema: OBJECT('topic'), maxOutputTokens: overrides.topicCap ?? 64 },
+      ...(overrides.extra === true ? [{ name: 'language', prompt: 'The language of {{title}}', schema: OBJECT('language') }] : []),
+    ],
+  };
+}
+
+async function lines(path: string): Promise<Line[]> {
+  return linesOf(await readFile(path, 'utf8')).map((line) => JSON.parse(line) as Line);
+}
+
+const callsByTask = (summary: Summary) => Object.fromEntries(summary.tasks.map((task) => [task.name, task.calls]));
+
+/** Runs 4 generated articles through `tasks` into `output` (`--resume` when asked), and returns the --json summary. */
+async function run(name: string, tasks: object, resume: boolean, extra: readonly string[] = []): Promise<Summary> {
+  const tasksPath = join(temp.dir, `${name}.tasks.json`);
+  await writeFile(tasksPath, JSON.stringify(tasks));
+  const output = join(temp.dir, `${name}.jsonl`);
+  const result = await runCli([
+    ...FAST,
+    '--articles=4',
+    '--tasks',
+    tasksPath,
+    '--output',
+    output,
+    ...(resume ? ['--resume'] : []),
+    '--json',
+    ...extra,
+  ]);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return JSON.parse(result.stdout) as Summary;
+}
+
+describe.concurrent('news-processor --resume after a task changed', { timeout: 60_000 }, () => {
+  it('runs again the changed task and those that depend on it, keeps the others; an unchanged resume makes no call', async () => {
+    const first = await run('changed-prompt', tasksFile(), false);
+    expect(first.calls).toBe(16);
+    const output = join(temp.dir, 'changed-prompt.jsonl');
+    const before = await lines(output);
+    expect(before.every((line) => Object.keys(line.fingerprints ?? {}).length === 4)).toBe(true);
+
+    const unchanged = await run('changed-prompt', tasksFile(), true);
+    expect(unchanged).toMatchObject({ calls: 0, resumed: 4, redone: 0, redoneByTask: {} });
+
+    const changed = await run('changed-prompt', tasksFile({ sentimentPrompt: 'How does {{tasks.summarize.summary}} feel?' }), true);
+    expect(callsByTask(changed)).toEqual({ summarize: 0, sentiment: 4, headline: 4, topic: 0 });
+    expect(changed).toMatchObject({ calls: 8, resumed: 0, succeeded: 4, redone: 8, redoneByTask: { sentiment: 4, headline: 4 } });
+    const after = await lines(output);
+    // Each article once, its newest outputs: the unchanged tasks' outputs as they were, the new fingerprints recorded.
+    expect(after.map((line) => line.id).sort()).toEqual(['1', '2', '3', '4']);
+    for (const line of after) {
+      const earlier = before.find((other) => other.id === line.id)!;
+      expect(line.status).toBe('succeeded');
+      expect(line.outputs.summarize).toEqual(earlier.outputs.summarize);
+      expect(line.outputs.topic).toEqual(earlier.outputs.topic);
+      expect(line.fingerprints!.sentiment).not.toBe(earlier.fingerprints!.sentiment);
+      expect({ ...line.fingerprints, sentiment: '' }).toEqual({ ...earlier.fingerprints, sentiment: '' });
+    }
+
+    const again = await run('changed-prompt', tasksFile({ sentimentPrompt: 'How does {{tasks.summarize.summary}} feel?' }), true);
+    expect(again).toMatchObject({ calls: 0, resumed: 4, redone: 0 });
+  });
+
+  it('a changed output cap redoes that task alone, and the human summary says how many outputs were redone', async () => {
+    await run('changed-cap', tasksFile(), false);
+    const tasksPath = join(temp.dir, 'changed-cap.tasks.json');
+    await writeFile(tasksPath, JSON.stringify(tasksFile({ topicCap: 128 })));
+    const output = join(temp.dir, 'changed-cap.jsonl');
+    const result = await runCli([...FAST, '--articles=4', '--tasks', tasksPath, '--output', output, '--resume', '--quiet']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Calls: 4 \|/m);
+    expect(result.stdout).toMatch(
+      /^Redone: 4 task outputs whose task changed since the results file was written, or one it depends on \(topic 4\)$/m,
+    );
+    expect(linesOf(await readFile(output, 'utf8'))).toHaveLength(4);
+  });
+
+  it('a task added to the file runs for the articles that succeeded before, and nothing else does', async () => {
+    await run('added-task', tasksFile(), false);
+    const added = await run('added-task', tasksFile({ extra: true }), true);
+    expect(callsByTask(added)).toEqual({ summarize: 0, sentiment: 0, headline: 0, topic: 0, language: 4 });
+    // Nothing was made again: the new task's outputs are new.
+    expect(added).toMatchObject({ calls: 4, redone: 0 });
+    const after = await lines(join(temp.dir, 'added-task.jsonl'));
+    expect(after.every((line) => Object.keys(line.outputs).length === 5)).toBe(true);
+  });
+
+  it('lines written before fingerprints were recorded are taken as made by the tasks as they are', async () => {
+    await run('no-fingerprints', tasksFile(), false);
+    const output = join(temp.dir, 'no-fingerprints.jsonl');
+    const stripped = (await lines(output)).map(({ fingerprints: _, ...line }) => JSON.stringify(line));
+    await writeFile(output, `${stripped.join('\n')}\n`);
+    const resumed = await run('no-fingerprints', tasksFile({ sentimentPrompt: 'Another prompt: {{tasks.summarize.summary}}' }), true);
+    expect(resumed).toMatchObject({ calls: 0, resumed: 4, redone: 0 });
+  });
+
+  it('an article whose earlier run failed keeps only its outputs of unchanged tasks', async () => {
+    // A line as a run stopped after summarize and sentiment left it, with the fingerprints of those tasks as they were.
+    await run('partial', tasksFile(), false, ['--articles=1']);
+    const output = join(temp.dir, 'partial.jsonl');
+    const [done] = await lines(output);
+    const { headline: _h, topic: _t, ...outputs } = done!.outputs;
+    await writeFile(output, `${JSON.stringify({ ...done, status: 'cancelled', outputs })}\n`);
+    const resumed = await run('partial', tasksFile({ sentimentPrompt: 'Changed: {{tasks.summarize.summary}}' }), true, ['--articles=1']);
+    expect(callsByTask(resumed)).toEqual({ summarize: 0, sentiment: 1, headline: 1, topic: 1 });
+    expect(resumed).toMatchObject({ redone: 1, redoneByTask: { sentiment: 1 } });
+  });
+});
