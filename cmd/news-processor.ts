@@ -25,7 +25,7 @@ import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './d
 import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { redoChanged, runBudget, runTasks } from './task-options.ts';
-import { compactResults, countRedone, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { compactResults, countRedone, mismatch, notInInput, openOutput, redoneLine, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -494,13 +494,6 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     redisFallback: run.flags.fallbackShare === undefined ? undefined : shared?.fallback(),
   };
   return `${JSON.stringify(figures, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`;
-}
-
-/** `Redone: 6 task outputs whose task changed (summarize 3, sentiment 3)`. */
-function redoneLine(redone: ReadonlyMap<string, number>): string {
-  const total = [...redone.values()].reduce((sum, count) => sum + count, 0);
-  const byTask = [...redone].map(([task, count]) => `${task} ${count}`).join(', ');
-  return `Redone: ${plural(total, 'task output')} whose task changed since the results file was written, or one it depends on (${byTask})`;
 }
 
 /** The summary for a person: the library's figures, then what this run read, kept and shared. */

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { JsonlWriter, keepSucceeded, OutputError, type Article, type ArticleResult, type KeepSucceededOptions } from '../src/index.ts';
 import { generatedArticle } from '../src/sources/generated.ts';
 import type { RunInput } from './input.ts';
+import { plural } from './format.ts';
 import { UsageError } from './usage-error.ts';
 import type { RunFlags } from './run-options.ts';
 
@@ -114,6 +115,13 @@ export function countRedone(redo: ReadonlyMap<string, readonly string[]>, result
   for (const task of redo.get(result.id) ?? []) {
     if (Object.hasOwn(result.outputs, task)) into.set(task, (into.get(task) ?? 0) + 1);
   }
+}
+
+/** `Redone: 6 task outputs whose task changed … (summarize 3, sentiment 3)`: what a resume made again, by task. */
+export function redoneLine(redone: ReadonlyMap<string, number>): string {
+  const total = [...redone.values()].reduce((sum, count) => sum + count, 0);
+  const byTask = [...redone].map(([task, count]) => `${task} ${count}`).join(', ');
+  return `Redone: ${plural(total, 'task output')} whose task changed since the results file was written, or one it depends on (${byTask})`;
 }
 
 /**

@@ -117,18 +117,13 @@ export function checkBudget(
 }
 
 /**
- * What --resume runs again of an earlier line, as the run's tasks now are: the outputs of tasks
- * whose fingerprint changed since the line was written, and of the tasks that depend on them; and
- * the tasks added since (neither a fingerprint nor an output in the line). A line without
- * fingerprints (written before they were recorded) is taken as made by the tasks as they are.
+ * What --resume runs again of an earlier line, as the run's tasks now are (`now`, their
+ * fingerprints): the outputs of tasks whose fingerprint changed since the line was written, and of
+ * the tasks that depend on them; and the tasks added since (neither a fingerprint nor an output in
+ * the line). A line without fingerprints (written before they were recorded) is taken as made by
+ * the tasks as they are.
  */
-export function redoChanged(
-  tasks: TaskSet,
-  providers: readonly ProviderSetup[],
-  routes: Readonly<Record<string, string>> | undefined,
-  pools: readonly PoolSetup[],
-): NonNullable<KeepSucceededOptions['redo']> {
-  const now = taskFingerprints(tasks, taskProviders(tasks, providers, routes, pools), providers, pools);
+export function redoAgainst(tasks: TaskSet, now: Readonly<Record<string, string>>): NonNullable<KeepSucceededOptions['redo']> {
   return ({ outputs, fingerprints }) => [
     ...changedTasks(tasks, now, fingerprints, outputs),
     ...(fingerprints === undefined
@@ -137,4 +132,14 @@ export function redoChanged(
           .filter((task) => !Object.hasOwn(fingerprints, task.name) && !Object.hasOwn(outputs, task.name))
           .map((task) => task.name)),
   ];
+}
+
+/** {@link redoAgainst} the fingerprints of a live run's tasks over its providers, routes and pools. */
+export function redoChanged(
+  tasks: TaskSet,
+  providers: readonly ProviderSetup[],
+  routes: Readonly<Record<string, string>> | undefined,
+  pools: readonly PoolSetup[],
+): NonNullable<KeepSucceededOptions['redo']> {
+  return redoAgainst(tasks, taskFingerprints(tasks, taskProviders(tasks, providers, routes, pools), providers, pools));
 }

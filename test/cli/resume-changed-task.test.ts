@@ -159,4 +159,37 @@ describe.concurrent('news-processor --resume after a task changed', { timeout: 6
     expect(callsByTask(resumed)).toEqual({ summarize: 0, sentiment: 1, headline: 1, topic: 1 });
     expect(resumed).toMatchObject({ redone: 1, redoneByTask: { sentiment: 1 } });
   });
+
+  it('--batch --resume: a finished batch run takes the changed task and its dependants up again, nothing else', async () => {
+    const tasksPath = join(temp.dir, 'batch.tasks.json');
+    const output = join(temp.dir, 'batch.jsonl');
+    const batch = async (tasks: object, resume: boolean) => {
+      await writeFile(tasksPath, JSON.stringify(tasks));
+      const args = ['--batch', '--batch-poll=20ms', '--articles=4', '--tasks', tasksPath, `--output=${output}`, '--json'];
+      const result = await runCli([...args, ...(resume ? ['--resume'] : []), '--price-input=1', '--price-output=4']);
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as {
+        rows: number;
+        succeeded: number;
+        redone: number;
+        redoneByTask: Record<string, number>;
+        costUsd: number;
+      };
+    };
+    expect(await batch(tasksFile(), false)).toMatchObject({ rows: 16, succeeded: 4 });
+    const before = await lines(output);
+    expect(await batch(tasksFile(), true)).toMatchObject({ rows: 0, succeeded: 0, redone: 0 });
+    const changed = await batch(tasksFile({ sentimentPrompt: 'Batch: {{tasks.summarize.summary}}' }), true);
+    expect(changed).toMatchObject({ rows: 8, succeeded: 4, redone: 8, redoneByTask: { sentiment: 4, headline: 4 } });
+    // Each article once again, its last line kept, its cost the sum of its lines.
+    const after = await lines(output);
+    expect(after.map((line) => line.id).sort()).toEqual(['1', '2', '3', '4']);
+    for (const line of after) {
+      const earlier = before.find((other) => other.id === line.id)!;
+      expect(line.outputs.summarize).toEqual(earlier.outputs.summarize);
+      expect(line.fingerprints!.sentiment).not.toBe(earlier.fingerprints!.sentiment);
+      expect(line.costUsd!).toBeGreaterThan(earlier.costUsd!);
+    }
+    expect(await batch(tasksFile({ sentimentPrompt: 'Batch: {{tasks.summarize.summary}}' }), true)).toMatchObject({ rows: 0, redone: 0 });
+  });
 });
