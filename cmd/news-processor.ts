@@ -115,7 +115,12 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ])
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
-    .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
+    .addOption(
+      new Option(
+        '--resume',
+        'take up the --output file of an earlier run: skip what succeeded, run the rest and the tasks changed since (with those that depend on them)',
+      ).default(false),
+    )
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
     .addOption(dryRunOption())
     .addOption(otelOption());
