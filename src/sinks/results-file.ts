@@ -68,7 +68,8 @@ export interface KeepSucceededOptions {
    * The tasks to run again for an article's last line, as the tasks now are: those whose task
    * changed since the line was written and the tasks that depend on them (their outputs are not
    * kept), and any task the line has no output of (one added since). A success with any is taken
-   * up as unfinished (its line kept as it is until a run writes a newer one).
+   * up as unfinished (its line kept as it is until a run writes a newer one). Asked of every line
+   * as it is read; the answer for an article's last line is the one that counts.
    * @default none (every output kept)
    */
   readonly redo?: ((line: ResultLine) => readonly string[]) | undefined;
@@ -87,48 +88,48 @@ const WRITE_CHUNK_CHARS = 64 * 1024;
  * instant leaves either the old file or the new one, each valid, and a further resume completes it.
  * A last line cut short by a kill is dropped (said in `truncatedLastLine`); a bad line anywhere
  * else is a {@link ResultsFileError}. A missing file is an empty one. The file is read twice: once
- * to find each article's last line and what its lines cost, once to write.
+ * to find each article's last line and what its lines cost, once to copy the lines kept (taking
+ * apart again only those whose cost or outputs change).
  */
 export async function keepSucceeded(path: string, options: KeepSucceededOptions = {}): Promise<KeptResults> {
   const keepUnfinished = options.keepUnfinished === true;
   const succeeded = new Map<string, string>();
   const partial = new Map<string, Readonly<Record<string, unknown>>>();
   const redo = new Map<string, readonly string[]>();
-  const read = await lastLines(path);
+  const read = await lastLines(path, options.redo);
   if (read === undefined) return { succeeded, dropped: 0, partial, redo, truncatedLastLine: false, spentUsd: 0 };
-  const { last, completeLines, truncatedLastLine } = read;
+  const { truncatedLastLine, resultLines } = read;
+  // Each article's last line, in the file's order: the second reading walks them in step.
+  const last = [...read.last].sort(([, a], [, b]) => a.line - b.line);
   let spentNanoUsd = 0;
-  for (const { costNanoUsd } of last.values()) spentNanoUsd += costNanoUsd;
-  let dropped = 0;
+  let dropped = resultLines - last.length;
+  for (const [, article] of last) {
+    spentNanoUsd += article.costNanoUsd;
+    if (article.status !== 'succeeded') dropped++;
+  }
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(temporary, 'w');
     // Kept lines go out in chunks: a results file of a million lines is not a million writes.
     let pending = '';
+    let next = 0;
     for await (const { text, number } of readResultLines(path)) {
-      if (number > completeLines) break;
-      const result = parseResult(text);
-      if (result === undefined) continue;
-      const article = last.get(result.id)!;
-      if (article.line !== number) {
-        dropped++;
-        continue;
-      }
-      const outputs = result.outputs ?? {};
-      const again = options.redo?.({ id: result.id, outputs, fingerprints: result.fingerprints }) ?? [];
-      const dropping = again.filter((task) => Object.hasOwn(outputs, task));
-      if (dropping.length > 0) redo.set(result.id, dropping);
-      let kept = true;
-      if (result.status === 'succeeded' && again.length === 0) succeeded.set(result.id, result.title);
+      if (next === last.length) break;
+      const [id, article] = last[next]!;
+      if (article.line !== number) continue;
+      next++;
+      // Only an earlier line's cost to add, or outputs to keep, take the line apart again.
+      const summed = keepUnfinished && article.lines > 1 ? withCost(text, article.costNanoUsd) : text;
+      if (article.status === 'succeeded' && article.again.length === 0) succeeded.set(id, article.title);
       else {
-        if (result.status !== 'succeeded') dropped++;
-        kept = keepUnfinished || result.status === 'succeeded';
-        const left = dropping.length === 0 ? outputs : withoutTasks(outputs, dropping);
-        if (Object.keys(left).length > 0) partial.set(result.id, left);
+        if (article.dropping.length > 0) redo.set(id, article.dropping);
+        const outputs = parseResult(text)!.outputs ?? {};
+        const left = article.dropping.length === 0 ? outputs : withoutTasks(outputs, article.dropping);
+        if (Object.keys(left).length > 0) partial.set(id, left);
+        if (!keepUnfinished && article.status !== 'succeeded') continue;
       }
-      if (!kept) continue;
-      pending += `${keepUnfinished ? withCost(text, article.costNanoUsd) : text}\n`;
+      pending += `${summed}\n`;
       if (pending.length >= WRITE_CHUNK_CHARS) {
         await handle.write(pending);
         pending = '';
@@ -148,35 +149,63 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
   }
 }
 
+/** What the first reading keeps of an article: its last line and what to do with it, and what all its lines cost. */
+interface LastLine {
+  /** The last line's number. */
+  readonly line: number;
+  /** How many lines the article has. */
+  readonly lines: number;
+  readonly costNanoUsd: number;
+  readonly status: string;
+  readonly title: string;
+  /** What `redo` said of the last line. */
+  readonly again: readonly string[];
+  /** Of those, the tasks whose outputs the line holds. */
+  readonly dropping: readonly string[];
+}
+
+const NONE: readonly string[] = Object.freeze([]);
+
 /**
- * The first reading: each article's last line (its number) and what all its lines cost, how many
- * lines are whole, and whether the last was cut short; undefined when there is no file.
+ * The first reading: each article's last line — its number, its status, what `redo` says of it —
+ * and what all its lines cost; how many result lines there are, and whether the last line was cut
+ * short (it then ends the reading); undefined when there is no file.
  */
 async function lastLines(
   path: string,
-): Promise<{ last: Map<string, { line: number; costNanoUsd: number }>; completeLines: number; truncatedLastLine: boolean } | undefined> {
-  const last = new Map<string, { line: number; costNanoUsd: number }>();
-  let completeLines = 0;
+  redo: KeepSucceededOptions['redo'],
+): Promise<{ last: Map<string, LastLine>; resultLines: number; truncatedLastLine: boolean } | undefined> {
+  const last = new Map<string, LastLine>();
+  let resultLines = 0;
   try {
     for await (const { text, number, complete } of readResultLines(path)) {
-      if (text.trim() === '') {
-        completeLines = number;
-        continue;
-      }
+      if (text.trim() === '') continue;
       const result = parseResult(text);
       if (result === undefined) {
-        if (!complete) return { last, completeLines, truncatedLastLine: true };
+        if (!complete) return { last, resultLines, truncatedLastLine: true };
         throw new ResultsFileError(path, number, 'not a result line (expected a JSON object with "id" and "status")');
       }
-      const costNanoUsd = toNano(result.costUsd) + (last.get(result.id)?.costNanoUsd ?? 0);
-      last.set(result.id, { line: number, costNanoUsd });
-      completeLines = number;
+      resultLines++;
+      const { id } = result;
+      const outputs = result.outputs ?? {};
+      const again = redo?.({ id, outputs, fingerprints: result.fingerprints }) ?? NONE;
+      const dropping = again.length === 0 ? NONE : again.filter((task) => Object.hasOwn(outputs, task));
+      const before = last.get(id);
+      last.set(id, {
+        line: number,
+        lines: (before?.lines ?? 0) + 1,
+        costNanoUsd: (before?.costNanoUsd ?? 0) + toNano(result.costUsd),
+        status: result.status,
+        title: result.title,
+        again,
+        dropping,
+      });
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  return { last, completeLines, truncatedLastLine: false };
+  return { last, resultLines, truncatedLastLine: false };
 }
 
 /** The file's lines; a line that is too long or not UTF-8 is a {@link ResultsFileError}, a file that cannot be read an `OutputError`. */
