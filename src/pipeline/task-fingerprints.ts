@@ -6,8 +6,8 @@ import type { TaskSet } from '../tasks/task-set.ts';
 
 /**
  * Each task's fingerprint in a run (task name → 8 hex digits): its definition and every provider
- * its route may put its calls on — the provider, or a pool's members and fallbacks, in turn —
- * with the model and the output cap each would use. `assigned` is which provider or pool serves
+ * its route may put its calls on — the provider, or a pool's members and fallbacks — with the API,
+ * the model and the output cap each would use. `assigned` is which provider or pool serves
  * each task (`taskProviders`). What a result line records, and what `--resume` compares.
  */
 export function taskFingerprints(
@@ -21,6 +21,7 @@ export function taskFingerprints(
     const servers = servingSetups(assigned.get(task.name)!, providers, pools).map(
       (setup): TaskServer => ({
         provider: setup.provider.name,
+        vendor: setup.provider.target?.vendor,
         model: setup.provider.target?.model,
         maxOutputTokens: task.maxOutputTokens ?? setup.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
       }),

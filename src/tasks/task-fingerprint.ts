@@ -3,8 +3,10 @@ import type { TaskSet, TaskSpec } from './task-set.ts';
 
 /** Who answers a task's calls, as far as it shapes the answer: one of the providers its route may choose. */
 export interface TaskServer {
-  /** The provider's name. */
+  /** The provider's name: what stands for it where it names no model. */
   readonly provider: string;
+  /** The API it speaks (`openai`, `anthropic`), when it says. */
+  readonly vendor?: string | undefined;
   /** The model it asks for, when it names one. */
   readonly model?: string | undefined;
   /** The most tokens an answer may take there: the task's own cap, else the provider's. */
@@ -16,17 +18,23 @@ const FINGERPRINT_HEX = 8;
 
 /**
  * A short, stable hash of what shapes a task's answers: its prompt template, its schema, its
- * description, and who answers it (provider, model, output cap). The same in every run and
- * process, whatever the key order of its schema or of the file; not its name (the key it is stored
- * under), nor its `dependsOn` (a change upstream is found by the task upstream), nor where it
- * stands among the tasks.
+ * description, and who may answer it — each server's API, model and output cap (its provider's
+ * name where it names no model), each once, in any order: two keys of one model, or a provider
+ * renamed, are the same server. The same in every run and process, whatever the key order of its
+ * schema or of the file; not its name (the key it is stored under), nor its `dependsOn` (a change
+ * upstream is found by the task upstream), nor where it stands among the tasks.
  */
 export function taskFingerprint(task: TaskSpec, servers: readonly TaskServer[]): string {
+  const answering = new Set(
+    servers.map(({ provider, vendor, model, maxOutputTokens }) =>
+      canonicalJson(model === undefined ? { provider, maxOutputTokens } : { vendor: vendor ?? null, model, maxOutputTokens }),
+    ),
+  );
   const identity = {
     prompt: task.prompt,
     schema: task.schema,
     description: task.description ?? null,
-    servers: servers.map(({ provider, model, maxOutputTokens }) => ({ provider, model: model ?? null, maxOutputTokens })),
+    servers: [...answering].sort().map((server) => JSON.parse(server) as unknown),
   };
   return createHash('sha256').update(canonicalJson(identity)).digest('hex').slice(0, FINGERPRINT_HEX);
 }

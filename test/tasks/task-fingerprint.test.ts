@@ -12,7 +12,7 @@ const SCHEMA = {
   additionalProperties: false,
 } as const;
 const SPEC: TaskSpec = { name: 'label', prompt: 'Label {{title}}', schema: SCHEMA, description: 'A label.' };
-const SERVERS: readonly TaskServer[] = [{ provider: 'openai', model: 'gpt-4.1-mini', maxOutputTokens: 256 }];
+const SERVERS: readonly TaskServer[] = [{ provider: 'key-a', vendor: 'openai', model: 'gpt-4.1-mini', maxOutputTokens: 256 }];
 
 describe('taskFingerprint()', () => {
   it('is 8 hex digits, the same in every run and process (a fixed value)', () => {
@@ -20,7 +20,7 @@ describe('taskFingerprint()', () => {
     expect(fingerprint).toMatch(/^[0-9a-f]{8}$/);
     // The SHA-256 of the spec as JSON with sorted keys (Python's json.dumps(sort_keys=True) gives the same), cut to 8 digits:
     // a change to how it is computed would make every earlier results file's outputs look stale.
-    expect(fingerprint).toBe('7bd4f974');
+    expect(fingerprint).toBe('4360d7f0');
   });
 
   it('does not change with the key order of the spec, its schema or a server', () => {
@@ -35,12 +35,12 @@ describe('taskFingerprint()', () => {
       prompt: 'Label {{title}}',
       name: 'label',
     };
-    expect(taskFingerprint(reordered, [{ maxOutputTokens: 256, model: 'gpt-4.1-mini', provider: 'openai' }])).toBe(
+    expect(taskFingerprint(reordered, [{ maxOutputTokens: 256, model: 'gpt-4.1-mini', vendor: 'openai', provider: 'key-a' }])).toBe(
       taskFingerprint(SPEC, SERVERS),
     );
   });
 
-  it('changes with the prompt, the schema, the description, the provider, the model and the output cap', () => {
+  it('changes with the prompt, the schema, the description, the API, the model and the output cap', () => {
     const base = taskFingerprint(SPEC, SERVERS);
     const changed = [
       taskFingerprint({ ...SPEC, prompt: 'Label {{title}}.' }, SERVERS),
@@ -50,13 +50,24 @@ describe('taskFingerprint()', () => {
         SERVERS,
       ),
       taskFingerprint({ ...SPEC, description: 'Another label.' }, SERVERS),
-      taskFingerprint(SPEC, [{ ...SERVERS[0]!, provider: 'anthropic' }]),
+      taskFingerprint(SPEC, [{ ...SERVERS[0]!, vendor: 'azure' }]),
       taskFingerprint(SPEC, [{ ...SERVERS[0]!, model: 'gpt-4.1' }]),
       taskFingerprint(SPEC, [{ ...SERVERS[0]!, maxOutputTokens: 512 }]),
-      taskFingerprint(SPEC, [...SERVERS, { provider: 'claude', model: 'claude-haiku', maxOutputTokens: 256 }]),
+      taskFingerprint(SPEC, [...SERVERS, { provider: 'claude', vendor: 'anthropic', model: 'claude-haiku', maxOutputTokens: 256 }]),
+      // A provider that names no model is known by its name.
+      taskFingerprint(SPEC, [{ provider: 'local', maxOutputTokens: 256 }]),
+      taskFingerprint(SPEC, [{ provider: 'other', maxOutputTokens: 256 }]),
     ];
     for (const other of changed) expect(other).not.toBe(base);
     expect(new Set(changed).size).toBe(changed.length);
+  });
+
+  it('takes the servers as a set: another key of the same model, a renamed provider or another order is the same', () => {
+    const base = taskFingerprint(SPEC, SERVERS);
+    const claude: TaskServer = { provider: 'claude', vendor: 'anthropic', model: 'claude-haiku', maxOutputTokens: 256 };
+    expect(taskFingerprint(SPEC, [{ ...SERVERS[0]!, provider: 'renamed' }])).toBe(base);
+    expect(taskFingerprint(SPEC, [...SERVERS, { ...SERVERS[0]!, provider: 'key-b' }])).toBe(base);
+    expect(taskFingerprint(SPEC, [claude, ...SERVERS])).toBe(taskFingerprint(SPEC, [...SERVERS, claude]));
   });
 
   it('does not change with the task’s name, its dependsOn or its place among the tasks', () => {
@@ -72,7 +83,8 @@ describe('taskFingerprint()', () => {
     const a = taskFingerprints(inOrder, assigned, [setup]);
     expect(taskFingerprints(reversed, assigned, [setup])).toEqual(a);
     // The provider's output cap counts where the task sets none; the task's own where it does.
-    expect(a.label).toBe(taskFingerprint(SPEC, [{ provider: 'simulated', model: setup.provider.target.model, maxOutputTokens: 300 }]));
+    const { vendor, model } = setup.provider.target;
+    expect(a.label).toBe(taskFingerprint(SPEC, [{ provider: 'simulated', vendor, model, maxOutputTokens: 300 }]));
     const capped = taskFingerprints(defineTasks([{ ...SPEC, maxOutputTokens: 100 }, other]), assigned, [setup]);
     expect(capped.label).not.toBe(a.label);
     expect(capped.other).toBe(a.other);
