@@ -1,15 +1,29 @@
+// --resume after a task changed, end to end: the compiled command over the simulated provider (calls counted
+// in its --json figures), against serve (counted on its /metrics), and with --batch.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAST, linesOf, makeTempDir, runCli } from './run-cli.ts';
+import { FAST, linesOf, makeTempDir, runCli, startServe, type Serve } from './run-cli.ts';
+
+const KEY_VARIABLE = 'NP_RESUME_TEST_KEY';
+const ENV = { [KEY_VARIABLE]: 'sk-resume-test', OPENAI_API_KEY: undefined };
 
 let temp: Awaited<ReturnType<typeof makeTempDir>>;
+let serve: Serve;
 beforeAll(async () => {
-  temp = await makeTempDir();
-});
+  [temp, serve] = await Promise.all([makeTempDir(), startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=2ms'])]);
+}, 60_000);
 afterAll(async () => {
-  await temp.remove();
+  serve?.run.send('SIGKILL');
+  await temp?.remove();
 });
+
+/** The chat completions serve has answered so far, as its own /metrics counts them. */
+async function servedCalls(): Promise<number> {
+  const text = await (await fetch(`${serve.url}/metrics`)).text();
+  const counts = [...text.matchAll(/^serve_requests_total\{route="\/v1\/chat\/completions",[^}]*\} (\d+)$/gm)];
+  return counts.reduce((sum, [, count]) => sum + Number(count), 0);
+}
 
 interface Line {
   id: string;
@@ -191,5 +205,21 @@ describe.concurrent('news-processor --resume after a task changed', { timeout: 6
       expect(line.costUsd!).toBeGreaterThan(earlier.costUsd!);
     }
     expect(await batch(tasksFile({ sentimentPrompt: 'Batch: {{tasks.summarize.summary}}' }), true)).toMatchObject({ rows: 0, redone: 0 });
+  });
+
+  it('against serve: another --model runs every task again, the same model nothing (counted at serve)', async () => {
+    const output = join(temp.dir, 'model.jsonl');
+    const against = ['--provider=openai', `--base-url=${serve.url}/v1`, `--api-key-env=${KEY_VARIABLE}`, '--articles=3', '--rate=inf'];
+    const served = async (args: readonly string[]) => {
+      const before = await servedCalls();
+      const result = await runCli([...against, `--output=${output}`, '--quiet', ...args], { env: ENV });
+      expect(result.code, result.stderr).toBe(0);
+      return (await servedCalls()) - before;
+    };
+    expect(await served(['--model=model-a'])).toBe(6);
+    expect(await served(['--model=model-a', '--resume'])).toBe(0);
+    expect(await served(['--model=model-b', '--resume'])).toBe(6);
+    expect(await served(['--model=model-b', '--resume'])).toBe(0);
+    expect(linesOf(await readFile(output, 'utf8'))).toHaveLength(3);
   });
 });
