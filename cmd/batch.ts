@@ -5,9 +5,11 @@ import { type Command, Option } from 'commander';
 import type { BatchApi } from '../src/batch/batch-api.ts';
 import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
-import { BATCH_DEFAULTS, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
+import { BATCH_DEFAULTS, batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
-import { formatUsd } from '../src/quota/budget.ts';
+import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
+import type { KeepSucceededOptions } from '../src/sinks/results-file.ts';
+import type { Article } from '../src/sources/article.ts';
 import { formatDuration } from '../src/validation/duration.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
@@ -18,7 +20,8 @@ import { expectedFields, openInput } from './input.ts';
 import { duration, integer } from './parse-values.ts';
 import { providerSetups } from './provider-setup.ts';
 import type { RunFlags } from './run-options.ts';
-import { runTasks } from './task-options.ts';
+import { compactResults, countRedone, redoneLine } from './output.ts';
+import { redoAgainst, runTasks } from './task-options.ts';
 import { STOP_SIGNALS, type StopSignal } from './terminal.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -118,13 +121,24 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
   const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
+  let redo: ReadonlyMap<string, readonly string[]> = new Map();
+  let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map();
   if (flags.resume) {
-    if (!existsSync(stateFile)) throw new UsageError(`--resume: ${stateFile} does not exist: there is no batch run to take up`);
-    resume = JSON.parse(await readFile(stateFile, 'utf8')) as BatchRunState;
+    // A run that finished has left no state: its results file alone is taken up (the changed tasks run again).
+    if (!existsSync(stateFile) && !existsSync(output))
+      throw new UsageError(`--resume: ${stateFile} does not exist: there is no batch run to take up`);
+    const taken = await takeUpResults(output, redoAgainst(tasks, batchFingerprints(tasks, api, flags.maxOutputTokens)));
+    resume = existsSync(stateFile)
+      ? (JSON.parse(await readFile(stateFile, 'utf8')) as BatchRunState)
+      : { pending: [], outputs: {}, attempts: {}, ended: [], spentNanoUsd: taken.spentNanoUsd };
     // The simulated provider's batches lived in the process that submitted them: their rows go again.
     if (provider === 'simulated') resume = { ...resume, pending: [] };
     // A process killed after writing a line and before saving the state: the line says the article ended.
-    resume = { ...resume, ended: [...new Set([...resume.ended, ...(await takeUpResults(output))])] };
+    // A success with outputs of changed tasks has not: those run again.
+    const ended = new Set([...resume.ended, ...taken.ended]);
+    for (const id of taken.partial.keys()) ended.delete(id);
+    resume = { ...resume, ended: [...ended] };
+    ({ redo, partial } = taken);
   } else if (!flags.overwrite && existsSync(output)) {
     throw new UsageError(`--output ${output} exists: --resume takes it up, --overwrite replaces it`);
   }
@@ -143,11 +157,13 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
   for (const signal of Object.keys(STOP_SIGNALS) as StopSignal[]) process.on(signal, onSignal);
   const talk = !flags.json && !flags.quiet;
   let last: BatchRunState | undefined = resume;
+  // Outputs made again because their task (or one it depends on) changed since their line was written, by task.
+  const redone = new Map<string, number>();
   // A line each time the counts move, not each poll: a night's run polls a thousand times.
   let said = '';
   try {
     const summary = await runBatch({
-      source: input.open(),
+      source: withOutputs(input.open(), partial),
       api,
       tasks,
       maxOutputTokens: flags.maxOutputTokens,
@@ -162,7 +178,10 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
         last = state;
         await saveState(stateFile, state);
       },
-      onResult: (result) => writer.write(result),
+      onResult: (result) => {
+        countRedone(redo, result, redone);
+        return writer.write(result);
+      },
       onProgress: (progress) => {
         if (!talk) return;
         const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
@@ -174,6 +193,8 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
       },
     });
     await writer.close();
+    // The articles run again have a newer line below their earlier one: each is folded into its last.
+    if (redo.size > 0) await compactResults(output);
     const pending = last?.pending ?? [];
     if (!summary.interrupted && pending.length === 0 && summary.left === 0) await rm(stateFile, { force: true });
     const lines = [
@@ -181,8 +202,12 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
       `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed (${summary.rowsExpired} expired), ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
     ];
     if (summary.costUsd !== undefined) lines.push(`Cost: ${formatUsd(summary.costUsd)} at the batch price`);
+    if (redone.size > 0) lines.push(redoneLine(redone));
+    const redoneFigures = { redone: [...redone.values()].reduce((sum, count) => sum + count, 0), redoneByTask: Object.fromEntries(redone) };
     process.stdout.write(
-      flags.json ? `${JSON.stringify({ ...summary, output, state: stateFile, signal: stoppedBy })}\n` : `${lines.join('\n')}\n`,
+      flags.json
+        ? `${JSON.stringify({ ...summary, ...redoneFigures, output, state: stateFile, signal: stoppedBy })}\n`
+        : `${lines.join('\n')}\n`,
     );
     if (summary.interrupted && stoppedBy !== undefined) {
       const ids = pending.map((batch) => batch.batchId).join(', ');
@@ -228,21 +253,66 @@ function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
 }
 
 /**
- * The ids of the lines the results file holds (none when there is no file yet). A last line cut
- * short by a kill is cut off: its article has not ended, and the lines appended must start whole.
+ * What the results file holds (nothing when there is no file yet): the ids of its lines (their
+ * articles ended), what they say was spent, and — of each article's last line, the newest — the
+ * successes with outputs to make again (`redo`: their task changed), with the outputs they keep.
+ * A failed line stays ended: a dead letter is not sent again. A last line cut short by a kill is
+ * cut off: its article has not ended, and the lines appended must start whole.
  */
-async function takeUpResults(output: string): Promise<string[]> {
-  if (!existsSync(output)) return [];
+async function takeUpResults(
+  output: string,
+  redo: NonNullable<KeepSucceededOptions['redo']>,
+): Promise<{
+  ended: string[];
+  spentNanoUsd: number;
+  partial: Map<string, Readonly<Record<string, unknown>>>;
+  redo: Map<string, readonly string[]>;
+}> {
+  const taken = { ended: [] as string[], spentNanoUsd: 0, partial: new Map(), redo: new Map() };
+  if (!existsSync(output)) return taken;
   let text = await readFile(output, 'utf8');
   if (text !== '' && !text.endsWith('\n')) {
     text = text.slice(0, text.lastIndexOf('\n') + 1);
     await writeFile(output, text);
   }
-  return text.split('\n').flatMap((line) => {
+  const last = new Map<string, { status?: unknown; outputs?: Record<string, unknown>; fingerprints?: Record<string, string> }>();
+  for (const line of text.split('\n')) {
+    let value: {
+      id: unknown;
+      status?: unknown;
+      costUsd?: unknown;
+      outputs?: Record<string, unknown>;
+      fingerprints?: Record<string, string>;
+    };
     try {
-      return [String((JSON.parse(line) as { id: unknown }).id)];
+      value = JSON.parse(line) as typeof value;
     } catch {
-      return [];
+      continue;
     }
-  });
+    const id = String(value.id);
+    taken.ended.push(id);
+    if (typeof value.costUsd === 'number') taken.spentNanoUsd += Math.round(value.costUsd * NANO_USD);
+    last.set(id, value);
+  }
+  for (const [id, line] of last) {
+    if (line.status !== 'succeeded') continue;
+    const outputs = line.outputs ?? {};
+    const again = redo({ id, outputs, fingerprints: line.fingerprints });
+    if (again.length === 0) continue;
+    taken.partial.set(id, Object.fromEntries(Object.entries(outputs).filter(([task]) => !again.includes(task))));
+    const dropped = again.filter((task) => Object.hasOwn(outputs, task));
+    if (dropped.length > 0) taken.redo.set(id, dropped);
+  }
+  return taken;
+}
+
+/** The articles, those of `partial` with the outputs they keep (their other tasks run). */
+async function* withOutputs(
+  source: Iterable<Article> | AsyncIterable<Article>,
+  partial: ReadonlyMap<string, Readonly<Record<string, unknown>>>,
+): AsyncGenerator<Article> {
+  for await (const article of source) {
+    const outputs = partial.get(article.id);
+    yield outputs === undefined ? article : { ...article, outputs };
+  }
 }

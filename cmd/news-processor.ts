@@ -24,8 +24,8 @@ import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } f
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
-import { runBudget, runTasks } from './task-options.ts';
-import { compactResults, mismatch, notInInput, openOutput, skipSucceeded, type OutputFlags } from './output.ts';
+import { redoChanged, runBudget, runTasks } from './task-options.ts';
+import { compactResults, countRedone, mismatch, notInInput, openOutput, redoneLine, skipSucceeded, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -115,7 +115,12 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     new Option('--burst <calls>', 'calls that may go at once after a quiet spell').argParser(integer(1, 1e9)).default(3),
   ])
     .addOption(new Option('--output <file.jsonl>', "write one result per line as each article ends; '-' for standard output"))
-    .addOption(new Option('--resume', 'take up the --output file of an earlier run: skip what succeeded, run the rest').default(false))
+    .addOption(
+      new Option(
+        '--resume',
+        'take up the --output file of an earlier run: skip what succeeded, run the rest and the tasks changed since (with those that depend on them)',
+      ).default(false),
+    )
     .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
     .addOption(dryRunOption())
     .addOption(otelOption());
@@ -238,6 +243,8 @@ interface FinishedRun {
   readonly inputName: string;
   /** Articles that failed lacking a field a task's prompt reads, by field, with the first such task. */
   readonly lacked: ReadonlyMap<string, { readonly task: string; readonly count: number }>;
+  /** With --resume: outputs made again because their task (or one it depends on) changed, by task. */
+  readonly redone: ReadonlyMap<string, number>;
   /** Where each HTTP provider's key came from: for the line that says how to fix a refused one. */
   readonly keyVariables: ReadonlyMap<string, string>;
 }
@@ -331,7 +338,7 @@ async function runWith(
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
-  const output = await openOutput(flags, input, (text) => early.push(text));
+  const output = await openOutput(flags, input, (text) => early.push(text), redoChanged(tasks, providers, routes, setups.pools));
   const budget = setups.budgetFor(output.earlierCostUsd);
   const terminal = new Terminal({
     out: output.human,
@@ -360,6 +367,8 @@ async function runWith(
   const { writer } = output;
   // Articles that lacked a field a prompt reads, by field: the summary names them, --quiet too.
   const lacked = new Map<string, { readonly task: string; count: number }>();
+  // With --resume: the outputs made again because their task changed, by task.
+  const redone = new Map<string, number>();
   try {
     summary = await runPipeline({
       source: skipping?.source ?? input.open(),
@@ -387,6 +396,7 @@ async function runWith(
       onResult: async (result) => {
         report?.onResult(result);
         progress.result(result);
+        countRedone(output.redo, result, redone);
         const field = result.error?.field;
         if (field !== undefined) {
           const entry = lacked.get(field) ?? { task: result.error!.task ?? '', count: 0 };
@@ -433,6 +443,7 @@ async function runWith(
     earlierCostUsd: output.earlierCostUsd,
     inputName: input.name,
     lacked,
+    redone,
     keyVariables,
   };
   // The reader went away (`… | head -1`): the run was stopped like a Ctrl-C. With the results on
@@ -475,6 +486,9 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     skippedLines,
     // Articles that lacked a field a prompt reads (dead letters), by field.
     missingFields: Object.fromEntries([...run.lacked].map(([field, { count }]) => [field, count])),
+    // With --resume: outputs made again because their task (or one it depends on) changed since the line was written.
+    redone: [...run.redone.values()].reduce((sum, count) => sum + count, 0),
+    redoneByTask: Object.fromEntries(run.redone),
     // With --resume: what the results file said was spent before this run (its lines' costUsd).
     earlierCostUsd: run.earlierCostUsd,
     // The process's peak resident memory, so a script can check it stays flat.
@@ -507,6 +521,7 @@ function humanSummary(
     lines[lines.length - 1] = `${lines.at(-1)!.replace(/\.$/, '')}: ${finishHint(run.flags)}.`;
   }
   if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
+  if (run.redone.size > 0) lines.push(redoneLine(run.redone));
   if (context.sharedNote !== undefined) lines.push(context.sharedNote);
   if (context.skippedLines > 0) lines.push(`Skipped input lines: ${context.skippedLines}`);
   for (const [field, { task, count }] of run.lacked) {

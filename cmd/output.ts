@@ -1,9 +1,10 @@
 // Where the results of a run go (--output FILE or -), and how --resume takes an earlier run up.
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { JsonlWriter, keepSucceeded, OutputError, type Article } from '../src/index.ts';
+import { JsonlWriter, keepSucceeded, OutputError, type Article, type ArticleResult, type KeepSucceededOptions } from '../src/index.ts';
 import { generatedArticle } from '../src/sources/generated.ts';
 import type { RunInput } from './input.ts';
+import { plural } from './format.ts';
 import { UsageError } from './usage-error.ts';
 import type { RunFlags } from './run-options.ts';
 
@@ -24,6 +25,8 @@ export interface RunOutput {
   readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   /** With --resume: what the file says earlier runs spent (its lines' `costUsd`), in USD; 0 otherwise. */
   readonly earlierCostUsd: number;
+  /** With --resume: the articles whose outputs of changed tasks (and of those that depend on them) this run makes again, id → those tasks. */
+  readonly redo: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
@@ -31,13 +34,19 @@ export interface RunOutput {
  * keeps its successes (rewritten crash-safely) and appends, --overwrite replaces it, and without
  * either the run is refused before it starts.
  */
-export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput, warn: (text: string) => void): Promise<RunOutput> {
+export async function openOutput(
+  flags: RunFlags & OutputFlags,
+  input: RunInput,
+  warn: (text: string) => void,
+  redo?: KeepSucceededOptions['redo'],
+): Promise<RunOutput> {
+  const none = new Map<string, readonly string[]>();
   const { output, resume, overwrite } = flags;
   if (resume && overwrite) throw new UsageError('--resume and --overwrite disagree: give one of them');
   if (output === undefined) {
     if (resume) throw new UsageError('--resume needs --output: the results file to take up');
     if (overwrite) throw new UsageError('--overwrite needs --output');
-    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined, earlierCostUsd: 0 };
+    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined, earlierCostUsd: 0, redo: none };
   }
   if (output.trim() === '') throw new UsageError("--output needs a file name, or '-' for standard output");
   if (output === '-') {
@@ -48,6 +57,7 @@ export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput,
       kept: undefined,
       partial: undefined,
       earlierCostUsd: 0,
+      redo: none,
     };
   }
   if (flags.input !== undefined && flags.input !== '-' && (await samePath(output, flags.input))) {
@@ -56,29 +66,38 @@ export async function openOutput(flags: RunFlags & OutputFlags, input: RunInput,
   let kept: ReadonlyMap<string, string> | undefined;
   let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   let earlierCostUsd = 0;
+  let again: ReadonlyMap<string, readonly string[]> = none;
   if (resume) {
     // The lines of articles that did not finish stay (each once) until this run's take their place:
     // their calls were billed, and a run stopped again must not forget them.
-    const results = await keepSucceeded(output, { keepUnfinished: true });
+    const results = await keepSucceeded(output, { keepUnfinished: true, redo });
     if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
     partial = results.partial;
     earlierCostUsd = results.spentUsd;
+    again = results.redo;
   } else if (!overwrite && (await nonEmptyFile(output))) {
     throw new UsageError(`--output ${output} exists and is not empty: --resume to complete that run, --overwrite to replace it`);
   }
   try {
-    return { writer: await JsonlWriter.open(output, { append: resume }), human: process.stdout, kept, partial, earlierCostUsd };
+    return {
+      writer: await JsonlWriter.open(output, { append: resume }),
+      human: process.stdout,
+      kept,
+      partial,
+      earlierCostUsd,
+      redo: again,
+    };
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
   }
 }
 
 /**
- * After a resumed run, folds each article's lines into one again — the earlier line of an article
- * this run took up goes, its cost added to the new one's — so that the file holds each article
- * once and its lines' `costUsd` still add up to all that was spent.
+ * After a resumed run, folds each article's lines into one again — its last line, the newest, stays;
+ * the earlier ones go, their cost added to it — so that the file holds each article once and its
+ * lines' `costUsd` still add up to all that was spent.
  */
 export async function compactResults(path: string): Promise<void> {
   try {
@@ -86,6 +105,23 @@ export async function compactResults(path: string): Promise<void> {
   } catch (error) {
     throw error instanceof OutputError ? error : new OutputError(path, error as Error);
   }
+}
+
+/**
+ * Adds to `into` (task → count) the outputs of `result` this run made again because their task
+ * changed since its earlier line was written (`redo`): those it ended with.
+ */
+export function countRedone(redo: ReadonlyMap<string, readonly string[]>, result: ArticleResult, into: Map<string, number>): void {
+  for (const task of redo.get(result.id) ?? []) {
+    if (Object.hasOwn(result.outputs, task)) into.set(task, (into.get(task) ?? 0) + 1);
+  }
+}
+
+/** `Redone: 6 task outputs whose task changed … (summarize 3, sentiment 3)`: what a resume made again, by task. */
+export function redoneLine(redone: ReadonlyMap<string, number>): string {
+  const total = [...redone.values()].reduce((sum, count) => sum + count, 0);
+  const byTask = [...redone].map(([task, count]) => `${task} ${count}`).join(', ');
+  return `Redone: ${plural(total, 'task output')} whose task changed since the results file was written, or one it depends on (${byTask})`;
 }
 
 /**

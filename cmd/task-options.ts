@@ -7,12 +7,15 @@ import {
   loadTasksFile,
   OpenAiProvider,
   type Budget,
+  type KeepSucceededOptions,
   type PoolSetup,
   type ProviderSetup,
   type TaskSet,
 } from '../src/index.ts';
 import { strictSchemaProblem } from '../src/provider/strict-schema.ts';
 import { taskProviders } from '../src/pipeline/run.ts';
+import { servingSetups, taskFingerprints } from '../src/pipeline/task-fingerprints.ts';
+import { changedTasks } from '../src/tasks/task-fingerprint.ts';
 import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
 import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
 import type { Logger } from 'pino';
@@ -36,7 +39,7 @@ export async function runTasks(
   // OpenAI sends every schema in strict mode, and refuses one it does not take with a 400 on every
   // call: said before the first, as OpenAI would say it.
   for (const task of tasks.tasks) {
-    const served = servingProviders(assigned.get(task.name)!, providers, pools);
+    const served = servingSetups(assigned.get(task.name)!, providers, pools);
     if (!served.some((setup) => setup.provider instanceof OpenAiProvider)) continue;
     const problem = strictSchemaProblem(task.schema as Parameters<typeof strictSchemaProblem>[0]);
     if (problem !== undefined) {
@@ -87,7 +90,7 @@ export function checkBudget(
   let cheapestNano = Infinity;
   let cheapestTask = '';
   for (const task of tasks.tasks)
-    for (const setup of servingProviders(assigned.get(task.name)!, providers, pools)) {
+    for (const setup of servingSetups(assigned.get(task.name)!, providers, pools)) {
       const inputTokens = inputTokenBound(
         {
           task: task.name,
@@ -113,9 +116,30 @@ export function checkBudget(
   }
 }
 
-/** The providers that may answer a task routed to `name`: the provider, or a pool's members and its fallbacks', in turn. */
-function servingProviders(name: string, providers: readonly ProviderSetup[], pools: readonly PoolSetup[]): ProviderSetup[] {
-  const pool = pools.find((candidate) => candidate.name === name);
-  if (pool === undefined) return providers.filter((setup) => setup.provider.name === name);
-  return [...pool.members, ...(pool.fallback ?? [])].flatMap((next) => servingProviders(next, providers, pools));
+/**
+ * What --resume runs again of an earlier line, as the run's tasks now are (`now`, their
+ * fingerprints): the outputs of tasks whose fingerprint changed since the line was written, and of
+ * the tasks that depend on them; and the tasks added since (neither a fingerprint nor an output in
+ * the line). A line without fingerprints (written before they were recorded) is taken as made by
+ * the tasks as they are.
+ */
+export function redoAgainst(tasks: TaskSet, now: Readonly<Record<string, string>>): NonNullable<KeepSucceededOptions['redo']> {
+  return ({ outputs, fingerprints }) => [
+    ...changedTasks(tasks, now, fingerprints, outputs),
+    ...(fingerprints === undefined
+      ? []
+      : tasks.tasks
+          .filter((task) => !Object.hasOwn(fingerprints, task.name) && !Object.hasOwn(outputs, task.name))
+          .map((task) => task.name)),
+  ];
+}
+
+/** {@link redoAgainst} the fingerprints of a live run's tasks over its providers, routes and pools. */
+export function redoChanged(
+  tasks: TaskSet,
+  providers: readonly ProviderSetup[],
+  routes: Readonly<Record<string, string>> | undefined,
+  pools: readonly PoolSetup[],
+): NonNullable<KeepSucceededOptions['redo']> {
+  return redoAgainst(tasks, taskFingerprints(tasks, taskProviders(tasks, providers, routes, pools), providers, pools));
 }

@@ -49,7 +49,7 @@ export type { InputIssue } from './sources/input-error.ts';
 export { JsonlWriter, OutputError } from './sinks/jsonl-writer.ts';
 export type { JsonlWriterOptions } from './sinks/jsonl-writer.ts';
 export { keepSucceeded, ResultsFileError } from './sinks/results-file.ts';
-export type { KeptResults, KeepSucceededOptions } from './sinks/results-file.ts';
+export type { KeptResults, KeepSucceededOptions, ResultLine } from './sinks/results-file.ts';
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';

@@ -24,11 +24,14 @@ export interface AnthropicBatchApiOptions {
 export class AnthropicBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.model} */
+  readonly model: string;
   readonly #options: AnthropicBatchApiOptions;
   #client: Promise<Anthropic> | undefined;
 
   constructor(options: AnthropicBatchApiOptions) {
     this.#options = options;
+    this.model = options.model;
     this.name = options.name ?? 'anthropic';
   }
 

@@ -50,6 +50,8 @@ export type RowOutcome =
 export interface BatchApi {
   /** Names the provider in results and messages. */
   readonly name: string;
+  /** The model its rows ask for, when it names one: part of the tasks' fingerprints on the result lines. @default none */
+  readonly model?: string | undefined;
   /** The vendor's body for `request`, as a live call sends it. */
   encode(request: LlmRequest, maxOutputTokens: number): object;
   /** Reads a row's response body as the answer to `request` (checked against its schema), or throws what it means. */

@@ -35,11 +35,14 @@ interface OutputLine {
 export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.model} */
+  readonly model: string;
   readonly #options: OpenAiBatchApiOptions;
   #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
 
   constructor(options: OpenAiBatchApiOptions) {
     this.#options = options;
+    this.model = options.model;
     this.name = options.name ?? 'openai';
   }
 

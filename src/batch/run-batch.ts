@@ -12,6 +12,7 @@ import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome } from './batch-api.ts';
 import { customIdOf } from './custom-id.ts';
+import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
 
 /** What a batch run does unless told otherwise. */
 export const BATCH_DEFAULTS = Object.freeze({
@@ -48,6 +49,12 @@ export interface BatchRunState {
   readonly ended: readonly string[];
   /** What the answers read so far cost, in nano-dollars. */
   readonly spentNanoUsd: number;
+  /**
+   * The tasks' fingerprints of the run that saved it: a resume with tasks changed since drops the
+   * outputs of those tasks and of the tasks that depend on them, and does not read back their rows
+   * still in flight (asked as the tasks were). Absent in a state saved before they were recorded.
+   */
+  readonly fingerprints?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What {@link runBatch} runs, through which Batch API, and what it is told. */
@@ -151,17 +158,35 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       : { inputPerMTok: options.price.inputPerMTok * discount, outputPerMTok: options.price.outputPerMTok * discount };
   const maxNano = options.maxCostUsd === undefined ? Infinity : Math.floor(options.maxCostUsd * NANO_USD + 1e-6);
 
+  const fingerprints = batchFingerprints(tasks, api, maxOutputTokens);
   const resume = options.resume;
   const ended = new Set(resume?.ended ?? []);
   const attempts = new Map(Object.entries(resume?.attempts ?? {}));
   let pending = [...(resume?.pending ?? [])];
+  const inFlightBefore = new Set(pending.flatMap((batch) => batch.customIds));
+  // Rows of a changed task (or of one that depends on one) still in flight: not read back, asked again.
+  const stale = new Set<string>();
   let spentNano = resume?.spentNanoUsd ?? 0;
   const entries = new Map<string, Entry>();
   for await (const article of options.source) {
     if (ended.has(article.id)) continue;
     const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
-    const outputs = { ...article.outputs, ...resume?.outputs[article.id] };
+    const outputs: Record<string, unknown> = { ...article.outputs, ...resume?.outputs[article.id] };
+    if (resume?.fingerprints !== undefined) {
+      // What the state holds of the article — its outputs, its rows in flight — was made by the tasks as the state says.
+      const flying = tasks.tasks.filter((task) => inFlightBefore.has(customIdOf(article.id, task.name)));
+      const made = { ...resume.outputs[article.id], ...Object.fromEntries(flying.map((task) => [task.name, true])) };
+      for (const task of changedTasks(tasks, fingerprints, resume.fingerprints, made)) {
+        delete outputs[task];
+        stale.add(customIdOf(article.id, task));
+      }
+    }
     entries.set(article.id, { article, fields, outputs, calls: 0, costNanoUsd: 0 });
+  }
+  if (stale.size > 0) {
+    pending = pending
+      .map((batch) => ({ ...batch, customIds: batch.customIds.filter((customId) => !stale.has(customId)) }))
+      .filter((batch) => batch.customIds.length > 0);
   }
   // Which article and task each custom id is, and the request it carries.
   const owners = new Map<string, { readonly entry: Entry; readonly row: BatchRow }>();
@@ -183,6 +208,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     attempts: Object.fromEntries(attempts),
     ended: [...ended],
     spentNanoUsd: spentNano,
+    fingerprints,
   });
   const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): BatchRow => {
     const customId = customIdOf(entry.article.id, task.name);
@@ -205,6 +231,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       elapsedMs: clock.now() - startMs,
       callMs: 0,
       ...(price === undefined ? {} : { costUsd: entry.costNanoUsd / NANO_USD }),
+      fingerprints,
       ...(entry.error === undefined ? {} : { error: entry.error }),
     };
     if (entry.error === undefined) succeeded++;
@@ -351,4 +378,17 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     interrupted: options.signal?.aborted === true,
     budgetStopped,
   };
+}
+
+/**
+ * Each task's fingerprint in a batch run: its definition, the Batch API's provider and model, and
+ * the output cap every row asks for. What the result lines and the state record.
+ */
+export function batchFingerprints(
+  tasks: TaskSet,
+  api: Pick<BatchApi, 'name' | 'model'>,
+  maxOutputTokens = DEFAULT_MAX_OUTPUT_TOKENS,
+): Readonly<Record<string, string>> {
+  const server = { provider: api.name, model: api.model, maxOutputTokens };
+  return Object.freeze(Object.fromEntries(tasks.tasks.map((task) => [task.name, taskFingerprint(task, [server])])));
 }

@@ -30,6 +30,8 @@ interface HeldBatch {
 export class SimulatedBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.model} */
+  readonly model: string | undefined;
   readonly #provider: Provider;
   readonly #durationMs: number;
   readonly #clock: Clock;
@@ -39,6 +41,7 @@ export class SimulatedBatchApi implements BatchApi {
   constructor(options: SimulatedBatchApiOptions) {
     this.#provider = options.provider;
     this.name = options.provider.name;
+    this.model = options.provider.target?.model;
     this.#durationMs = options.durationMs ?? 1000;
     this.#clock = options.clock ?? systemClock;
     this.#rowTimeoutMs = options.rowTimeoutMs ?? 1000;

@@ -19,6 +19,8 @@ export interface ProcessorOptions {
   readonly tasks: TaskSet;
   /** Where each task's calls go (task name → route: its provider's gate), shared by all workers. */
   readonly routes: ReadonlyMap<string, Route>;
+  /** Each task's fingerprint (`taskFingerprints`), which the result records. @default none (the result records none) */
+  readonly fingerprints?: Readonly<Record<string, string>> | undefined;
   /** Per-article budget in ms, bounding limiter waits and calls alike. */
   readonly timeoutMs: number;
   readonly clock: Clock;
@@ -162,6 +164,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
   if (cached !== undefined) result.cached = cached;
   if (Object.keys(servedBy).length > 0) result.servedBy = servedBy;
+  if (options.fingerprints !== undefined) result.fingerprints = options.fingerprints;
   const pathMs = pathEndMs.size === 0 ? 0 : Math.max(...pathEndMs.values());
   if (failure !== undefined) {
     const { error } = failure;

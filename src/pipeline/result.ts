@@ -43,6 +43,13 @@ export interface ArticleResult {
   readonly servedBy?: Readonly<Record<string, string>>;
   /** The tasks whose answers came from the answer cache, no call made, in the order they ended; absent when none did. */
   readonly cached?: readonly string[];
+  /**
+   * Each task's fingerprint when the article ran (task name → 8 hex digits): a short hash of its
+   * prompt, schema, description, provider, model and output cap, which `runPipeline` and
+   * `runBatch` record. `--resume` runs again the tasks whose fingerprint has changed since, and
+   * those that depend on them; a line without it is taken as made by the tasks as they are.
+   */
+  readonly fingerprints?: Readonly<Record<string, string>>;
   /** Why the article did not succeed, when it did not. */
   readonly error?: ArticleError;
 }

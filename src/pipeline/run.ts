@@ -22,6 +22,7 @@ import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
+import { taskFingerprints } from './task-fingerprints.ts';
 import type { ArticleResult } from './result.ts';
 import type { PipelineAttemptEvent, RunObserver } from './run-observer.ts';
 
@@ -187,10 +188,10 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     watchedGates.push({ gate, giveUpAfterMs });
   }
   const routesByName = poolRoutes(options, gatesByName, clock);
+  const assigned = taskProviders(tasks, options.providers, options.routes, options.pools);
   // One provider's gate, or a pool, is a task's route.
-  const routes = new Map<string, Route>(
-    [...taskProviders(tasks, options.providers, options.routes, options.pools)].map(([task, name]) => [task, routesByName.get(name)!]),
-  );
+  const routes = new Map<string, Route>([...assigned].map(([task, name]) => [task, routesByName.get(name)!]));
+  const fingerprints = taskFingerprints(tasks, assigned, options.providers, options.pools);
   // A pool member's outage is the pool's to ride out: the run gives up on a provider only where a task calls it directly.
   const direct = new Set([...routes.values()]);
   const members = new Set((options.pools ?? []).flatMap((pool) => pool.members));
@@ -284,6 +285,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     (processorOptions[workerId] ??= {
       tasks,
       routes,
+      fingerprints,
       priced,
       timeoutMs,
       clock,

@@ -5,13 +5,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BatchApi, BatchRow, RowOutcome } from '../../src/batch/batch-api.ts';
 import { customIdOf } from '../../src/batch/custom-id.ts';
 import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
-import { runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
+import { batchFingerprints, runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { MalformedOutputError } from '../../src/provider/provider.ts';
 import { LlmServer } from '../../src/server/index.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import type { Article } from '../../src/sources/article.ts';
+import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
+import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
 
 const ARTICLES: Article[] = [
   { id: 'a1', title: 'Rates held', content: 'The central bank held rates steady. Markets rallied on the news.' },
@@ -188,5 +190,88 @@ describe('runBatch', () => {
     };
     expect(listed.data).toHaveLength(2);
     for (const result of results) expect(Object.keys(result.outputs).sort()).toEqual(['sentiment', 'summarize']);
+  });
+
+  describe('a resume after a task changed', () => {
+    const builtin = loadBuiltinTasks();
+    const changed = defineTasks(
+      builtin.tasks.map((task): TaskSpec => (task.name === 'summarize' ? { ...task, prompt: `In one line: ${task.prompt}` } : task)),
+    );
+    /** The simulated API, with the prompts of the rows submitted through it. */
+    const recording = () => {
+      const api = simulated();
+      const prompts: string[] = [];
+      const submit = api.submit.bind(api);
+      api.submit = (rows: readonly BatchRow[]) => {
+        for (const row of rows) prompts.push(`${row.request.task}: ${row.request.prompt.slice(0, 12)}`);
+        return submit(rows);
+      };
+      return { api, prompts };
+    };
+
+    it('drops the outputs the state holds of a changed task and of those that depend on it; the lines record the new fingerprints', async () => {
+      const { api } = recording();
+      const now = batchFingerprints(changed, api);
+      const old = batchFingerprints(builtin, api);
+      expect(now.summarize).not.toBe(old.summarize);
+      expect(now.sentiment).toBe(old.sentiment);
+      const state = (fingerprints: BatchRunState['fingerprints']): BatchRunState => ({
+        pending: [],
+        outputs: Object.fromEntries(ARTICLES.map((article) => [article.id, { summarize: { summary: 'Old.', keywords: [] } }])),
+        attempts: {},
+        ended: [],
+        spentNanoUsd: 0,
+        fingerprints,
+      });
+      const results: ArticleResult[] = [];
+      const redone = await runBatch({
+        source: ARTICLES,
+        api,
+        tasks: changed,
+        pollMs: 5,
+        resume: state(old),
+        onResult: (r) => void results.push(r),
+      });
+      expect(redone).toMatchObject({ succeeded: 3, batches: 2, rows: 6 });
+      for (const result of results) {
+        expect(result.outputs.summarize).not.toEqual({ summary: 'Old.', keywords: [] });
+        expect(result.fingerprints).toEqual(now);
+      }
+      // Unchanged, or a state saved before fingerprints were recorded: the outputs are kept, sentiment alone is asked.
+      for (const fingerprints of [now, undefined]) {
+        const kept = await runBatch({ source: ARTICLES, api, tasks: changed, pollMs: 5, resume: state(fingerprints) });
+        expect(kept).toMatchObject({ succeeded: 3, batches: 1, rows: 3 });
+      }
+    });
+
+    it('does not read back the rows of a changed task still in flight: they were asked the old prompt, and are asked again', async () => {
+      const { api, prompts } = recording();
+      const stop = new AbortController();
+      let saved: BatchRunState | undefined;
+      await runBatch({
+        source: ARTICLES,
+        api,
+        pollMs: 5,
+        signal: stop.signal,
+        onState: (state) => {
+          saved = state;
+          stop.abort();
+        },
+      });
+      expect(saved!.pending).toHaveLength(1);
+      expect(prompts).toHaveLength(3);
+      const results: ArticleResult[] = [];
+      const second = await runBatch({
+        source: ARTICLES,
+        api,
+        tasks: changed,
+        pollMs: 5,
+        resume: saved,
+        onResult: (r) => void results.push(r),
+      });
+      expect(second).toMatchObject({ succeeded: 3, batches: 2, rows: 6 });
+      expect(prompts.slice(3, 6)).toEqual(Array(3).fill('summarize: In one line:'));
+      expect(results.every((result) => result.fingerprints?.summarize === batchFingerprints(changed, api).summarize)).toBe(true);
+    });
   });
 });
