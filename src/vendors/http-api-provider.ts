@@ -1,5 +1,5 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget, RequestFraming } from '../provider/provider.ts';
+import type { CallOptions, LlmRequest, LlmResponse, PromptCacheRatios, Provider, ProviderTarget, RequestFraming } from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -29,6 +29,8 @@ export abstract class HttpApiProvider implements Provider {
   readonly target: ProviderTarget;
   /** The vendor's framing of a request, from its defaults. */
   readonly framing: RequestFraming;
+  /** What the vendor's prompt cache bills, from its defaults. */
+  readonly promptCacheRatios: PromptCacheRatios;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
@@ -38,6 +40,7 @@ export abstract class HttpApiProvider implements Provider {
     this.#api = sdk.defaults.name;
     this.target = targetOf(sdk.defaults.name, settings);
     this.framing = sdk.defaults.framing;
+    this.promptCacheRatios = sdk.defaults.promptCacheRatios;
     this.#sdk = sdk.bind(settings);
   }
 
