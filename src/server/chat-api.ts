@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderStyle } from '../vendors/rate-limit-headers.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
+import type { CachePrefix } from './prompt-cache.ts';
 
 /** What the answer must be: free text, any JSON object, a value fitting a schema, or a call of a tool. */
 export type AnswerShape =
@@ -41,6 +42,8 @@ export interface ChatRequest {
   readonly stream?: { readonly includeUsage: boolean } | undefined;
   /** Each output token's log probability, with this many alternatives. @default none */
   readonly logprobs?: { readonly top: number } | undefined;
+  /** How the request asks for the prompt cache (Anthropic's marked prefix, OpenAI's automatic one). @default none (not cached) */
+  readonly cachePrefix?: CachePrefix | undefined;
   /** What the API echoes back in its answer (the Responses API's request fields). @default none */
   readonly echo?: Readonly<Record<string, unknown>> | undefined;
 }
@@ -75,7 +78,12 @@ export interface AnswerChoice {
 /** The answer: one choice or more, and the usage they make together. */
 export interface ChatAnswer {
   readonly choices: readonly AnswerChoice[];
+  /** The prompt's tokens, those the prompt cache served or stored included. */
   readonly inputTokens: number;
+  /** Of `inputTokens`, those the prompt cache served. @default 0 */
+  readonly cacheReadTokens?: number | undefined;
+  /** Of `inputTokens`, those written to the prompt cache (Anthropic's reports them). @default 0 */
+  readonly cacheWriteTokens?: number | undefined;
   /** Every choice's output tokens. */
   readonly outputTokens: number;
   /** When the answer was made, Unix seconds (what `created` fields say). */

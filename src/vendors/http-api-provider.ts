@@ -1,5 +1,13 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, PromptCacheRatios, Provider, ProviderTarget, RequestFraming } from '../provider/provider.ts';
+import type {
+  CallOptions,
+  LlmRequest,
+  LlmResponse,
+  PromptCacheRatios,
+  Provider,
+  ProviderTarget,
+  RequestFraming,
+} from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */

@@ -271,7 +271,11 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
  * The tokens a response reports, when it reports both counts (a nearly compatible server may not);
  * `cache` the prompt cache's reads and writes, when it counts them, already among `inputTokens`.
  */
-export function usageOf(inputTokens: unknown, outputTokens: unknown, cache: { read?: unknown; write?: unknown } = {}): TokenUsage | undefined {
+export function usageOf(
+  inputTokens: unknown,
+  outputTokens: unknown,
+  cache: { read?: unknown; write?: unknown } = {},
+): TokenUsage | undefined {
   if (!isCount(inputTokens) || !isCount(outputTokens)) return undefined;
   const read = isCount(cache.read) ? cache.read : 0;
   const write = isCount(cache.write) ? cache.write : 0;
