@@ -281,7 +281,7 @@ export class CallGate {
     const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#cached = options.cache === undefined || provider.answerIdentity === undefined ? undefined : new OneCallPerKey(options.cache, log);
     this.#observers = [
-      settleGrant,
+      settleGrant(provider.limitsCountCacheReads ?? true),
       ...(this.#budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
       ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),

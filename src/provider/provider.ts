@@ -161,6 +161,12 @@ export interface Provider {
    * (each vendor's are in its folder). @default no discount (reads and writes at the input price)
    */
   readonly promptCacheRatios?: PromptCacheRatios | undefined;
+  /**
+   * Whether its token limits count the input tokens its prompt cache serves: OpenAI's do (all the
+   * prompt's tokens), Anthropic's input-token limits do not for most models. A call's grant settles
+   * on what they count. @default true
+   */
+  readonly limitsCountCacheReads?: boolean | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */

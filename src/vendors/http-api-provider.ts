@@ -39,6 +39,8 @@ export abstract class HttpApiProvider implements Provider {
   readonly framing: RequestFraming;
   /** What the vendor's prompt cache bills, from its defaults. */
   readonly promptCacheRatios: PromptCacheRatios;
+  /** Whether the vendor's token limits count the input tokens its prompt cache serves, from its defaults. */
+  readonly limitsCountCacheReads: boolean;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
@@ -49,6 +51,7 @@ export abstract class HttpApiProvider implements Provider {
     this.target = targetOf(sdk.defaults.name, settings);
     this.framing = sdk.defaults.framing;
     this.promptCacheRatios = sdk.defaults.promptCacheRatios;
+    this.limitsCountCacheReads = sdk.defaults.limitsCountCacheReads;
     this.#sdk = sdk.bind(settings);
   }
 

@@ -64,6 +64,8 @@ export interface HttpProviderDefaults {
   readonly framing: RequestFraming;
   /** What its prompt cache bills, as fractions of the input price, from its price list. */
   readonly promptCacheRatios: PromptCacheRatios;
+  /** Whether its token limits count the input tokens its prompt cache serves. */
+  readonly limitsCountCacheReads: boolean;
 }
 
 /** The options after validation, defaults applied. */

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { usageNanoUsd, withCachePrices, worstCaseNanoUsd } from '../../src/gate/call-cost.ts';
+import { ManualClock } from '../../src/clock.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
+import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { LlmRequest } from '../../src/provider/provider.ts';
@@ -154,5 +156,28 @@ describe('CallGate prices the prompt cache at its provider’s ratios', () => {
     const nano = 12 * 3000 + 1500 * 300 + 5 * 15_000;
     expect(costs).toEqual([nano / 1e9]);
     expect(budget.spentUsd).toBeCloseTo(nano / 1e9, 12);
+  });
+});
+
+describe('the limits settle on what the vendor counts', () => {
+  async function settledInput(limitsCountCacheReads: boolean | undefined): Promise<number> {
+    const clock = new ManualClock();
+    const limits = new LocalLimits({ limits: [{ kind: 'input-tokens', rate: 1, burst: 10_000 }], clock });
+    const provider = {
+      name: 'p',
+      limitsCountCacheReads,
+      call: async () => ({ output: { label: 'rain' }, usage: { inputTokens: 1512, outputTokens: 5, cacheReadTokens: 1500 } }),
+    };
+    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 2000 });
+    await gate.call(request(LONG_HEAD, 'Rain.'));
+    return 10_000 - limits.bucket('input-tokens')!.tokens();
+  }
+
+  it('Anthropic’s input-token limits leave out the tokens the cache served; OpenAI’s, and by default, count them all', async () => {
+    expect(ANTHROPIC_DEFAULTS.limitsCountCacheReads).toBe(false);
+    expect(OPENAI_DEFAULTS.limitsCountCacheReads).toBe(true);
+    expect(await settledInput(false)).toBeCloseTo(12, 6);
+    expect(await settledInput(true)).toBeCloseTo(1512, 6);
+    expect(await settledInput(undefined)).toBeCloseTo(1512, 6);
   });
 });

@@ -19,6 +19,12 @@ export const ANTHROPIC_DEFAULTS = Object.freeze({
    * cache write 1.25× (the writes `cache_control: { type: "ephemeral" }` makes).
    */
   promptCacheRatios: Object.freeze({ read: 0.1, write: 1.25 }),
+  /**
+   * Anthropic's input-token limits count `input_tokens` and `cache_creation_input_tokens` but not
+   * `cache_read_input_tokens` for most models (its rate-limits documentation; the few older models
+   * its table marks count them, which this leaves to the header sync): a call settles without its reads.
+   */
+  limitsCountCacheReads: false,
 });
 
 /**

@@ -18,6 +18,7 @@ export const AZURE_DEFAULTS = Object.freeze({
   framing: OPENAI_DEFAULTS.framing,
   /** OpenAI's prompt cache, which Azure OpenAI bills alike unless its price list says otherwise. */
   promptCacheRatios: OPENAI_DEFAULTS.promptCacheRatios,
+  limitsCountCacheReads: OPENAI_DEFAULTS.limitsCountCacheReads,
   /** The providers file's names for the endpoint and the deployment, as Azure calls them. */
   fileNames: Object.freeze({ baseUrl: 'endpoint', model: 'deployment' }),
 });

@@ -20,6 +20,8 @@ export const OPENAI_DEFAULTS = Object.freeze({
    * its cache writes are not reported and cost the input price.
    */
   promptCacheRatios: Object.freeze({ read: 0.5, write: 1 }),
+  /** OpenAI's token limits count every prompt token, cached or not. */
+  limitsCountCacheReads: true,
 });
 
 /** The fewest prompt tokens OpenAI caches: prompts of 1,024 tokens or more, cached in steps of 128 (its prompt-caching guide). */
