@@ -7,7 +7,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderStyle } from '../vendors/rate-limit-headers.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
-import type { CachePrefix } from './prompt-cache.ts';
 
 /** What the answer must be: free text, any JSON object, a value fitting a schema, or a call of a tool. */
 export type AnswerShape =
@@ -15,6 +14,13 @@ export type AnswerShape =
   | { readonly kind: 'json-object' }
   | { readonly kind: 'schema'; readonly name: string; readonly schema: JsonSchema }
   | { readonly kind: 'tool'; readonly name: string; readonly schema: JsonSchema };
+
+/** How a request asks for the prompt cache, in its API's terms. */
+export type CachePrefix =
+  /** Anthropic's: the text up to the last block marked `cache_control`; `identity` what else precedes it (the tools). */
+  | { readonly kind: 'marked'; readonly text: string; readonly identity: string }
+  /** OpenAI's: the whole prompt, routed by `prompt_cache_key` (`''` without one). */
+  | { readonly kind: 'automatic'; readonly key: string };
 
 /** A chat request as the server acts on it, whichever API it came through. */
 export interface ChatRequest {

@@ -12,14 +12,7 @@ import type { Clock } from '../clock.ts';
 import { minCacheTokens } from '../vendors/anthropic/defaults.ts';
 import { OPENAI_MIN_CACHE_TOKENS } from '../vendors/openai/defaults.ts';
 import type { Tokenizer } from './answer-choices.ts';
-import type { ChatAnswer, ChatRequest } from './chat-api.ts';
-
-/** How a request asks for the prompt cache, in its API's terms. */
-export type CachePrefix =
-  /** Anthropic's: the text up to the last block marked `cache_control`; `identity` what else precedes it (the tools). */
-  | { readonly kind: 'marked'; readonly text: string; readonly identity: string }
-  /** OpenAI's: the whole prompt, routed by `prompt_cache_key` (`''` without one). */
-  | { readonly kind: 'automatic'; readonly key: string };
+import type { CachePrefix, ChatAnswer, ChatRequest } from './chat-api.ts';
 
 /** OpenAI serves a cached prefix in steps of this many tokens (its prompt-caching guide). */
 const OPENAI_CACHE_STEP_TOKENS = 128;
