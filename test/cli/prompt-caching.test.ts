@@ -98,6 +98,19 @@ describe('prompt caching against serve', { timeout: 60_000 }, () => {
     expect(result.stdout).toMatch(/^Prompt cache: \d+ input tokens read, \d+ written$/m);
   });
 
+  it('refuses a cache price beside --config, and a prompt-cache TTL that is no duration, in one line', async () => {
+    const config = await runCli(['--articles=1', '--config=fixtures/providers/two-providers.json', '--price-cache-write=1'], { env: ENV });
+    expect(config.code).toBe(2);
+    expect(config.stderr.trim()).toBe(
+      'error: --price-cache-write describes a single provider; with --config set "price" per provider in the file',
+    );
+    const ttl = await runCli(['serve', '--prompt-cache-ttl=soon'], { env: ENV });
+    expect(ttl.code).toBe(2);
+    expect(ttl.stderr.trim()).toBe(
+      "error: option '--prompt-cache-ttl <duration>' argument 'soon' is invalid. Expected a duration like 500ms, 1.5s, 2m3.5s or 1h30m (units ns, us, ms, s, m, h).",
+    );
+  });
+
   it('refuses a cache price without --price-input, in one line, before anything runs', async () => {
     const result = await runCli(['--articles=1', '--price-cached-input=0.1'], { env: ENV });
     expect(result.code).toBe(2);
