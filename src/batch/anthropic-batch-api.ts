@@ -24,6 +24,8 @@ export interface AnthropicBatchApiOptions {
 export class AnthropicBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.promptCacheRatios} */
+  readonly promptCacheRatios = VENDORS.anthropic.defaults.promptCacheRatios;
   readonly #options: AnthropicBatchApiOptions;
   #client: Promise<Anthropic> | undefined;
 

@@ -35,6 +35,8 @@ interface OutputLine {
 export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.promptCacheRatios} */
+  readonly promptCacheRatios = VENDORS.openai.defaults.promptCacheRatios;
   readonly #options: OpenAiBatchApiOptions;
   #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
 
