@@ -18,7 +18,7 @@ import type { ClientFlags } from './client-options.ts';
 import { formatMs, groupThousands, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { duration, integer } from './parse-values.ts';
-import { providerSetups } from './provider-setup.ts';
+import { priceOf, providerSetups } from './provider-setup.ts';
 import type { RunFlags } from './run-options.ts';
 import { compactResults, countRedone, redoneLine } from './output.ts';
 import { redoAgainst, runTasks } from './task-options.ts';
@@ -144,7 +144,7 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
   }
   const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(tasks));
   const writer = await JsonlWriter.open(output, { append: flags.resume });
-  const price = flags.priceInput === undefined ? undefined : { inputPerMTok: flags.priceInput, outputPerMTok: flags.priceOutput! };
+  const price = priceOf(flags);
   if (flags.maxCost !== undefined && price === undefined) throw new UsageError('--max-cost needs --price-input and --price-output');
 
   const controller = new AbortController();

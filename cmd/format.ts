@@ -197,6 +197,10 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     const saved = summary.cacheSavedUsd === undefined ? '' : `, saving ${formatUsd(summary.cacheSavedUsd)}`;
     lines.push(`Cache: ${plural(summary.cacheHits, 'hit')} (answered without a call)${saved}`);
   }
+  if (summary.promptCache !== undefined) {
+    const { readTokens, writeTokens } = summary.promptCache;
+    lines.push(`Prompt cache: ${plural(readTokens, 'input token')} read, ${writeTokens} written`);
+  }
   // With no call made there is nothing to take percentiles of (a resumed run with nothing left).
   if (summary.calls > 0) {
     lines.push(`Call latency: ${formatPercentiles(summary.callLatencyMs)}`);

@@ -8,6 +8,7 @@ import {
   type LimitSpec,
   type Provider,
   type ProviderLimits,
+  type ProviderPrice,
   type ProviderQuota,
   type ProviderSetup,
   type SimulatedConfig,
@@ -41,6 +42,19 @@ export function providerQuota(flags: Pick<RunFlags, 'providerRate' | 'providerBu
   return flags.providerRate === undefined ? undefined : { rate: flags.providerRate, burst: flags.providerBurst ?? 1 };
 }
 
+/** The price the flags give a single provider (`--price-*`), USD per million tokens; undefined without one. */
+export function priceOf(
+  flags: Pick<RunFlags, 'priceInput' | 'priceOutput' | 'priceCachedInput' | 'priceCacheWrite'>,
+): ProviderPrice | undefined {
+  if (flags.priceInput === undefined) return undefined;
+  return {
+    inputPerMTok: flags.priceInput,
+    outputPerMTok: flags.priceOutput!,
+    ...(flags.priceCachedInput !== undefined && { cachedInputPerMTok: flags.priceCachedInput }),
+    ...(flags.priceCacheWrite !== undefined && { cacheWritePerMTok: flags.priceCacheWrite }),
+  };
+}
+
 /** The client-side mechanisms the flags ask for, around `provider`, at request rate `rate` with `burst`. */
 export function providerSetup(flags: RunFlags, provider: Provider, rate: number, burst: number): ProviderSetup {
   const limits: LimitSpec[] = requestLimit(rate, burst);
@@ -48,7 +62,7 @@ export function providerSetup(flags: RunFlags, provider: Provider, rate: number,
   const setup: ProviderSetup = {
     provider,
     limits,
-    price: flags.priceInput === undefined ? undefined : { inputPerMTok: flags.priceInput, outputPerMTok: flags.priceOutput! },
+    price: priceOf(flags),
     adaptive: flags.adaptive ? {} : undefined,
     syncHeaders: flags.syncHeaders,
     maxOutputTokens: flags.maxOutputTokens,

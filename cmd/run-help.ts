@@ -16,7 +16,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
     '--tasks',
     '--dry-run',
   ],
-  'Cost and budget:': ['--price-input', '--price-output', '--max-cost', '--budget-key'],
+  'Cost and budget:': ['--price-input', '--price-output', '--price-cached-input', '--price-cache-write', '--max-cost', '--budget-key'],
   'The answer cache:': ['--cache', '--cache-ttl'],
   'Batch API:': ['--batch', '--batch-poll', '--batch-size'],
   'Input and output:': [

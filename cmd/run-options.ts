@@ -40,6 +40,9 @@ export interface RunFlags {
   /** USD per million tokens, for a single provider (the providers file says `price` per provider). */
   priceInput?: number;
   priceOutput?: number;
+  /** USD per million input tokens read from, and written to, the provider's prompt cache; absent: the vendor's ratio of the input price. */
+  priceCachedInput?: number;
+  priceCacheWrite?: number;
   /** --max-cost, USD. */
   maxCost?: number;
   adaptive: boolean;
@@ -190,6 +193,20 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       ).argParser(usd),
     )
     .addOption(new Option('--price-output <usd>', "the provider's price per million output tokens, USD").argParser(usd))
+    .addOption(
+      new Option(
+        '--price-cached-input <usd>',
+        "the price per million input tokens read from the provider's prompt cache, USD " +
+          '(default: the input price × 0.1 for Anthropic, × 0.5 for OpenAI and Azure, × 1 for others)',
+      ).argParser(usd),
+    )
+    .addOption(
+      new Option(
+        '--price-cache-write <usd>',
+        "the price per million input tokens written to the provider's prompt cache, USD " +
+          "(default: the input price × 1.25 for Anthropic's 5-minute cache, × 1 for others)",
+      ).argParser(usd),
+    )
     .addOption(
       new Option(
         '--max-cost <usd>',

@@ -42,6 +42,16 @@ export function validateRunFlags(flags: RunFlags & Partial<ClientFlags>): void {
   if (flags.config !== undefined && flags.priceInput !== undefined) {
     throw new UsageError('--price-input describes a single provider; with --config set "price" per provider in the file');
   }
+  for (const [flag, value] of [
+    ['--price-cached-input', flags.priceCachedInput],
+    ['--price-cache-write', flags.priceCacheWrite],
+  ] as const) {
+    if (value === undefined) continue;
+    if (flags.config !== undefined)
+      throw new UsageError(`${flag} describes a single provider; with --config set "price" per provider in the file`);
+    if (flags.priceInput === undefined)
+      throw new UsageError(`${flag} needs --price-input and --price-output: it is part of the provider's price`);
+  }
   if (flags.maxCost !== undefined && flags.config === undefined && flags.priceInput === undefined) {
     throw new UsageError('--max-cost needs a price to count in: give --price-input and --price-output (USD per million tokens)');
   }

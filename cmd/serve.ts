@@ -32,6 +32,7 @@ interface ServeFlags {
   batchDuration: number;
   batchWindow: number;
   batchQueueTokens?: number;
+  promptCacheTtl: number;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -159,6 +160,14 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
       ).argParser(integer(1)),
     )
     .addOption(
+      new Option(
+        '--prompt-cache-ttl <duration>',
+        "how long the simulated prompt cache keeps a prefix after its last use, per key: Anthropic's cache_control prefixes, OpenAI's prompts of 1,024 tokens or more; 0s for none",
+      )
+        .argParser(duration({ allowZero: true }))
+        .default(LLM_SERVER_DEFAULTS.promptCacheTtlMs, formatDuration(LLM_SERVER_DEFAULTS.promptCacheTtlMs)),
+    )
+    .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
         .argParser(oneOf(LOG_LEVELS))
         .default('info'),
@@ -184,6 +193,7 @@ async function serve(flags: ServeFlags): Promise<number> {
     batchDurationMs: flags.batchDuration,
     batchWindowMs: flags.batchWindow,
     batchQueueTokens: flags.batchQueueTokens,
+    promptCacheTtlMs: flags.promptCacheTtl,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,

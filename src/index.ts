@@ -127,7 +127,7 @@ export type {
   ResponseHeaders,
   ProviderErrorOptions,
   ProviderTarget,
-  PromptCacheUsage,
+  PromptCacheRatios,
   RetriedFailureOptions,
 } from './provider/provider.ts';
 export { SimulatedProvider, SIMULATED_DEFAULTS } from './simulator/simulated.ts';

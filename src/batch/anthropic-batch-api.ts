@@ -26,6 +26,8 @@ export class AnthropicBatchApi implements BatchApi {
   readonly name: string;
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
+  /** {@inheritDoc BatchApi.promptCacheRatios} */
+  readonly promptCacheRatios = VENDORS.anthropic.defaults.promptCacheRatios;
   readonly #options: AnthropicBatchApiOptions;
   #client: Promise<Anthropic> | undefined;
 

@@ -1,4 +1,4 @@
-import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
+import type { LlmRequest, LlmResponse, PromptCacheRatios } from '../provider/provider.ts';
 
 /** One row of a batch: the request it answers, and the vendor's body for it under its custom id. */
 export interface BatchRow {
@@ -52,6 +52,11 @@ export interface BatchApi {
   readonly name: string;
   /** The model its rows ask for, when it names one: part of the tasks' fingerprints on the result lines. @default none */
   readonly model?: string | undefined;
+  /**
+   * What the vendor's prompt cache bills, as fractions of the input price, when the price does not
+   * say. @default no discount (reads and writes at the input price)
+   */
+  readonly promptCacheRatios?: PromptCacheRatios | undefined;
   /** The vendor's body for `request`, as a live call sends it. */
   encode(request: LlmRequest, maxOutputTokens: number): object;
   /** Reads a row's response body as the answer to `request` (checked against its schema), or throws what it means. */

@@ -37,6 +37,8 @@ export class OpenAiBatchApi implements BatchApi {
   readonly name: string;
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
+  /** {@inheritDoc BatchApi.promptCacheRatios} */
+  readonly promptCacheRatios = VENDORS.openai.defaults.promptCacheRatios;
   readonly #options: OpenAiBatchApiOptions;
   #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
 

@@ -1,5 +1,5 @@
 import { systemClock, sleep, type Clock } from '../clock.ts';
-import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
+import { usageNanoUsd, withCachePrices, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import type { ArticleError, ArticleResult } from '../pipeline/result.ts';
@@ -152,10 +152,17 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   checkDurationMs('pollMs', pollMs, { positive: true });
   checkNumber('batchDiscount', discount, { min: 0, max: 1 });
   if (options.maxCostUsd !== undefined && options.price === undefined) throw new TypeError('maxCostUsd needs a price');
+  // The prompt cache's prices, stated or at the vendor's ratios, take the batch discount like the rest.
+  const live = options.price === undefined ? undefined : withCachePrices(options.price, options.api.promptCacheRatios);
   const price =
-    options.price === undefined
+    live === undefined
       ? undefined
-      : { inputPerMTok: options.price.inputPerMTok * discount, outputPerMTok: options.price.outputPerMTok * discount };
+      : {
+          inputPerMTok: live.inputPerMTok * discount,
+          outputPerMTok: live.outputPerMTok * discount,
+          cachedInputPerMTok: live.cachedInputPerMTok! * discount,
+          cacheWritePerMTok: live.cacheWritePerMTok! * discount,
+        };
   const maxNano = options.maxCostUsd === undefined ? Infinity : Math.floor(options.maxCostUsd * NANO_USD + 1e-6);
 
   const fingerprints = batchFingerprints(tasks, api, maxOutputTokens);

@@ -273,17 +273,27 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
   return { type, api, maxConcurrent };
 }
 
-/** `"price": { "inputPerMTok": 0.4, "outputPerMTok": 1.6 }`: USD per million tokens. */
+/**
+ * `"price": { "inputPerMTok": 0.4, "outputPerMTok": 1.6 }`: USD per million tokens; the prompt
+ * cache's `cachedInputPerMTok` and `cacheWritePerMTok` when given (else the vendor's ratios).
+ */
 function readPrice(at: Reader, json: unknown, path: string): ProviderPrice {
   const o = at.object(json, path);
-  at.only(o, path, ['inputPerMTok', 'outputPerMTok']);
+  at.only(o, path, ['inputPerMTok', 'outputPerMTok', 'cachedInputPerMTok', 'cacheWritePerMTok']);
   const perMTok = (value: unknown, field: string): number => {
     if (value === undefined) return at.fail(`${path}.${field}`, 'USD per million tokens (a number >= 0)', value);
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
       at.fail(`${path}.${field}`, 'a number >= 0 (USD per million tokens)', value);
     return value as number;
   };
-  return { inputPerMTok: perMTok(o.inputPerMTok, 'inputPerMTok'), outputPerMTok: perMTok(o.outputPerMTok, 'outputPerMTok') };
+  const optional = (field: 'cachedInputPerMTok' | 'cacheWritePerMTok') =>
+    o[field] === undefined ? {} : { [field]: perMTok(o[field], field) };
+  return {
+    inputPerMTok: perMTok(o.inputPerMTok, 'inputPerMTok'),
+    outputPerMTok: perMTok(o.outputPerMTok, 'outputPerMTok'),
+    ...optional('cachedInputPerMTok'),
+    ...optional('cacheWritePerMTok'),
+  };
 }
 
 /** A Redis key part: Redis Cluster hashes only what is between `{` and `}`, so neither may appear. */

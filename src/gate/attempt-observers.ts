@@ -10,11 +10,19 @@ export type AttemptObserver = (attempt: Attempt) => void;
 
 const NOTHING_USED = { inputTokens: 0, outputTokens: 0 };
 
-/** The grant squares its token estimate with what the call used: all of it back when nothing was used. */
-export const settleGrant: AttemptObserver = (attempt) => {
-  if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
-  else if (attempt.usage !== undefined) attempt.grant?.settle(attempt.usage);
-};
+/**
+ * The grant squares its token estimate with what the call used, as the provider's limits count it:
+ * all of it back when nothing was used; the input tokens its prompt cache served left out when its
+ * limits do not count them (Anthropic's, for most models).
+ */
+export function settleGrant(countsCacheReads: boolean): AttemptObserver {
+  return (attempt) => {
+    const { usage } = attempt;
+    if (attempt.response === undefined) attempt.grant?.settle(NOTHING_USED);
+    else if (usage !== undefined)
+      attempt.grant?.settle(countsCacheReads ? usage : { ...usage, inputTokens: usage.inputTokens - (usage.cacheReadTokens ?? 0) });
+  };
+}
 
 /**
  * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the

@@ -1,4 +1,4 @@
-import type { LlmRequest, RequestFraming, TokenUsage } from '../provider/provider.ts';
+import type { LlmRequest, PromptCacheRatios, RequestFraming, TokenUsage } from '../provider/provider.ts';
 import { isProviderError } from '../provider/provider.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
@@ -36,19 +36,52 @@ export function inputTokenBound(request: LlmRequest, framing: RequestFraming = U
   );
 }
 
-/** What `usage` costs at `price`, in whole nano-dollars rounded up. */
-export function usageNanoUsd(usage: TokenUsage, price: ProviderPrice): number {
-  return Math.ceil(usage.inputTokens * price.inputPerMTok * 1000 + usage.outputTokens * price.outputPerMTok * 1000 - 1e-6);
+/** A prompt cache that bills its tokens as any other input: what a provider that states no ratios is taken to have. */
+const NO_DISCOUNT: PromptCacheRatios = Object.freeze({ read: 1, write: 1 });
+
+/**
+ * `price` with its prompt cache's prices filled in: as given, else the input price at `ratios`
+ * (the vendor's: Anthropic reads 0.1×, writes 1.25×; OpenAI reads 0.5×).
+ */
+export function withCachePrices(price: ProviderPrice, ratios: PromptCacheRatios = NO_DISCOUNT): ProviderPrice {
+  return {
+    ...price,
+    cachedInputPerMTok: price.cachedInputPerMTok ?? price.inputPerMTok * ratios.read,
+    cacheWritePerMTok: price.cacheWritePerMTok ?? price.inputPerMTok * ratios.write,
+  };
 }
 
-/** The most a call of `request` with `maxOutputTokens` can cost at `price`, in whole nano-dollars, framed as `framing`. */
+/**
+ * What `usage` costs at `price`, in whole nano-dollars rounded up: the input tokens the prompt
+ * cache served at the cached-input price, those it stored at the cache-write price (each the input
+ * price when not given), the rest at the input price.
+ */
+export function usageNanoUsd(usage: TokenUsage, price: ProviderPrice): number {
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  const plain = Math.max(0, usage.inputTokens - read - write);
+  const usd =
+    plain * price.inputPerMTok +
+    read * (price.cachedInputPerMTok ?? price.inputPerMTok) +
+    write * (price.cacheWritePerMTok ?? price.inputPerMTok) +
+    usage.outputTokens * price.outputPerMTok;
+  return Math.ceil(usd * 1000 - 1e-6);
+}
+
+/**
+ * The most a call of `request` with `maxOutputTokens` can cost at `price`, in whole nano-dollars,
+ * framed as `framing`: a request with a prompt head may have all its input written to the prompt
+ * cache, at the cache-write price when that is dearer.
+ */
 export function worstCaseNanoUsd(
   request: LlmRequest,
   maxOutputTokens: number,
   price: ProviderPrice,
   framing: RequestFraming = UNKNOWN_FRAMING,
 ): number {
-  return usageNanoUsd({ inputTokens: inputTokenBound(request, framing), outputTokens: maxOutputTokens }, price);
+  const inputTokens = inputTokenBound(request, framing);
+  const written = (request.promptHeadLength ?? 0) > 0 && (price.cacheWritePerMTok ?? 0) > price.inputPerMTok;
+  return usageNanoUsd({ inputTokens, outputTokens: maxOutputTokens, ...(written && { cacheWriteTokens: inputTokens }) }, price);
 }
 
 /**

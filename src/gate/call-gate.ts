@@ -22,7 +22,7 @@ import { callWithin } from './call-within.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import { answerKey } from '../cache/answer-key.ts';
 import { OneCallPerKey } from '../cache/one-call-per-key.ts';
-import { usageNanoUsd } from './call-cost.ts';
+import { usageNanoUsd, withCachePrices } from './call-cost.ts';
 import { repairRequest } from './repair.ts';
 
 /** What a gate does unless told otherwise. */
@@ -260,11 +260,14 @@ export class CallGate {
     checkInteger('maxRepairs', this.#maxRepairs, 0);
     this.#maxOutputTokens = options.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
     checkInteger('maxOutputTokens', this.#maxOutputTokens, 1);
-    this.#price = options.price;
-    if (this.#price !== undefined) {
-      checkObject('price', this.#price);
-      checkNumber('price.inputPerMTok', this.#price.inputPerMTok, { min: 0, unit: 'USD per million tokens' });
-      checkNumber('price.outputPerMTok', this.#price.outputPerMTok, { min: 0, unit: 'USD per million tokens' });
+    if (options.price !== undefined) {
+      const { price } = options;
+      checkObject('price', price);
+      checkNumber('price.inputPerMTok', price.inputPerMTok, { min: 0, unit: 'USD per million tokens' });
+      checkNumber('price.outputPerMTok', price.outputPerMTok, { min: 0, unit: 'USD per million tokens' });
+      for (const field of ['cachedInputPerMTok', 'cacheWritePerMTok'] as const)
+        if (price[field] !== undefined) checkNumber(`price.${field}`, price[field], { min: 0, unit: 'USD per million tokens' });
+      this.#price = withCachePrices(price, provider.promptCacheRatios);
     }
     this.#budget = options.budget;
     if (this.#budget !== undefined && this.#price === undefined) {
@@ -278,7 +281,7 @@ export class CallGate {
     const log = logger.child({ component: 'call-gate', provider: provider.name });
     this.#cached = options.cache === undefined || provider.answerIdentity === undefined ? undefined : new OneCallPerKey(options.cache, log);
     this.#observers = [
-      settleGrant,
+      settleGrant(provider.limitsCountCacheReads ?? true),
       ...(this.#budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
       ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),

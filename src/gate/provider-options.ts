@@ -66,6 +66,16 @@ export interface ProviderPrice {
   readonly inputPerMTok: number;
   /** USD per million output tokens, finite, >= 0. */
   readonly outputPerMTok: number;
+  /**
+   * USD per million input tokens read from the provider's prompt cache, finite, >= 0.
+   * @default the input price at the vendor's ratio (Anthropic 0.1×, OpenAI and Azure 0.5×: models differ; other providers 1×)
+   */
+  readonly cachedInputPerMTok?: number | undefined;
+  /**
+   * USD per million input tokens written to the provider's prompt cache, finite, >= 0.
+   * @default the input price at the vendor's ratio (Anthropic's 5-minute writes 1.25×; OpenAI, Azure and other providers 1×)
+   */
+  readonly cacheWritePerMTok?: number | undefined;
 }
 
 /** A circuit breaker's options in front of a provider, and how long a run waits for the provider to come back. */

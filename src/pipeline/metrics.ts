@@ -200,6 +200,12 @@ export interface RunSummary extends CallCounts {
   readonly cacheHits?: number;
   /** With an answer cache and a price: what those answers cost when they were made, at the prices now, in USD — what the hits saved. */
   readonly cacheSavedUsd?: number;
+  /**
+   * The input tokens the providers' prompt caches served (`readTokens`, billed at the cached-input
+   * price) and stored (`writeTokens`, at the cache-write price), summed over the calls; absent when
+   * no call reported either.
+   */
+  readonly promptCache?: { readonly readTokens: number; readonly writeTokens: number };
 }
 
 type Counting<T> = { -readonly [K in keyof T]: T[K] };
@@ -252,6 +258,7 @@ export class Metrics {
   readonly #cached: boolean;
   #cacheHits = 0;
   #savedNanoUsd = 0;
+  readonly #promptCache = { readTokens: 0, writeTokens: 0 };
 
   constructor(options: {
     readonly startMs: number;
@@ -312,6 +319,8 @@ export class Metrics {
     if (!event.called) return;
     const tokens = event.usage === undefined ? 0 : event.usage.inputTokens + event.usage.outputTokens;
     counters.tokensUsed += tokens;
+    this.#promptCache.readTokens += event.usage?.cacheReadTokens ?? 0;
+    this.#promptCache.writeTokens += event.usage?.cacheWriteTokens ?? 0;
     counters.calls++;
     if (event.retryInMs !== undefined) counters.retries++;
     if (event.repair > 0) this.#repairs++;
@@ -476,6 +485,7 @@ export class Metrics {
       ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
       ...(this.#cached && { cacheHits: this.#cacheHits }),
       ...(this.#cached && this.#priced && { cacheSavedUsd: this.#savedNanoUsd / NANO_USD }),
+      ...(this.#promptCache.readTokens + this.#promptCache.writeTokens > 0 && { promptCache: { ...this.#promptCache } }),
     };
   }
 }

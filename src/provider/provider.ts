@@ -20,6 +20,13 @@ export interface LlmRequest {
   readonly articleId: string;
   /** What the model is asked, its placeholders filled. */
   readonly prompt: string;
+  /**
+   * How many characters at the start of `prompt` are the task's own text, the same for every
+   * article (the template's text before its first placeholder): what a vendor's prompt cache can
+   * keep, so the vendors send it first and mark it (Anthropic's `cache_control`, OpenAI's
+   * `prompt_cache_key`). @default 0 (nothing marked)
+   */
+  readonly promptHeadLength?: number | undefined;
   /** The JSON Schema the answer must fit; its root is an object. */
   readonly schema: JsonSchema;
   /** What the answer is, in a line (the structured output's or the tool's description). @default none */
@@ -45,10 +52,20 @@ export type LlmOutput = Readonly<Record<string, unknown>>;
 
 /** The tokens a call used, as the provider reported them: what it is billed and what its limits settle on. */
 export interface TokenUsage {
-  /** The prompt's tokens. */
+  /**
+   * The prompt's tokens, all of them: those the provider's prompt cache served or stored included
+   * (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` plus its two cache counts).
+   */
   readonly inputTokens: number;
   /** The answer's tokens. */
   readonly outputTokens: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache: billed at its cached-input price. @default 0 */
+  readonly cacheReadTokens?: number | undefined;
+  /**
+   * Of `inputTokens`, those written to the provider's prompt cache: billed at its cache-write price
+   * (Anthropic's reports them; OpenAI's writes are not reported, and cost the input price). @default 0
+   */
+  readonly cacheWriteTokens?: number | undefined;
 }
 
 /**
@@ -71,21 +88,6 @@ export interface LlmResponse {
   readonly id?: string | undefined;
   /** Why the model stopped, one reason per choice as the provider says it (`stop`, `tool_use`), when it said. */
   readonly finishReasons?: readonly string[] | undefined;
-  /** The input tokens the provider's prompt cache served or stored, when it said. */
-  readonly promptCache?: PromptCacheUsage | undefined;
-}
-
-/** What a provider's prompt cache did for a call's input. */
-export interface PromptCacheUsage {
-  /** Input tokens read from the cache. */
-  readonly readTokens: number;
-  /** Input tokens written to it. */
-  readonly creationTokens: number;
-  /**
-   * Whether `usage.inputTokens` counts these already: OpenAI's prompt tokens do, Anthropic's input
-   * tokens do not (they are billed apart).
-   */
-  readonly inInputTokens: boolean;
 }
 
 /**
@@ -137,6 +139,14 @@ export interface RequestFraming {
   readonly perRequestTokens: number;
 }
 
+/** What a vendor's prompt cache bills its tokens at, as fractions of the input price. */
+export interface PromptCacheRatios {
+  /** A token read from the cache (Anthropic 0.1, OpenAI 0.5 for most models), >= 0. */
+  readonly read: number;
+  /** A token written to the cache (Anthropic's 5-minute writes 1.25; OpenAI 1: it bills writes as input), >= 0. */
+  readonly write: number;
+}
+
 /** An LLM provider as the pipeline sees it: anything with a name and a `call()` that answers a request or rejects with a typed error. */
 export interface Provider {
   /** Names the provider in logs, metrics and routing. */
@@ -146,6 +156,17 @@ export interface Provider {
    * budget holds a call's worst case at. @default UNKNOWN_FRAMING (a generous 1,024 tokens a request)
    */
   readonly framing?: RequestFraming | undefined;
+  /**
+   * What its prompt cache bills, as fractions of the input price, when the price does not say
+   * (each vendor's are in its folder). @default no discount (reads and writes at the input price)
+   */
+  readonly promptCacheRatios?: PromptCacheRatios | undefined;
+  /**
+   * Whether its token limits count the input tokens its prompt cache serves: OpenAI's do (all the
+   * prompt's tokens), Anthropic's input-token limits do not for most models. A call's grant settles
+   * on what they count. @default true
+   */
+  readonly limitsCountCacheReads?: boolean | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */

@@ -64,3 +64,13 @@ function firstStop(text: string, sequences: readonly string[]): { index: number;
   }
   return first;
 }
+
+/** An unfit answer as the draft sent: a tool's input must be an object, so text that is not JSON goes as text. */
+export function unfitDraft(answer: string, kind: ChatRequest['shape']['kind']): Draft {
+  if (kind === 'text') return { text: answer };
+  try {
+    return { value: JSON.parse(answer) };
+  } catch {
+    return { text: answer };
+  }
+}

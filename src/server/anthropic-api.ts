@@ -6,8 +6,10 @@
  */
 
 import type { JsonSchema } from '../provider/json-schema.ts';
+import { markedPrefix } from './prompt-cache.ts';
 import {
   type AnswerShape,
+  type ChatAnswer,
   type ChatApi,
   FAILURE_STATUS,
   type Failure,
@@ -100,6 +102,7 @@ export const anthropicApi: ChatApi = {
       throw ANTHROPIC_FIELD_WORDS.wrongType('stream', 'boolean', body.stream);
     return {
       ...prompt,
+      cachePrefix: markedPrefix(body),
       maxOutputTokens,
       stop: readStopSequences(body.stop_sequences),
       stream: body.stream === true ? { includeUsage: true } : undefined,
@@ -122,7 +125,7 @@ export const anthropicApi: ChatApi = {
       content,
       stop_reason: stopReason(choice!.finish),
       stop_sequence: choice!.stopSequence ?? null,
-      usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
+      usage: { ...inputUsage(answer), output_tokens: answer.outputTokens },
     };
   },
 
@@ -145,7 +148,7 @@ export const anthropicApi: ChatApi = {
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: answer.inputTokens, output_tokens: 0 },
+          usage: { ...inputUsage(answer), output_tokens: 0 },
         },
       }),
       event('content_block_start', { index: 0, content_block: block }),
@@ -192,6 +195,13 @@ export const anthropicApi: ChatApi = {
 export function countTokensPrompt(body: unknown): string {
   if (!isRecord(body)) throw new InvalidRequestError(`Input should be a valid dictionary, got ${jsonType(body)}`);
   return readPrompt(body, COUNT_FIELDS).promptText;
+}
+
+/** The input tokens as Anthropic counts them: `input_tokens` leaves out those the cache served or stored, each counted apart. */
+function inputUsage(answer: ChatAnswer) {
+  const read = answer.cacheReadTokens ?? 0;
+  const write = answer.cacheWriteTokens ?? 0;
+  return { input_tokens: answer.inputTokens - read - write, cache_creation_input_tokens: write, cache_read_input_tokens: read };
 }
 
 function anthropicErrorBody(failure: Failure, requestId: string) {

@@ -15,6 +15,13 @@ export type AnswerShape =
   | { readonly kind: 'schema'; readonly name: string; readonly schema: JsonSchema }
   | { readonly kind: 'tool'; readonly name: string; readonly schema: JsonSchema };
 
+/** How a request asks for the prompt cache, in its API's terms. */
+export type CachePrefix =
+  /** Anthropic's: the text up to the last block marked `cache_control`; `identity` what else precedes it (the tools). */
+  | { readonly kind: 'marked'; readonly text: string; readonly identity: string }
+  /** OpenAI's: the whole prompt, routed by `prompt_cache_key` (`''` without one). */
+  | { readonly kind: 'automatic'; readonly key: string };
+
 /** A chat request as the server acts on it, whichever API it came through. */
 export interface ChatRequest {
   readonly model: string;
@@ -41,6 +48,8 @@ export interface ChatRequest {
   readonly stream?: { readonly includeUsage: boolean } | undefined;
   /** Each output token's log probability, with this many alternatives. @default none */
   readonly logprobs?: { readonly top: number } | undefined;
+  /** How the request asks for the prompt cache (Anthropic's marked prefix, OpenAI's automatic one). @default none (not cached) */
+  readonly cachePrefix?: CachePrefix | undefined;
   /** What the API echoes back in its answer (the Responses API's request fields). @default none */
   readonly echo?: Readonly<Record<string, unknown>> | undefined;
 }
@@ -75,7 +84,12 @@ export interface AnswerChoice {
 /** The answer: one choice or more, and the usage they make together. */
 export interface ChatAnswer {
   readonly choices: readonly AnswerChoice[];
+  /** The prompt's tokens, those the prompt cache served or stored included. */
   readonly inputTokens: number;
+  /** Of `inputTokens`, those the prompt cache served. @default 0 */
+  readonly cacheReadTokens?: number | undefined;
+  /** Of `inputTokens`, those written to the prompt cache (Anthropic's reports them). @default 0 */
+  readonly cacheWriteTokens?: number | undefined;
   /** Every choice's output tokens. */
   readonly outputTokens: number;
   /** When the answer was made, Unix seconds (what `created` fields say). */

@@ -33,6 +33,8 @@ export const LLM_SERVER_DEFAULTS = Object.freeze({
   batchWindowMs: 86_400_000,
   /** Largest batch upload (an OpenAI batch file, an Anthropic batch's body), bytes: Anthropic's 256 MB. */
   maxBatchBytes: 256_000_000,
+  /** How long a cached prompt prefix lives after its last use, ms: Anthropic's default cache (5 minutes), and OpenAI's least. */
+  promptCacheTtlMs: 300_000,
 });
 
 /** Each answer's latency and fate, as the in-process simulated provider takes them. */
@@ -108,6 +110,12 @@ export interface LlmServerOptions {
   readonly batchQueueTokens?: number | undefined;
   /** Largest batch upload in bytes: an OpenAI batch file, an Anthropic batch's body. @default LLM_SERVER_DEFAULTS.maxBatchBytes (256 MB) */
   readonly maxBatchBytes?: number;
+  /**
+   * How long the simulated prompt cache keeps a prefix after its last use, ms (0: no cache): per
+   * API key, Anthropic's `cache_control` prefixes and OpenAI's prompts of 1,024 tokens or more,
+   * reported in the vendors' usage fields. @default LLM_SERVER_DEFAULTS.promptCacheTtlMs (5 minutes)
+   */
+  readonly promptCacheTtlMs?: number;
   /** Logs a line per request at `info` (keys by fingerprint only). @default silentLogger (says nothing) */
   readonly logger?: Logger;
   /** Time source of the quotas, the simulation and the streams' pacing. @default systemClock */
@@ -146,6 +154,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     batchWindowMs = LLM_SERVER_DEFAULTS.batchWindowMs,
     batchQueueTokens,
     maxBatchBytes = LLM_SERVER_DEFAULTS.maxBatchBytes,
+    promptCacheTtlMs = LLM_SERVER_DEFAULTS.promptCacheTtlMs,
     logger = silentLogger,
     clock = systemClock,
   } = options;
@@ -166,6 +175,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
   checkDurationMs('batchWindowMs', batchWindowMs, { positive: true });
   if (batchQueueTokens !== undefined) checkInteger('batchQueueTokens', batchQueueTokens, 1);
   checkInteger('maxBatchBytes', maxBatchBytes, 1);
+  checkDurationMs('promptCacheTtlMs', promptCacheTtlMs);
 
   return {
     rate,
@@ -184,6 +194,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     batchWindowMs,
     batchQueueTokens,
     maxBatchBytes,
+    promptCacheTtlMs,
     logger,
     clock,
   };

@@ -15,7 +15,7 @@ import { BadRequestError, isMalformedOutputError } from '../provider/provider.ts
 import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
 import { countTokensPrompt } from './anthropic-api.ts';
-import { answerChoice, type Draft } from './answer-choices.ts';
+import { answerChoice, unfitDraft, type Draft } from './answer-choices.ts';
 import type { ChatAnswer, ChatApi, ChatRequest, Failure, ParseOptions } from './chat-api.ts';
 import { readBody } from './request-body.ts';
 import { ResponseStore } from './response-store.ts';
@@ -30,6 +30,7 @@ import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './
 import type { StoredFile } from './file-store.ts';
 import { BatchService } from './batch-service.ts';
 import { KeyQuotas } from './key-quotas.ts';
+import { PromptCache } from './prompt-cache.ts';
 import { loadServerParts, type Loaded, type Prepared } from './server-parts.ts';
 import { batchHandlers, FileAnswer } from './batch-routes.ts';
 import { asRefusal, simulatedFailure } from './refusals.ts';
@@ -73,6 +74,7 @@ export class LlmServer {
   /** Both vendors' Batch APIs: their files, batches and the provider their rows are answered by. */
   readonly #batches: BatchService;
   readonly #outage: OutageWindow | undefined;
+  readonly #promptCache: PromptCache;
   readonly #createdAtMs: number;
   readonly #tokensPerSecond: number;
   readonly #faults: StreamFaults;
@@ -105,17 +107,18 @@ export class LlmServer {
       batchWindowMs,
       batchQueueTokens,
       maxBatchBytes,
+      promptCacheTtlMs,
       logger,
       clock,
     } = serverSettings(options);
     this.#clock = clock;
     this.#quotas = new KeyQuotas({ rate, burst, tokensPerMinute, clock, maxKeys });
     // One provider for all: call n's fate depends on the seed and n, in arrival order, as in-process.
-    const picked = simulation;
-    this.#provider = new SimulatedProvider({ ...picked, name: 'serve', clock });
-    this.#outage = picked.outage ?? (picked.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
+    this.#provider = new SimulatedProvider({ ...simulation, name: 'serve', clock });
+    this.#outage = simulation.outage ?? (simulation.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
+    this.#promptCache = new PromptCache(promptCacheTtlMs, clock);
     this.#batches = new BatchService(
-      { simulation: picked, clock, durationMs: batchDurationMs, windowMs: batchWindowMs, queueTokens: batchQueueTokens, maxBatchBytes },
+      { simulation, clock, durationMs: batchDurationMs, windowMs: batchWindowMs, queueTokens: batchQueueTokens, maxBatchBytes },
       {
         prepare: (api, body) => this.#prepare(api, undefined, body),
         draft: (provider, api, prepared, requestId) => this.#draft(provider, api, prepared, requestId),
@@ -129,7 +132,7 @@ export class LlmServer {
     );
     this.#createdAtMs = clock.now();
     this.#tokensPerSecond = tokensPerSecond;
-    this.#faults = new StreamFaults(failMidStream, picked.seed ?? 1);
+    this.#faults = new StreamFaults(failMidStream, simulation.seed ?? 1);
     this.#parseOptions = { lenientSchemas };
     this.#maxBodyBytes = maxBodyBytes;
     this.#models = Object.freeze([...models]);
@@ -297,7 +300,12 @@ export class LlmServer {
       const body = await this.#readJson(exchange);
       const prepared = this.#prepare(exchange.api, exchange.key, body);
       const draft = await this.#generate(exchange, prepared);
-      const answer = this.#complete(prepared.request, draft);
+      const answer = this.#promptCache.apply(
+        exchange.key!,
+        prepared.request,
+        this.#complete(prepared.request, draft),
+        this.#loaded!.tokenizer,
+      );
       const tokens = this.#quotas.chargeTokens(exchange.key!, answer.inputTokens + answer.outputTokens);
       await this.#deliver(exchange, prepared.request, answer, tokens);
     } catch (error) {
@@ -585,15 +593,5 @@ export class LlmServer {
       const fields = { method: req.method, path: req.url, status, ms: Math.round(seconds * 1e4) / 10, requestId };
       this.#logger.info(key === undefined ? fields : { ...fields, key: keyFingerprint(key) }, 'request');
     }
-  }
-}
-
-/** An unfit answer as the draft sent: a tool's input must be an object, so text that is not JSON goes as text. */
-function unfitDraft(answer: string, kind: ChatRequest['shape']['kind']): Draft {
-  if (kind === 'text') return { text: answer };
-  try {
-    return { value: JSON.parse(answer) };
-  } catch {
-    return { text: answer };
   }
 }

@@ -5,6 +5,7 @@
  * probabilities; answers and errors in OpenAI's shapes.
  */
 
+import { automaticPrefix } from './prompt-cache.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
 import {
   type AnswerShape,
@@ -142,6 +143,7 @@ export const openAiApi: ChatApi = {
       promptText: texts.join('\n'),
       lastUserText,
       ...(answered ? { answered } : {}),
+      cachePrefix: automaticPrefix(body),
       shape: answerShape(body, last.role === 'tool', options.lenientSchemas),
       maxOutputTokens,
       choices: readChoices(body.n),
@@ -283,6 +285,8 @@ function finishReason(finish: FinishReason): string {
 function usageOf(answer: ChatAnswer) {
   return {
     prompt_tokens: answer.inputTokens,
+    // Part of the prompt tokens, as OpenAI counts them.
+    prompt_tokens_details: { cached_tokens: answer.cacheReadTokens ?? 0 },
     completion_tokens: answer.outputTokens,
     total_tokens: answer.inputTokens + answer.outputTokens,
   };

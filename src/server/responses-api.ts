@@ -6,6 +6,7 @@
  * what it answered). Keys, headers and errors are OpenAI's, as on its Chat Completions route.
  */
 
+import { automaticPrefix } from './prompt-cache.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
 import {
   type AnswerChoice,
@@ -99,6 +100,7 @@ export const responsesApi: ChatApi = {
       model,
       promptText: texts.join('\n'),
       lastUserText: conversation.lastUserText,
+      cachePrefix: automaticPrefix(body),
       shape: answerShape(body, conversation.afterToolResult, options.lenientSchemas),
       maxOutputTokens: readMaxOutputTokens(body.max_output_tokens),
       stream: readStream(body),
@@ -213,7 +215,7 @@ function responseObject(request: ChatRequest, answer: ChatAnswer, id: string, st
     ...request.echo,
     usage: {
       input_tokens: answer.inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: answer.cacheReadTokens ?? 0 },
       output_tokens: answer.outputTokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: answer.inputTokens + answer.outputTokens,

@@ -180,6 +180,8 @@ export function requestFor(
     task: task.name,
     articleId,
     prompt: renderTemplate(task.template, fields, outputs, task.name),
+    // The text before the first placeholder is the same for every article: what a prompt cache keeps.
+    ...(task.template.literals[0] !== '' && { promptHeadLength: task.template.literals[0]!.length }),
     schema: task.schema,
     description: task.description,
   };

@@ -157,7 +157,7 @@ class OtelObserver implements RunObserver {
     );
     const answered = answeredAttributes(event.response);
     const usage = event.usage ?? (event.error as { usage?: TokenUsage } | undefined)?.usage;
-    const tokens = usageAttributes(usage, event.response);
+    const tokens = usageAttributes(usage);
     span.setAttributes({ ...answered, ...tokens, [OURS.outcome]: event.outcome });
     if (event.retryInMs !== undefined) span.setAttribute(OURS.retryDelayMs, event.retryInMs);
     if (event.costUsd !== undefined) span.setAttribute(OURS.costUsd, event.costUsd);
@@ -228,17 +228,15 @@ function answeredAttributes(response: LlmResponse | undefined): Attributes {
 }
 
 /** The tokens as the conventions count them: the input tokens include those the prompt cache served or stored. */
-function usageAttributes(usage: TokenUsage | undefined, response: LlmResponse | undefined): Record<string, number> {
+function usageAttributes(usage: TokenUsage | undefined): Record<string, number> {
   if (usage === undefined) return {};
-  const cache = response?.promptCache;
-  const cached = cache === undefined || cache.inInputTokens ? 0 : cache.readTokens + cache.creationTokens;
   const attributes: Record<string, number> = {
-    [GEN_AI.inputTokens]: usage.inputTokens + cached,
+    [GEN_AI.inputTokens]: usage.inputTokens,
     [GEN_AI.outputTokens]: usage.outputTokens,
   };
-  if (cache !== undefined) {
-    attributes[GEN_AI.cacheReadInputTokens] = cache.readTokens;
-    attributes[GEN_AI.cacheCreationInputTokens] = cache.creationTokens;
+  if (usage.cacheReadTokens !== undefined || usage.cacheWriteTokens !== undefined) {
+    attributes[GEN_AI.cacheReadInputTokens] = usage.cacheReadTokens ?? 0;
+    attributes[GEN_AI.cacheCreationInputTokens] = usage.cacheWriteTokens ?? 0;
   }
   return attributes;
 }

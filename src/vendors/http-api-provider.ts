@@ -1,5 +1,13 @@
 import { httpProviderSettings, type HttpProviderDefaults, type HttpProviderOptions, type HttpProviderSettings } from './http-api.ts';
-import type { CallOptions, LlmRequest, LlmResponse, Provider, ProviderTarget, RequestFraming } from '../provider/provider.ts';
+import type {
+  CallOptions,
+  LlmRequest,
+  LlmResponse,
+  PromptCacheRatios,
+  Provider,
+  ProviderTarget,
+  RequestFraming,
+} from '../provider/provider.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
@@ -29,6 +37,10 @@ export abstract class HttpApiProvider implements Provider {
   readonly target: ProviderTarget;
   /** The vendor's framing of a request, from its defaults. */
   readonly framing: RequestFraming;
+  /** What the vendor's prompt cache bills, from its defaults. */
+  readonly promptCacheRatios: PromptCacheRatios;
+  /** Whether the vendor's token limits count the input tokens its prompt cache serves, from its defaults. */
+  readonly limitsCountCacheReads: boolean;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 
@@ -38,6 +50,8 @@ export abstract class HttpApiProvider implements Provider {
     this.#api = sdk.defaults.name;
     this.target = targetOf(sdk.defaults.name, settings);
     this.framing = sdk.defaults.framing;
+    this.promptCacheRatios = sdk.defaults.promptCacheRatios;
+    this.limitsCountCacheReads = sdk.defaults.limitsCountCacheReads;
     this.#sdk = sdk.bind(settings);
   }
 

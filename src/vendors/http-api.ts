@@ -18,7 +18,7 @@ import {
   TimeoutError,
   type CallOptions,
   type LlmResponse,
-  type PromptCacheUsage,
+  type PromptCacheRatios,
   type ProviderErrorOptions,
   type RequestFraming,
   type ResponseHeaders,
@@ -62,6 +62,10 @@ export interface HttpProviderDefaults {
   readonly apiKeyEnv: string;
   /** The tokens the vendor's API adds to each request beyond its text, from its documentation. */
   readonly framing: RequestFraming;
+  /** What its prompt cache bills, as fractions of the input price, from its price list. */
+  readonly promptCacheRatios: PromptCacheRatios;
+  /** Whether its token limits count the input tokens its prompt cache serves. */
+  readonly limitsCountCacheReads: boolean;
 }
 
 /** The options after validation, defaults applied. */
@@ -265,12 +269,28 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
   return new BadRequestError(`${status} request rejected${said}`, options);
 }
 
-/** The tokens a response reports, when it reports both counts (a nearly compatible server may not). */
-export function usageOf(inputTokens: unknown, outputTokens: unknown): TokenUsage | undefined {
-  const count = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
-  return count(inputTokens) && count(outputTokens)
-    ? { inputTokens: inputTokens as number, outputTokens: outputTokens as number }
-    : undefined;
+/**
+ * The tokens a response reports, when it reports both counts (a nearly compatible server may not);
+ * `cache` the prompt cache's reads and writes, when it counts them, already among `inputTokens`.
+ */
+export function usageOf(
+  inputTokens: unknown,
+  outputTokens: unknown,
+  cache: { read?: unknown; write?: unknown } = {},
+): TokenUsage | undefined {
+  if (!isCount(inputTokens) || !isCount(outputTokens)) return undefined;
+  const read = isCount(cache.read) ? cache.read : 0;
+  const write = isCount(cache.write) ? cache.write : 0;
+  return {
+    inputTokens,
+    outputTokens,
+    ...(read > 0 && { cacheReadTokens: read }),
+    ...(write > 0 && { cacheWriteTokens: write }),
+  };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
 /**
@@ -289,15 +309,6 @@ export function answerFacts(
     id: typeof id === 'string' ? id : undefined,
     finishReasons: reasons.length === 0 ? undefined : reasons,
   };
-}
-
-/** What the prompt cache did, when the body counts it (either count a number); undefined otherwise. */
-export function promptCacheOf(readTokens: unknown, creationTokens: unknown, inInputTokens: boolean): PromptCacheUsage | undefined {
-  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined);
-  const read = count(readTokens);
-  const created = count(creationTokens);
-  if (read === undefined && created === undefined) return undefined;
-  return { readTokens: read ?? 0, creationTokens: created ?? 0, inInputTokens };
 }
 
 /**

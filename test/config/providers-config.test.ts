@@ -54,6 +54,15 @@ describe('parseProvidersConfig()', () => {
     expect(config.providers[1]!.breaker).toEqual({ failureThreshold: 3, cooldownMs: 2000 });
   });
 
+  it("reads a price's prompt-cache fields when given, and leaves them out when not (the vendor's ratios apply)", () => {
+    const config = structuredClone(good) as any;
+    config.providers[0].price = { inputPerMTok: 3, outputPerMTok: 15, cachedInputPerMTok: 0.3, cacheWritePerMTok: 3.75 };
+    config.providers[1].price = { inputPerMTok: 0.4, outputPerMTok: 1.6 };
+    const [first, second] = parseProvidersConfig(config).providers;
+    expect(first!.price).toEqual({ inputPerMTok: 3, outputPerMTok: 15, cachedInputPerMTok: 0.3, cacheWritePerMTok: 3.75 });
+    expect(second!.price).toEqual({ inputPerMTok: 0.4, outputPerMTok: 1.6 });
+  });
+
   it("reads how long the breaker waits for a provider that stays down: a duration or 'inf'", () => {
     const config = structuredClone(good) as any;
     config.providers[1].breaker.giveUp = '2m';
@@ -207,6 +216,16 @@ describe('parseProvidersConfig()', () => {
       'an adaptive rate over an unlimited request rate (nothing to adapt below)',
       (c) => (c.providers[0].limits[0] = { kind: 'requests', rate: 'inf' }),
       'p.json: providers[0].adaptive: expected left out over an unlimited request rate (it adapts below a finite one), got true',
+    ],
+    [
+      'a negative cache-read price',
+      (c) => (c.providers[0].price = { inputPerMTok: 3, outputPerMTok: 15, cachedInputPerMTok: -1 }),
+      'p.json: providers[0].price.cachedInputPerMTok: expected a number >= 0 (USD per million tokens), got -1',
+    ],
+    [
+      'a price field it does not know',
+      (c) => (c.providers[0].price = { inputPerMTok: 3, outputPerMTok: 15, cacheReadPerMTok: 0.3 }),
+      'providers[0].price.cacheReadPerMTok',
     ],
     [
       'min above max latency',

@@ -137,6 +137,7 @@ describe("LlmServer answers the pipeline's own tasks from the article, as the si
     expect(await readAnswer(taskRequest('summarize'), content)).toEqual(expectedSummary);
     expect(summary.body.usage).toEqual({
       prompt_tokens: countTokens(promptOf('summarize')),
+      prompt_tokens_details: { cached_tokens: 0 },
       completion_tokens: countTokens(content),
       total_tokens: countTokens(promptOf('summarize')) + countTokens(content),
     });

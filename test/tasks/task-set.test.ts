@@ -62,15 +62,21 @@ describe('defineTasks()', () => {
     expect(set.inputFields).toEqual(['content']);
   });
 
-  it('makes each article’s request: the prompt filled, the schema and description as the task states them', () => {
+  it('makes each article’s request: the prompt filled, its head (the text before the first placeholder) measured, the schema and description as the task states them', () => {
     const set = defineTasks([task('entities', { description: 'who and where' })]);
     expect(requestFor(set.tasks[0]!, '7', { content: 'Text.' }, {})).toEqual({
       task: 'entities',
       articleId: '7',
       prompt: 'Do entities: Text.',
+      promptHeadLength: 'Do entities: '.length,
       schema: OBJECT,
       description: 'who and where',
     });
+  });
+
+  it('gives a prompt that opens with a placeholder no head', () => {
+    const set = defineTasks([task('entities', { prompt: '{{content}} is the text.' })]);
+    expect(requestFor(set.tasks[0]!, '7', { content: 'Text.' }, {}).promptHeadLength).toBeUndefined();
   });
 
   it.each([

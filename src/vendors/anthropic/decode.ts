@@ -1,7 +1,7 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
 import { readAnswer } from '../../provider/answer.ts';
 import { MalformedOutputError, RefusalError, TruncatedOutputError, type LlmRequest, type LlmResponse } from '../../provider/provider.ts';
-import { answerFacts, promptCacheOf, usageOf } from '../http-api.ts';
+import { answerFacts, usageOf } from '../http-api.ts';
 import type { ResponseMeta } from '../sdk-wire.ts';
 
 /** Stop reasons that mean the answer ran out of room before it was whole. */
@@ -22,7 +22,7 @@ export async function decodeAnthropic(
   const message = body as Partial<Anthropic.Message>;
   const { headers } = meta;
   const tool = request.task;
-  const usage = usageOf(message?.usage?.input_tokens, message?.usage?.output_tokens);
+  const usage = usageOfMessage(message?.usage);
   // No status on these: the request succeeded, its answer did not (and cost what it used).
   const failed = { headers, usage };
   const stopReason = message?.stop_reason;
@@ -37,7 +37,18 @@ export async function decodeAnthropic(
   if (use === undefined)
     throw new MalformedOutputError(`the answer did not use the ${tool} tool (stop reason ${String(stopReason)})`, failed);
   const output = await readAnswer(request, use.input, failed);
-  // Anthropic's input tokens leave out those the cache served or stored: they are billed apart.
-  const promptCache = promptCacheOf(message.usage?.cache_read_input_tokens, message.usage?.cache_creation_input_tokens, false);
-  return { output, usage, headers, ...answerFacts(message.model, message.id, [stopReason]), promptCache };
+  return { output, usage, headers, ...answerFacts(message.model, message.id, [stopReason]) };
+}
+
+/**
+ * Anthropic's usage as the usage type counts it: its `input_tokens` leave out the tokens the
+ * prompt cache served (`cache_read_input_tokens`) or stored (`cache_creation_input_tokens`), which
+ * are billed apart, so the prompt's tokens are the three together.
+ */
+function usageOfMessage(usage: Partial<Anthropic.Usage> | undefined) {
+  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);
+  const read = count(usage?.cache_read_input_tokens);
+  const write = count(usage?.cache_creation_input_tokens);
+  const input = usage?.input_tokens;
+  return usageOf(typeof input === 'number' ? input + read + write : input, usage?.output_tokens, { read, write });
 }

@@ -16,6 +16,9 @@ export const AZURE_DEFAULTS = Object.freeze({
   takesApiVersion: true,
   /** OpenAI's framing: Azure serves OpenAI's models behind OpenAI's API. */
   framing: OPENAI_DEFAULTS.framing,
+  /** OpenAI's prompt cache, which Azure OpenAI bills alike unless its price list says otherwise. */
+  promptCacheRatios: OPENAI_DEFAULTS.promptCacheRatios,
+  limitsCountCacheReads: OPENAI_DEFAULTS.limitsCountCacheReads,
   /** The providers file's names for the endpoint and the deployment, as Azure calls them. */
   fileNames: Object.freeze({ baseUrl: 'endpoint', model: 'deployment' }),
 });

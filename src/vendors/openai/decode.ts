@@ -1,7 +1,7 @@
 import type { OpenAI } from 'openai';
 import { readAnswer } from '../../provider/answer.ts';
 import { MalformedOutputError, RefusalError, TruncatedOutputError, type LlmRequest, type LlmResponse } from '../../provider/provider.ts';
-import { answerFacts, promptCacheOf, usageOf } from '../http-api.ts';
+import { answerFacts, usageOf } from '../http-api.ts';
 import type { ResponseMeta } from '../sdk-wire.ts';
 
 /**
@@ -13,7 +13,10 @@ import type { ResponseMeta } from '../sdk-wire.ts';
 export async function decodeOpenAi(request: LlmRequest, body: object, meta: ResponseMeta, maxOutputTokens: number): Promise<LlmResponse> {
   const completion = body as Partial<OpenAI.ChatCompletion>;
   const { headers } = meta;
-  const usage = usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens);
+  // OpenAI counts the cached tokens among the prompt tokens; it writes the cache without saying how much.
+  const usage = usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens, {
+    read: completion?.usage?.prompt_tokens_details?.cached_tokens,
+  });
   // No status on these: the request succeeded, its answer did not (and cost what it used).
   const failed = { headers, usage };
   const choice = completion?.choices?.[0];
@@ -26,7 +29,5 @@ export async function decodeOpenAi(request: LlmRequest, body: object, meta: Resp
   const output = await readAnswer(request, choice.message.content, failed);
   const choices: unknown[] = Array.isArray(completion.choices) ? completion.choices : [];
   const finishReasons = choices.map((each) => (each as Partial<OpenAI.ChatCompletion.Choice> | null)?.finish_reason);
-  // OpenAI counts the cached tokens among the prompt tokens; it writes the cache without saying how much.
-  const promptCache = promptCacheOf(completion.usage?.prompt_tokens_details?.cached_tokens, undefined, true);
-  return { output, usage, headers, ...answerFacts(completion.model, completion.id, finishReasons), promptCache };
+  return { output, usage, headers, ...answerFacts(completion.model, completion.id, finishReasons) };
 }

@@ -14,4 +14,15 @@ export const OPENAI_DEFAULTS = Object.freeze({
    * bytes, counted apart — whose heading and markup OpenAI does not document: 64 tokens of margin.
    */
   framing: Object.freeze({ perMessageTokens: 3, perRequestTokens: 3 + 3 + 64 }),
+  /**
+   * OpenAI's cached input: half the input price for the GPT-4o and o-series models its prompt-caching
+   * announcement priced, less for newer ones (GPT-4.1 0.25×, GPT-5 0.1×: give `cachedInputPerMTok`);
+   * its cache writes are not reported and cost the input price.
+   */
+  promptCacheRatios: Object.freeze({ read: 0.5, write: 1 }),
+  /** OpenAI's token limits count every prompt token, cached or not. */
+  limitsCountCacheReads: true,
 });
+
+/** The fewest prompt tokens OpenAI caches: prompts of 1,024 tokens or more, cached in steps of 128 (its prompt-caching guide). */
+export const OPENAI_MIN_CACHE_TOKENS = 1024;
