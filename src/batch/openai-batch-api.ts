@@ -4,6 +4,9 @@ import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
+/** OpenAI's caps on one batch: 50,000 requests, an input file of 200 MB. */
+export const OPENAI_BATCH_CAPS = Object.freeze({ maxRows: 50_000, maxBytes: 200_000_000 });
+
 /** The endpoint every row of a batch calls: chat completions, as a live call does. */
 const ENDPOINT = '/v1/chat/completions';
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
@@ -35,6 +38,10 @@ interface OutputLine {
 export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
   readonly name: string;
+  /** {@inheritDoc BatchApi.maxRows} */
+  readonly maxRows = OPENAI_BATCH_CAPS.maxRows;
+  /** {@inheritDoc BatchApi.maxBytes} */
+  readonly maxBytes = OPENAI_BATCH_CAPS.maxBytes;
   readonly #options: OpenAiBatchApiOptions;
   #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
 
@@ -73,6 +80,8 @@ export class OpenAiBatchApi implements BatchApi {
       total: counts?.total ?? 0,
       completed: counts?.completed ?? 0,
       failed: counts?.failed ?? 0,
+      // Refused before it started: a queue that is full now has room once earlier batches end.
+      queueFull: batch.status === 'failed' && (batch.errors?.data ?? []).some((error) => error.code === 'token_limit_exceeded'),
     };
   }
 
