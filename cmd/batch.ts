@@ -16,7 +16,7 @@ import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/regist
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
-import { duration, integer } from './parse-values.ts';
+import { duration, integer, oneOf } from './parse-values.ts';
 import { providerSetups } from './provider-setup.ts';
 import type { RunFlags } from './run-options.ts';
 import { runTasks } from './task-options.ts';
@@ -80,7 +80,7 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option(
         '--batch-size <n>',
-        "with --batch: rows per batch at most (default and most: the vendor's cap, OpenAI's 50,000, Anthropic's 100,000; a batch is also cut at 200 MB / 256 MB)",
+        "with --batch: rows per batch at most (default: the vendor's cap, OpenAI's 50,000, Anthropic's 100,000); a batch is also cut at the vendor's 200 MB / 256 MB",
       ).argParser(integer(1, ANTHROPIC_BATCH_CAPS.maxRows)),
     )
     .addOption(
@@ -94,7 +94,7 @@ export function addBatchOptions(command: Command): Command {
         '--batch-fallback <where>',
         'with --batch: where a row that failed in a batch goes: again in a later batch, or through the live path at the live price',
       )
-        .choices(['batch', 'live'])
+        .argParser(oneOf(['batch', 'live'] as const))
         .default('batch'),
     );
 }
@@ -115,13 +115,13 @@ export function validateBatchFlags(flags: BatchFlags, given: (field: string) => 
   const live = Object.keys(LIVE_ONLY).filter(given);
   if (live.length > 0) {
     throw new UsageError(
-      `${live.map((field) => LIVE_ONLY[field]).join(', ')} mean nothing with --batch (a batch run makes no live calls): leave them out`,
+      `${live.map((field) => LIVE_ONLY[field]).join(', ')} ${live.length === 1 ? 'means' : 'mean'} nothing with --batch (a batch run makes no live calls): leave them out`,
     );
   }
   const livePath = Object.keys(LIVE_PATH).filter(given);
   if (livePath.length > 0 && flags.batchFallback !== 'live') {
     throw new UsageError(
-      `${livePath.map((field) => LIVE_PATH[field]).join(', ')} shape live calls, which --batch makes only with --batch-fallback=live: leave them out`,
+      `${livePath.map((field) => LIVE_PATH[field]).join(', ')} ${livePath.length === 1 ? 'shapes' : 'shape'} live calls, which --batch makes only with --batch-fallback=live: leave them out`,
     );
   }
   if (flags.output === undefined || flags.output === '-') {
@@ -212,7 +212,7 @@ export async function runBatchCommand(
       },
       onResult: (result) => writer.write(result),
       onProgress: (progress) => {
-        if (!talk) return;
+        if (!talk || progress.length === 0) return;
         const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
         const done = progress.reduce((sum, batch) => sum + batch.completed + batch.failed, 0);
         const failed = progress.reduce((sum, batch) => sum + batch.failed, 0);
