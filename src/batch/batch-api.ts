@@ -68,8 +68,8 @@ export interface BatchApi {
   submit(rows: readonly BatchRow[]): Promise<SubmittedBatch>;
   /** The batch's status and counts. */
   poll(batchId: string): Promise<BatchProgress>;
-  /** The outcome of the rows of an ended batch; a row it says nothing of had no answer. */
-  results(batchId: string): Promise<RowOutcome[]>;
+  /** The outcome of the rows of an ended batch, as a list or read as they come; a row it says nothing of had no answer. */
+  results(batchId: string): Promise<Iterable<RowOutcome> | AsyncIterable<RowOutcome>>;
   /** Asks the provider to stop the batch (rows not yet run end expired). */
   cancel(batchId: string): Promise<void>;
 }

@@ -43,7 +43,7 @@ export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.maxBytes} */
   readonly maxBytes = OPENAI_BATCH_CAPS.maxBytes;
   readonly #options: OpenAiBatchApiOptions;
-  #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
+  #client: Promise<{ client: OpenAI }> | undefined;
 
   constructor(options: OpenAiBatchApiOptions) {
     this.#options = options;
@@ -62,9 +62,10 @@ export class OpenAiBatchApi implements BatchApi {
 
   /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
-    const { client, toFile } = await this.#sdk();
+    const { client } = await this.#sdk();
+    // The lines as the file's parts: no second copy of the whole upload joined in one string.
     const lines = rows.map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: ENDPOINT, body: row.body })}\n`);
-    const file = await client.files.create({ file: await toFile(Buffer.from(lines.join('')), 'batch.jsonl'), purpose: 'batch' });
+    const file = await client.files.create({ file: new File(lines, 'batch.jsonl', { type: 'application/jsonl' }), purpose: 'batch' });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
     return { batchId: batch.id, fileId: file.id };
   }
@@ -86,20 +87,11 @@ export class OpenAiBatchApi implements BatchApi {
   }
 
   /** {@inheritDoc BatchApi.results} */
-  async results(batchId: string): Promise<RowOutcome[]> {
+  async results(batchId: string): Promise<AsyncIterable<RowOutcome>> {
     const { client } = await this.#sdk();
     const batch = await client.batches.retrieve(batchId);
-    const outcomes: RowOutcome[] = [];
-    for (const fileId of [batch.output_file_id, batch.error_file_id]) {
-      if (fileId === undefined || fileId === null) continue;
-      const text = await (await client.files.content(fileId)).text();
-      for (const line of text.split('\n')) {
-        if (line.trim() === '') continue;
-        const outcome = outcomeOf(JSON.parse(line) as OutputLine);
-        if (outcome !== undefined) outcomes.push(outcome);
-      }
-    }
-    return outcomes;
+    const fileIds = [batch.output_file_id, batch.error_file_id].filter((id): id is string => typeof id === 'string');
+    return outcomesOf(client, fileIds);
   }
 
   /** {@inheritDoc BatchApi.cancel} */
@@ -108,14 +100,35 @@ export class OpenAiBatchApi implements BatchApi {
     await client.batches.cancel(batchId);
   }
 
-  #sdk(): Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> {
+  #sdk(): Promise<{ client: OpenAI }> {
     this.#client ??= loadOptional('openai', 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       client: new sdk.OpenAI({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off' }),
-      toFile: sdk.toFile,
     }));
     return this.#client;
   }
+}
+
+/** The rows' outcomes in the output and error files, read a line at a time as they download: a batch's results are never held whole. */
+async function* outcomesOf(client: OpenAI, fileIds: readonly string[]): AsyncGenerator<RowOutcome> {
+  for (const fileId of fileIds) {
+    const response = await client.files.content(fileId);
+    if (response.body === null) continue;
+    const decoder = new TextDecoder();
+    let rest = '';
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) yield* outcomeOfLine(line);
+    }
+    yield* outcomeOfLine(rest + decoder.decode());
+  }
+}
+
+function* outcomeOfLine(line: string): Generator<RowOutcome> {
+  if (line.trim() === '') return;
+  const outcome = outcomeOf(JSON.parse(line) as OutputLine);
+  if (outcome !== undefined) yield outcome;
 }
 
 /** A line of an output or error file as a row's outcome: its body when it answered 200, else why not. */

@@ -146,6 +146,8 @@ interface Entry {
   readonly article: Article;
   readonly fields: Readonly<Record<string, unknown>>;
   readonly outputs: Record<string, unknown>;
+  /** Its rows' custom ids by task, made once: each pass asks for them again. */
+  readonly customIds: Record<string, string>;
   calls: number;
   callMs: number;
   costNanoUsd: number;
@@ -207,8 +209,13 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     if (ended.has(article.id)) continue;
     const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
     const outputs = { ...article.outputs, ...resume?.outputs[article.id] };
-    entries.set(article.id, { article, fields, outputs, calls: 0, callMs: 0, costNanoUsd: 0 });
+    entries.set(article.id, { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 });
   }
+  // The rows of the batches read back in a pass that go through the live path, and the budget left for them.
+  let live: { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[] = [];
+  let liveLeft = Infinity;
+  // The articles whose next rows may have become ready: each pass looks at these only, not at every article.
+  const toScan = new Set<Entry>(entries.values());
   // Which article and task each custom id is, and the request it carries.
   const owners = new Map<string, Owner>();
   const inFlight = new Set(pending.flatMap((batch) => batch.customIds));
@@ -237,7 +244,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     spentNanoUsd: spentNano,
   });
   const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): BatchRow => {
-    const customId = customIdOf(entry.article.id, task.name);
+    entry.customIds[task.name] ??= customIdOf(entry.article.id, task.name);
+    const customId = entry.customIds[task.name]!;
     const known = owners.get(customId);
     if (known !== undefined) return known.row;
     const request = requestFor(task, entry.article.id, entry.fields, entry.outputs);
@@ -277,7 +285,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     // waiting for the other batches in flight: an article's next task goes as soon as it can.
     const inFlightNow = new Set(pending.flatMap((batch) => batch.customIds));
     const ready: BatchRow[] = [];
-    for (const entry of [...entries.values()]) {
+    const scanning = [...toScan];
+    toScan.clear();
+    for (const entry of scanning) {
+      if (!entries.has(entry.article.id)) continue;
       const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
       if (waiting.length === 0) {
         await finish(entry);
@@ -302,15 +313,16 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const canSubmit = !(queueBlocked && pending.length > 0);
     if (canSubmit) queueBlocked = false;
     let tokensRoom = queueTokens === undefined ? Infinity : queueTokens - enqueuedTokens();
+    const submitted = new Set<string>();
     for (let at = 0; canSubmit && at < allowed.length && !options.signal?.aborted; ) {
       const cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
       // The queue has no room for the next row until a batch in flight ends.
       if (cut.end === at) break;
       const chunk = allowed.slice(at, cut.end);
       at = cut.end;
-      let submitted: Awaited<ReturnType<BatchApi['submit']>>;
+      let batch: Awaited<ReturnType<BatchApi['submit']>>;
       try {
-        submitted = await api.submit(chunk);
+        batch = await api.submit(chunk);
       } catch (error) {
         if (!isBatchQueueFullError(error)) throw error;
         await refused(chunk, error.message, pending.length === 0);
@@ -320,11 +332,18 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         if (attempts.has(row.customId)) rowsRetried++;
         owners.get(row.customId)!.entry.calls++;
       }
-      pending = [...pending, { ...submitted, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
+      pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
+      for (const row of chunk) submitted.add(row.customId);
       tokensRoom -= cut.tokens;
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
+    }
+    // Rows held back (the budget, the queue, a signal) are looked at again next pass.
+    for (const row of ready) {
+      const owner = owners.get(row.customId);
+      // A row without an owner now failed on its way (refused alone): its article was put back already.
+      if (owner !== undefined && !submitted.has(row.customId)) toScan.add(owner.entry);
     }
     if (pending.length === 0 && !queueBlocked) break;
     const waitStart = clock.now();
@@ -339,8 +358,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     options.onProgress?.(progress);
     const polled = pending;
     const done = polled.filter((_, index) => progress[index]!.ended);
-    const live: { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[] = [];
-    let liveLeft = budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
+    live = [];
+    liveLeft = budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
       if (queueFull === true) {
@@ -352,31 +371,17 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         await refused(chunk, 'the batch failed: token_limit_exceeded', alone);
         continue;
       }
-      const outcomes = new Map((await api.results(batch.batchId)).map((outcome) => [outcome.customId, outcome]));
+      // Read as they come (a batch's results may be larger than is worth holding), then the rows they said nothing of.
+      const mine = new Set(batch.customIds);
+      const seen = new Set<string>();
+      const expired = status === 'expired' || status === 'cancelled';
+      for await (const outcome of await api.results(batch.batchId)) {
+        if (!mine.has(outcome.customId) || seen.has(outcome.customId)) continue;
+        seen.add(outcome.customId);
+        await rowEnded(outcome);
+      }
       for (const customId of batch.customIds) {
-        const owner = owners.get(customId);
-        if (owner === undefined || !entries.has(owner.entry.article.id)) continue;
-        const outcome: RowOutcome = outcomes.get(customId) ?? {
-          customId,
-          error: `no result for the row (the batch ended ${status})`,
-          expired: status === 'expired' || status === 'cancelled',
-        };
-        const problem = await settle(owner.entry, owner.row, outcome);
-        if (problem === undefined) continue;
-        rowsFailed++;
-        if ('error' in outcome && outcome.expired === true) rowsExpired++;
-        if (fallback !== undefined && livePrice !== undefined && maxNano !== Infinity) {
-          const worst = worstCaseNanoUsd(owner.row.request, maxOutputTokens, livePrice);
-          if (worst <= liveLeft) {
-            liveLeft -= worst;
-            live.push({ owner, problem });
-            continue;
-          }
-        } else if (fallback !== undefined) {
-          live.push({ owner, problem });
-          continue;
-        }
-        await failedRow(owner, problem);
+        if (!seen.has(customId)) await rowEnded({ customId, error: `no result for the row (the batch ended ${status})`, expired });
       }
     }
     pending = polled.filter((batch) => !done.includes(batch));
@@ -384,6 +389,34 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     if (done.some((batch) => progress[polled.indexOf(batch)]!.queueFull !== true)) queueBlocked = false;
     if (live.length > 0) await goLive(live);
     if (done.length > 0) await options.onState?.(state());
+  }
+
+  /** A row's outcome read: its answer kept, or the row goes live, again in a later batch, or fails its article. */
+  async function rowEnded(outcome: RowOutcome): Promise<void> {
+    const owner = owners.get(outcome.customId);
+    if (owner === undefined || !entries.has(owner.entry.article.id)) return;
+    toScan.add(owner.entry);
+    const problem = await settle(owner.entry, owner.row, outcome);
+    // Answered: its task has an output, so no row of it is made again; held no longer, its request and body go.
+    if (problem === undefined) {
+      owners.delete(outcome.customId);
+      return;
+    }
+    rowsFailed++;
+    if ('error' in outcome && outcome.expired === true) rowsExpired++;
+    if (fallback !== undefined && (livePrice === undefined || maxNano === Infinity)) {
+      live.push({ owner, problem });
+      return;
+    }
+    if (fallback !== undefined && livePrice !== undefined) {
+      const worst = worstCaseNanoUsd(owner.row.request, maxOutputTokens, livePrice);
+      if (worst <= liveLeft) {
+        liveLeft -= worst;
+        live.push({ owner, problem });
+        return;
+      }
+    }
+    await failedRow(owner, problem);
   }
 
   /** A row that came back without an answer: again in a later batch, or its article fails once it has had its attempts. */
@@ -405,6 +438,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
    */
   async function refused(chunk: readonly BatchRow[], reason: string, alone: boolean): Promise<void> {
     batchesRefused++;
+    for (const row of chunk) toScan.add(owners.get(row.customId)!.entry);
     queueBlocked = true;
     if (!alone) return;
     if (chunk.length > 1) {
