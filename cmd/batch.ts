@@ -3,8 +3,9 @@ import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import type { BatchApi } from '../src/batch/batch-api.ts';
-import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
+import { ANTHROPIC_BATCH_CAPS, AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
+import { CallGate } from '../src/gate/call-gate.ts';
 import { BATCH_DEFAULTS, batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
@@ -15,9 +16,9 @@ import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
 import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
 import type { ClientFlags } from './client-options.ts';
-import { formatMs, groupThousands, plural } from './format.ts';
+import { formatMs, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
-import { duration, integer } from './parse-values.ts';
+import { duration, integer, oneOf } from './parse-values.ts';
 import { priceOf, providerSetups } from './provider-setup.ts';
 import type { RunFlags } from './run-options.ts';
 import { compactResults, countRedone, redoneLine } from './output.ts';
@@ -30,26 +31,35 @@ export interface BatchFlags {
   /** --batch-poll, ms. */
   batchPoll: number;
   batchSize?: number;
+  /** --batch-queue-tokens: estimated input tokens enqueued at once, at most. */
+  batchQueueTokens?: number;
+  /** --batch-fallback: where a row that failed in a batch goes. */
+  batchFallback: 'batch' | 'live';
   output?: string;
   resume: boolean;
   overwrite: boolean;
 }
 
 /**
- * Flags that pace or shape live calls, which a batch run makes none of: given with --batch, they
- * are refused by name rather than ignored.
+ * Flags that pace or shape a live call's way through its gate: with --batch-fallback=live they
+ * shape the calls of the rows that fall back (--workers: how many at once); otherwise a batch run
+ * makes no live call, and they are refused by name rather than ignored.
  */
-const LIVE_ONLY: Readonly<Record<string, string>> = {
+const LIVE_PATH: Readonly<Record<string, string>> = {
   workers: '--workers',
   rate: '--rate',
   burst: '--burst',
-  timeout: '--timeout',
   callTimeout: '--call-timeout',
   tpm: '--tpm',
   adaptive: '--adaptive',
   syncHeaders: '--sync-headers',
   breakerThreshold: '--breaker-threshold',
   breakerCooldown: '--breaker-cooldown',
+};
+
+/** Flags that mean nothing to a batch run, live fallback or not. */
+const LIVE_ONLY: Readonly<Record<string, string>> = {
+  timeout: '--timeout',
   breakerGiveUp: '--breaker-give-up',
   config: '--config',
   dryRun: '--dry-run',
@@ -59,7 +69,7 @@ const LIVE_ONLY: Readonly<Record<string, string>> = {
   dashboard: '--dashboard',
 };
 
-/** Adds --batch, --batch-poll and --batch-size. */
+/** Adds --batch and the flags of a batch run. */
 export function addBatchOptions(command: Command): Command {
   return command
     .addOption(
@@ -73,8 +83,22 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option(
         '--batch-size <n>',
-        `with --batch: rows per batch at most (default ${groupThousands(BATCH_DEFAULTS.batchSize)})`,
-      ).argParser(integer(1, BATCH_DEFAULTS.batchSize)),
+        "with --batch: rows per batch at most (default: the vendor's cap, OpenAI's 50,000, Anthropic's 100,000); a batch is also cut at the vendor's 200 MB / 256 MB",
+      ).argParser(integer(1, ANTHROPIC_BATCH_CAPS.maxRows)),
+    )
+    .addOption(
+      new Option(
+        '--batch-queue-tokens <n>',
+        "with --batch: the most estimated input tokens enqueued at once (the model's enqueued-token limit): later batches wait for earlier ones to end (default: not counted)",
+      ).argParser(integer(1)),
+    )
+    .addOption(
+      new Option(
+        '--batch-fallback <where>',
+        'with --batch: where a row that failed in a batch goes: again in a later batch, or through the live path at the live price',
+      )
+        .argParser(oneOf(['batch', 'live'] as const))
+        .default('batch'),
     );
 }
 
@@ -84,6 +108,8 @@ export function validateBatchFlags(flags: BatchFlags, given: (field: string) => 
     for (const [field, flag] of [
       ['batchPoll', '--batch-poll'],
       ['batchSize', '--batch-size'],
+      ['batchQueueTokens', '--batch-queue-tokens'],
+      ['batchFallback', '--batch-fallback'],
     ] as const) {
       if (given(field)) throw new UsageError(`${flag} applies with --batch only`);
     }
@@ -92,7 +118,13 @@ export function validateBatchFlags(flags: BatchFlags, given: (field: string) => 
   const live = Object.keys(LIVE_ONLY).filter(given);
   if (live.length > 0) {
     throw new UsageError(
-      `${live.map((field) => LIVE_ONLY[field]).join(', ')} mean nothing with --batch (a batch run makes no live calls): leave them out`,
+      `${live.map((field) => LIVE_ONLY[field]).join(', ')} ${live.length === 1 ? 'means' : 'mean'} nothing with --batch (a batch run makes no live calls): leave them out`,
+    );
+  }
+  const livePath = Object.keys(LIVE_PATH).filter(given);
+  if (livePath.length > 0 && flags.batchFallback !== 'live') {
+    throw new UsageError(
+      `${livePath.map((field) => LIVE_PATH[field]).join(', ')} ${livePath.length === 1 ? 'shapes' : 'shape'} live calls, which --batch makes only with --batch-fallback=live: leave them out`,
     );
   }
   if (flags.output === undefined || flags.output === '-') {
@@ -110,15 +142,28 @@ async function saveState(path: string, state: BatchRunState): Promise<void> {
 }
 
 /** Runs the flags' articles through the Batch API; returns the exit code. */
-export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & BatchFlags): Promise<number> {
+export async function runBatchCommand(
+  flags: RunFlags & Partial<ClientFlags> & BatchFlags & { readonly rate: number; readonly burst: number },
+): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
   if (provider === 'azure')
     throw new UsageError('--batch runs with --provider=openai, --provider=anthropic or the simulated provider; not azure yet');
-  const setups = await providerSetups(flags, Infinity, 1);
+  const live = flags.batchFallback === 'live';
+  // The live path's limits only where rows may take it: a batch's own calls are the provider's to pace.
+  const setups = live ? await providerSetups(flags, flags.rate, flags.burst) : await providerSetups(flags, Infinity, 1);
   const setup = setups.providers[0]!;
   const { tasks } = await runTasks(flags, setups.providers, undefined);
   const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
+  if (flags.batchSize !== undefined && api.maxRows !== undefined && flags.batchSize > api.maxRows) {
+    throw new UsageError(
+      `--batch-size ${flags.batchSize} is more than ${provider}'s Batch API takes in a batch: ${api.maxRows.toLocaleString('en-US')} at most`,
+    );
+  }
+  // Loaded before the first token is taken, as a live run does: a call must leave when its token is granted.
+  if (live) await setup.provider.ready?.();
+  // The gate a live run calls, with the live run's retries and repairs.
+  const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
   let redo: ReadonlyMap<string, readonly string[]> = new Map();
@@ -171,6 +216,9 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
       maxCostUsd: flags.maxCost,
       maxAttempts: flags.maxAttempts,
       batchSize: flags.batchSize,
+      queueTokens: flags.batchQueueTokens,
+      fallback,
+      fallbackConcurrency: live ? flags.workers : undefined,
       pollMs: flags.batchPoll,
       resume,
       signal: controller.signal,
@@ -183,7 +231,7 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
         return writer.write(result);
       },
       onProgress: (progress) => {
-        if (!talk) return;
+        if (!talk || progress.length === 0) return;
         const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
         const done = progress.reduce((sum, batch) => sum + batch.completed + batch.failed, 0);
         const failed = progress.reduce((sum, batch) => sum + batch.failed, 0);
@@ -201,6 +249,11 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
       `Batch run: ${plural(summary.succeeded, 'article')} succeeded, ${summary.failed} failed${summary.left > 0 ? `, ${summary.left} left` : ''}`,
       `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed (${summary.rowsExpired} expired), ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
     ];
+    if (summary.batchesRefused > 0)
+      lines.push(
+        `Queue: ${plural(summary.batchesRefused, 'batch', 'batches')} refused for the provider's queue limit, submitted again later`,
+      );
+    if (live) lines.push(`Live: ${plural(summary.rowsLive, 'row')} that failed in a batch sent through the live path`);
     if (summary.costUsd !== undefined) lines.push(`Cost: ${formatUsd(summary.costUsd)} at the batch price`);
     if (redone.size > 0) lines.push(redoneLine(redone));
     const redoneFigures = { redone: [...redone.values()].reduce((sum, count) => sum + count, 0), redoneByTask: Object.fromEntries(redone) };

@@ -14,11 +14,6 @@ export function plural(n: number, singular: string, many = `${singular}s`): stri
   return `${n} ${n === 1 ? singular : many}`;
 }
 
-/** `50,000`: an integer with its thousands grouped, without `toLocaleString`, whose first call loads ICU (~10 ms of a start). */
-export function groupThousands(n: number): string {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}
-
 export function formatRate(rate: number): string {
   if (rate === Infinity) return 'inf';
   return Number.isInteger(rate) ? String(rate) : String(Number(rate.toPrecision(4)));

@@ -2,7 +2,17 @@ import type { Anthropic } from '@anthropic-ai/sdk';
 import { loadOptional } from '../optional-package.ts';
 import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 import { VENDORS } from '../vendors/registry.ts';
-import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
+import {
+  BatchQueueFullError,
+  type BatchApi,
+  type BatchProgress,
+  type BatchRow,
+  type RowOutcome,
+  type SubmittedBatch,
+} from './batch-api.ts';
+
+/** Anthropic's caps on one batch: 100,000 requests, a request of 256 MB. */
+export const ANTHROPIC_BATCH_CAPS = Object.freeze({ maxRows: 100_000, maxBytes: 256_000_000 });
 
 /** Where {@link AnthropicBatchApi} sends its batches, with which key and model. */
 export interface AnthropicBatchApiOptions {
@@ -28,6 +38,10 @@ export class AnthropicBatchApi implements BatchApi {
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
   readonly promptCacheRatios = VENDORS.anthropic.defaults.promptCacheRatios;
+  /** {@inheritDoc BatchApi.maxRows} */
+  readonly maxRows = ANTHROPIC_BATCH_CAPS.maxRows;
+  /** {@inheritDoc BatchApi.maxBytes} */
+  readonly maxBytes = ANTHROPIC_BATCH_CAPS.maxBytes;
   readonly #options: AnthropicBatchApiOptions;
   #client: Promise<Anthropic> | undefined;
 
@@ -51,8 +65,14 @@ export class AnthropicBatchApi implements BatchApi {
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const client = await this.#sdk();
     const requests = rows.map((row) => ({ custom_id: row.customId, params: row.body as Anthropic.MessageCreateParamsNonStreaming }));
-    const batch = await client.messages.batches.create({ requests });
-    return { batchId: batch.id };
+    try {
+      // No retries of the SDK's own: a full queue is waited out by the run, batch by batch.
+      const batch = await client.messages.batches.create({ requests }, { maxRetries: 0 });
+      return { batchId: batch.id };
+    } catch (error) {
+      if ((error as { status?: unknown }).status === 429) throw new BatchQueueFullError((error as Error).message, { cause: error });
+      throw error;
+    }
   }
 
   /** {@inheritDoc BatchApi.poll} */

@@ -1,3 +1,4 @@
+import { brandedGuard } from '../error-brand.ts';
 import type { LlmRequest, LlmResponse, PromptCacheRatios } from '../provider/provider.ts';
 
 /** One row of a batch: the request it answers, and the vendor's body for it under its custom id. */
@@ -30,6 +31,11 @@ export interface BatchProgress {
   readonly completed: number;
   /** Rows that failed (and, once it ended, expired or were cancelled). */
   readonly failed: number;
+  /**
+   * The provider refused the whole batch for its queue limit (OpenAI's `token_limit_exceeded`): no
+   * row ran, and each goes again once the queue has room, not as a failed row. @default false
+   */
+  readonly queueFull?: boolean | undefined;
 }
 
 /** How one row ended: a response body to decode, or the reason it has none. */
@@ -57,16 +63,32 @@ export interface BatchApi {
    * say. @default no discount (reads and writes at the input price)
    */
   readonly promptCacheRatios?: PromptCacheRatios | undefined;
+  /** The most rows the vendor takes in one batch. @default no cap */
+  readonly maxRows?: number | undefined;
+  /** The most bytes the vendor takes in one batch's upload. @default no cap */
+  readonly maxBytes?: number | undefined;
   /** The vendor's body for `request`, as a live call sends it. */
   encode(request: LlmRequest, maxOutputTokens: number): object;
   /** Reads a row's response body as the answer to `request` (checked against its schema), or throws what it means. */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse>;
-  /** Uploads `rows` as one batch and starts it. */
+  /** Uploads `rows` as one batch and starts it; rejects with {@link BatchQueueFullError} when the provider's queue has no room for it (Anthropic's 429). */
   submit(rows: readonly BatchRow[]): Promise<SubmittedBatch>;
   /** The batch's status and counts. */
   poll(batchId: string): Promise<BatchProgress>;
-  /** The outcome of the rows of an ended batch; a row it says nothing of had no answer. */
-  results(batchId: string): Promise<RowOutcome[]>;
+  /** The outcome of the rows of an ended batch, as a list or read as they come; a row it says nothing of had no answer. */
+  results(batchId: string): Promise<Iterable<RowOutcome> | AsyncIterable<RowOutcome>>;
   /** Asks the provider to stop the batch (rows not yet run end expired). */
   cancel(batchId: string): Promise<void>;
 }
+
+/**
+ * The provider refused a batch because its queue of enqueued input tokens is full (Anthropic's
+ * 429 on create): nothing of it was taken, and its rows can go again once earlier batches end.
+ */
+export class BatchQueueFullError extends Error {
+  /** The class's name, which messages, logs and results show. */
+  override readonly name = 'BatchQueueFullError';
+}
+
+/** Whether `value` is a {@link BatchQueueFullError}, from this copy of the package or another. */
+export const isBatchQueueFullError = brandedGuard(BatchQueueFullError, 'BatchQueueFullError');

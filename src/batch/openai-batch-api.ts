@@ -4,6 +4,9 @@ import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
+/** OpenAI's caps on one batch: 50,000 requests, an input file of 200 MB. */
+export const OPENAI_BATCH_CAPS = Object.freeze({ maxRows: 50_000, maxBytes: 200_000_000 });
+
 /** The endpoint every row of a batch calls: chat completions, as a live call does. */
 const ENDPOINT = '/v1/chat/completions';
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
@@ -39,8 +42,12 @@ export class OpenAiBatchApi implements BatchApi {
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
   readonly promptCacheRatios = VENDORS.openai.defaults.promptCacheRatios;
+  /** {@inheritDoc BatchApi.maxRows} */
+  readonly maxRows = OPENAI_BATCH_CAPS.maxRows;
+  /** {@inheritDoc BatchApi.maxBytes} */
+  readonly maxBytes = OPENAI_BATCH_CAPS.maxBytes;
   readonly #options: OpenAiBatchApiOptions;
-  #client: Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> | undefined;
+  #client: Promise<{ client: OpenAI }> | undefined;
 
   constructor(options: OpenAiBatchApiOptions) {
     this.#options = options;
@@ -60,9 +67,10 @@ export class OpenAiBatchApi implements BatchApi {
 
   /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
-    const { client, toFile } = await this.#sdk();
+    const { client } = await this.#sdk();
+    // The lines as the file's parts: no second copy of the whole upload joined in one string.
     const lines = rows.map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: ENDPOINT, body: row.body })}\n`);
-    const file = await client.files.create({ file: await toFile(Buffer.from(lines.join('')), 'batch.jsonl'), purpose: 'batch' });
+    const file = await client.files.create({ file: new File(lines, 'batch.jsonl', { type: 'application/jsonl' }), purpose: 'batch' });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
     return { batchId: batch.id, fileId: file.id };
   }
@@ -78,24 +86,17 @@ export class OpenAiBatchApi implements BatchApi {
       total: counts?.total ?? 0,
       completed: counts?.completed ?? 0,
       failed: counts?.failed ?? 0,
+      // Refused before it started: a queue that is full now has room once earlier batches end.
+      queueFull: batch.status === 'failed' && (batch.errors?.data ?? []).some((error) => error.code === 'token_limit_exceeded'),
     };
   }
 
   /** {@inheritDoc BatchApi.results} */
-  async results(batchId: string): Promise<RowOutcome[]> {
+  async results(batchId: string): Promise<AsyncIterable<RowOutcome>> {
     const { client } = await this.#sdk();
     const batch = await client.batches.retrieve(batchId);
-    const outcomes: RowOutcome[] = [];
-    for (const fileId of [batch.output_file_id, batch.error_file_id]) {
-      if (fileId === undefined || fileId === null) continue;
-      const text = await (await client.files.content(fileId)).text();
-      for (const line of text.split('\n')) {
-        if (line.trim() === '') continue;
-        const outcome = outcomeOf(JSON.parse(line) as OutputLine);
-        if (outcome !== undefined) outcomes.push(outcome);
-      }
-    }
-    return outcomes;
+    const fileIds = [batch.output_file_id, batch.error_file_id].filter((id): id is string => typeof id === 'string');
+    return outcomesOf(client, fileIds);
   }
 
   /** {@inheritDoc BatchApi.cancel} */
@@ -104,14 +105,35 @@ export class OpenAiBatchApi implements BatchApi {
     await client.batches.cancel(batchId);
   }
 
-  #sdk(): Promise<{ client: OpenAI; toFile: typeof import('openai').toFile }> {
+  #sdk(): Promise<{ client: OpenAI }> {
     this.#client ??= loadOptional('openai', 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       client: new sdk.OpenAI({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off' }),
-      toFile: sdk.toFile,
     }));
     return this.#client;
   }
+}
+
+/** The rows' outcomes in the output and error files, read a line at a time as they download: a batch's results are never held whole. */
+async function* outcomesOf(client: OpenAI, fileIds: readonly string[]): AsyncGenerator<RowOutcome> {
+  for (const fileId of fileIds) {
+    const response = await client.files.content(fileId);
+    if (response.body === null) continue;
+    const decoder = new TextDecoder();
+    let rest = '';
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) yield* outcomeOfLine(line);
+    }
+    yield* outcomeOfLine(rest + decoder.decode());
+  }
+}
+
+function* outcomeOfLine(line: string): Generator<RowOutcome> {
+  if (line.trim() === '') return;
+  const outcome = outcomeOf(JSON.parse(line) as OutputLine);
+  if (outcome !== undefined) yield outcome;
 }
 
 /** A line of an output or error file as a row's outcome: its body when it answered 200, else why not. */

@@ -2,26 +2,31 @@ import { systemClock, sleep, type Clock } from '../clock.ts';
 import { usageNanoUsd, withCachePrices, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
+import { describe as deadLetterOf } from '../pipeline/processor.ts';
 import type { ArticleError, ArticleResult } from '../pipeline/result.ts';
-import { DEFAULT_MAX_OUTPUT_TOKENS, ProviderError, type TokenUsage } from '../provider/provider.ts';
-import { RETRY_DEFAULTS } from '../retry/retry.ts';
+import { DEFAULT_MAX_OUTPUT_TOKENS, ProviderError, type LlmRequest, type TokenUsage } from '../provider/provider.ts';
+import { estimateInputTokens } from '../provider/token-estimate.ts';
+import type { Route } from '../route/route.ts';
+import { isRetryError, RETRY_DEFAULTS } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type TaskSet } from '../tasks/task-set.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
-import type { BatchApi, BatchProgress, BatchRow, RowOutcome } from './batch-api.ts';
+import { isBatchQueueFullError, type BatchApi, type BatchProgress, type BatchRow, type RowOutcome } from './batch-api.ts';
+import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
+import { callLive } from './live-fallback.ts';
 
 /** What a batch run does unless told otherwise. */
 export const BATCH_DEFAULTS = Object.freeze({
   /** How often a batch is asked how it stands, in ms. */
   pollMs: 30_000,
-  /** Rows per batch at most: OpenAI's cap (Anthropic's is 100,000). */
-  batchSize: 50_000,
   /** Both vendors' published discount: a batch call costs this share of the live price. */
   batchDiscount: 0.5,
+  /** Rows sent through the live path (`fallback`) at once. */
+  fallbackConcurrency: 5,
 });
 
 /** A batch submitted and not yet read back: what a resume re-attaches to. */
@@ -32,6 +37,8 @@ export interface PendingBatch {
   readonly fileId?: string | undefined;
   /** Its rows' custom ids. */
   readonly customIds: readonly string[];
+  /** Its rows' estimated input tokens, counted against `queueTokens` until it ends. @default 0 */
+  readonly inputTokens?: number | undefined;
 }
 
 /**
@@ -75,8 +82,25 @@ export interface BatchRunOptions {
   readonly maxCostUsd?: number | undefined;
   /** Times a row is submitted before its article fails with the reason (a dead letter). @default RETRY_DEFAULTS.maxAttempts */
   readonly maxAttempts?: number | undefined;
-  /** Rows per batch at most. @default BATCH_DEFAULTS.batchSize */
+  /** Rows per batch at most; no more than the vendor's cap (`api.maxRows`). @default the vendor's cap */
   readonly batchSize?: number | undefined;
+  /**
+   * The most estimated input tokens enqueued at once, the provider's per-model queue limit
+   * (OpenAI's enqueued-token limit): batches are cut and submitted so as never to pass it, later
+   * ones waiting for earlier ones to end. A batch the provider refuses for its queue all the same
+   * goes again later whatever this says, its rows not counted as failed. @default none (not counted)
+   */
+  readonly queueTokens?: number | undefined;
+  /** A request's input tokens as counted against `queueTokens`. @default the tokenizer's count of its prompt and schema */
+  readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
+  /**
+   * Where a row that came back without an answer goes instead of a later batch: the live path (the
+   * gate a live run would call), at the live price, for when time matters more than price. Its
+   * failure fails the article with the reason. @default none (the row goes again in a batch)
+   */
+  readonly fallback?: Route | undefined;
+  /** Rows sent through `fallback` at once. @default BATCH_DEFAULTS.fallbackConcurrency */
+  readonly fallbackConcurrency?: number | undefined;
   /** How often a batch is polled, in ms. @default BATCH_DEFAULTS.pollMs */
   readonly pollMs?: number | undefined;
   /** An earlier run's state (`onState`): its batches are waited for, its ended articles skipped. @default none */
@@ -111,6 +135,10 @@ export interface BatchRunSummary {
   readonly rowsExpired: number;
   /** Rows submitted again after failing. */
   readonly rowsRetried: number;
+  /** Batches the provider refused for its queue limit (their rows went again later, not counted as failed). */
+  readonly batchesRefused: number;
+  /** Rows sent through the live path (`fallback`) after failing in a batch. */
+  readonly rowsLive: number;
   /** Time spent waiting for batches, in ms. */
   readonly waitingMs: number;
   /** What the answers cost at the batch price, in USD; absent without a price. */
@@ -125,9 +153,21 @@ interface Entry {
   readonly article: Article;
   readonly fields: Readonly<Record<string, unknown>>;
   readonly outputs: Record<string, unknown>;
+  /** Its rows' custom ids by task, made once: each pass asks for them again. */
+  readonly customIds: Record<string, string>;
   calls: number;
+  callMs: number;
   costNanoUsd: number;
+  /** The tasks answered through the live path, by the provider that answered. */
+  servedBy?: Record<string, string>;
   error?: ArticleError;
+}
+
+/** What the run knows of a row it made: its article, what it sends, and its size once asked. */
+interface Owner {
+  readonly entry: Entry;
+  readonly row: BatchRow;
+  size?: RowSize;
 }
 
 /**
@@ -143,25 +183,32 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   const tasks = options.tasks ?? loadBuiltinTasks();
   const maxOutputTokens = options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const maxAttempts = options.maxAttempts ?? RETRY_DEFAULTS.maxAttempts;
-  const batchSize = options.batchSize ?? BATCH_DEFAULTS.batchSize;
+  const maxRows = api.maxRows ?? Number.MAX_SAFE_INTEGER;
+  const maxBytes = api.maxBytes ?? Infinity;
+  const batchSize = options.batchSize ?? maxRows;
+  const { queueTokens, fallback } = options;
+  const estimate = options.estimateInputTokens ?? estimateInputTokens;
+  const fallbackConcurrency = options.fallbackConcurrency ?? BATCH_DEFAULTS.fallbackConcurrency;
   const pollMs = options.pollMs ?? BATCH_DEFAULTS.pollMs;
   const discount = options.batchDiscount ?? BATCH_DEFAULTS.batchDiscount;
   checkInteger('maxOutputTokens', maxOutputTokens, 1);
   checkInteger('maxAttempts', maxAttempts, 1);
-  checkInteger('batchSize', batchSize, 1);
+  checkInteger('batchSize', batchSize, 1, maxRows);
+  if (queueTokens !== undefined) checkInteger('queueTokens', queueTokens, 1);
+  checkInteger('fallbackConcurrency', fallbackConcurrency, 1);
   checkDurationMs('pollMs', pollMs, { positive: true });
   checkNumber('batchDiscount', discount, { min: 0, max: 1 });
   if (options.maxCostUsd !== undefined && options.price === undefined) throw new TypeError('maxCostUsd needs a price');
   // The prompt cache's prices, stated or at the vendor's ratios, take the batch discount like the rest.
-  const live = options.price === undefined ? undefined : withCachePrices(options.price, options.api.promptCacheRatios);
+  const livePrice = options.price === undefined ? undefined : withCachePrices(options.price, options.api.promptCacheRatios);
   const price =
-    live === undefined
+    livePrice === undefined
       ? undefined
       : {
-          inputPerMTok: live.inputPerMTok * discount,
-          outputPerMTok: live.outputPerMTok * discount,
-          cachedInputPerMTok: live.cachedInputPerMTok! * discount,
-          cacheWritePerMTok: live.cacheWritePerMTok! * discount,
+          inputPerMTok: livePrice.inputPerMTok * discount,
+          outputPerMTok: livePrice.outputPerMTok * discount,
+          cachedInputPerMTok: livePrice.cachedInputPerMTok! * discount,
+          cacheWritePerMTok: livePrice.cacheWritePerMTok! * discount,
         };
   const maxNano = options.maxCostUsd === undefined ? Infinity : Math.floor(options.maxCostUsd * NANO_USD + 1e-6);
 
@@ -188,15 +235,20 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         stale.add(customIdOf(article.id, task));
       }
     }
-    entries.set(article.id, { article, fields, outputs, calls: 0, costNanoUsd: 0 });
+    entries.set(article.id, { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 });
   }
   if (stale.size > 0) {
     pending = pending
       .map((batch) => ({ ...batch, customIds: batch.customIds.filter((customId) => !stale.has(customId)) }))
       .filter((batch) => batch.customIds.length > 0);
   }
+  // The rows of the batches read back in a pass that go through the live path, and the budget left for them.
+  let live: { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[] = [];
+  let liveLeft = Infinity;
+  // The articles whose next rows may have become ready: each pass looks at these only, not at every article.
+  const toScan = new Set<Entry>(entries.values());
   // Which article and task each custom id is, and the request it carries.
-  const owners = new Map<string, { readonly entry: Entry; readonly row: BatchRow }>();
+  const owners = new Map<string, Owner>();
   const inFlight = new Set(pending.flatMap((batch) => batch.customIds));
   const startMs = clock.now();
   let batches = 0;
@@ -204,6 +256,12 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   let rowsFailed = 0;
   let rowsExpired = 0;
   let rowsRetried = 0;
+  let batchesRefused = 0;
+  let rowsLive = 0;
+  // Rows per batch at most: halved each time the provider refuses a batch of ours for its queue with nothing else of ours in it.
+  let rowCap = batchSize;
+  // A batch was refused for the queue: the next goes once one of ours has ended (or, with none in flight, a poll later).
+  let queueBlocked = false;
   let waitingMs = 0;
   let budgetStopped = false;
   let succeeded = 0;
@@ -218,7 +276,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     fingerprints,
   });
   const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): BatchRow => {
-    const customId = customIdOf(entry.article.id, task.name);
+    entry.customIds[task.name] ??= customIdOf(entry.article.id, task.name);
+    const customId = entry.customIds[task.name]!;
     const known = owners.get(customId);
     if (known !== undefined) return known.row;
     const request = requestFor(task, entry.article.id, entry.fields, entry.outputs);
@@ -236,9 +295,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       outputs: entry.outputs,
       attempts: entry.calls,
       elapsedMs: clock.now() - startMs,
-      callMs: 0,
+      callMs: entry.callMs,
       ...(price === undefined ? {} : { costUsd: entry.costNanoUsd / NANO_USD }),
       fingerprints,
+      ...(entry.servedBy === undefined ? {} : { servedBy: entry.servedBy }),
       ...(entry.error === undefined ? {} : { error: entry.error }),
     };
     if (entry.error === undefined) succeeded++;
@@ -258,7 +318,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     // waiting for the other batches in flight: an article's next task goes as soon as it can.
     const inFlightNow = new Set(pending.flatMap((batch) => batch.customIds));
     const ready: BatchRow[] = [];
-    for (const entry of [...entries.values()]) {
+    const scanning = [...toScan];
+    toScan.clear();
+    for (const entry of scanning) {
+      if (!entries.has(entry.article.id)) continue;
       const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
       if (waiting.length === 0) {
         await finish(entry);
@@ -276,22 +339,46 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         await finish(entry);
       }
     }
-    const allowed = affordable(ready, inFlightNow);
+    const allowed = await sized(affordable(ready, inFlightNow));
     // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
-    if (ready.length > 0 && allowed.length === 0 && pending.length === 0) budgetStopped = true;
-    for (let at = 0; at < allowed.length && !options.signal?.aborted; at += batchSize) {
-      const chunk = allowed.slice(at, at + batchSize);
-      const submitted = await api.submit(chunk);
+    if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
+    const sizes = allowed.map((row) => owners.get(row.customId)!.size!);
+    const canSubmit = !(queueBlocked && pending.length > 0);
+    if (canSubmit) queueBlocked = false;
+    let tokensRoom = queueTokens === undefined ? Infinity : queueTokens - enqueuedTokens();
+    const submitted = new Set<string>();
+    for (let at = 0; canSubmit && at < allowed.length && !options.signal?.aborted; ) {
+      const cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
+      // The queue has no room for the next row until a batch in flight ends.
+      if (cut.end === at) break;
+      const chunk = allowed.slice(at, cut.end);
+      at = cut.end;
+      let batch: Awaited<ReturnType<BatchApi['submit']>>;
+      try {
+        batch = await api.submit(chunk);
+      } catch (error) {
+        if (!isBatchQueueFullError(error)) throw error;
+        await refused(chunk, error.message, pending.length === 0);
+        break;
+      }
       for (const row of chunk) {
         if (attempts.has(row.customId)) rowsRetried++;
         owners.get(row.customId)!.entry.calls++;
       }
-      pending = [...pending, { ...submitted, customIds: chunk.map((row) => row.customId) }];
+      pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
+      for (const row of chunk) submitted.add(row.customId);
+      tokensRoom -= cut.tokens;
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
     }
-    if (pending.length === 0) break;
+    // Rows held back (the budget, the queue, a signal) are looked at again next pass.
+    for (const row of ready) {
+      const owner = owners.get(row.customId);
+      // A row without an owner now failed on its way (refused alone): its article was put back already.
+      if (owner !== undefined && !submitted.has(row.customId)) toScan.add(owner.entry);
+    }
+    if (pending.length === 0 && !queueBlocked) break;
     const waitStart = clock.now();
     try {
       await sleep(clock, pollMs, options.signal);
@@ -302,44 +389,188 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     waitingMs += clock.now() - waitStart;
     const progress = await Promise.all(pending.map((batch) => api.poll(batch.batchId)));
     options.onProgress?.(progress);
-    const done = pending.filter((_, index) => progress[index]!.ended);
+    const polled = pending;
+    const done = polled.filter((_, index) => progress[index]!.ended);
+    live = [];
+    liveLeft = budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
     for (const batch of done) {
-      const status = progress[pending.indexOf(batch)]!.status;
-      const outcomes = new Map((await api.results(batch.batchId)).map((outcome) => [outcome.customId, outcome]));
+      const { status, queueFull } = progress[polled.indexOf(batch)]!;
+      if (queueFull === true) {
+        const chunk = batch.customIds.flatMap((customId) => owners.get(customId)?.row ?? []);
+        batches--;
+        rows -= chunk.length;
+        for (const row of chunk) owners.get(row.customId)!.entry.calls--;
+        const alone = polled.every((other) => other === batch || done.includes(other));
+        await refused(chunk, 'the batch failed: token_limit_exceeded', alone);
+        continue;
+      }
+      // Read as they come (a batch's results may be larger than is worth holding), then the rows they said nothing of.
+      const mine = new Set(batch.customIds);
+      const seen = new Set<string>();
+      const expired = status === 'expired' || status === 'cancelled';
+      for await (const outcome of await api.results(batch.batchId)) {
+        if (!mine.has(outcome.customId) || seen.has(outcome.customId)) continue;
+        seen.add(outcome.customId);
+        await rowEnded(outcome);
+      }
       for (const customId of batch.customIds) {
-        const owner = owners.get(customId);
-        if (owner === undefined || !entries.has(owner.entry.article.id)) continue;
-        const outcome: RowOutcome = outcomes.get(customId) ?? {
-          customId,
-          error: `no result for the row (the batch ended ${status})`,
-          expired: status === 'expired' || status === 'cancelled',
-        };
-        const problem = await settle(owner.entry, owner.row, outcome);
-        if (problem === undefined) continue;
-        rowsFailed++;
-        if ('error' in outcome && outcome.expired === true) rowsExpired++;
-        owners.delete(customId);
-        const tries = (attempts.get(customId) ?? 0) + 1;
-        attempts.set(customId, tries);
-        if (tries >= maxAttempts) {
-          owner.entry.error = { ...problem, task: owner.row.request.task, message: `${problem.message} (after ${tries} attempts)` };
-          await finish(owner.entry);
-        }
+        if (!seen.has(customId)) await rowEnded({ customId, error: `no result for the row (the batch ended ${status})`, expired });
       }
     }
-    pending = pending.filter((batch) => !done.includes(batch));
+    pending = polled.filter((batch) => !done.includes(batch));
+    // A batch of ours that ended has made room in the provider's queue.
+    if (done.some((batch) => progress[polled.indexOf(batch)]!.queueFull !== true)) queueBlocked = false;
+    if (live.length > 0) await goLive(live);
     if (done.length > 0) await options.onState?.(state());
+  }
+
+  /** A row's outcome read: its answer kept, or the row goes live, again in a later batch, or fails its article. */
+  async function rowEnded(outcome: RowOutcome): Promise<void> {
+    const owner = owners.get(outcome.customId);
+    if (owner === undefined || !entries.has(owner.entry.article.id)) return;
+    toScan.add(owner.entry);
+    const problem = await settle(owner.entry, owner.row, outcome);
+    // Answered: its task has an output, so no row of it is made again; held no longer, its request and body go.
+    if (problem === undefined) {
+      owners.delete(outcome.customId);
+      return;
+    }
+    rowsFailed++;
+    if ('error' in outcome && outcome.expired === true) rowsExpired++;
+    if (fallback !== undefined && (livePrice === undefined || maxNano === Infinity)) {
+      live.push({ owner, problem });
+      return;
+    }
+    if (fallback !== undefined && livePrice !== undefined) {
+      const worst = worstCaseNanoUsd(owner.row.request, maxOutputTokens, livePrice);
+      if (worst <= liveLeft) {
+        liveLeft -= worst;
+        live.push({ owner, problem });
+        return;
+      }
+    }
+    await failedRow(owner, problem);
+  }
+
+  /** A row that came back without an answer: again in a later batch, or its article fails once it has had its attempts. */
+  async function failedRow(owner: Owner, problem: Omit<ArticleError, 'task'>): Promise<void> {
+    const { customId } = owner.row;
+    owners.delete(customId);
+    const tries = (attempts.get(customId) ?? 0) + 1;
+    attempts.set(customId, tries);
+    if (tries >= maxAttempts) {
+      owner.entry.error = { ...problem, task: owner.row.request.task, message: `${problem.message} (after ${tries} attempts)` };
+      await finish(owner.entry);
+    }
+  }
+
+  /**
+   * Rows the provider refused for its queue: they go again later, not as failed rows. Refused
+   * with nothing else of ours in the queue, the batch was too large for it: the next are half the
+   * size; a single row refused so is a failed row (the queue cannot take it), so that it ends.
+   */
+  async function refused(chunk: readonly BatchRow[], reason: string, alone: boolean): Promise<void> {
+    batchesRefused++;
+    for (const row of chunk) toScan.add(owners.get(row.customId)!.entry);
+    queueBlocked = true;
+    if (!alone) return;
+    if (chunk.length > 1) {
+      rowCap = Math.max(1, Math.floor(chunk.length / 2));
+      return;
+    }
+    const owner = owners.get(chunk[0]!.customId)!;
+    rowsFailed++;
+    await failedRow(owner, { type: 'BatchQueueFullError', message: `${reason}: refused alone, the queue cannot take it` });
+  }
+
+  /** The rows' sizes, asked once each (the token estimate only when the queue is counted); a row too large for any batch fails its article. */
+  async function sized(candidates: readonly BatchRow[]): Promise<BatchRow[]> {
+    const fit: BatchRow[] = [];
+    for (const row of candidates) {
+      const owner = owners.get(row.customId)!;
+      if (owner.size === undefined) {
+        const bytes = maxBytes === Infinity ? 0 : Buffer.byteLength(JSON.stringify(row.body)) + ROW_FRAMING_BYTES;
+        const tokens = queueTokens === undefined ? 0 : await estimate(row.request);
+        owner.size = { bytes, tokens };
+      }
+      const { bytes, tokens } = owner.size;
+      const tooLarge =
+        bytes > maxBytes
+          ? `its ${bytes} bytes pass the ${maxBytes} a batch takes`
+          : queueTokens !== undefined && tokens > queueTokens
+            ? `its ${tokens} estimated input tokens pass the queue's ${queueTokens}`
+            : undefined;
+      if (tooLarge === undefined) fit.push(row);
+      else if (owner.entry.error === undefined) {
+        owner.entry.error = { type: 'BatchRowTooLargeError', task: row.request.task, message: `the row cannot go in a batch: ${tooLarge}` };
+        await finish(owner.entry);
+      }
+    }
+    // An article failed above has no rows left to send.
+    return fit.filter((row) => owners.get(row.customId)!.entry.error === undefined);
+  }
+
+  /** The estimated input tokens of our batches in flight. */
+  function enqueuedTokens(): number {
+    return pending.reduce((sum, batch) => sum + (batch.inputTokens ?? 0), 0);
+  }
+
+  /** Rows that failed in a batch, through the live path: answered there, or their article fails with the reason. */
+  async function goLive(items: readonly { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[]): Promise<void> {
+    rowsLive += items.length;
+    const outcomes = await callLive(fallback!, items, (item) => item.owner.row.request, {
+      concurrency: fallbackConcurrency,
+      maxOutputTokens,
+      clock,
+      signal: options.signal,
+    });
+    for (const { item, callMs, ...outcome } of outcomes) {
+      const { entry, row } = item.owner;
+      owners.delete(row.customId);
+      entry.callMs += callMs;
+      if (!entries.has(entry.article.id)) continue;
+      if ('answer' in outcome) {
+        entry.calls += outcome.answer.attempts;
+        chargeLive(entry, outcome.answer.response.usage);
+        entry.outputs[row.request.task] = outcome.answer.response.output;
+        entry.servedBy = { ...entry.servedBy, [row.request.task]: outcome.answer.servedBy ?? fallback!.name };
+        continue;
+      }
+      // Stopped by the signal: the row goes again on a resume.
+      if (options.signal?.aborted) continue;
+      const last = isRetryError(outcome.error) ? outcome.error.lastError : outcome.error;
+      if (last instanceof ProviderError) chargeLive(entry, last.usage);
+      entry.calls++;
+      // The reason as a live run's dead letter gives it, and what the batch said first.
+      const reason = deadLetterOf(outcome.error, row.request.task);
+      entry.error = { ...reason, message: `${reason.message} (live, after the batch's ${item.problem.type}: ${item.problem.message})` };
+      await finish(entry);
+    }
+  }
+
+  /** What is left of the budget once the worst cases of the rows `inFlight` are held. */
+  function budgetLeft(inFlight: ReadonlySet<string>): number {
+    if (price === undefined || maxNano === Infinity) return Infinity;
+    let left = maxNano - spentNano;
+    for (const customId of inFlight) {
+      const owner = owners.get(customId);
+      if (owner !== undefined) left -= worstCaseNanoUsd(owner.row.request, maxOutputTokens, price);
+    }
+    return left;
+  }
+
+  /** Whether the budget could cover the first of `ready` were nothing in flight. */
+  function budgetLeftFor(ready: readonly BatchRow[]): boolean {
+    return (
+      price === undefined || maxNano === Infinity || worstCaseNanoUsd(ready[0]!.request, maxOutputTokens, price) <= maxNano - spentNano
+    );
   }
 
   /** The first of `ready` whose worst cases, with those of the rows in flight, fit what is left of the budget. */
   function affordable(ready: readonly BatchRow[], inFlight: ReadonlySet<string>): readonly BatchRow[] {
     if (price === undefined || maxNano === Infinity) return ready;
     const worst = (row: BatchRow) => worstCaseNanoUsd(row.request, maxOutputTokens, price);
-    let left = maxNano - spentNano;
-    for (const customId of inFlight) {
-      const owner = owners.get(customId);
-      if (owner !== undefined) left -= worst(owner.row);
-    }
+    let left = budgetLeft(inFlight);
     const allowed: BatchRow[] = [];
     for (const row of ready) {
       const cost = worst(row);
@@ -350,11 +581,16 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     return allowed;
   }
 
-  function charge(entry: Entry, usage: TokenUsage | undefined): void {
-    if (price === undefined || usage === undefined) return;
-    const cost = usageNanoUsd(usage, price);
+  function charge(entry: Entry, usage: TokenUsage | undefined, at: ProviderPrice | undefined = price): void {
+    if (at === undefined || usage === undefined) return;
+    const cost = usageNanoUsd(usage, at);
     entry.costNanoUsd += cost;
     spentNano += cost;
+  }
+
+  /** A live answer costs the live price. */
+  function chargeLive(entry: Entry, usage: TokenUsage | undefined): void {
+    charge(entry, usage, livePrice);
   }
 
   async function settle(entry: Entry, row: BatchRow, outcome: RowOutcome): Promise<Omit<ArticleError, 'task'> | undefined> {
@@ -380,6 +616,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     rowsFailed,
     rowsExpired,
     rowsRetried,
+    batchesRefused,
+    rowsLive,
     waitingMs,
     ...(price === undefined ? {} : { costUsd: spentNano / NANO_USD }),
     interrupted: options.signal?.aborted === true,

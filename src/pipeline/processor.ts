@@ -287,7 +287,7 @@ export function articleDeadlines(clock: Clock, timeoutMs: number, runSignal?: Ab
 }
 
 /** A dead letter's reason: the underlying failure's type, and a message that says what happened. */
-function describe(error: unknown, task: string): ArticleError {
+export function describe(error: unknown, task: string): ArticleError {
   if (isRetryError(error)) {
     const last = error.lastError;
     if (isMaxWaitExceededError(last)) {

@@ -225,7 +225,7 @@ describe('news-processor --batch', () => {
     [['--batch', '--output=x.jsonl', '--batch-poll=soon'], "error: option '--batch-poll <duration>' argument 'soon' is invalid."],
     [
       ['--batch', '--output=x.jsonl', '--workers=3', '--rate=9'],
-      'error: --workers, --rate mean nothing with --batch (a batch run makes no live calls): leave them out',
+      'error: --workers, --rate shape live calls, which --batch makes only with --batch-fallback=live: leave them out',
     ],
     [['--batch-poll=1s'], 'error: --batch-poll applies with --batch only'],
     [

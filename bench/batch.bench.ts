@@ -1,0 +1,155 @@
+/**
+ * `--batch` at scale: 100,000 articles (200,000 rows: summarize, then sentiment) through OpenAI's
+ * Batch API as `news-processor serve` speaks it, with a short `--batch-duration`. What it measures
+ * is the client's own work — building the rows, uploading them, downloading and decoding the
+ * results, writing the lines — as the CPU time of the client process over the rows, and the
+ * client's peak RSS, at a tenth of the articles and at all of them (memory that does not grow with
+ * the batch stays level between the two). Goals: ≤ 20 µs of CPU a row; a level peak RSS. Then the
+ * same first articles live through serve's chat completions: the batch lines cost half.
+ *
+ *   npm run bench:batch            (BENCH_QUICK=1: 20,000 articles)
+ *
+ * The client is the compiled command in a child process; a preloaded hook prints its
+ * `process.resourceUsage()` on exit (user + system CPU, max RSS), so start-up is counted too.
+ * serve runs in a child process of its own. Prints a table and writes bench/results/batch.json and
+ * batch.txt.
+ */
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServe } from './lib/serve.ts';
+import { markdownTable } from './lib/table.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const quick = process.env.BENCH_QUICK === '1';
+const ARTICLES = quick ? 20_000 : 100_000;
+/** The articles run live too, for the price: the first of the same seeded set. */
+const LIVE_ARTICLES = 1_000;
+const TARGET_US_PER_ROW = 20;
+const KEY = 'sk-bench-batch';
+const PRICE = ['--price-input=0.15', '--price-output=0.6'];
+/** Printed by the client as it exits: its CPU time and peak RSS. */
+const USAGE_HOOK =
+  'data:text/javascript,process.on("exit",()=>process.stderr.write("RESOURCE_USAGE "+JSON.stringify(process.resourceUsage())+"\\n"))';
+
+const output: string[] = [];
+function progress(line: string): void {
+  console.error(line);
+  output.push(line);
+}
+
+interface ClientRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly cpuMs: number;
+  readonly maxRssMb: number;
+  readonly wallMs: number;
+}
+
+/** The compiled command with `args`, its key in the environment; its CPU time and peak RSS from the hook. */
+function client(args: readonly string[]): Promise<ClientRun> {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', USAGE_HOOK, join(root, 'dist/cmd/news-processor.js'), ...args], {
+    env: { ...process.env, NP_BENCH_KEY: KEY, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const usage = /RESOURCE_USAGE (\{.*\})/.exec(stderr)?.[1];
+      if (usage === undefined) return reject(new Error(`the client said no resource usage (exit ${code}): ${stderr.slice(-2000)}`));
+      const { userCPUTime, systemCPUTime, maxRSS } = JSON.parse(usage) as Record<string, number>;
+      resolve({
+        code,
+        stdout,
+        cpuMs: (userCPUTime! + systemCPUTime!) / 1000,
+        maxRssMb: maxRSS! / 1024,
+        wallMs: performance.now() - started,
+      });
+    });
+  });
+}
+
+/** Each line's cost by article id. */
+function costs(path: string): Map<string, number> {
+  const lines = readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '');
+  return new Map(lines.map((line) => JSON.parse(line) as { id: string; costUsd: number }).map((line) => [line.id, line.costUsd]));
+}
+
+const serve = await startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--batch-duration=2s', '--log-level=warn']);
+const dir = mkdtempSync(join(tmpdir(), 'bench-batch-'));
+const vendor = ['--provider=openai', `--base-url=${serve.url}/v1`, '--api-key-env=NP_BENCH_KEY'];
+const rows: string[][] = [];
+const figures: Record<string, unknown> = { articles: ARTICLES };
+try {
+  for (const articles of [ARTICLES / 10, ARTICLES]) {
+    const out = join(dir, `batch-${articles}.jsonl`);
+    const run = await client(['--batch', '--batch-poll=250ms', `--articles=${articles}`, `--output=${out}`, '--json', ...PRICE, ...vendor]);
+    if (run.code !== 0) throw new Error(`--batch with ${articles} articles ended ${run.code}: ${run.stdout}`);
+    const summary = JSON.parse(run.stdout) as { rows: number; succeeded: number; waitingMs: number; costUsd: number };
+    const usPerRow = (run.cpuMs * 1000) / summary.rows;
+    progress(
+      `${articles} articles: ${summary.rows} rows, CPU ${(run.cpuMs / 1000).toFixed(2)} s = ${usPerRow.toFixed(1)} µs a row, peak RSS ${run.maxRssMb.toFixed(0)} MB, ${(run.wallMs / 1000).toFixed(1)} s wall (${(summary.waitingMs / 1000).toFixed(1)} s waiting)`,
+    );
+    rows.push([
+      articles.toLocaleString('en-US'),
+      summary.rows.toLocaleString('en-US'),
+      `${(run.cpuMs / 1000).toFixed(2)} s`,
+      `${usPerRow.toFixed(1)} µs`,
+      `${run.maxRssMb.toFixed(0)} MB`,
+      `${(run.wallMs / 1000).toFixed(1)} s`,
+    ]);
+    figures[`articles_${articles}`] = { rows: summary.rows, cpuMs: run.cpuMs, usPerRow, maxRssMb: run.maxRssMb, wallMs: run.wallMs };
+  }
+
+  // The same first articles live: what each line costs at the live price.
+  const live = join(dir, 'live.jsonl');
+  const liveRun = await client([
+    `--articles=${LIVE_ARTICLES}`,
+    '--rate=inf',
+    '--workers=32',
+    `--output=${live}`,
+    '--quiet',
+    ...PRICE,
+    ...vendor,
+  ]);
+  if (liveRun.code !== 0) throw new Error(`the live run ended ${liveRun.code}`);
+  const liveCosts = costs(live);
+  const batchCosts = costs(join(dir, `batch-${ARTICLES}.jsonl`));
+  let liveUsd = 0;
+  let batchUsd = 0;
+  for (const [id, cost] of liveCosts) {
+    liveUsd += cost;
+    batchUsd += batchCosts.get(id)!;
+  }
+  const ratio = batchUsd / liveUsd;
+  progress(
+    `the first ${LIVE_ARTICLES} articles: live $${liveUsd.toFixed(4)}, batch $${batchUsd.toFixed(4)}: batch/live ${ratio.toFixed(3)}`,
+  );
+  figures.price = { articles: LIVE_ARTICLES, liveUsd, batchUsd, ratio };
+} finally {
+  serve.run.send('SIGTERM');
+  await serve.run.result;
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const table = markdownTable(['articles', 'rows', 'client CPU', 'CPU a row', 'peak RSS', 'wall'], rows);
+const { price } = figures as { price: { ratio: number } };
+const verdict = [
+  `goal ≤ ${TARGET_US_PER_ROW} µs a row: ${(figures[`articles_${ARTICLES}`] as { usPerRow: number }).usPerRow <= TARGET_US_PER_ROW ? 'met' : 'not met'}`,
+  `batch/live cost ${price.ratio.toFixed(3)} (goal 0.5)`,
+].join('; ');
+console.log(`${table}\n\n${verdict}`);
+const results = join(root, 'bench/results');
+mkdirSync(results, { recursive: true });
+writeFileSync(join(results, 'batch.json'), `${JSON.stringify(figures, null, 2)}\n`);
+writeFileSync(join(results, 'batch.txt'), `${output.join('\n')}\n\n${table}\n\n${verdict}\n`);
