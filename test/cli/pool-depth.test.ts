@@ -75,6 +75,24 @@ describe.concurrent('a pool on the command line', { timeout: 60_000 }, () => {
     for (const line of free.lines) expect(line).toMatchObject({ cached: ['summarize', 'sentiment'], attempts: 0 });
   });
 
+  it('--max-repairs: the unfit answers of a pool’s members are mended through the pool, counted apart from the retries', async () => {
+    const unfit = { simulated: { minLatency: '0ms', maxLatency: '1ms', profile: 'unfit' } };
+    const config = await configFile('unfit.json', {
+      providers: [simulated('sim-a', 1000, unfit), simulated('sim-b', 1000, unfit)],
+      pools: [{ name: 'gpt', members: ['sim-a', 'sim-b'] }],
+      routes: { summarize: 'gpt', sentiment: 'gpt' },
+    });
+    const output = join(temp.dir, 'repaired.jsonl');
+    const result = await runCli([`--config=${config}`, '--articles=40', `--output=${output}`, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ succeeded: 40, failed: 0, retries: 0 });
+    expect(summary.repairs).toBeGreaterThan(5);
+    expect(summary.calls).toBe(80 + summary.repairs);
+    const lines = linesOf(await readFile(output, 'utf8')).map((line) => JSON.parse(line));
+    expect(lines.reduce((sum, line) => sum + (line.repairs ?? 0), 0)).toBe(summary.repairs);
+  });
+
   it('the progress line shows each member’s calls, and a member that is down', async () => {
     const config = await configFile('progress.json', {
       providers: [
