@@ -334,7 +334,7 @@ export class RoutePool implements Route {
       try {
         const answer = await route.call(request, options);
         return {
-          response: answer.response,
+          ...answer,
           attempts: attempts + answer.attempts,
           servedBy: answer.servedBy ?? route.name,
         };

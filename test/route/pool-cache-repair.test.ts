@@ -95,6 +95,9 @@ describe('RoutePool with an answer cache', () => {
     expect([...cache.entries.keys()]).toEqual([fallback.answerKey(request)]);
     expect(cache.entries.has(gates[0]!.answerKey(request)!)).toBe(false);
     expect(calls(providers)).toBe(2);
+    // The fallback's own cache answers it next time, and the pool says the answer came from a cache.
+    const again = await drive(clock, pool.call(request));
+    expect(again).toMatchObject({ servedBy: 'claude', cached: true });
   });
 });
 
