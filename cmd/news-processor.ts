@@ -359,7 +359,7 @@ async function runWith(
     'stopping intake, cancelling calls in flight',
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-  const progress = new Progress(terminal, total);
+  const progress = new Progress(terminal, total, setups.pools);
   const report = await startRunReport(flags, { providers, tasks, budget }, (text) => terminal.notice(text));
 
   let summary: RunSummary;
@@ -376,7 +376,10 @@ async function runWith(
       providers,
       routes,
       pools: setups.pools,
-      onPoolChange: (change) => terminal.notice(formatPoolChange(change)),
+      onPoolChange: (change) => {
+        progress.poolChange(change);
+        terminal.notice(formatPoolChange(change));
+      },
       tasks,
       budget,
       cache: setups.cache,

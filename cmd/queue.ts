@@ -288,7 +288,7 @@ async function workOn(
     `taking no more jobs; the calls under way have ${formatDuration(flags.grace)}, then their jobs go back to the queue`,
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-  const progress = new Progress(terminal, undefined);
+  const progress = new Progress(terminal, undefined, setups.pools);
   const report = await startRunReport(flags, { ...setups, budget: setups.budget }, (text) => terminal.notice(text));
   if (printLines) terminal.notice(`worker on queue ${queue.name} at ${queue.redis.url}: ${plural(flags.workers, 'article')} at a time`);
   let summary: Awaited<ReturnType<typeof runQueueWorker>>;
@@ -298,7 +298,10 @@ async function workOn(
       providers: setups.providers,
       routes: setups.routes,
       pools: setups.pools,
-      onPoolChange: (change) => terminal.notice(formatPoolChange(change)),
+      onPoolChange: (change) => {
+        progress.poolChange(change);
+        terminal.notice(formatPoolChange(change));
+      },
       tasks: setups.tasks,
       budget: setups.budget,
       cache: setups.cache,

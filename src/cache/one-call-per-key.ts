@@ -2,72 +2,112 @@ import type { Logger } from 'pino';
 import type { LlmResponse } from '../provider/provider.ts';
 import type { AnswerCache, CachedAnswer } from './answer-cache.ts';
 
-/** How a call through the cache ended: made (a miss), or answered without a call (a hit). */
-export type Cached<T> = { readonly made: T; readonly hit?: undefined } | { readonly made?: undefined; readonly hit: CachedAnswer };
+/** How a call through the cache ended: made (a miss), or answered without a call (a hit, and the key it was kept under). */
+export type Cached<T> =
+  | { readonly made: T; readonly hit?: undefined; readonly key?: undefined }
+  | { readonly made?: undefined; readonly hit: CachedAnswer; readonly key: string };
+
+/** An answer a call under way brought, and the key it was kept under. */
+interface Settled {
+  readonly key: string;
+  readonly answer: CachedAnswer;
+}
 
 /**
- * The cache in front of a gate's calls, and one call per key at a time: a call looks its key up
- * first, and while a call for a key is under way, identical calls wait for its answer rather than
- * make their own. A stored answer, or the one the call under way got, ends the call as a hit; a
- * miss is made by `make`, and its answer kept. A call under way that fails leaves those waiting
+ * The cache in front of a route's calls, and one call per key at a time: a call looks its keys up
+ * first, and while a call for one of them is under way, identical calls wait for its answer rather
+ * than make their own. A stored answer, or the one the call under way got, ends the call as a hit;
+ * a miss is made by `make`, and its answer kept. A call under way that fails leaves those waiting
  * to go round again: one of them makes the call. A store that fails is a miss (and a write that
  * fails is lost): logged, never the call's failure.
+ *
+ * A call may have several keys: a pool's members may be different vendors or models, each shaping
+ * its answer in its own way, and a call through the pool may be answered by any of them. It is a
+ * hit under any of its keys (the first listed that holds one), and its answer is kept under the key
+ * of the one that made it only: an answer is another caller's hit only where that caller's keys
+ * hold that key.
  */
 export class OneCallPerKey {
   readonly #cache: AnswerCache;
   readonly #logger: Logger;
-  /** The answer each key's call under way will bring (undefined: it failed). */
-  readonly #underWay = new Map<string, Promise<CachedAnswer | undefined>>();
+  /** The answer each key's call under way will bring (undefined: it failed, or was kept under no key). */
+  readonly #underWay = new Map<string, Promise<Settled | undefined>>();
 
   constructor(cache: AnswerCache, logger: Logger) {
     this.#cache = cache;
     this.#logger = logger;
   }
 
+  /**
+   * The answer kept under the first of `keys` that holds one, or `make`'s, kept under the key
+   * `keptUnder` names for it (undefined: not kept, as an answer that came from a cache itself).
+   */
   async call<T extends { readonly response: LlmResponse }>(
-    key: string,
+    keys: readonly string[],
     signal: AbortSignal | undefined,
     make: () => Promise<T>,
+    keptUnder: (made: T) => string | undefined = () => keys[0],
   ): Promise<Cached<T>> {
     for (;;) {
-      const underWay = this.#underWay.get(key);
+      const underWay = this.#firstUnderWay(keys);
       if (underWay !== undefined) {
-        const answer = await abortable(underWay, signal);
-        if (answer !== undefined) return { hit: answer };
+        const settled = await abortable(underWay, signal);
+        if (settled !== undefined && keys.includes(settled.key)) return { hit: settled.answer, key: settled.key };
         continue;
       }
-      let settle!: (answer: CachedAnswer | undefined) => void;
+      let settle!: (settled: Settled | undefined) => void;
       // Taken before the store is asked: an identical call meanwhile waits for this one.
-      this.#underWay.set(key, new Promise((resolve) => (settle = resolve)));
-      let answer: CachedAnswer | undefined;
+      const mine = new Promise<Settled | undefined>((resolve) => (settle = resolve));
+      for (const key of keys) this.#underWay.set(key, mine);
+      let settled: Settled | undefined;
       try {
-        const kept = await this.#get(key);
+        const kept = await this.#get(keys);
         if (kept !== undefined) {
-          answer = kept;
-          return { hit: kept };
+          settled = kept;
+          return { hit: kept.answer, key: kept.key };
         }
         const made = await make();
+        const key = keptUnder(made);
+        if (key === undefined) return { made };
         const { output, usage } = made.response;
-        answer = usage === undefined ? { output } : { output, usage };
+        settled = { key, answer: usage === undefined ? { output } : { output, usage } };
         // Not waited for: the answer is the caller's now; the store's commit follows, and close() waits for it.
         this.#cache
-          .put(key, answer)
+          .put(key, settled.answer)
           .catch((error: unknown) => this.#logger.warn({ err: error, cache: this.#cache.location }, 'answer not cached'));
         return { made };
       } finally {
-        this.#underWay.delete(key);
-        settle(answer);
+        for (const key of keys) this.#underWay.delete(key);
+        settle(settled);
       }
     }
   }
 
-  async #get(key: string): Promise<CachedAnswer | undefined> {
-    try {
-      return await this.#cache.get(key);
-    } catch (error) {
-      this.#logger.warn({ err: error, cache: this.#cache.location }, 'answer cache unavailable: called the provider');
-      return undefined;
+  #firstUnderWay(keys: readonly string[]): Promise<Settled | undefined> | undefined {
+    for (const key of keys) {
+      const underWay = this.#underWay.get(key);
+      if (underWay !== undefined) return underWay;
     }
+    return undefined;
+  }
+
+  /** The first of `keys` the store holds an answer for; asked together, so several keys cost one round trip's time. */
+  async #get(keys: readonly string[]): Promise<Settled | undefined> {
+    let failure: unknown;
+    const answers = await Promise.all(
+      keys.map(async (key) => {
+        try {
+          return await this.#cache.get(key);
+        } catch (error) {
+          failure ??= error;
+          return undefined;
+        }
+      }),
+    );
+    if (failure !== undefined)
+      this.#logger.warn({ err: failure, cache: this.#cache.location }, 'answer cache unavailable: called the provider');
+    const index = answers.findIndex((answer) => answer !== undefined);
+    return index < 0 ? undefined : { key: keys[index]!, answer: answers[index]! };
   }
 }
 

@@ -19,11 +19,11 @@ import { Attempt, type AttemptEvent } from './attempt.ts';
 import { adaptRate, logFailure, settleBudget, settleGrant, syncHeaders, tellBreaker, type AttemptObserver } from './attempt-observers.ts';
 import type { CallDeadline } from './call-deadline.ts';
 import { callWithin } from './call-within.ts';
-import type { AnswerCache } from '../cache/answer-cache.ts';
+import type { AnswerCache, CachedAnswer } from '../cache/answer-cache.ts';
 import { answerKey } from '../cache/answer-key.ts';
 import { OneCallPerKey } from '../cache/one-call-per-key.ts';
 import { usageNanoUsd, withCachePrices } from './call-cost.ts';
-import { repairRequest } from './repair.ts';
+import { repairAfter } from './repair.ts';
 
 /** What a gate does unless told otherwise. */
 export const GATE_DEFAULTS = Object.freeze({
@@ -185,13 +185,16 @@ export function openScope(options: GateCallOptions, shared: boolean): CallScope 
 
 /**
  * One attempt through `gate` — breaker, budget, limits, call, the gate's observers — for a route
- * that makes its own retries across gates (a pool): the caller decides what comes next, and tells
- * `onAttempt` and the tally itself. Never rejects. Not on the package's API: set by the class.
+ * that makes its own retries and repairs across gates (a pool): the caller decides what comes next,
+ * and tells `onAttempt` and the tally itself. `repair` is the attempt's repair number (0: the request
+ * as the task made it). Never rejects. Not on the package's API (an attempt's record and its scope
+ * are the gate's own): set by the class.
  */
 export let attemptThrough: (
   gate: CallGate,
   request: LlmRequest,
   number: number,
+  repair: number,
   options: GateCallOptions,
   scope: CallScope,
 ) => Promise<Attempt>;
@@ -238,7 +241,7 @@ export class CallGate {
   readonly #cached: OneCallPerKey | undefined;
 
   static {
-    attemptThrough = (gate, request, number, options, scope) => gate.#attempt(request, number, 0, options, scope);
+    attemptThrough = (gate, request, number, repair, options, scope) => gate.#attempt(request, number, repair, options, scope);
   }
 
   constructor(options: CallGateOptions) {
@@ -313,13 +316,27 @@ export class CallGate {
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<GateAnswer> {
     if (this.#cached === undefined) return this.#call(request, options);
-    const maxOutputTokens = options.maxOutputTokens ?? this.#maxOutputTokens;
-    const key = answerKey(this.provider.answerIdentity!(request, maxOutputTokens));
+    const key = this.answerKey(request, options.maxOutputTokens)!;
     const signal = options.deadline === undefined ? options.signal : options.deadline.signal;
-    const { made, hit } = await this.#cached.call(key, signal, () => this.#call(request, options));
+    const { made, hit } = await this.#cached.call([key], signal, () => this.#call(request, options));
     if (made !== undefined) return made;
-    const saved = hit.usage === undefined || this.#price === undefined ? 0 : usageNanoUsd(hit.usage, this.#price);
-    return { response: { output: hit.output }, attempts: 0, cached: true, savedNanoUsd: saved };
+    return { response: { output: hit.output }, attempts: 0, cached: true, savedNanoUsd: this.savedNanoUsd(hit) };
+  }
+
+  /**
+   * The answer cache's key for `request` through this gate: the hash of what its provider says
+   * shapes the answer (`Provider.answerIdentity`: the vendor, the model, the request as sent), or
+   * undefined when the provider says nothing of it. Two gates whose keys are equal give answers
+   * one may keep for the other; a pool looks a call up under each member's key.
+   */
+  answerKey(request: LlmRequest, maxOutputTokens?: number): string | undefined {
+    if (this.provider.answerIdentity === undefined) return undefined;
+    return answerKey(this.provider.answerIdentity(request, maxOutputTokens ?? this.#maxOutputTokens));
+  }
+
+  /** What the call that made a kept answer cost at this gate's price, in whole nano-dollars: what a hit saves (0 without a price or a usage). */
+  savedNanoUsd(answer: CachedAnswer): number {
+    return answer.usage === undefined || this.#price === undefined ? 0 : usageNanoUsd(answer.usage, this.#price);
   }
 
   /** The call through breaker, budget, limits and provider, retried: the gate without its cache. */
@@ -340,10 +357,7 @@ export class CallGate {
       // deadline, and the attempt is not spent — a short outage costs time, not the articles that
       // met it.
       const refused = attempt.outcome === 'circuit-open';
-      const repaired =
-        attempt.outcome === 'malformed' && !aborted && repairs < this.#maxRepairs && attempt.atMs < deadlineMs
-          ? repairRequest(asked, attempt.error)
-          : undefined;
+      const repaired = aborted ? undefined : repairAfter(attempt, asked, repairs, this.#maxRepairs, deadlineMs);
       const decision =
         attempt.outcome === 'ok' || aborted || repaired !== undefined
           ? undefined

@@ -1,4 +1,5 @@
 import { MalformedOutputError, type LlmRequest } from '../provider/provider.ts';
+import type { Attempt } from './attempt.ts';
 
 /**
  * The request that repairs an unfit answer, as instructor re-asks: the conversation so far, then the
@@ -18,4 +19,21 @@ export function repairRequest(request: LlmRequest, error: unknown): LlmRequest |
     ...request,
     messages: [...(request.messages ?? []), { role: 'assistant', content: error.answer }, { role: 'user', content }],
   };
+}
+
+/**
+ * The repair to make after `attempt`, or undefined: only an unfit answer is repaired, at most
+ * `maxRepairs` times a call (`repairs` made so far), and only before its deadline. A gate and a pool
+ * decide it alike: a repair is asked at once, apart from the retries and their count.
+ */
+export function repairAfter(
+  attempt: Attempt,
+  asked: LlmRequest,
+  repairs: number,
+  maxRepairs: number,
+  deadlineMs: number,
+): LlmRequest | undefined {
+  return attempt.outcome === 'malformed' && repairs < maxRepairs && attempt.atMs < deadlineMs
+    ? repairRequest(asked, attempt.error)
+    : undefined;
 }

@@ -411,6 +411,8 @@ function poolRoutes(options: PipelineOptions, gates: ReadonlyMap<string, CallGat
       weights: setup.weights,
       fallback: (setup.fallback ?? []).map(build),
       retry: options.retry,
+      maxRepairs: options.maxRepairs,
+      cache: options.cache,
       clock,
       logger: options.logger,
       onMemberChange: options.onPoolChange,

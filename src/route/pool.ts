@@ -2,11 +2,15 @@ import type { Logger } from 'pino';
 import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
 import { sleep, systemClock, type Clock } from '../clock.ts';
 import type { Attempt } from '../gate/attempt.ts';
-import { attemptThrough, openScope, type CallGate, type CallScope, type GateCallOptions } from '../gate/call-gate.ts';
+import type { AnswerCache } from '../cache/answer-cache.ts';
+import { OneCallPerKey } from '../cache/one-call-per-key.ts';
+import { attemptThrough, GATE_DEFAULTS, openScope, type CallGate, type CallScope, type GateCallOptions } from '../gate/call-gate.ts';
+import { repairAfter } from '../gate/repair.ts';
 import { isLimitTooSmallError, type CallCost } from '../quota/provider-limits.ts';
 import { BadRequestError, RefusalError, stopsRun, type LlmRequest } from '../provider/provider.ts';
 import { RetryError, RetryPolicy, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
+import { checkInteger } from '../validation/checks.ts';
 import { combinedBacklogMs } from './pool-capacity.ts';
 import type { PoolStrategy } from './pool-setup.ts';
 import type { Route, RouteAnswer } from './route.ts';
@@ -42,6 +46,24 @@ export interface RoutePoolOptions {
   readonly fallback?: readonly Route[] | undefined;
   /** Attempts across members, backoff and the retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
   readonly retry?: RetryPolicyOptions | undefined;
+  /**
+   * How many times a call's answer that does not parse or fit its schema is repaired — asked again,
+   * through whichever member is then best, with that answer and the validator's problems — before
+   * the retry policy takes it as any other failure (0: never; each repair is an attempt paid for,
+   * not counted against `maxAttempts`), as a gate's `maxRepairs`.
+   * @default GATE_DEFAULTS.maxRepairs (1)
+   */
+  readonly maxRepairs?: number | undefined;
+  /**
+   * Answers kept across calls, runs and processes, in front of the members (their own gates' caches
+   * are not asked: the pool calls their attempts). A call is looked up under each member's key
+   * (`CallGate.answerKey`: what shapes that member's answer — its vendor, model, the request as it
+   * would send it), a hit under any of them ends the call, and a made answer is kept under the key
+   * of the member that made it only: members that shape answers alike share a key, and one whose
+   * model differs never answers with another's. Fallbacks are routes of their own, cached by
+   * their own gates or pools. @default none (every call made)
+   */
+  readonly cache?: AnswerCache | undefined;
   /** @default systemClock */
   readonly clock?: Clock | undefined;
   /** Told each member that goes down, comes back or is dropped, at warn level. @default silentLogger */
@@ -90,6 +112,9 @@ export class RoutePool implements Route {
   readonly #members: readonly Member[];
   readonly #fallback: readonly Route[];
   readonly #retry: RetryPolicy;
+  readonly #maxRepairs: number;
+  /** The answer cache in front of the members, when there is one and a member says what shapes its answers. */
+  readonly #cached: OneCallPerKey | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #onMemberChange: RoutePoolOptions['onMemberChange'];
@@ -111,11 +136,15 @@ export class RoutePool implements Route {
     }));
     this.#fallback = fallback;
     this.#retry = new RetryPolicy(options.retry);
+    this.#maxRepairs = options.maxRepairs ?? GATE_DEFAULTS.maxRepairs;
+    checkInteger('maxRepairs', this.#maxRepairs, 0);
     this.#clock = options.clock ?? systemClock;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'route-pool', pool: name });
     this.#onMemberChange = options.onMemberChange;
     this.#random = options.random ?? Math.random;
     this.#shared = members.some((gate) => gate.limits.shared === true);
+    const keyed = members.some((gate) => gate.provider.answerIdentity !== undefined);
+    this.#cached = options.cache === undefined || !keyed ? undefined : new OneCallPerKey(options.cache, this.#logger);
     for (const member of this.#members) {
       member.gate.breaker?.onStateChange(({ from, to }) => {
         if (member.dropped) return;
@@ -141,6 +170,29 @@ export class RoutePool implements Route {
    * `CallGate.call` does, with the last failure when the fallbacks fail too.
    */
   async call(request: LlmRequest, options: GateCallOptions = {}): Promise<RouteAnswer> {
+    if (this.#cached === undefined) return this.#call(request, options);
+    // Each member's key, once: members that shape answers alike (keys of one vendor's model) share one.
+    const byKey = new Map<string, Member>();
+    for (const member of this.#members) {
+      const key = member.gate.answerKey(request, options.maxOutputTokens);
+      if (key !== undefined && !byKey.has(key)) byKey.set(key, member);
+    }
+    const keyOf = new Map([...byKey].map(([key, member]) => [member.gate.name, key]));
+    const signal = options.deadline === undefined ? options.signal : options.deadline.signal;
+    const { made, hit, key } = await this.#cached.call(
+      [...byKey.keys()],
+      signal,
+      () => this.#call(request, options),
+      // A fallback's answer is kept by the fallback's own cache; one that came from a cache is kept already.
+      (answer) => (answer.cached === true ? undefined : keyOf.get(answer.servedBy)),
+    );
+    if (made !== undefined) return made;
+    const { gate } = byKey.get(key)!;
+    return { response: { output: hit.output }, attempts: 0, cached: true, savedNanoUsd: gate.savedNanoUsd(hit), servedBy: gate.name };
+  }
+
+  /** The call through the members (retries and repairs moving between them) and the fallbacks: the pool without its cache. */
+  async #call(request: LlmRequest, options: GateCallOptions): Promise<PoolAnswer> {
     const { onAttempt, tally } = options;
     const scope = openScope(options, this.#shared);
     /** When each member that failed this call may take it again (clock instants). */
@@ -150,6 +202,9 @@ export class RoutePool implements Route {
     let previousDelayMs = 0;
     let number = 1;
     let lastError: unknown;
+    let asked = request;
+    let repairs = 0;
+    let repair = 0;
     for (;;) {
       const member = this.#choose(notBefore, refused, scope);
       if (member === undefined) {
@@ -161,10 +216,11 @@ export class RoutePool implements Route {
       }
       const waitMs = Math.max(0, (notBefore.get(member) ?? 0) - this.#clock.now());
       if (waitMs > 0) await sleep(this.#clock, waitMs, scope.signal);
-      const attempt = await this.#attempt(member, request, number, options, scope);
+      const attempt = await this.#attempt(member, asked, number, repair, options, scope);
       const { signal, deadlineMs } = scope;
       const aborted = signal?.aborted === true;
-      const outcome = this.#judge(member, attempt, aborted);
+      const repaired = aborted ? undefined : repairAfter(attempt, asked, repairs, this.#maxRepairs, deadlineMs);
+      const outcome = repaired === undefined ? this.#judge(member, attempt, aborted) : { kind: 'repair' as const };
       if (outcome.kind === 'again') {
         const decision = this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs);
         if (decision.retry) {
@@ -183,6 +239,7 @@ export class RoutePool implements Route {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
         tally.costNanoUsd += attempt.costNanoUsd;
+        if (attempt.repair > 0) tally.repairs++;
       }
       onAttempt?.(attempt);
       switch (outcome.kind) {
@@ -190,7 +247,15 @@ export class RoutePool implements Route {
           return { response: attempt.response!, attempts: number, servedBy: member.gate.name };
         case 'aborted':
           throw signal!.reason;
+        // Counted apart from the attempts, made at once, through whichever member is then best.
+        case 'repair':
+          asked = repaired!;
+          repair = ++repairs;
+          continue;
         case 'again':
+          // A retry after an answer no repair mended asks afresh; after any other failure, the same again.
+          if (attempt.outcome === 'malformed') asked = request;
+          repair = 0;
           number++;
           continue;
         // Not the call's doing: the member is gone or was down; the attempt is not counted.
@@ -235,7 +300,14 @@ export class RoutePool implements Route {
     return isRetryable(error) ? { kind: 'again' } : { kind: 'give-up' };
   }
 
-  async #attempt(member: Member, request: LlmRequest, number: number, options: GateCallOptions, scope: CallScope): Promise<Attempt> {
+  async #attempt(
+    member: Member,
+    request: LlmRequest,
+    number: number,
+    repair: number,
+    options: GateCallOptions,
+    scope: CallScope,
+  ): Promise<Attempt> {
     member.inFlight++;
     member.choosing++;
     let queued = false;
@@ -246,7 +318,7 @@ export class RoutePool implements Route {
     };
     scope.onQueued = onQueued;
     try {
-      return await attemptThrough(member.gate, request, number, options, scope);
+      return await attemptThrough(member.gate, request, number, repair, options, scope);
     } finally {
       // An attempt that ended before the limits (a breaker's refusal, the budget's) never queued.
       onQueued();
@@ -262,7 +334,7 @@ export class RoutePool implements Route {
       try {
         const answer = await route.call(request, options);
         return {
-          response: answer.response,
+          ...answer,
           attempts: attempts + answer.attempts,
           servedBy: answer.servedBy ?? route.name,
         };
