@@ -206,7 +206,7 @@ export class RoutePool implements Route {
     let repairs = 0;
     let repair = 0;
     for (;;) {
-      const member = this.#choose(notBefore, refused, scope);
+      const member = this.#choose(notBefore, refused, scope, options);
       if (member === undefined) {
         if (this.#live().length === 0 || this.#fallback.length > 0) return this.#fallBack(request, options, number - 1, lastError);
         // Every member's circuit open, and nowhere else to go: wait for the first to admit probes.
@@ -225,7 +225,7 @@ export class RoutePool implements Route {
         const decision = this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs);
         if (decision.retry) {
           notBefore.set(member, attempt.atMs + decision.delayMs);
-          const next = this.#choose(notBefore, refused, scope);
+          const next = this.#choose(notBefore, refused, scope, options);
           const nextWaitMs = next === undefined ? 0 : Math.max(0, (notBefore.get(next) ?? 0) - attempt.atMs);
           if (attempt.atMs + nextWaitMs > deadlineMs) outcome.kind = 'give-up';
           else {
@@ -354,7 +354,12 @@ export class RoutePool implements Route {
    * The member the strategy puts the call on now; undefined when every live member's circuit is
    * open. A half-open one may take it (its probe is how it comes back) unless it refused this call.
    */
-  #choose(notBefore: ReadonlyMap<Member, number>, refused: ReadonlySet<Member>, scope: CallScope): Member | undefined {
+  #choose(
+    notBefore: ReadonlyMap<Member, number>,
+    refused: ReadonlySet<Member>,
+    scope: CallScope,
+    options: GateCallOptions,
+  ): Member | undefined {
     const nowMs = this.#clock.now();
     const open = this.#live().filter((member) => {
       const waitMs = member.gate.circuitWaitMs();
@@ -370,7 +375,10 @@ export class RoutePool implements Route {
       case 'weighted':
         return this.#draw(open);
       case 'ordered': {
-        const withinMs = scope.pending === undefined ? scope.deadlineMs - nowMs : scope.pending.firstGrantWithinMs();
+        // In time: leaving this call and those after it what they are expected to take. A member
+        // that grants just before the deadline would have the call time out in flight.
+        const withinMs =
+          scope.pending === undefined ? scope.deadlineMs - nowMs - (options.keepBeforeDeadlineMs ?? 0) : scope.pending.firstGrantWithinMs();
         return open.find((member) => waitOf(member) <= withinMs) ?? soonest(open, waitOf);
       }
       case 'soonest':

@@ -44,8 +44,8 @@ async function bucketOf(
 ): Promise<{ tokens: number; atUs: number; rate: string | undefined } | undefined> {
   const value = await inspect.getBuffer(limits.keys[index]!);
   if (value === null) return undefined;
-  // Packed doubles: tokens, the instant they count at, the latest time to act, and the shared rate when one is set.
-  const rate = value.length === 32 ? String(value.readDoubleLE(24)) : undefined;
+  // Packed doubles: tokens, the instant they count at, the latest time to act, the shared rate (-1: none), the key's expiry.
+  const rate = value.readDoubleLE(24) >= 0 ? String(value.readDoubleLE(24)) : undefined;
   return { tokens: value.readDoubleLE(0), atUs: value.readDoubleLE(8), rate };
 }
 
@@ -195,27 +195,36 @@ describe('RedisLimits.acquire', () => {
 });
 
 describe('RedisLimits keys', () => {
-  it('expire when the bucket is full again, and a full quota has none', async () => {
+  it('expire a second after the bucket is full again, and a quota made full has none', async () => {
     const limits = limitsFor([
       { kind: 'requests', rate: 10, burst: 1 },
       { kind: 'tokens', rate: 1000, burst: 1000 },
     ]);
     const grant = await limits.acquire({ requests: 1, inputTokens: 500, outputTokens: 0 });
-    // Each key expires when its bucket is full again, counted on Redis's clock from the instant
-    // the reservation was made (the bucket's own): 100 ms for a request at 10/s, 500 ms for 500
-    // tokens at 1000/s, a ms more for the rounding — whenever this process looks.
+    // Each key expires a second after its bucket is full again (so that the takes of a busy quota
+    // need not set it again), counted on Redis's clock from the instant the reservation was made
+    // (the bucket's own): 100 ms for a request at 10/s, 500 ms for 500 tokens at 1000/s, a ms more
+    // for the rounding — whenever this process looks. The bucket says a ms less, never more.
     const expiresInMs = await Promise.all(
       limits.keys.map(async (key, index) => {
-        const [expiresAtMs, bucket] = await Promise.all([inspect.call('PEXPIRETIME', key) as Promise<number>, bucketOf(limits, index)]);
+        const [expiresAtMs, bucket, value] = await Promise.all([
+          inspect.call('PEXPIRETIME', key) as Promise<number>,
+          bucketOf(limits, index),
+          inspect.getBuffer(key),
+        ]);
+        expect(value!.readDoubleLE(32) / 1000).toBeLessThanOrEqual(expiresAtMs);
         return expiresAtMs - bucket!.atUs / 1000;
       }),
     );
-    expect(expiresInMs[0]).toBeGreaterThanOrEqual(100);
-    expect(expiresInMs[0]).toBeLessThanOrEqual(102);
-    expect(expiresInMs[1]).toBeGreaterThanOrEqual(500);
-    expect(expiresInMs[1]).toBeLessThanOrEqual(502);
+    expect(expiresInMs[0]).toBeGreaterThanOrEqual(1100);
+    expect(expiresInMs[0]).toBeLessThanOrEqual(1102);
+    expect(expiresInMs[1]).toBeGreaterThanOrEqual(1500);
+    expect(expiresInMs[1]).toBeLessThanOrEqual(1502);
+    // The tokens given back fill that bucket: its key goes at once.
     grant.settle({ inputTokens: 0, outputTokens: 0 });
-    await sleepMs(150);
+    await sleepMs(50);
+    expect(await inspect.exists(limits.keys[1]!)).toBe(0);
+    await sleepMs(1100);
     expect(await inspect.exists(...limits.keys)).toBe(0);
   });
 
@@ -249,7 +258,7 @@ describe('RedisLimits keys', () => {
     await inspect.set(limits.keys[0]!, `1.5 ${nowUs} ${nowUs} 0.001`, 'PX', 10_000);
     await limits.acquire(ONE_CALL, { maxWaitMs: 0 });
     await expect(limits.acquire(ONE_CALL, { maxWaitMs: 10 })).rejects.toBeInstanceOf(MaxWaitExceededError);
-    expect((await inspect.getBuffer(limits.keys[0]!))?.length).toBe(32);
+    expect((await inspect.getBuffer(limits.keys[0]!))?.length).toBe(40);
     expect(await tokensOf(limits, 0, 0.001, 5)).toBeCloseTo(0.5, 2);
   });
 
@@ -335,6 +344,28 @@ describe('RedisLimits.setRate, lowerTo and backlogMs', () => {
     await sleepMs(20);
     expect((await bucketOf(limits, 0))?.rate).toBe('500');
     expect(await inspect.pttl(limits.keys[0]!)).toBeGreaterThan(50_000);
+  });
+
+  it('sets a key to expire a second past full, moves the expiry only when it falls short, and is gone once full and past it', async () => {
+    const limits = limitsFor(requestLimit(10, 1));
+    const key = limits.keys[0]!;
+    await limits.acquire(ONE_CALL);
+    // Full again in 100 ms: set to expire a second after that.
+    const firstTtlMs = await inspect.pttl(key);
+    expect(firstTtlMs).toBeGreaterThan(900);
+    expect(firstTtlMs).toBeLessThanOrEqual(1102);
+    await sleepMs(150);
+    // Full again 100 ms after this take, well within the expiry set: the TTL is kept, not set again.
+    await limits.acquire(ONE_CALL);
+    const keptTtlMs = await inspect.pttl(key);
+    expect(keptTtlMs).toBeLessThanOrEqual(firstTtlMs - 100);
+    expect(keptTtlMs).toBeGreaterThan(0);
+    // A take that leaves the bucket full later than the expiry moves it.
+    const slow = limitsFor(requestLimit(1, 5));
+    for (let i = 0; i < 5; i++) await slow.acquire(ONE_CALL);
+    expect(await inspect.pttl(slow.keys[0]!)).toBeGreaterThan(5000);
+    await sleepMs(keptTtlMs + 50);
+    expect(await inspect.exists(key)).toBe(0);
   });
 
   it('lowers a bucket to what the provider says remains, never raising it, once however many say so', async () => {

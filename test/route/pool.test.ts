@@ -204,6 +204,21 @@ describe('RoutePool ordered', () => {
     // key-a grants 1 now and one every 100 ms: 11 within 1000 ms; the rest spill to key-b.
     expect(providers.map((provider) => provider.calls.length)).toEqual([11, 9]);
   });
+
+  it('in time leaves the call and those after it their expected time (keepBeforeDeadlineMs): no grant just before the deadline', async () => {
+    const clock = new ManualClock();
+    const { pool, providers } = poolOf(
+      clock,
+      [
+        { name: 'key-a', rate: 10 },
+        { name: 'key-b', rate: 10 },
+      ],
+      { strategy: 'ordered' },
+    );
+    await callMany(clock, pool, 14, { deadlineMs: 1000, keepBeforeDeadlineMs: 400 });
+    // key-a grants 7 within the 600 ms the calls may wait (1 now, one every 100 ms), not 11 within the 1000 ms.
+    expect(providers.map((provider) => provider.calls.length)).toEqual([7, 7]);
+  });
 });
 
 describe('RoutePool failures', () => {
