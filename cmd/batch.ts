@@ -17,6 +17,7 @@ import { formatMs, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { duration, integer } from './parse-values.ts';
 import { providerSetups } from './provider-setup.ts';
+import { startRunReport, type ReportFlags } from './report-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { runTasks } from './task-options.ts';
 import { STOP_SIGNALS, type StopSignal } from './terminal.ts';
@@ -52,7 +53,6 @@ const LIVE_ONLY: Readonly<Record<string, string>> = {
   dryRun: '--dry-run',
   redis: '--redis',
   budgetKey: '--budget-key',
-  report: '--report',
   dashboard: '--dashboard',
 };
 
@@ -107,7 +107,7 @@ async function saveState(path: string, state: BatchRunState): Promise<void> {
 }
 
 /** Runs the flags' articles through the Batch API; returns the exit code. */
-export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & BatchFlags): Promise<number> {
+export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & BatchFlags & ReportFlags): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
   if (provider === 'azure')
@@ -116,6 +116,10 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
   const setup = setups.providers[0]!;
   const { tasks } = await runTasks(flags, setups.providers, undefined);
   const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
+  // Before anything is read, written or submitted: a report that cannot be written stops the run here.
+  const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
+    process.stderr.write(`${text}\n`),
+  );
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
   if (flags.resume) {
@@ -162,7 +166,11 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
         last = state;
         await saveState(stateFile, state);
       },
-      onResult: (result) => writer.write(result),
+      onResult: (result) => {
+        report?.onResult(result);
+        return writer.write(result);
+      },
+      onBatch: report?.onBatch,
       onProgress: (progress) => {
         if (!talk) return;
         const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
@@ -174,6 +182,10 @@ export async function runBatchCommand(flags: RunFlags & Partial<ClientFlags> & B
       },
     });
     await writer.close();
+    const reportLine = await report?.end(
+      summary.interrupted ? 'interrupted' : summary.budgetStopped ? 'stopped by --max-cost' : 'finished',
+    );
+    if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
     if (!summary.interrupted && pending.length === 0 && summary.left === 0) await rm(stateFile, { force: true });
     const lines = [

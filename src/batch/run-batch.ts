@@ -10,7 +10,7 @@ import { requestFor, type TaskSet } from '../tasks/task-set.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
-import type { BatchApi, BatchProgress, BatchRow, RowOutcome } from './batch-api.ts';
+import type { BatchApi, BatchEvent, BatchProgress, BatchRow, RowOutcome } from './batch-api.ts';
 import { customIdOf } from './custom-id.ts';
 
 /** What a batch run does unless told otherwise. */
@@ -80,6 +80,8 @@ export interface BatchRunOptions {
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
   /** Told each poll of the batches in flight. @default none */
   readonly onProgress?: ((progress: readonly BatchProgress[]) => void) | undefined;
+  /** Told each batch as this run submits it and as it ends, read back (a resumed run's batches only as they end). @default none */
+  readonly onBatch?: ((event: BatchEvent) => void) | undefined;
   /** Abort to stop waiting: the batches keep running at the provider, recorded in the state. @default none */
   readonly signal?: AbortSignal | undefined;
   /** Time source of the polls. @default systemClock */
@@ -253,6 +255,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         owners.get(row.customId)!.entry.calls++;
       }
       pending = [...pending, { ...submitted, customIds: chunk.map((row) => row.customId) }];
+      options.onBatch?.({ type: 'submitted', batchId: submitted.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
@@ -272,6 +275,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     for (const batch of done) {
       const status = progress[pending.indexOf(batch)]!.status;
       const outcomes = new Map((await api.results(batch.batchId)).map((outcome) => [outcome.customId, outcome]));
+      options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       for (const customId of batch.customIds) {
         const owner = owners.get(customId);
         if (owner === undefined || !entries.has(owner.entry.article.id)) continue;

@@ -1,7 +1,7 @@
 import type { VegaLiteSpec } from '../bench/chart.ts';
 import type { LimitKind } from '../quota/provider-limits.ts';
 import { formatDuration } from '../validation/duration.ts';
-import { seriesKey, type RecordedBin, type RunRecord } from './run-recorder.ts';
+import { seriesKey, type RecordedBatch, type RecordedBin, type RunRecord } from './run-recorder.ts';
 
 /** One chart of a report: an id for the page, a title, and its vega-lite spec. */
 export interface ReportChart {
@@ -22,6 +22,12 @@ const LIMIT_DASH = [6, 4];
  * with nothing to show (no tokens counted, no price) are left out.
  */
 export function reportCharts(record: RunRecord): ReportChart[] {
+  // A batch run makes no live call: its charts are its batches and what they brought back.
+  if (record.batches !== undefined && record.totals.calls === 0) {
+    return [batchesChart(record.batches, record), articlesChart(record), costChart(record)].filter(
+      (chart): chart is ReportChart => chart !== undefined,
+    );
+  }
   const charts = [callsChart(record), tokensChart(record), troubleChart(record), inFlightChart(record), articlesChart(record)];
   charts.push(costChart(record));
   charts.push(
@@ -29,6 +35,47 @@ export function reportCharts(record: RunRecord): ReportChart[] {
     distributionChart('wait', 'Limiter wait before each attempt', record.waitMs, 'attempts'),
   );
   return charts.filter((chart): chart is ReportChart => chart !== undefined);
+}
+
+/**
+ * A batch run's batches on the run's time axis: each a bar from its submission to its end (to now
+ * while it runs), a row per status — `running` while at the provider, then how each ended — and in
+ * its row a lane per batch, in the order submitted, so that batches that overlap in time both show.
+ */
+function batchesChart(batches: readonly RecordedBatch[], record: RunRecord): ReportChart {
+  const values = batches.map((batch) => ({
+    batch: batch.id,
+    rows: batch.rows,
+    status: batch.toMs === null ? 'running' : batch.status,
+    from: batch.fromMs / 1000,
+    to: (batch.toMs ?? record.elapsedMs) / 1000,
+  }));
+  return {
+    id: 'batches',
+    title: 'Batches at the provider, from submission to end',
+    spec: {
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      width: WIDTH_PX,
+      height: HEIGHT_PX,
+      config: { font: 'sans-serif', view: { stroke: '#ccc' } },
+      data: { values },
+      mark: { type: 'bar', cornerRadius: 2 },
+      encoding: {
+        x: { ...timeAxis(record), field: 'from' },
+        x2: { field: 'to' },
+        y: { field: 'status', type: 'nominal', title: null },
+        yOffset: { field: 'batch', type: 'nominal', sort: values.map((value) => value.batch) },
+        color: { field: 'status', type: 'nominal', legend: null },
+        tooltip: [
+          { field: 'batch' },
+          { field: 'status' },
+          { field: 'rows' },
+          { field: 'from', title: 'submitted (s)' },
+          { field: 'to', title: 'ended (s)' },
+        ],
+      },
+    },
+  };
 }
 
 /** The time axis: seconds since the run started, the whole run wide. */

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import type { BatchEvent } from '../batch/batch-api.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { NANO_USD, type Budget } from '../quota/budget.ts';
 import type { LimitSpec } from '../quota/provider-limits.ts';
@@ -65,6 +66,18 @@ export interface RecordedBin {
   readonly count: number;
 }
 
+/** A batch of a batch run: from its submission to its end, ms since the run's start. */
+export interface RecordedBatch {
+  readonly id: string;
+  readonly rows: number;
+  /** 0 for a batch a resumed run found at the provider. */
+  readonly fromMs: number;
+  /** `null` while it runs. */
+  readonly toMs: number | null;
+  /** `submitted` while it runs, then how it ended (`completed`, `expired`, …). */
+  readonly status: string;
+}
+
 /**
  * Everything a report shows, as plain JSON: the series, one value per bucket of `bucketMs` from the
  * run's start, under keys `<provider>\u0000<what>` per provider (`calls`, `rate-limited`, `retries`,
@@ -99,8 +112,12 @@ export interface RunRecord {
   };
   /** The budget, and what of it was spent before the run began, USD. */
   readonly budget?: { readonly maxUsd: number; readonly spentBeforeUsd: number };
-  /** The run's summary, once it has ended (a report); absent while it goes (the dashboard). */
+  /** The run's summary, once it has ended (a report); absent while it goes (the dashboard) and for a batch run. */
   readonly summary?: RunSummary;
+  /** The batches of a batch run, in the order submitted; absent for a live run. */
+  readonly batches?: readonly RecordedBatch[];
+  /** How a run without a summary ended (a batch run's `finished`, `interrupted`); absent while it goes. */
+  readonly ending?: string;
   /** A change counter: a dashboard redraws only when it moved. */
   readonly version: number;
 }
@@ -151,6 +168,9 @@ export class RunRecorder {
   #totals = { articles: 0, succeeded: 0, failed: 0, cancelled: 0, calls: 0, retries: 0, rateLimited: 0, tokensUsed: 0, costNanoUsd: 0 };
   #priced = false;
   #summary: RunSummary | undefined;
+  #ending: string | undefined;
+  /** A batch run's batches by id: a few per run (tens of thousands of rows each). */
+  readonly #batches = new Map<string, { rows: number; fromMs: number; toMs: number | null; status: string }>();
   #endMs: number | undefined;
   #version = 0;
 
@@ -232,6 +252,27 @@ export class RunRecorder {
     this.#totals[result.status]++;
   };
 
+  /** A batch run's batch was submitted or ended (`BatchRunOptions.onBatch`). */
+  readonly onBatch = (event: BatchEvent): void => {
+    this.#version++;
+    const atMs = event.atMs - this.#startMs;
+    const known = this.#batches.get(event.batchId);
+    if (event.type === 'submitted' || known === undefined) {
+      // A batch first heard of as it ends was submitted before this run began: a resume's.
+      const fromMs = event.type === 'submitted' ? atMs : 0;
+      this.#batches.set(event.batchId, { rows: event.rows, fromMs, toMs: null, status: event.status });
+    }
+    if (event.type === 'ended') Object.assign(this.#batches.get(event.batchId)!, { toMs: atMs, status: event.status });
+  };
+
+  /** A run without a pipeline summary (a batch run) ended, as `ending` says: the record stops here. */
+  end(ending: string): void {
+    this.#version++;
+    this.#ending = ending;
+    this.#endMs = this.#clock.now();
+    this.#buckets.reach(this.#endMs);
+  }
+
   /** The run ended with `summary`: the record stops at its end and shows its figures. */
   finish(summary: RunSummary): void {
     this.#version++;
@@ -269,6 +310,8 @@ export class RunRecorder {
       totals: { ...totals, inFlight: this.#inFlightNow, ...(this.#priced && { costUsd: costNanoUsd / NANO_USD }) },
       ...(this.#budget !== undefined && { budget: this.#budget }),
       ...(this.#summary !== undefined && { summary: this.#summary }),
+      ...(this.#batches.size > 0 && { batches: [...this.#batches].map(([id, batch]) => ({ id, ...batch })) }),
+      ...(this.#ending !== undefined && { ending: this.#ending }),
       version: this.#version,
     };
   }
