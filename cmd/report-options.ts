@@ -3,7 +3,16 @@ import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { systemClock } from '../src/mechanisms.ts';
-import type { ArticleResult, Budget, LlmRequest, PipelineAttemptEvent, ProviderSetup, RunSummary, TaskSet } from '../src/index.ts';
+import type {
+  ArticleResult,
+  Budget,
+  LlmRequest,
+  PipelineAttemptEvent,
+  PoolSetup,
+  ProviderSetup,
+  RunSummary,
+  TaskSet,
+} from '../src/index.ts';
 import type { BatchEvent } from '../src/batch/index.ts';
 import { specsOf } from '../src/gate/provider-options.ts';
 import { integer } from './parse-values.ts';
@@ -66,7 +75,12 @@ export interface RunReport {
  */
 export async function startRunReport(
   flags: ReportFlags,
-  run: { readonly providers: readonly ProviderSetup[]; readonly tasks: TaskSet; readonly budget: Budget | undefined },
+  run: {
+    readonly providers: readonly ProviderSetup[];
+    readonly pools?: readonly PoolSetup[] | undefined;
+    readonly tasks: TaskSet;
+    readonly budget: Budget | undefined;
+  },
   notice: (text: string) => void,
 ): Promise<RunReport | undefined> {
   if (flags.report === undefined && flags.dashboard === undefined) return undefined;
@@ -87,6 +101,7 @@ export async function startRunReport(
   const recorder = new RunRecorder({
     clock: systemClock,
     providers: run.providers.map((setup) => ({ name: setup.provider.name, limits: specsOf(setup.limits) })),
+    pools: run.pools,
     tasks: run.tasks.tasks.map((task) => task.name),
     budget: run.budget,
   });

@@ -161,13 +161,36 @@ function perSecond(record: RunRecord) {
   return (value: number, index: number) => value / bucketSeconds(record, index);
 }
 
+/**
+ * Calls per second of each provider — each pool member — against its own request limit, and of
+ * each pool, its members' calls together against their limits together (what a pool may send).
+ */
 function callsChart(record: RunRecord): ReportChart {
   const data = record.providers.flatMap((p) => rows(record, seriesKey(p.name, 'calls'), p.name, perSecond(record)));
   const limits = record.providers.flatMap((p) => {
     const limit = limitOf(p.limits, 'requests');
     return limit === undefined ? [] : [{ series: p.name, value: limit.rate, label: `${p.name} limit ${round(limit.rate)}/s` }];
   });
-  return timeChart(record, 'calls', 'Calls per second, each provider against its limit', 'calls per second', data, limits);
+  for (const pool of record.pools ?? []) {
+    const series = `pool ${pool.name}`;
+    const summed = Array.from({ length: record.buckets }, (_, index) =>
+      pool.members.reduce((sum, member) => sum + (record.series[seriesKey(member, 'calls')]?.[index] ?? 0), 0),
+    );
+    data.push(...rows({ ...record, series: { [series]: summed } }, series, series, perSecond(record)));
+    const memberLimits = pool.members
+      .map((member) => record.providers.find((p) => p.name === member))
+      .map((p) => p && limitOf(p.limits, 'requests'));
+    // A member without a request limit leaves the pool without one.
+    if (memberLimits.every((limit) => limit !== undefined)) {
+      const rate = memberLimits.reduce((sum, limit) => sum + limit.rate, 0);
+      limits.push({ series, value: rate, label: `${series} limit ${round(rate)}/s` });
+    }
+  }
+  const title =
+    record.pools === undefined
+      ? 'Calls per second, each provider against its limit'
+      : 'Calls per second, each provider and pool against its limit';
+  return timeChart(record, 'calls', title, 'calls per second', data, limits);
 }
 
 const TOKEN_SERIES: readonly { kind: LimitKind; name: string; keys: readonly string[] }[] = [

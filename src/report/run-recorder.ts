@@ -28,6 +28,13 @@ export interface RecordedProvider {
   readonly limits: readonly LimitSpec[];
 }
 
+/** A pool as the report draws it: its calls, its members' together, against their limits together. */
+export interface RecordedPool {
+  readonly name: string;
+  /** Its members' names: providers of the record. */
+  readonly members: readonly string[];
+}
+
 export interface RunRecorderOptions {
   /** The clock of the run's events (`PipelineOptions.clock`). @default none: required */
   readonly clock: Clock;
@@ -35,6 +42,8 @@ export interface RunRecorderOptions {
   readonly startMs?: number | undefined;
   /** The providers (pool members each one) whose calls are drawn against their limits. */
   readonly providers: readonly RecordedProvider[];
+  /** The pools of the providers, each drawn beside its members. @default none */
+  readonly pools?: readonly RecordedPool[] | undefined;
   /** The tasks, in order, for the table per task. @default none (a row per task as its first call ends) */
   readonly tasks?: readonly string[] | undefined;
   /** The run's money: what is spent is drawn against it, from what was spent before the run. @default none */
@@ -92,6 +101,8 @@ export interface RunRecord {
   readonly bucketMs: number;
   readonly buckets: number;
   readonly providers: readonly RecordedProvider[];
+  /** The providers' pools; absent when there are none. */
+  readonly pools?: readonly RecordedPool[];
   readonly series: Readonly<Record<string, readonly number[]>>;
   readonly latencyMs: readonly RecordedBin[];
   readonly waitMs: readonly RecordedBin[];
@@ -154,6 +165,7 @@ export class RunRecorder {
   readonly #startedAt: string;
   readonly #buckets: TimeBuckets;
   readonly #providers: readonly RecordedProvider[];
+  readonly #pools: readonly RecordedPool[];
   readonly #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
   readonly #tasks = new Map<string, TaskCounters>();
   readonly #providerColumns = new Map<string, (what: ProviderSeries) => BucketColumn>();
@@ -188,6 +200,7 @@ export class RunRecorder {
       name,
       limits: limits.map(({ kind, rate, burst }) => ({ kind, rate, burst })),
     }));
+    this.#pools = (options.pools ?? []).map(({ name, members }) => ({ name, members: [...members] }));
     this.#budget = options.budget === undefined ? undefined : { maxUsd: options.budget.maxUsd, spentBeforeUsd: options.budget.spentUsd };
     for (const task of options.tasks ?? []) this.#task(task);
     this.#inFlight = this.#buckets.column('in-flight', 'max');
@@ -295,6 +308,7 @@ export class RunRecorder {
       bucketMs: this.#buckets.bucketMs,
       buckets: this.#buckets.length,
       providers: this.#providers,
+      ...(this.#pools.length > 0 && { pools: this.#pools }),
       series,
       latencyMs: binsOf(this.#latency),
       waitMs: binsOf(this.#wait),
