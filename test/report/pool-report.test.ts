@@ -43,7 +43,10 @@ function callsOf(recorder: RunRecorder) {
   const chart = reportCharts(recorder.record()).find((each) => each.id === 'calls')!;
   const layers = (chart.spec as { layer: { data: { values: Record<string, unknown>[] } }[] }).layer;
   const lines: Record<string, unknown[]> = {};
-  for (const row of layers[0]!.data.values) (lines[row.series as string] ??= []).push(row.value);
+  for (const row of layers[0]!.data.values) {
+    const series = row.series as string;
+    lines[series] = [...(lines[series] ?? []), row.value];
+  }
   for (const values of Object.values(lines)) values.pop();
   return { title: chart.title, lines, limits: layers[1]?.data.values.map((limit) => [limit.series, limit.value]) };
 }
