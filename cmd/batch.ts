@@ -20,6 +20,7 @@ import { formatMs, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import { duration, integer, oneOf } from './parse-values.ts';
 import { priceOf, providerSetups } from './provider-setup.ts';
+import { startRunReport, type ReportFlags } from './report-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { compactResults, countRedone, redoneLine } from './output.ts';
 import { redoAgainst, runTasks } from './task-options.ts';
@@ -65,7 +66,6 @@ const LIVE_ONLY: Readonly<Record<string, string>> = {
   dryRun: '--dry-run',
   redis: '--redis',
   budgetKey: '--budget-key',
-  report: '--report',
   dashboard: '--dashboard',
 };
 
@@ -143,7 +143,7 @@ async function saveState(path: string, state: BatchRunState): Promise<void> {
 
 /** Runs the flags' articles through the Batch API; returns the exit code. */
 export async function runBatchCommand(
-  flags: RunFlags & Partial<ClientFlags> & BatchFlags & { readonly rate: number; readonly burst: number },
+  flags: RunFlags & Partial<ClientFlags> & BatchFlags & ReportFlags & { readonly rate: number; readonly burst: number },
 ): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
@@ -164,6 +164,10 @@ export async function runBatchCommand(
   if (live) await setup.provider.ready?.();
   // The gate a live run calls, with the live run's retries and repairs.
   const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
+  // Before anything is read, written or submitted: a report that cannot be written stops the run here.
+  const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
+    process.stderr.write(`${text}\n`),
+  );
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
   let redo: ReadonlyMap<string, readonly string[]> = new Map();
@@ -228,8 +232,10 @@ export async function runBatchCommand(
       },
       onResult: (result) => {
         countRedone(redo, result, redone);
+        report?.onResult(result);
         return writer.write(result);
       },
+      onBatch: report?.onBatch,
       onProgress: (progress) => {
         if (!talk || progress.length === 0) return;
         const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
@@ -243,6 +249,10 @@ export async function runBatchCommand(
     await writer.close();
     // The articles run again have a newer line below their earlier one: each is folded into its last.
     if (redo.size > 0) await compactResults(output);
+    const reportLine = await report?.end(
+      summary.interrupted ? 'interrupted' : summary.budgetStopped ? 'stopped by --max-cost' : 'finished',
+    );
+    if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
     if (!summary.interrupted && pending.length === 0 && summary.left === 0) await rm(stateFile, { force: true });
     const lines = [

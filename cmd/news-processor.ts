@@ -360,7 +360,7 @@ async function runWith(
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
   const progress = new Progress(terminal, total, setups.pools);
-  const report = await startRunReport(flags, { providers, tasks, budget }, (text) => terminal.notice(text));
+  const report = await startRunReport(flags, { providers, pools: setups.pools, tasks, budget }, (text) => terminal.notice(text));
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;

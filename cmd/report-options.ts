@@ -3,7 +3,17 @@ import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { systemClock } from '../src/mechanisms.ts';
-import type { ArticleResult, Budget, LlmRequest, PipelineAttemptEvent, ProviderSetup, RunSummary, TaskSet } from '../src/index.ts';
+import type {
+  ArticleResult,
+  Budget,
+  LlmRequest,
+  PipelineAttemptEvent,
+  PoolSetup,
+  ProviderSetup,
+  RunSummary,
+  TaskSet,
+} from '../src/index.ts';
+import type { BatchEvent } from '../src/batch/index.ts';
 import { specsOf } from '../src/gate/provider-options.ts';
 import { integer } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
@@ -48,8 +58,12 @@ export interface RunReport {
   readonly onSend: (request: LlmRequest) => void;
   readonly onAttempt: (event: PipelineAttemptEvent) => void;
   readonly onResult: (result: ArticleResult) => void;
+  /** A batch run's batches, as they are submitted and end. */
+  readonly onBatch: (event: BatchEvent) => void;
   /** Writes the report (when asked), sends the dashboard's last page and stops it; returns the line that says where the report is. */
   finish(summary: RunSummary): Promise<string | undefined>;
+  /** As `finish`, for a run without a pipeline summary (a batch run) that ended as `ending` says (`finished`, `interrupted`). */
+  end(ending: string): Promise<string | undefined>;
   /** Stops the dashboard without a summary (the run failed). */
   close(): Promise<void>;
 }
@@ -61,7 +75,12 @@ export interface RunReport {
  */
 export async function startRunReport(
   flags: ReportFlags,
-  run: { readonly providers: readonly ProviderSetup[]; readonly tasks: TaskSet; readonly budget: Budget | undefined },
+  run: {
+    readonly providers: readonly ProviderSetup[];
+    readonly pools?: readonly PoolSetup[] | undefined;
+    readonly tasks: TaskSet;
+    readonly budget: Budget | undefined;
+  },
   notice: (text: string) => void,
 ): Promise<RunReport | undefined> {
   if (flags.report === undefined && flags.dashboard === undefined) return undefined;
@@ -82,6 +101,7 @@ export async function startRunReport(
   const recorder = new RunRecorder({
     clock: systemClock,
     providers: run.providers.map((setup) => ({ name: setup.provider.name, limits: specsOf(setup.limits) })),
+    pools: run.pools,
     tasks: run.tasks.tasks.map((task) => task.name),
     budget: run.budget,
   });
@@ -97,18 +117,26 @@ export async function startRunReport(
           },
         );
   if (dashboard !== undefined) notice(`dashboard: ${dashboard.url}`);
+  const write = async () => {
+    await dashboard?.close();
+    if (path === undefined) return undefined;
+    const startMs = performance.now();
+    const page = await renderReportPage(recorder.record(), { title: TITLE });
+    await writeFile(path, page);
+    return `Report: ${path} (${Math.ceil(Buffer.byteLength(page) / 1024)} KiB, written in ${Math.round(performance.now() - startMs)} ms)`;
+  };
   return {
     onSend: recorder.onSend,
     onAttempt: recorder.onAttempt,
     onResult: recorder.onResult,
-    async finish(summary) {
+    onBatch: recorder.onBatch,
+    finish(summary) {
       recorder.finish(summary);
-      await dashboard?.close();
-      if (path === undefined) return undefined;
-      const startMs = performance.now();
-      const page = await renderReportPage(recorder.record(), { title: TITLE });
-      await writeFile(path, page);
-      return `Report: ${path} (${Math.ceil(Buffer.byteLength(page) / 1024)} KiB, written in ${Math.round(performance.now() - startMs)} ms)`;
+      return write();
+    },
+    end(ending) {
+      recorder.end(ending);
+      return write();
     },
     close: async () => dashboard?.close(),
   };

@@ -1,7 +1,7 @@
 // A run through a vendor's Batch API (news-processor/batch): the same articles, tasks and results as a live run, at half the price.
 export { runBatch, BATCH_DEFAULTS } from './run-batch.ts';
 export type { BatchRunOptions, BatchRunSummary, BatchRunState, PendingBatch } from './run-batch.ts';
-export type { BatchApi, BatchRow, SubmittedBatch, BatchProgress, RowOutcome } from './batch-api.ts';
+export type { BatchApi, BatchRow, SubmittedBatch, BatchProgress, BatchEvent, RowOutcome } from './batch-api.ts';
 // What a BatchApi of one's own throws when the provider's queue refuses a batch: the run submits it again later.
 export { BatchQueueFullError, isBatchQueueFullError } from './batch-api.ts';
 export { OpenAiBatchApi, OPENAI_BATCH_CAPS, type OpenAiBatchApiOptions } from './openai-batch-api.ts';

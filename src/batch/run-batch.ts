@@ -13,7 +13,7 @@ import { requestFor, type TaskSet } from '../tasks/task-set.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
-import { isBatchQueueFullError, type BatchApi, type BatchProgress, type BatchRow, type RowOutcome } from './batch-api.ts';
+import { isBatchQueueFullError, type BatchApi, type BatchEvent, type BatchProgress, type BatchRow, type RowOutcome } from './batch-api.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
@@ -111,6 +111,8 @@ export interface BatchRunOptions {
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
   /** Told each poll of the batches in flight. @default none */
   readonly onProgress?: ((progress: readonly BatchProgress[]) => void) | undefined;
+  /** Told each batch as this run submits it and as it ends, read back (a resumed run's batches only as they end). @default none */
+  readonly onBatch?: ((event: BatchEvent) => void) | undefined;
   /** Abort to stop waiting: the batches keep running at the provider, recorded in the state. @default none */
   readonly signal?: AbortSignal | undefined;
   /** Time source of the polls. @default systemClock */
@@ -368,6 +370,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
       for (const row of chunk) submitted.add(row.customId);
       tokensRoom -= cut.tokens;
+      options.onBatch?.({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
@@ -395,6 +398,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     liveLeft = budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
+      options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       if (queueFull === true) {
         const chunk = batch.customIds.flatMap((customId) => owners.get(customId)?.row ?? []);
         batches--;

@@ -1,7 +1,7 @@
 import type { VegaLiteSpec } from '../bench/chart.ts';
 import type { LimitKind } from '../quota/provider-limits.ts';
 import { formatDuration } from '../validation/duration.ts';
-import { seriesKey, type RecordedBin, type RunRecord } from './run-recorder.ts';
+import { seriesKey, type RecordedBatch, type RecordedBin, type RunRecord } from './run-recorder.ts';
 
 /** One chart of a report: an id for the page, a title, and its vega-lite spec. */
 export interface ReportChart {
@@ -22,6 +22,12 @@ const LIMIT_DASH = [6, 4];
  * with nothing to show (no tokens counted, no price) are left out.
  */
 export function reportCharts(record: RunRecord): ReportChart[] {
+  // A batch run makes no live call: its charts are its batches and what they brought back.
+  if (record.batches !== undefined && record.totals.calls === 0) {
+    return [batchesChart(record.batches, record), articlesChart(record), costChart(record)].filter(
+      (chart): chart is ReportChart => chart !== undefined,
+    );
+  }
   const charts = [callsChart(record), tokensChart(record), troubleChart(record), inFlightChart(record), articlesChart(record)];
   charts.push(costChart(record));
   charts.push(
@@ -29,6 +35,47 @@ export function reportCharts(record: RunRecord): ReportChart[] {
     distributionChart('wait', 'Limiter wait before each attempt', record.waitMs, 'attempts'),
   );
   return charts.filter((chart): chart is ReportChart => chart !== undefined);
+}
+
+/**
+ * A batch run's batches on the run's time axis: each a bar from its submission to its end (to now
+ * while it runs), a row per status — `running` while at the provider, then how each ended — and in
+ * its row a lane per batch, in the order submitted, so that batches that overlap in time both show.
+ */
+function batchesChart(batches: readonly RecordedBatch[], record: RunRecord): ReportChart {
+  const values = batches.map((batch) => ({
+    batch: batch.id,
+    rows: batch.rows,
+    status: batch.toMs === null ? 'running' : batch.status,
+    from: batch.fromMs / 1000,
+    to: (batch.toMs ?? record.elapsedMs) / 1000,
+  }));
+  return {
+    id: 'batches',
+    title: 'Batches at the provider, from submission to end',
+    spec: {
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      width: WIDTH_PX,
+      height: HEIGHT_PX,
+      config: { font: 'sans-serif', view: { stroke: '#ccc' } },
+      data: { values },
+      mark: { type: 'bar', cornerRadius: 2 },
+      encoding: {
+        x: { ...timeAxis(record), field: 'from' },
+        x2: { field: 'to' },
+        y: { field: 'status', type: 'nominal', title: null },
+        yOffset: { field: 'batch', type: 'nominal', sort: values.map((value) => value.batch) },
+        color: { field: 'status', type: 'nominal', legend: null },
+        tooltip: [
+          { field: 'batch' },
+          { field: 'status' },
+          { field: 'rows' },
+          { field: 'from', title: 'submitted (s)' },
+          { field: 'to', title: 'ended (s)' },
+        ],
+      },
+    },
+  };
 }
 
 /** The time axis: seconds since the run started, the whole run wide. */
@@ -114,13 +161,36 @@ function perSecond(record: RunRecord) {
   return (value: number, index: number) => value / bucketSeconds(record, index);
 }
 
+/**
+ * Calls per second of each provider — each pool member — against its own request limit, and of
+ * each pool, its members' calls together against their limits together (what a pool may send).
+ */
 function callsChart(record: RunRecord): ReportChart {
   const data = record.providers.flatMap((p) => rows(record, seriesKey(p.name, 'calls'), p.name, perSecond(record)));
   const limits = record.providers.flatMap((p) => {
     const limit = limitOf(p.limits, 'requests');
     return limit === undefined ? [] : [{ series: p.name, value: limit.rate, label: `${p.name} limit ${round(limit.rate)}/s` }];
   });
-  return timeChart(record, 'calls', 'Calls per second, each provider against its limit', 'calls per second', data, limits);
+  for (const pool of record.pools ?? []) {
+    const series = `pool ${pool.name}`;
+    const summed = Array.from({ length: record.buckets }, (_, index) =>
+      pool.members.reduce((sum, member) => sum + (record.series[seriesKey(member, 'calls')]?.[index] ?? 0), 0),
+    );
+    data.push(...rows({ ...record, series: { [series]: summed } }, series, series, perSecond(record)));
+    const memberLimits = pool.members
+      .map((member) => record.providers.find((p) => p.name === member))
+      .map((p) => p && limitOf(p.limits, 'requests'));
+    // A member without a request limit leaves the pool without one.
+    if (memberLimits.every((limit) => limit !== undefined)) {
+      const rate = memberLimits.reduce((sum, limit) => sum + limit.rate, 0);
+      limits.push({ series, value: rate, label: `${series} limit ${round(rate)}/s` });
+    }
+  }
+  const title =
+    record.pools === undefined
+      ? 'Calls per second, each provider against its limit'
+      : 'Calls per second, each provider and pool against its limit';
+  return timeChart(record, 'calls', title, 'calls per second', data, limits);
 }
 
 const TOKEN_SERIES: readonly { kind: LimitKind; name: string; keys: readonly string[] }[] = [

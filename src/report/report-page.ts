@@ -62,7 +62,7 @@ export async function renderReportMain(record: RunRecord, options: { readonly ti
     summary === undefined
       ? live
         ? `running: ${seconds(record.elapsedMs)} since ${record.startedAt}, updated as it goes`
-        : `stopped after ${seconds(record.elapsedMs)}, started ${record.startedAt}`
+        : `${record.ending ?? 'stopped'} after ${seconds(record.elapsedMs)}, started ${record.startedAt}`
       : `${ending(summary)} after ${seconds(summary.elapsedMs)}, started ${record.startedAt}`;
   return `<main id="report" data-version="${record.version}" data-ended="${summary !== undefined}">
 <h1>${escapeHtml(title)}</h1>
@@ -108,11 +108,17 @@ function liveFigures(record: RunRecord): string {
   const t = record.totals;
   const rows: [string, string][] = [
     ['articles ended', `${t.articles}: ${t.succeeded} succeeded, ${t.failed} failed, ${t.cancelled} cancelled`],
-    ['calls', `${t.calls} (${t.retries} retries, ${t.rateLimited} answered 429), ${t.inFlight} in flight now`],
-    ['tokens', String(t.tokensUsed)],
   ];
+  if (record.batches === undefined) {
+    rows.push(['calls', `${t.calls} (${t.retries} retries, ${t.rateLimited} answered 429), ${t.inFlight} in flight now`]);
+    rows.push(['tokens', String(t.tokensUsed)]);
+  } else {
+    const running = record.batches.filter((batch) => batch.toMs === null).length;
+    const rowCount = record.batches.reduce((sum, batch) => sum + batch.rows, 0);
+    rows.push(['batches', `${record.batches.length} (${rowCount} rows), ${running} at the provider now`]);
+  }
   if (t.costUsd !== undefined) rows.push(['cost', costText(t.costUsd, record.budget?.maxUsd)]);
-  return `<section class="figures"><h2>So far</h2>${table(['', ''], rows)}</section>`;
+  return `<section class="figures"><h2>${record.ending === undefined ? 'So far' : 'Figures'}</h2>${table(['', ''], rows)}</section>`;
 }
 
 /** The summary's figures: what the run did, the least it could have taken, and what bound it. */
@@ -164,7 +170,8 @@ function costText(costUsd: number, maxUsd: number | undefined, spentUsd?: number
 
 function tasksTable(record: RunRecord): string {
   const tasks = record.summary?.tasks ?? record.tasks;
-  if (tasks.length === 0) return '';
+  // A batch run's rows are no live calls: the table would be all zeros.
+  if (tasks.length === 0 || record.batches !== undefined) return '';
   const priced = tasks.some((task) => task.costUsd !== undefined);
   const head = ['task', 'calls', 'retries', '429s', 'latency p50', 'latency p95', 'tokens', ...(priced ? ['cost'] : [])];
   const rows = tasks.map((task) => [

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import type { BatchEvent } from '../batch/batch-api.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
 import { NANO_USD, type Budget } from '../quota/budget.ts';
 import type { LimitSpec } from '../quota/provider-limits.ts';
@@ -27,6 +28,13 @@ export interface RecordedProvider {
   readonly limits: readonly LimitSpec[];
 }
 
+/** A pool as the report draws it: its calls, its members' together, against their limits together. */
+export interface RecordedPool {
+  readonly name: string;
+  /** Its members' names: providers of the record. */
+  readonly members: readonly string[];
+}
+
 export interface RunRecorderOptions {
   /** The clock of the run's events (`PipelineOptions.clock`). @default none: required */
   readonly clock: Clock;
@@ -34,6 +42,8 @@ export interface RunRecorderOptions {
   readonly startMs?: number | undefined;
   /** The providers (pool members each one) whose calls are drawn against their limits. */
   readonly providers: readonly RecordedProvider[];
+  /** The pools of the providers, each drawn beside its members. @default none */
+  readonly pools?: readonly RecordedPool[] | undefined;
   /** The tasks, in order, for the table per task. @default none (a row per task as its first call ends) */
   readonly tasks?: readonly string[] | undefined;
   /** The run's money: what is spent is drawn against it, from what was spent before the run. @default none */
@@ -65,6 +75,18 @@ export interface RecordedBin {
   readonly count: number;
 }
 
+/** A batch of a batch run: from its submission to its end, ms since the run's start. */
+export interface RecordedBatch {
+  readonly id: string;
+  readonly rows: number;
+  /** 0 for a batch a resumed run found at the provider. */
+  readonly fromMs: number;
+  /** `null` while it runs. */
+  readonly toMs: number | null;
+  /** `submitted` while it runs, then how it ended (`completed`, `expired`, …). */
+  readonly status: string;
+}
+
 /**
  * Everything a report shows, as plain JSON: the series, one value per bucket of `bucketMs` from the
  * run's start, under keys `<provider>\u0000<what>` per provider (`calls`, `rate-limited`, `retries`,
@@ -79,6 +101,8 @@ export interface RunRecord {
   readonly bucketMs: number;
   readonly buckets: number;
   readonly providers: readonly RecordedProvider[];
+  /** The providers' pools; absent when there are none. */
+  readonly pools?: readonly RecordedPool[];
   readonly series: Readonly<Record<string, readonly number[]>>;
   readonly latencyMs: readonly RecordedBin[];
   readonly waitMs: readonly RecordedBin[];
@@ -99,8 +123,12 @@ export interface RunRecord {
   };
   /** The budget, and what of it was spent before the run began, USD. */
   readonly budget?: { readonly maxUsd: number; readonly spentBeforeUsd: number };
-  /** The run's summary, once it has ended (a report); absent while it goes (the dashboard). */
+  /** The run's summary, once it has ended (a report); absent while it goes (the dashboard) and for a batch run. */
   readonly summary?: RunSummary;
+  /** The batches of a batch run, in the order submitted; absent for a live run. */
+  readonly batches?: readonly RecordedBatch[];
+  /** How a run without a summary ended (a batch run's `finished`, `interrupted`); absent while it goes. */
+  readonly ending?: string;
   /** A change counter: a dashboard redraws only when it moved. */
   readonly version: number;
 }
@@ -137,6 +165,7 @@ export class RunRecorder {
   readonly #startedAt: string;
   readonly #buckets: TimeBuckets;
   readonly #providers: readonly RecordedProvider[];
+  readonly #pools: readonly RecordedPool[];
   readonly #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
   readonly #tasks = new Map<string, TaskCounters>();
   readonly #providerColumns = new Map<string, (what: ProviderSeries) => BucketColumn>();
@@ -151,6 +180,9 @@ export class RunRecorder {
   #totals = { articles: 0, succeeded: 0, failed: 0, cancelled: 0, calls: 0, retries: 0, rateLimited: 0, tokensUsed: 0, costNanoUsd: 0 };
   #priced = false;
   #summary: RunSummary | undefined;
+  #ending: string | undefined;
+  /** A batch run's batches by id: a few per run (tens of thousands of rows each). */
+  readonly #batches = new Map<string, { rows: number; fromMs: number; toMs: number | null; status: string }>();
   #endMs: number | undefined;
   #version = 0;
 
@@ -168,6 +200,7 @@ export class RunRecorder {
       name,
       limits: limits.map(({ kind, rate, burst }) => ({ kind, rate, burst })),
     }));
+    this.#pools = (options.pools ?? []).map(({ name, members }) => ({ name, members: [...members] }));
     this.#budget = options.budget === undefined ? undefined : { maxUsd: options.budget.maxUsd, spentBeforeUsd: options.budget.spentUsd };
     for (const task of options.tasks ?? []) this.#task(task);
     this.#inFlight = this.#buckets.column('in-flight', 'max');
@@ -232,6 +265,27 @@ export class RunRecorder {
     this.#totals[result.status]++;
   };
 
+  /** A batch run's batch was submitted or ended (`BatchRunOptions.onBatch`). */
+  readonly onBatch = (event: BatchEvent): void => {
+    this.#version++;
+    const atMs = event.atMs - this.#startMs;
+    const known = this.#batches.get(event.batchId);
+    if (event.type === 'submitted' || known === undefined) {
+      // A batch first heard of as it ends was submitted before this run began: a resume's.
+      const fromMs = event.type === 'submitted' ? atMs : 0;
+      this.#batches.set(event.batchId, { rows: event.rows, fromMs, toMs: null, status: event.status });
+    }
+    if (event.type === 'ended') Object.assign(this.#batches.get(event.batchId)!, { toMs: atMs, status: event.status });
+  };
+
+  /** A run without a pipeline summary (a batch run) ended, as `ending` says: the record stops here. */
+  end(ending: string): void {
+    this.#version++;
+    this.#ending = ending;
+    this.#endMs = this.#clock.now();
+    this.#buckets.reach(this.#endMs);
+  }
+
   /** The run ended with `summary`: the record stops at its end and shows its figures. */
   finish(summary: RunSummary): void {
     this.#version++;
@@ -254,6 +308,7 @@ export class RunRecorder {
       bucketMs: this.#buckets.bucketMs,
       buckets: this.#buckets.length,
       providers: this.#providers,
+      ...(this.#pools.length > 0 && { pools: this.#pools }),
       series,
       latencyMs: binsOf(this.#latency),
       waitMs: binsOf(this.#wait),
@@ -269,6 +324,8 @@ export class RunRecorder {
       totals: { ...totals, inFlight: this.#inFlightNow, ...(this.#priced && { costUsd: costNanoUsd / NANO_USD }) },
       ...(this.#budget !== undefined && { budget: this.#budget }),
       ...(this.#summary !== undefined && { summary: this.#summary }),
+      ...(this.#batches.size > 0 && { batches: [...this.#batches].map(([id, batch]) => ({ id, ...batch })) }),
+      ...(this.#ending !== undefined && { ending: this.#ending }),
       version: this.#version,
     };
   }

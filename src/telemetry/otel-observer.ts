@@ -1,6 +1,5 @@
-import type { Attributes, Context, Counter, Gauge, Histogram, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, Span, Tracer } from '@opentelemetry/api';
 import { isMissingPackageError, loadOptional } from '../optional-package.ts';
-import type { Budget } from '../quota/budget.ts';
 import type { LlmResponse, ProviderTarget, TokenUsage } from '../provider/provider.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import type { ObservedRun, PipelineAttemptEvent, RunObserver } from '../pipeline/run-observer.ts';
@@ -58,6 +57,32 @@ interface WatchedRun extends ObservedRun {
   readonly parent: Context;
 }
 
+/** An article under way: its span, and the context its calls' spans are children of. */
+interface WatchedArticle {
+  readonly span: Span;
+  readonly context: Context;
+}
+
+/**
+ * What every call to one provider for one task shares, made at its first call and kept: a run
+ * makes thousands of calls a second where nothing waits, and building these per call was most of
+ * the observer's own cost.
+ */
+interface CallProfile {
+  readonly spanName: string;
+  /** The conventions' attributes for a span's start, where samplers see them. */
+  readonly startAttributes: Attributes;
+  /** The metrics' attributes by the answer's model and the error's type (`responseModel|errorType`). */
+  readonly metrics: Map<string, MetricAttributes>;
+}
+
+/** One call's metric attributes, and the token usage's for each type. */
+interface MetricAttributes {
+  readonly call: Attributes;
+  readonly input: Attributes;
+  readonly output: Attributes;
+}
+
 class OtelObserver implements RunObserver {
   readonly #api: OtelApi;
   readonly #tracer: Tracer;
@@ -65,10 +90,13 @@ class OtelObserver implements RunObserver {
   readonly #duration: Histogram;
   readonly #limiterWait: Histogram;
   readonly #rateLimited: Counter;
-  readonly #budgetRemaining: Gauge;
   #run: WatchedRun | undefined;
-  /** The spans of the articles under way, by id. */
-  readonly #articles = new Map<string, Span>();
+  /** The articles under way, by id. */
+  readonly #articles = new Map<string, WatchedArticle>();
+  /** By provider, then task. */
+  readonly #profiles = new Map<string, Map<string, CallProfile>>();
+  /** `news_processor.provider` alone, by provider: the limiter wait's and the 429 counter's attributes. */
+  readonly #providerAttributes = new Map<string, Attributes>();
 
   constructor(api: OtelApi, scope: string) {
     this.#api = api;
@@ -93,94 +121,95 @@ class OtelObserver implements RunObserver {
       description: 'Calls the provider answered 429 (too many requests).',
       unit: '{call}',
     });
-    this.#budgetRemaining = meter.createGauge(METRICS.budgetRemaining, {
-      description: "What is left of the run's budget, neither spent nor held.",
-      unit: '{USD}',
-    });
+    // Read as the metrics are collected, where a gauge recorded at each priced call did the
+    // SDK's work on every one for the last value alone.
+    meter
+      .createObservableGauge(METRICS.budgetRemaining, {
+        description: "What is left of the run's budget, neither spent nor held.",
+        unit: '{USD}',
+      })
+      .addCallback((result) => {
+        const budget = this.#run?.budget;
+        if (budget !== undefined) result.observe(Math.max(0, budget.maxUsd - budget.spentUsd));
+      });
   }
 
   runStarted(run: ObservedRun): void {
     this.#run = { ...run, epochOffsetMs: Date.now() - run.clock.now(), parent: this.#api.context.active() };
-    this.#recordBudget(run.budget);
   }
 
   articleStarted(article: Article, workerId: number): void {
     const run = this.#run!;
     const span = this.#tracer.startSpan(
       'process article',
-      {
-        kind: this.#api.SpanKind.INTERNAL,
-        startTime: this.#time(run.clock.now()),
-        attributes: { [OURS.articleId]: article.id, [OURS.worker]: workerId },
-      },
+      { kind: this.#api.SpanKind.INTERNAL, startTime: this.#time(run.clock.now()) },
       run.parent,
     );
-    this.#articles.set(article.id, span);
+    // An unsampled span keeps nothing: no attribute is worth making for it.
+    if (span.isRecording()) span.setAttribute(OURS.articleId, article.id).setAttribute(OURS.worker, workerId);
+    this.#articles.set(article.id, { span, context: this.#api.trace.setSpan(run.parent, span) });
   }
 
   attempt(event: PipelineAttemptEvent): void {
     const run = this.#run!;
     const article = this.#articles.get(event.articleId);
-    const ours = { [OURS.provider]: event.provider };
-    if (event.outcome === 'rate-limited') this.#rateLimited.add(1, ours);
-    if (event.costUsd !== undefined) this.#recordBudget(run.budget);
+    const provider = this.#attributesOf(event.provider);
+    if (event.outcome === 'rate-limited') this.#rateLimited.add(1, provider);
     if (!event.called) {
       // No call, no chat span: the article's span says why the attempt went no further.
-      article?.addEvent(
-        'news_processor.attempt.not_sent',
-        { [OURS.task]: event.task, [OURS.attempt]: event.attempt, [OURS.outcome]: event.outcome, [OURS.limiterWaitMs]: event.waitMs },
-        this.#time(event.atMs),
-      );
+      if (article?.span.isRecording() === true) {
+        article.span.addEvent(
+          'news_processor.attempt.not_sent',
+          { [OURS.task]: event.task, [OURS.attempt]: event.attempt, [OURS.outcome]: event.outcome, [OURS.limiterWaitMs]: event.waitMs },
+          this.#time(event.atMs),
+        );
+      }
       return;
     }
-    this.#limiterWait.record(event.waitMs / 1000, ours);
-    const target = run.providers.get(event.provider)?.target;
-    const called = calledAttributes(target);
-    const parent = article === undefined ? run.parent : this.#api.trace.setSpan(run.parent, article);
+    this.#limiterWait.record(event.waitMs / 1000, provider);
+    const profile = this.#profileOf(event.provider, event.task);
     const span = this.#tracer.startSpan(
-      `${CHAT} ${target?.model ?? event.provider}`,
-      {
-        kind: this.#api.SpanKind.CLIENT,
-        startTime: this.#time(event.sentAtMs!),
-        // The conventions want these at the span's start, where samplers see them.
-        attributes: {
-          ...called,
-          [GEN_AI.outputType]: 'json',
-          ...ours,
-          [OURS.task]: event.task,
-          [OURS.articleId]: event.articleId,
-          [OURS.attempt]: event.attempt,
-          [OURS.limiterWaitMs]: event.waitMs,
-        },
-      },
-      parent,
+      profile.spanName,
+      { kind: this.#api.SpanKind.CLIENT, startTime: this.#time(event.sentAtMs!), attributes: profile.startAttributes },
+      article?.context ?? run.parent,
     );
-    const answered = answeredAttributes(event.response);
+    const response = event.response;
     const usage = event.usage ?? (event.error as { usage?: TokenUsage } | undefined)?.usage;
-    const tokens = usageAttributes(usage);
-    span.setAttributes({ ...answered, ...tokens, [OURS.outcome]: event.outcome });
-    if (event.retryInMs !== undefined) span.setAttribute(OURS.retryDelayMs, event.retryInMs);
-    if (event.costUsd !== undefined) span.setAttribute(OURS.costUsd, event.costUsd);
-    const metric: Attributes = { ...called, [GEN_AI.responseModel]: answered[GEN_AI.responseModel] };
-    if (event.outcome !== 'ok') {
-      const type = errorType(event.error);
-      span.setAttribute(GEN_AI.errorType, type);
-      span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: (event.error as Error | undefined)?.message ?? event.outcome });
-      metric[GEN_AI.errorType] = type;
+    const type = event.outcome === 'ok' ? undefined : errorType(event.error);
+    if (span.isRecording()) {
+      span
+        .setAttribute(OURS.provider, event.provider)
+        .setAttribute(OURS.task, event.task)
+        .setAttribute(OURS.articleId, event.articleId)
+        .setAttribute(OURS.attempt, event.attempt)
+        .setAttribute(OURS.limiterWaitMs, event.waitMs)
+        .setAttribute(OURS.outcome, event.outcome)
+        .setAttribute(GEN_AI.outputType, 'json');
+      if (response !== undefined) setAnswered(span, response);
+      if (usage !== undefined) setUsage(span, usage);
+      if (event.retryInMs !== undefined) span.setAttribute(OURS.retryDelayMs, event.retryInMs);
+      if (event.costUsd !== undefined) span.setAttribute(OURS.costUsd, event.costUsd);
+      if (type !== undefined) {
+        span.setAttribute(GEN_AI.errorType, type);
+        span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: (event.error as Error | undefined)?.message ?? event.outcome });
+      }
+      span.end(this.#time(event.atMs));
     }
-    span.end(this.#time(event.atMs));
-    this.#duration.record(event.latencyMs / 1000, metric);
-    if (tokens[GEN_AI.inputTokens] !== undefined) {
-      this.#tokenUsage.record(tokens[GEN_AI.inputTokens], { ...metric, [GEN_AI.tokenType]: 'input' });
-      this.#tokenUsage.record(tokens[GEN_AI.outputTokens]!, { ...metric, [GEN_AI.tokenType]: 'output' });
+    const metric = metricAttributesOf(profile, response?.model, type);
+    this.#duration.record(event.latencyMs / 1000, metric.call);
+    if (usage !== undefined) {
+      this.#tokenUsage.record(usage.inputTokens, metric.input);
+      this.#tokenUsage.record(usage.outputTokens, metric.output);
     }
   }
 
   articleEnded(result: ArticleResult): void {
-    const span = this.#articles.get(result.id);
-    if (span === undefined) return;
+    const article = this.#articles.get(result.id);
+    if (article === undefined) return;
     this.#articles.delete(result.id);
-    span.setAttributes({ [OURS.articleStatus]: result.status, [OURS.attempts]: result.attempts });
+    const span = article.span;
+    if (!span.isRecording()) return;
+    span.setAttribute(OURS.articleStatus, result.status).setAttribute(OURS.attempts, result.attempts);
     if (result.costUsd !== undefined) span.setAttribute(OURS.costUsd, result.costUsd);
     if (result.error !== undefined) {
       span.setAttribute(GEN_AI.errorType, result.error.type);
@@ -192,13 +221,36 @@ class OtelObserver implements RunObserver {
 
   runEnded(): void {
     // Every article ends with a result; a span left here would be one the pipeline never ended.
-    for (const span of this.#articles.values()) span.end();
+    for (const article of this.#articles.values()) article.span.end();
     this.#articles.clear();
-    this.#recordBudget(this.#run?.budget);
   }
 
-  #recordBudget(budget: Budget | undefined): void {
-    if (budget !== undefined) this.#budgetRemaining.record(Math.max(0, budget.maxUsd - budget.spentUsd));
+  #attributesOf(provider: string): Attributes {
+    let attributes = this.#providerAttributes.get(provider);
+    if (attributes === undefined) {
+      attributes = Object.freeze({ [OURS.provider]: provider });
+      this.#providerAttributes.set(provider, attributes);
+    }
+    return attributes;
+  }
+
+  #profileOf(provider: string, task: string): CallProfile {
+    let byTask = this.#profiles.get(provider);
+    if (byTask === undefined) {
+      byTask = new Map();
+      this.#profiles.set(provider, byTask);
+    }
+    let profile = byTask.get(task);
+    if (profile === undefined) {
+      const target = this.#run!.providers.get(provider)?.target;
+      profile = {
+        spanName: `${CHAT} ${target?.model ?? provider}`,
+        startAttributes: calledAttributes(target),
+        metrics: new Map(),
+      };
+      byTask.set(task, profile);
+    }
+    return profile;
   }
 
   /** A clock reading as OpenTelemetry takes a time: Unix epoch ms. */
@@ -207,38 +259,52 @@ class OtelObserver implements RunObserver {
   }
 }
 
-/** What every call to `target` is, on its span and its metrics alike. */
+/** What every call to `target` is, on its span (at its start: the conventions want these where samplers see them) and its metrics alike. */
 function calledAttributes(target: ProviderTarget | undefined): Attributes {
   const attributes: Attributes = { [GEN_AI.operationName]: CHAT };
-  if (target === undefined) return attributes;
-  attributes[GEN_AI.providerName] = target.vendor;
-  attributes[GEN_AI.requestModel] = target.model;
-  if (target.serverAddress !== undefined) attributes[GEN_AI.serverAddress] = target.serverAddress;
-  if (target.serverPort !== undefined) attributes[GEN_AI.serverPort] = target.serverPort;
-  return attributes;
+  if (target !== undefined) {
+    attributes[GEN_AI.providerName] = target.vendor;
+    attributes[GEN_AI.requestModel] = target.model;
+    if (target.serverAddress !== undefined) attributes[GEN_AI.serverAddress] = target.serverAddress;
+    if (target.serverPort !== undefined) attributes[GEN_AI.serverPort] = target.serverPort;
+  }
+  return Object.freeze(attributes);
+}
+
+/** The metrics' attributes for a call that `responseModel` answered, or that failed with `errorType`: made once for each. */
+function metricAttributesOf(profile: CallProfile, responseModel: string | undefined, errorType: string | undefined): MetricAttributes {
+  const key = `${responseModel ?? ''}|${errorType ?? ''}`;
+  let found = profile.metrics.get(key);
+  if (found === undefined) {
+    const call: Attributes = { ...profile.startAttributes };
+    if (responseModel !== undefined) call[GEN_AI.responseModel] = responseModel;
+    if (errorType !== undefined) call[GEN_AI.errorType] = errorType;
+    found = {
+      call: Object.freeze(call),
+      input: Object.freeze({ ...call, [GEN_AI.tokenType]: 'input' }),
+      output: Object.freeze({ ...call, [GEN_AI.tokenType]: 'output' }),
+    };
+    profile.metrics.set(key, found);
+  }
+  return found;
 }
 
 /** What the answer says of itself, when the provider said. */
-function answeredAttributes(response: LlmResponse | undefined): Attributes {
-  const attributes: Attributes = {};
-  if (response?.model !== undefined) attributes[GEN_AI.responseModel] = response.model;
-  if (response?.id !== undefined) attributes[GEN_AI.responseId] = response.id;
-  if (response?.finishReasons !== undefined) attributes[GEN_AI.finishReasons] = [...response.finishReasons];
-  return attributes;
+function setAnswered(span: Span, response: LlmResponse): void {
+  if (response.model !== undefined) span.setAttribute(GEN_AI.responseModel, response.model);
+  if (response.id !== undefined) span.setAttribute(GEN_AI.responseId, response.id);
+  // Not copied: nothing changes an answer's array once it is made.
+  if (response.finishReasons !== undefined) span.setAttribute(GEN_AI.finishReasons, response.finishReasons as string[]);
 }
 
 /** The tokens as the conventions count them: the input tokens include those the prompt cache served or stored. */
-function usageAttributes(usage: TokenUsage | undefined): Record<string, number> {
-  if (usage === undefined) return {};
-  const attributes: Record<string, number> = {
-    [GEN_AI.inputTokens]: usage.inputTokens,
-    [GEN_AI.outputTokens]: usage.outputTokens,
-  };
+function setUsage(span: Span, usage: TokenUsage): void {
+  span.setAttribute(GEN_AI.inputTokens, usage.inputTokens).setAttribute(GEN_AI.outputTokens, usage.outputTokens);
   if (usage.cacheReadTokens !== undefined || usage.cacheWriteTokens !== undefined) {
-    attributes[GEN_AI.cacheReadInputTokens] = usage.cacheReadTokens ?? 0;
-    attributes[GEN_AI.cacheCreationInputTokens] = usage.cacheWriteTokens ?? 0;
+    span
+      .setAttribute(GEN_AI.cacheReadInputTokens, usage.cacheReadTokens ?? 0)
+      .setAttribute(GEN_AI.cacheCreationInputTokens, usage.cacheWriteTokens ?? 0);
   }
-  return attributes;
 }
 
 /**

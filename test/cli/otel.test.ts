@@ -120,6 +120,21 @@ describe('--otel', () => {
     expect(traces.includes('news-processor')).toBe(true);
   });
 
+  it('keeps every span of a run with nothing to wait for, where the SDK’s queue of 2,048 dropped them while an export was under way', async () => {
+    const result = await runCli(
+      ['--otel', '--articles=4000', '--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--workers=64', '--json', '--quiet'],
+      {
+        env: otlpEnv('http/json', { OTEL_BSP_MAX_QUEUE_SIZE: undefined, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: undefined }),
+      },
+    );
+    expect(result.code).toBe(0);
+    const summary = JSON.parse(result.stdout) as Summary;
+    expect(summary.calls).toBe(8000);
+    const spans = collector.spans();
+    expect(spans.filter((span) => span.name === 'process article')).toHaveLength(4000);
+    expect(spans.filter((span) => span.name === 'chat simulated')).toHaveLength(8000);
+  });
+
   it('sends the header OTEL_EXPORTER_OTLP_HEADERS names with every export', async () => {
     const result = await runCli(['--otel', '--articles=1', '--rate=inf', '--min-latency=0ms', '--max-latency=1ms', '--quiet'], {
       env: otlpEnv('http/json', { OTEL_EXPORTER_OTLP_HEADERS: 'x-team=news' }),

@@ -8,7 +8,16 @@ import {
   type Histogram,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  ParentBasedSampler,
+  SimpleSpanProcessor,
+  TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type Sampler,
+} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
@@ -195,6 +204,44 @@ describe('createOtelObserver()', () => {
     expect(gauge.dataPointType).toBe(DataPointType.GAUGE);
     expect(gauge.dataPoints[0]!.value).toBeCloseTo(budget!.maxUsd - budget!.spentUsd, 12);
     expect(budget!.spentUsd).toBeGreaterThan(0);
+  });
+});
+
+describe('createOtelObserver() under a sampler', () => {
+  /** Runs `articles` articles with the global tracer provider sampling as `sampler` says, then puts the file's provider back. */
+  async function sampledRun(sampler: Sampler, articles: number) {
+    const sampled = new BasicTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(spans)] });
+    trace.disable();
+    trace.setGlobalTracerProvider(sampled);
+    try {
+      return await observedRun({ articles });
+    } finally {
+      trace.disable();
+      trace.setGlobalTracerProvider(tracerProvider);
+    }
+  }
+
+  it('samples an article’s calls as its article: each exported chat span’s parent exported too, and each exported article with its calls', async () => {
+    const { summary, finished } = await sampledRun(new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.5) }), 40);
+    expect(summary.succeeded).toBe(40);
+    const articles = finished.filter((span) => span.name === 'process article');
+    const chats = finished.filter((span) => span.name === 'chat simulated');
+    // 40 coin flips: fewer than 40 and more than none is all but certain (2 × 2^-40 otherwise).
+    expect(articles.length).toBeGreaterThan(0);
+    expect(articles.length).toBeLessThan(40);
+    expect(chats).toHaveLength(articles.length * 2);
+    const articleIds = new Set(articles.map((span) => span.spanContext().spanId));
+    for (const chat of chats) expect(articleIds.has(chat.parentSpanContext!.spanId)).toBe(true);
+  });
+
+  it('still records every call in the metrics when no span is sampled', async () => {
+    const { summary, finished } = await sampledRun(new AlwaysOffSampler(), 3);
+    expect(summary.succeeded).toBe(3);
+    expect(finished).toHaveLength(0);
+    const found = await exportedMetrics();
+    expect((found.get('gen_ai.client.operation.duration')!.dataPoints[0]!.value as Histogram).count).toBe(6);
+    const tokens = found.get('gen_ai.client.token.usage')!.dataPoints;
+    expect(tokens.map((point) => (point.value as Histogram).count)).toEqual([6, 6]);
   });
 });
 
