@@ -32,6 +32,8 @@ export interface BatchFlags {
   /** --batch-poll, ms. */
   batchPoll: number;
   batchSize?: number;
+  /** --batch-articles: articles in progress at once, at most. */
+  batchArticles: number;
   /** --batch-queue-tokens: estimated input tokens enqueued at once, at most. */
   batchQueueTokens?: number;
   /** --batch-fallback: where a row that failed in a batch goes. */
@@ -88,6 +90,14 @@ export function addBatchOptions(command: Command): Command {
     )
     .addOption(
       new Option(
+        '--batch-articles <n>',
+        'with --batch: the most articles in progress at once, more read from the input as earlier ones end: what bounds the memory a run takes; the more, the fewer rounds of batches a large input needs',
+      )
+        .argParser(integer(1))
+        .default(BATCH_DEFAULTS.holdArticles, BATCH_DEFAULTS.holdArticles.toLocaleString('en-US')),
+    )
+    .addOption(
+      new Option(
         '--batch-queue-tokens <n>',
         "with --batch: the most estimated input tokens enqueued at once (the model's enqueued-token limit): later batches wait for earlier ones to end (default: not counted)",
       ).argParser(integer(1)),
@@ -108,6 +118,7 @@ export function validateBatchFlags(flags: BatchFlags, given: (field: string) => 
     for (const [field, flag] of [
       ['batchPoll', '--batch-poll'],
       ['batchSize', '--batch-size'],
+      ['batchArticles', '--batch-articles'],
       ['batchQueueTokens', '--batch-queue-tokens'],
       ['batchFallback', '--batch-fallback'],
     ] as const) {
@@ -220,6 +231,7 @@ export async function runBatchCommand(
       maxCostUsd: flags.maxCost,
       maxAttempts: flags.maxAttempts,
       batchSize: flags.batchSize,
+      holdArticles: flags.batchArticles,
       queueTokens: flags.batchQueueTokens,
       fallback,
       fallbackConcurrency: live ? flags.workers : undefined,

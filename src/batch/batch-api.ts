@@ -9,6 +9,8 @@ export interface BatchRow {
   readonly request: LlmRequest;
   /** The vendor's request body: what a live call would send. */
   readonly body: object;
+  /** `body` as JSON, where the run has made it already (to count its bytes): sent as it is. @default made from `body` */
+  readonly bodyJson?: string | undefined;
 }
 
 /** A batch as the provider created it. */

@@ -17,6 +17,11 @@ export const BATCH_DEFAULTS = Object.freeze({
   batchDiscount: 0.5,
   /** Rows sent through the live path (`fallback`) at once. */
   fallbackConcurrency: 5,
+  /**
+   * Articles in progress at once: OpenAI's rows in a batch, so that each dependency level of them
+   * fills a batch. What bounds a run's memory, whatever the size of its input.
+   */
+  holdArticles: 50_000,
 });
 
 /** A batch submitted and not yet read back: what a resume re-attaches to. */
@@ -56,8 +61,14 @@ export interface BatchRunState {
 
 /** What {@link runBatch} runs, through which Batch API, and what it is told. */
 export interface BatchRunOptions {
-  /** The articles: read whole before the first batch (a batch run holds every article's state). */
+  /** The articles: read as the run goes, `holdArticles` in progress at most. */
   readonly source: Iterable<Article> | AsyncIterable<Article>;
+  /**
+   * The most articles in progress at once: more are read as earlier ones end. What bounds the run's
+   * memory; the more, the fewer rounds of batches a large input takes. A resumed run reads at least
+   * the articles its state holds. @default BATCH_DEFAULTS.holdArticles
+   */
+  readonly holdArticles?: number | undefined;
   /** The vendor's Batch API (`OpenAiBatchApi`, `SimulatedBatchApi`). */
   readonly api: BatchApi;
   /** Every article's tasks. @default the built-in summarize, then sentiment */

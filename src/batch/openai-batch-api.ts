@@ -68,9 +68,10 @@ export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const { client } = await this.#sdk();
-    // The lines as the file's parts: no second copy of the whole upload joined in one string.
-    const lines = rows.map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: ENDPOINT, body: row.body })}\n`);
-    const file = await client.files.create({ file: new File(lines, 'batch.jsonl', { type: 'application/jsonl' }), purpose: 'batch' });
+    const file = await client.files.create({
+      file: new File(uploadParts(rows), 'batch.jsonl', { type: 'application/jsonl' }),
+      purpose: 'batch',
+    });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
     return { batchId: batch.id, fileId: file.id };
   }
@@ -112,6 +113,26 @@ export class OpenAiBatchApi implements BatchApi {
     }));
     return this.#client;
   }
+}
+
+/** The upload is sent in parts of about this many bytes: few writes to the socket, and never a second copy of it whole. */
+const UPLOAD_PART_BYTES = 1 << 20;
+const LINE_HEAD = `,"method":"POST","url":${JSON.stringify(ENDPOINT)},"body":`;
+
+/** The rows as the batch's JSONL input, `{custom_id, method, url, body}` a line, in parts of about {@link UPLOAD_PART_BYTES}. */
+export function uploadParts(rows: readonly BatchRow[]): Buffer[] {
+  const parts: Buffer[] = [];
+  let part = '';
+  for (const row of rows) {
+    part += `{"custom_id":${JSON.stringify(row.customId)}${LINE_HEAD}${row.bodyJson ?? JSON.stringify(row.body)}}\n`;
+    // Characters, not bytes: near enough to size a part.
+    if (part.length >= UPLOAD_PART_BYTES) {
+      parts.push(Buffer.from(part));
+      part = '';
+    }
+  }
+  if (part !== '') parts.push(Buffer.from(part));
+  return parts;
 }
 
 /** The rows' outcomes in the output and error files, read a line at a time as they download: a batch's results are never held whole. */

@@ -39,7 +39,8 @@ interface Entry {
 /** What the run knows of a row it made: its article, what it sends, and its size once asked. */
 interface Owner {
   readonly entry: Entry;
-  readonly row: BatchRow;
+  /** What it sends: its body's JSON too between sizing and submitting, then no longer held. */
+  row: BatchRow;
   size?: RowSize;
 }
 
@@ -84,6 +85,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           cacheWritePerMTok: livePrice.cacheWritePerMTok! * discount,
         };
   const maxNano = options.maxCostUsd === undefined ? Infinity : Math.floor(options.maxCostUsd * NANO_USD + 1e-6);
+  // No budget to keep: nothing is held against one.
+  const unbudgeted = price === undefined || maxNano === Infinity;
 
   const fingerprints = batchFingerprints(tasks, api, maxOutputTokens);
   const resume = options.resume;
@@ -95,21 +98,53 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   const stale = new Set<string>();
   let spentNano = resume?.spentNanoUsd ?? 0;
   const entries = new Map<string, Entry>();
-  for await (const article of options.source) {
-    if (ended.has(article.id)) continue;
-    const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
-    const outputs: Record<string, unknown> = { ...article.outputs, ...resume?.outputs[article.id] };
-    if (resume?.fingerprints !== undefined) {
-      // What the state holds of the article — its outputs, its rows in flight — was made by the tasks as the state says.
-      const flying = tasks.tasks.filter((task) => inFlightBefore.has(customIdOf(article.id, task.name)));
-      const made = { ...resume.outputs[article.id], ...Object.fromEntries(flying.map((task) => [task.name, true])) };
-      for (const task of changedTasks(tasks, fingerprints, resume.fingerprints, made)) {
-        delete outputs[task];
-        stale.add(customIdOf(article.id, task));
+  // The articles whose next rows may have become ready: each pass looks at these only, not at every article.
+  const toScan = new Set<Entry>();
+  const holdArticles = options.holdArticles ?? BATCH_DEFAULTS.holdArticles;
+  checkInteger('holdArticles', holdArticles, 1);
+  const source = Symbol.asyncIterator in options.source ? options.source[Symbol.asyncIterator]() : options.source[Symbol.iterator]();
+  let sourceDone = false;
+  // The articles a resumed state holds open (their outputs, their rows in flight): read however many that takes.
+  const mustOpen = new Set(Object.keys(resume?.outputs ?? {}));
+  /** Reads articles until `holdArticles` are in progress (or the source ends): the run holds no more than that. */
+  const readMore = async (): Promise<void> => {
+    while (!sourceDone && (entries.size < holdArticles || mustOpen.size > 0)) {
+      const next = await source.next();
+      if (next.done === true) {
+        sourceDone = true;
+        return;
       }
+      const article = next.value;
+      mustOpen.delete(article.id);
+      if (ended.has(article.id)) continue;
+      const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
+      const outputs: Record<string, unknown> = { ...article.outputs, ...resume?.outputs[article.id] };
+      if (resume?.fingerprints !== undefined) {
+        // What the state holds of the article — its outputs, its rows in flight — was made by the tasks as the state says.
+        const asked = tasks.tasks.filter((task) => inFlightBefore.has(customIdOf(article.id, task.name)));
+        const made = { ...resume.outputs[article.id], ...Object.fromEntries(asked.map((task) => [task.name, true])) };
+        for (const task of changedTasks(tasks, fingerprints, resume.fingerprints, made)) {
+          delete outputs[task];
+          stale.add(customIdOf(article.id, task));
+        }
+      }
+      const entry: Entry = { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 };
+      entries.set(article.id, entry);
+      toScan.add(entry);
     }
-    entries.set(article.id, { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 });
-  }
+  };
+  /** The articles not ended once the run stops: those in progress, and those never read (counted, not held). */
+  const leftOver = async (): Promise<number> => {
+    let left = entries.size;
+    while (!sourceDone) {
+      const next = await source.next();
+      if (next.done === true) sourceDone = true;
+      else if (!ended.has(next.value.id) && !entries.has(next.value.id)) left++;
+    }
+    return left;
+  };
+  // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
+  await readMore();
   if (stale.size > 0) {
     pending = pending
       .map((batch) => ({ ...batch, customIds: batch.customIds.filter((customId) => !stale.has(customId)) }))
@@ -118,11 +153,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   // The rows of the batches read back in a pass that go through the live path, and the budget left for them.
   let live: { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[] = [];
   let liveLeft = Infinity;
-  // The articles whose next rows may have become ready: each pass looks at these only, not at every article.
-  const toScan = new Set<Entry>(entries.values());
   // Which article and task each custom id is, and the request it carries.
   const owners = new Map<string, Owner>();
-  const inFlight = new Set(pending.flatMap((batch) => batch.customIds));
+  // The custom ids of the rows in the batches in flight (`pending`'s), kept as they go and end.
+  const flying = new Set(pending.flatMap((batch) => batch.customIds));
   const startMs = clock.now();
   let batches = 0;
   let rows = 0;
@@ -182,37 +216,41 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   // Rows of a resumed run's batches: their requests are made again from the outputs they were made from.
   for (const entry of entries.values()) {
     for (const task of tasks.tasks) {
-      if (inFlight.has(customIdOf(entry.article.id, task.name))) rowOf(entry, task);
+      if (flying.has(customIdOf(entry.article.id, task.name))) rowOf(entry, task);
     }
   }
 
   while (!options.signal?.aborted) {
     // Each pass submits what has become ready — a task whose dependencies have outputs — without
-    // waiting for the other batches in flight: an article's next task goes as soon as it can.
-    const inFlightNow = new Set(pending.flatMap((batch) => batch.customIds));
+    // waiting for the other batches in flight: an article's next task goes as soon as it can; and
+    // reads as many articles as have ended since the last.
     const ready: BatchRow[] = [];
-    const scanning = [...toScan];
-    toScan.clear();
-    for (const entry of scanning) {
-      if (!entries.has(entry.article.id)) continue;
-      const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
-      if (waiting.length === 0) {
-        await finish(entry);
-        continue;
-      }
-      try {
-        for (const task of waiting) {
-          if (!task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) continue;
-          const row = rowOf(entry, task);
-          if (!inFlightNow.has(row.customId)) ready.push(row);
+    // Articles that end here make room for more, read and looked at in the same pass.
+    do {
+      await readMore();
+      const scanning = [...toScan];
+      toScan.clear();
+      for (const entry of scanning) {
+        if (!entries.has(entry.article.id)) continue;
+        const waiting = tasks.tasks.filter((task) => !Object.hasOwn(entry.outputs, task.name));
+        if (waiting.length === 0) {
+          await finish(entry);
+          continue;
         }
-      } catch (error) {
-        if (!(error instanceof MissingFieldError)) throw error;
-        entry.error = { type: error.name, message: error.message, task: error.task, field: error.field };
-        await finish(entry);
+        try {
+          for (const task of waiting) {
+            if (!task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) continue;
+            const row = rowOf(entry, task);
+            if (!flying.has(row.customId)) ready.push(row);
+          }
+        } catch (error) {
+          if (!(error instanceof MissingFieldError)) throw error;
+          entry.error = { type: error.name, message: error.message, task: error.task, field: error.field };
+          await finish(entry);
+        }
       }
-    }
-    const allowed = await sized(affordable(ready, inFlightNow));
+    } while (toScan.size > 0 && !options.signal?.aborted);
+    const allowed = await sized(affordable(ready, flying));
     // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
     if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
     const sizes = allowed.map((row) => owners.get(row.customId)!.size!);
@@ -239,7 +277,12 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         owners.get(row.customId)!.entry.calls++;
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
-      for (const row of chunk) submitted.add(row.customId);
+      for (const row of chunk) {
+        submitted.add(row.customId);
+        flying.add(row.customId);
+        const { bodyJson: _sent, ...held } = row;
+        owners.get(row.customId)!.row = held;
+      }
       tokensRoom -= cut.tokens;
       options.onBatch?.({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
@@ -252,7 +295,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       // A row without an owner now failed on its way (refused alone): its article was put back already.
       if (owner !== undefined && !submitted.has(row.customId)) toScan.add(owner.entry);
     }
-    if (pending.length === 0 && !queueBlocked) break;
+    if (pending.length === 0 && !queueBlocked) {
+      // Every article read has ended and there are more to read: on to them, with no wait.
+      if (!sourceDone && !budgetStopped && entries.size < holdArticles) continue;
+      break;
+    }
     const waitStart = clock.now();
     try {
       await sleep(clock, pollMs, options.signal);
@@ -266,7 +313,9 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const polled = pending;
     const done = polled.filter((_, index) => progress[index]!.ended);
     live = [];
-    liveLeft = budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
+    liveLeft = unbudgeted
+      ? Infinity
+      : budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
       options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
@@ -293,6 +342,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
     }
     pending = polled.filter((batch) => !done.includes(batch));
+    for (const batch of done) for (const customId of batch.customIds) flying.delete(customId);
     // A batch of ours that ended has made room in the provider's queue.
     if (done.some((batch) => progress[polled.indexOf(batch)]!.queueFull !== true)) queueBlocked = false;
     if (live.length > 0) await goLive(live);
@@ -364,9 +414,12 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     for (const row of candidates) {
       const owner = owners.get(row.customId)!;
       if (owner.size === undefined) {
-        const bytes = maxBytes === Infinity ? 0 : Buffer.byteLength(JSON.stringify(row.body)) + ROW_FRAMING_BYTES;
+        // Made once: its bytes counted here, sent as it is.
+        const bodyJson = maxBytes === Infinity ? undefined : JSON.stringify(row.body);
+        const bytes = bodyJson === undefined ? 0 : Buffer.byteLength(bodyJson) + ROW_FRAMING_BYTES;
         const tokens = queueTokens === undefined ? 0 : await estimate(row.request);
         owner.size = { bytes, tokens };
+        if (bodyJson !== undefined) owner.row = { ...row, bodyJson };
       }
       const { bytes, tokens } = owner.size;
       const tooLarge =
@@ -375,7 +428,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           : queueTokens !== undefined && tokens > queueTokens
             ? `its ${tokens} estimated input tokens pass the queue's ${queueTokens}`
             : undefined;
-      if (tooLarge === undefined) fit.push(row);
+      if (tooLarge === undefined) fit.push(owner.row);
       else if (owner.entry.error === undefined) {
         owner.entry.error = { type: 'BatchRowTooLargeError', task: row.request.task, message: `the row cannot go in a batch: ${tooLarge}` };
         await finish(owner.entry);
@@ -425,7 +478,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
 
   /** What is left of the budget once the worst cases of the rows `inFlight` are held. */
   function budgetLeft(inFlight: ReadonlySet<string>): number {
-    if (price === undefined || maxNano === Infinity) return Infinity;
+    if (unbudgeted) return Infinity;
     let left = maxNano - spentNano;
     for (const customId of inFlight) {
       const owner = owners.get(customId);
@@ -436,14 +489,12 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
 
   /** Whether the budget could cover the first of `ready` were nothing in flight. */
   function budgetLeftFor(ready: readonly BatchRow[]): boolean {
-    return (
-      price === undefined || maxNano === Infinity || worstCaseNanoUsd(ready[0]!.request, maxOutputTokens, price) <= maxNano - spentNano
-    );
+    return unbudgeted || worstCaseNanoUsd(ready[0]!.request, maxOutputTokens, price!) <= maxNano - spentNano;
   }
 
   /** The first of `ready` whose worst cases, with those of the rows in flight, fit what is left of the budget. */
   function affordable(ready: readonly BatchRow[], inFlight: ReadonlySet<string>): readonly BatchRow[] {
-    if (price === undefined || maxNano === Infinity) return ready;
+    if (unbudgeted) return ready;
     const worst = (row: BatchRow) => worstCaseNanoUsd(row.request, maxOutputTokens, price);
     let left = budgetLeft(inFlight);
     const allowed: BatchRow[] = [];
@@ -485,7 +536,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   return {
     succeeded,
     failed,
-    left: entries.size,
+    left: await leftOver(),
     batches,
     rows,
     rowsFailed,

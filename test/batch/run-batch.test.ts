@@ -274,4 +274,51 @@ describe('runBatch', () => {
       expect(results.every((result) => result.fingerprints?.summarize === batchFingerprints(changed, api).summarize)).toBe(true);
     });
   });
+
+  describe('holds holdArticles in progress at most', () => {
+    /** `count` articles, read one at a time, and how many were read and not yet ended at most. */
+    const counted = (count: number) => {
+      const seen = { read: 0, ended: 0, most: 0 };
+      async function* source(): AsyncGenerator<Article> {
+        for (let n = 1; n <= count; n++) {
+          seen.read++;
+          seen.most = Math.max(seen.most, seen.read - seen.ended);
+          yield { ...ARTICLES[n % ARTICLES.length]!, id: `n${n}` };
+        }
+      }
+      return { seen, source: source(), onResult: () => void seen.ended++ };
+    };
+
+    it('reads more articles as earlier ones end, each level of them a batch', async () => {
+      const { seen, source, onResult } = counted(7);
+      const summary = await runBatch({ source, api: simulated(), pollMs: 5, holdArticles: 3, onResult });
+      expect(summary).toMatchObject({ succeeded: 7, failed: 0, left: 0, rows: 14 });
+      // Three in progress at most: 3 + 3 + 1 articles, a batch for each of their two levels.
+      expect(seen.most).toBe(3);
+      expect(summary.batches).toBe(6);
+    });
+
+    it('counts the articles never read among those left when the run stops', async () => {
+      const { seen, source } = counted(5);
+      const stop = new AbortController();
+      const summary = await runBatch({
+        source,
+        api: simulated(),
+        pollMs: 5,
+        holdArticles: 2,
+        signal: stop.signal,
+        onState: () => stop.abort(),
+      });
+      expect(summary).toMatchObject({ batches: 1, rows: 2, interrupted: true, left: 5 });
+      expect(seen.most).toBe(5);
+    });
+
+    it('reads every article a resumed state holds, however few it may hold', async () => {
+      const outputs = Object.fromEntries(ARTICLES.map((article) => [article.id, { summarize: { summary: 'Held.', keywords: ['held'] } }]));
+      const resume: BatchRunState = { pending: [], outputs, attempts: {}, ended: [], spentNanoUsd: 0 };
+      const summary = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, holdArticles: 1, resume });
+      // The three sentiments in one batch: the state's articles are read before anything is submitted.
+      expect(summary).toMatchObject({ succeeded: 3, batches: 1, rows: 3 });
+    });
+  });
 });

@@ -91,6 +91,7 @@ describe('news-processor --batch: bad limits', () => {
       ['--batch-size=60000', '--provider=openai', '--base-url=http://127.0.0.1:1/v1', '--api-key-env=NP_BATCH_KEY'],
       "error: --batch-size 60000 is more than openai's Batch API takes in a batch: 50,000 at most",
     ],
+    [['--batch-articles=0'], "error: option '--batch-articles <n>' argument '0' is invalid. Expected a whole number >= 1."],
     [['--batch-queue-tokens=0'], "error: option '--batch-queue-tokens <n>' argument '0' is invalid. Expected a whole number >= 1."],
     [['--batch-queue-tokens=lots'], "error: option '--batch-queue-tokens <n>' argument 'lots' is invalid. Expected a whole number >= 1."],
     [['--batch-fallback=later'], "error: option '--batch-fallback <where>' argument 'later' is invalid. Expected one of: batch, live."],
@@ -107,9 +108,12 @@ describe('news-processor --batch: bad limits', () => {
     expect(existsSync(output)).toBe(false);
   });
 
-  it.each([['--batch-queue-tokens=100'], ['--batch-fallback=live']])('%s without --batch: one line, exit 2', async (flag) => {
-    const result = await runCli([flag!]);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toBe(`error: ${flag!.replace(/=.*/, '')} applies with --batch only\n`);
-  });
+  it.each([['--batch-queue-tokens=100'], ['--batch-fallback=live'], ['--batch-articles=10']])(
+    '%s without --batch: one line, exit 2',
+    async (flag) => {
+      const result = await runCli([flag!]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(`error: ${flag!.replace(/=.*/, '')} applies with --batch only\n`);
+    },
+  );
 });

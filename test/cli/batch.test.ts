@@ -104,6 +104,15 @@ describe('news-processor --batch', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ succeeded: 3, batches: 3, rows: 9 });
   });
 
+  it('--batch-articles: reads more articles as earlier ones end, each level of them a batch', async () => {
+    const output = join(temp.dir, 'held.jsonl');
+    const result = await runCli(['--batch', '--batch-poll=50ms', '--batch-articles=2', `--output=${output}`, '--articles=3', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    // 2 then 1 articles in progress, a batch for each of their two levels.
+    expect(JSON.parse(result.stdout)).toMatchObject({ succeeded: 3, batches: 4, rows: 6 });
+    expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2', '3']);
+  });
+
   it("runs against serve's OpenAI Batch API, and --batch-size splits a round into batches", async () => {
     const output = join(temp.dir, 'openai.jsonl');
     const before = await batchesAtServe();
