@@ -18,7 +18,7 @@ export const RUN_OPTION_GROUPS: Readonly<Record<string, readonly string[]>> = {
   ],
   'Cost and budget:': ['--price-input', '--price-output', '--price-cached-input', '--price-cache-write', '--max-cost', '--budget-key'],
   'The answer cache:': ['--cache', '--cache-ttl'],
-  'Batch API:': ['--batch', '--batch-poll', '--batch-size', '--batch-queue-tokens', '--batch-fallback'],
+  'Batch API:': ['--batch', '--batch-poll', '--batch-size', '--batch-articles', '--batch-queue-tokens', '--batch-fallback'],
   'Input and output:': [
     '--input',
     '--input-format',
