@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The command line: parse flags, validate, call the library, print, exit. No logic of its own.
-import { addBatchOptions, runBatchCommand, validateBatchFlags, type BatchFlags } from './batch.ts';
+import { addBatchOptions, validateBatchFlags, type BatchFlags } from './batch-options.ts';
 import { Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import {
@@ -142,7 +142,8 @@ async function main(argv: readonly string[]): Promise<number> {
     validateBatchFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
     if (flags.batch) {
       validateClientFlags(flags, (field) => program.getOptionValueSource(field) === 'cli');
-      exitCode = await runBatchCommand(flags);
+      // Loaded when asked for: a live run does not load the batch run's modules.
+      exitCode = await (await import('./batch.ts')).runBatchCommand(flags);
       return;
     }
     for (const option of ['rate', 'burst'] as const) {
