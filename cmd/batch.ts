@@ -148,9 +148,9 @@ export async function runBatchCommand(
     );
     if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
-    if (!summary.interrupted && pending.length === 0 && summary.left === 0) await rm(stateFile, { force: true });
+    if (!summary.interrupted && pending.length === 0 && summary.left === 0 && !summary.unread) await rm(stateFile, { force: true });
     const lines = [
-      `Batch run: ${plural(summary.succeeded, 'article')} succeeded, ${summary.failed} failed${summary.left > 0 ? `, ${summary.left} left` : ''}`,
+      `Batch run: ${plural(summary.succeeded, 'article')} succeeded, ${summary.failed} failed${summary.left > 0 ? `, ${summary.left} left` : ''}${summary.unread ? ', the rest of the input not read' : ''}`,
       `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed (${summary.rowsExpired} expired), ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
     ];
     if (summary.batchesRefused > 0)
@@ -178,7 +178,7 @@ export async function runBatchCommand(
     }
     if (summary.budgetStopped) {
       process.stderr.write(
-        `error: --max-cost cannot cover the next row; ${summary.left} articles left: run again with --resume and a larger --max-cost\n`,
+        `error: --max-cost cannot cover the next row; ${plural(summary.left, 'article')} left${summary.unread ? ' and the rest of the input not read' : ''}: run again with --resume and a larger --max-cost\n`,
       );
       return 1;
     }

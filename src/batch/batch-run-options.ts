@@ -126,8 +126,10 @@ export interface BatchRunSummary {
   readonly succeeded: number;
   /** Articles that ended failed (a dead letter, with the reason). */
   readonly failed: number;
-  /** Articles not ended: stopped by the signal or the budget, left for a resume. */
+  /** Articles read and not ended: stopped by the signal or the budget, left for a resume. */
   readonly left: number;
+  /** The run stopped before it had read its source to the end: articles after those read are left too (not counted in `left`). */
+  readonly unread: boolean;
   /** Batches this run submitted. */
   readonly batches: number;
   /** Rows this run submitted, those sent again included. */

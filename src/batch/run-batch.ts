@@ -133,15 +133,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       toScan.add(entry);
     }
   };
-  /** The articles not ended once the run stops: those in progress, and those never read (counted, not held). */
-  const leftOver = async (): Promise<number> => {
-    let left = entries.size;
-    while (!sourceDone) {
-      const next = await source.next();
-      if (next.done === true) sourceDone = true;
-      else if (!ended.has(next.value.id) && !entries.has(next.value.id)) left++;
-    }
-    return left;
+  /** Whether the source was not read to its end; if so, it is let go (its file closed). */
+  const closeSource = async (): Promise<boolean> => {
+    if (sourceDone) return false;
+    await source.return?.();
+    return true;
   };
   // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
   await readMore();
@@ -536,7 +532,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   return {
     succeeded,
     failed,
-    left: await leftOver(),
+    left: entries.size,
+    unread: await closeSource(),
     batches,
     rows,
     rowsFailed,

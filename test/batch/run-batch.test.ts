@@ -298,7 +298,7 @@ describe('runBatch', () => {
       expect(summary.batches).toBe(6);
     });
 
-    it('counts the articles never read among those left when the run stops', async () => {
+    it('stops without reading on (a pipe or a terminal may not end): the rest of the input is said to be unread', async () => {
       const { seen, source } = counted(5);
       const stop = new AbortController();
       const summary = await runBatch({
@@ -309,8 +309,10 @@ describe('runBatch', () => {
         signal: stop.signal,
         onState: () => stop.abort(),
       });
-      expect(summary).toMatchObject({ batches: 1, rows: 2, interrupted: true, left: 5 });
-      expect(seen.most).toBe(5);
+      expect(summary).toMatchObject({ batches: 1, rows: 2, interrupted: true, left: 2, unread: true });
+      expect(seen.read).toBe(2);
+      const all = await runBatch({ source: ARTICLES, api: simulated(), pollMs: 5, holdArticles: 2 });
+      expect(all).toMatchObject({ succeeded: 3, left: 0, unread: false });
     });
 
     it('reads every article a resumed state holds, however few it may hold', async () => {

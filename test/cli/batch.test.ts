@@ -113,6 +113,23 @@ describe('news-processor --batch', () => {
     expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2', '3']);
   });
 
+  it('--batch-articles, Ctrl-C: says the rest of the input was not read, and --resume finishes every article', async () => {
+    const output = join(temp.dir, 'held-stopped.jsonl');
+    const args = ['--batch', '--batch-poll=50ms', '--batch-articles=1', `--output=${output}`, '--articles=3'];
+    const stopped = startCli(args);
+    await stopped.waitForStderr(/batches: 1 in flight/, 20_000);
+    stopped.send('SIGINT');
+    const result = await stopped.result;
+    expect(result.code).toBe(130);
+    expect(result.stdout).toContain('Batch run: 0 articles succeeded, 0 failed, 1 left, the rest of the input not read\n');
+    // Resumed holding more at once: the rest goes in two batches.
+    const finished = await runCli([...args, '--batch-articles=3', '--resume', '--json']);
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(JSON.parse(finished.stdout)).toMatchObject({ succeeded: 3, left: 0, unread: false, batches: 2 });
+    expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2', '3']);
+    expect(existsSync(`${output}.batches.json`)).toBe(false);
+  });
+
   it("runs against serve's OpenAI Batch API, and --batch-size splits a round into batches", async () => {
     const output = join(temp.dir, 'openai.jsonl');
     const before = await batchesAtServe();
