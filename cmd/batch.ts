@@ -1,6 +1,6 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import type { BatchApi } from '../src/batch/batch-api.ts';
 import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
@@ -8,7 +8,7 @@ import { CallGate } from '../src/gate/call-gate.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
-import type { KeepSucceededOptions } from '../src/sinks/results-file.ts';
+import { readResultLines, type KeepSucceededOptions } from '../src/sinks/results-file.ts';
 import type { Article } from '../src/sources/article.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
@@ -227,13 +227,15 @@ async function takeUpResults(
 }> {
   const taken = { ended: [] as string[], spentNanoUsd: 0, partial: new Map(), redo: new Map() };
   if (!existsSync(output)) return taken;
-  let text = await readFile(output, 'utf8');
-  if (text !== '' && !text.endsWith('\n')) {
-    text = text.slice(0, text.lastIndexOf('\n') + 1);
-    await writeFile(output, text);
-  }
-  const last = new Map<string, { status?: unknown; outputs?: Record<string, unknown>; fingerprints?: Record<string, string> }>();
-  for (const line of text.split('\n')) {
+  // Read a line at a time (a night's results may be millions of lines): of each article, what its
+  // last line so far asks to make again — kept only while that is something.
+  const again = new Map<string, { readonly kept: Readonly<Record<string, unknown>>; readonly dropped: readonly string[] }>();
+  for await (const { text, complete } of readResultLines(output)) {
+    if (!complete) {
+      // Cut short by a kill: cut off, so that the lines appended start whole.
+      await truncate(output, (await stat(output)).size - Buffer.byteLength(text));
+      break;
+    }
     let value: {
       id: unknown;
       status?: unknown;
@@ -242,22 +244,23 @@ async function takeUpResults(
       fingerprints?: Record<string, string>;
     };
     try {
-      value = JSON.parse(line) as typeof value;
+      value = JSON.parse(text) as typeof value;
     } catch {
       continue;
     }
     const id = String(value.id);
     taken.ended.push(id);
     if (typeof value.costUsd === 'number') taken.spentNanoUsd += Math.round(value.costUsd * NANO_USD);
-    last.set(id, value);
+    const outputs = value.outputs ?? {};
+    const tasks = value.status === 'succeeded' ? redo({ id, outputs, fingerprints: value.fingerprints }) : [];
+    if (tasks.length === 0) again.delete(id);
+    else {
+      const kept = Object.fromEntries(Object.entries(outputs).filter(([task]) => !tasks.includes(task)));
+      again.set(id, { kept, dropped: tasks.filter((task) => Object.hasOwn(outputs, task)) });
+    }
   }
-  for (const [id, line] of last) {
-    if (line.status !== 'succeeded') continue;
-    const outputs = line.outputs ?? {};
-    const again = redo({ id, outputs, fingerprints: line.fingerprints });
-    if (again.length === 0) continue;
-    taken.partial.set(id, Object.fromEntries(Object.entries(outputs).filter(([task]) => !again.includes(task))));
-    const dropped = again.filter((task) => Object.hasOwn(outputs, task));
+  for (const [id, { kept, dropped }] of again) {
+    taken.partial.set(id, kept);
     if (dropped.length > 0) taken.redo.set(id, dropped);
   }
   return taken;

@@ -209,7 +209,7 @@ async function lastLines(
 }
 
 /** The file's lines; a line that is too long or not UTF-8 is a {@link ResultsFileError}, a file that cannot be read an `OutputError`. */
-async function* readResultLines(path: string): AsyncGenerator<Line, void, undefined> {
+export async function* readResultLines(path: string): AsyncGenerator<Line, void, undefined> {
   try {
     yield* readLines(createReadStream(path));
   } catch (error) {

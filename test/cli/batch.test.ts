@@ -130,6 +130,17 @@ describe('news-processor --batch', () => {
     expect(existsSync(`${output}.batches.json`)).toBe(false);
   });
 
+  it('--resume cuts off a last line a kill left half written, and runs its article again', async () => {
+    const output = join(temp.dir, 'torn.jsonl');
+    const args = ['--batch', '--batch-poll=50ms', `--output=${output}`];
+    expect((await runCli([...args, '--articles=1'])).code).toBe(0);
+    await writeFile(output, `${await readFile(output, 'utf8')}{"id":"2","status":"succ`);
+    const resumed = await runCli([...args, '--articles=2', '--resume', '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ succeeded: 1, rows: 2 });
+    expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2']);
+  });
+
   it("runs against serve's OpenAI Batch API, and --batch-size splits a round into batches", async () => {
     const output = join(temp.dir, 'openai.jsonl');
     const before = await batchesAtServe();
