@@ -31,7 +31,7 @@ export function validateDryRunFlags(flags: DryRunFlags & OutputFlags): void {
 
 /** Reads the input, plans the run, prints the plan on stdout: the dry run's exit code. */
 export async function dryRun(
-  flags: RunFlags & DryRunFlags,
+  flags: RunFlags & DryRunFlags & { readonly cache?: string | undefined },
   setups: {
     readonly providers: readonly ProviderSetup[];
     readonly routes: Readonly<Record<string, string>> | undefined;
@@ -49,14 +49,14 @@ export async function dryRun(
   const skippedLines = input.skipped();
   process.stdout.write(
     flags.json
-      ? `${JSON.stringify({ dryRun: true, input: input.name, skippedLines, ...plan, maxCostUsd: flags.maxCost }, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`
-      : `${formatPlan(plan, input.name, flags.maxCost).join('\n')}\n`,
+      ? `${JSON.stringify({ dryRun: true, input: input.name, skippedLines, ...plan, maxCostUsd: flags.maxCost, ...(flags.cache !== undefined && { cache: flags.cache, cacheLookedUp: false }) }, (_, value: unknown) => (value === Infinity ? 'inf' : value), 2)}\n`
+      : `${formatPlan(plan, input.name, flags.maxCost, flags.cache).join('\n')}\n`,
   );
   return 0;
 }
 
 /** The plan for a person: what is counted, and how each figure was had. */
-export function formatPlan(plan: RunPlan, inputName: string, maxCostUsd: number | undefined): string[] {
+export function formatPlan(plan: RunPlan, inputName: string, maxCostUsd: number | undefined, cache?: string): string[] {
   const lines = ['Dry run: no call made, nothing written.'];
   const perArticle = plan.tasks.length;
   const lacking = plan.lacking > 0 ? ` (${plan.lacking} lacking a field its prompts read: they would fail before any call)` : '';
@@ -101,6 +101,11 @@ export function formatPlan(plan: RunPlan, inputName: string, maxCostUsd: number 
     if (!several && provider.limits.length === 1) continue;
     lines.push(`Provider ${provider.name}: ${plural(provider.calls, 'call')} | ${provider.limits.map(floor).join(' | ')}`);
   }
+  // The cache is not opened (nothing reached, nothing written): what it holds is not subtracted.
+  if (cache !== undefined)
+    lines.push(
+      `Cache: ${cache} not looked up: the calls, tokens and cost above are the most the run makes; each answer it finds there costs nothing and takes nothing from the limits`,
+    );
   return lines;
 }
 

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -126,6 +127,21 @@ describe('news-processor --dry-run', () => {
       expect.stringMatching(/^Cost: ~\$[\d.]+ expected .*, \$[\d.]+ at worst .* --max-cost \$5\.00 covers the worst case$/),
     );
     expect(lines.at(-1)).toBe('Least time at the limits: 3.500s, bound by requests: (8 − burst 1) / 2/s = 3.500s');
+  });
+
+  it('says that --cache is not looked up: the figures are the most the run makes', async () => {
+    const cache = join(temp.dir, 'never-opened.lmdb');
+    const result = await runCli(['--dry-run', '--articles=2', `--cache=${cache}`]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(linesOf(result.stdout).at(-1)).toBe(
+      `Cache: ${cache} not looked up: the calls, tokens and cost above are the most the run makes; each answer it finds there costs nothing and takes nothing from the limits`,
+    );
+    expect(plan(await runCli(['--dry-run', '--articles=2', `--cache=${cache}`, '--json']))).toMatchObject({
+      calls: 4,
+      cache,
+      cacheLookedUp: false,
+    });
+    expect(existsSync(cache)).toBe(false);
   });
 
   it('writes nothing: no --output file, no results', async () => {
