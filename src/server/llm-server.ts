@@ -90,35 +90,29 @@ export class LlmServer {
   #closing: Promise<void> | undefined;
 
   constructor(options: LlmServerOptions = {}) {
-    const {
-      rate,
-      burst,
-      tokensPerMinute,
-      tokensPerSecond,
-      failMidStream,
-      lenientSchemas,
-      maxBodyBytes,
-      simulation,
-      models,
-      apiKeys,
-      maxKeys,
-      maxKeyLabels,
-      batchDurationMs,
-      batchWindowMs,
-      batchQueueTokens,
-      maxBatchBytes,
-      promptCacheTtlMs,
-      logger,
-      clock,
-    } = serverSettings(options);
+    const settings = serverSettings(options);
+    const { clock, simulation } = settings;
     this.#clock = clock;
-    this.#quotas = new KeyQuotas({ rate, burst, tokensPerMinute, clock, maxKeys });
+    this.#quotas = new KeyQuotas({
+      rate: settings.rate,
+      burst: settings.burst,
+      tokensPerMinute: settings.tokensPerMinute,
+      clock,
+      maxKeys: settings.maxKeys,
+    });
     // One provider for all: call n's fate depends on the seed and n, in arrival order, as in-process.
     this.#provider = new SimulatedProvider({ ...simulation, name: 'serve', clock });
     this.#outage = simulation.outage ?? (simulation.profile === 'outage' ? OUTAGE_PROFILE_WINDOW : undefined);
-    this.#promptCache = new PromptCache(promptCacheTtlMs, clock);
+    this.#promptCache = new PromptCache(settings.promptCacheTtlMs, clock);
     this.#batches = new BatchService(
-      { simulation, clock, durationMs: batchDurationMs, windowMs: batchWindowMs, queueTokens: batchQueueTokens, maxBatchBytes },
+      {
+        simulation,
+        clock,
+        durationMs: settings.batchDurationMs,
+        windowMs: settings.batchWindowMs,
+        queueTokens: settings.batchQueueTokens,
+        maxBatchBytes: settings.maxBatchBytes,
+      },
       {
         prepare: (api, body) => this.#prepare(api, undefined, body),
         draft: (provider, api, prepared, requestId) => this.#draft(provider, api, prepared, requestId),
@@ -131,14 +125,14 @@ export class LlmServer {
       },
     );
     this.#createdAtMs = clock.now();
-    this.#tokensPerSecond = tokensPerSecond;
-    this.#faults = new StreamFaults(failMidStream, simulation.seed ?? 1);
-    this.#parseOptions = { lenientSchemas };
-    this.#maxBodyBytes = maxBodyBytes;
-    this.#models = Object.freeze([...models]);
-    this.#apiKeys = apiKeys === undefined ? undefined : new Set(apiKeys);
-    this.#maxKeyLabels = maxKeyLabels;
-    this.#logger = logger;
+    this.#tokensPerSecond = settings.tokensPerSecond;
+    this.#faults = new StreamFaults(settings.failMidStream, simulation.seed ?? 1);
+    this.#parseOptions = { lenientSchemas: settings.lenientSchemas };
+    this.#maxBodyBytes = settings.maxBodyBytes;
+    this.#models = Object.freeze([...settings.models]);
+    this.#apiKeys = settings.apiKeys === undefined ? undefined : new Set(settings.apiKeys);
+    this.#maxKeyLabels = settings.maxKeyLabels;
+    this.#logger = settings.logger;
     const listener = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
     this.#server = createServer(listener);
     // Answering `Expect: 100-continue` ourselves lets an oversized upload be refused before it is sent.
