@@ -19,7 +19,7 @@ import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from 
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
-import { nonEmptyFile } from './output.ts';
+import { compactResults, nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
 import { Progress } from './progress.ts';
 import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
@@ -459,10 +459,19 @@ function collectCommand(onExit: (code: number) => void): Command {
   command.action(async (flags: CollectFlags) => {
     if (flags.resume && flags.overwrite) throw new UsageError('--resume and --overwrite disagree: give one of them');
     if (flags.output === '-' && flags.resume) throw new UsageError('--resume needs a results file, not standard output');
-    let kept = new Set<string>();
+    // The articles the file holds a success of, with the tasks' fingerprints its line was made with.
+    const kept = new Map<string, string>();
     if (flags.output !== '-') {
-      if (flags.resume) kept = new Set((await keepSucceeded(flags.output)).succeeded.keys());
-      else if (!flags.overwrite && (await nonEmptyFile(flags.output))) {
+      if (flags.resume) {
+        const prints = new Map<string, string>();
+        const taken = await keepSucceeded(flags.output, {
+          redo: (line) => {
+            prints.set(line.id, fingerprintsOf(line));
+            return [];
+          },
+        });
+        for (const id of taken.succeeded.keys()) kept.set(id, prints.get(id)!);
+      } else if (!flags.overwrite && (await nonEmptyFile(flags.output))) {
         throw new UsageError(`--output ${flags.output} exists and is not empty: --resume to add what is new, --overwrite to replace it`);
       }
     }
@@ -474,11 +483,17 @@ function collectCommand(onExit: (code: number) => void): Command {
     const controller = new AbortController();
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
     let written = 0;
+    let newer = 0;
     let unfinished = 0;
     try {
       const write = async (result: ArticleResult) => {
-        if (kept.has(result.id)) return;
-        kept.add(result.id);
+        // A result the file has, made by the same tasks, is not written again; one made by tasks
+        // changed since (the article enqueued again) is newer: it goes after, and wins.
+        const prints = fingerprintsOf(result);
+        const known = kept.get(result.id);
+        if (known === prints) return;
+        if (known !== undefined) newer++;
+        kept.set(result.id, prints);
         await writer.write(result);
         written++;
       };
@@ -505,9 +520,12 @@ function collectCommand(onExit: (code: number) => void): Command {
       await writer.close().catch(() => {});
       await opened.close();
     }
+    // An article with a newer line holds its last only: the file keeps each article once.
+    if (newer > 0) await compactResults(flags.output);
     if (!flags.quiet) {
       human.write(
         `Collected ${plural(written, 'result')} from queue ${queue.name} into ${flags.output === '-' ? 'stdout' : flags.output}` +
+          (newer > 0 ? ` (${newer} in place of the file's line, made by tasks changed since)` : '') +
           (unfinished > 0 ? `; ${plural(unfinished, 'job')} not finished yet: collect again with --resume (or --follow)` : '') +
           '\n',
       );
@@ -589,4 +607,9 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/** The tasks' fingerprints a result line was made with, as one string to compare ("" for a line without them). */
+function fingerprintsOf(line: { readonly fingerprints?: Readonly<Record<string, string>> | undefined }): string {
+  return line.fingerprints === undefined ? '' : JSON.stringify(line.fingerprints);
 }

@@ -261,6 +261,34 @@ describe('news-processor worker', () => {
     expect(again.code, again.stderr).toBe(0);
     expect((await resultsOf(output)).map((r) => r.id).sort()).toEqual(['bad', 'ok']);
   });
+  it('collect --resume writes in place of a line the result of an article run again with changed tasks', async () => {
+    const output = join(temp.dir, 'changed-tasks.jsonl');
+    const first = await queueWith(2);
+    expect((await runCli(workerOn(first, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet'))).code).toBe(0);
+    expect((await runCli(['collect', '--queue', first, '--redis', redis.url, '--output', output])).code).toBe(0);
+    const before = await resultsOf(output);
+    // The same articles on another queue, through a task of another prompt.
+    const tasks = join(temp.dir, 'one-line.json');
+    const schema = { type: 'object', additionalProperties: false, required: ['summary'], properties: { summary: { type: 'string' } } };
+    await writeFile(tasks, JSON.stringify({ tasks: [{ name: 'summarize', prompt: 'In one line: {{content}}', schema }] }));
+    const second = await queueWith(2);
+    const work = await runCli(workerOn(second, `--tasks=${tasks}`, '--rate=inf', ...QUICK, '--exit-when-drained', '--quiet'));
+    expect(work.code, work.stderr).toBe(0);
+    const again = await runCli(['collect', '--queue', second, '--redis', redis.url, '--output', output, '--resume']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe(
+      `Collected 2 results from queue ${second} into ${output} (2 in place of the file's line, made by tasks changed since)\n`,
+    );
+    const after = await resultsOf(output);
+    expect(after.map((r) => r.id)).toEqual(['1', '2']);
+    for (const [index, result] of after.entries()) {
+      expect(Object.keys(result.outputs)).toEqual(['summarize']);
+      expect(result.fingerprints).not.toEqual(before[index]!.fingerprints);
+    }
+    // The same tasks once more: nothing newer to write.
+    const same = await runCli(['collect', '--queue', second, '--redis', redis.url, '--output', output, '--resume']);
+    expect(same.stdout).toBe(`Collected 0 results from queue ${second} into ${output}\n`);
+  });
 });
 
 describe('a worker whose Redis is lost (killed, persisting its data as production runs it)', () => {
