@@ -2,37 +2,19 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import {
-  CancelledError,
-  MissingPackageError,
-  JsonlWriter,
-  keepSucceeded,
-  SIMULATED_DEFAULTS,
-  type AnswerCache,
-  type ArticleResult,
-  type RunObserver,
-} from '../src/index.ts';
+import { CancelledError, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult, type RunObserver } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
-import { ArticleQueue, checkQueueName, QUEUE_WORKER_DEFAULTS, queueRedisOf, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
-import type { RedisConnection } from '../src/redis/index.ts';
+import { type ArticleQueue, QUEUE_WORKER_DEFAULTS, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { openInput } from './input.ts';
-import { compactResults, nonEmptyFile } from './output.ts';
 import { duration, integer, rate } from './parse-values.ts';
 import { Progress } from './progress.ts';
 import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
-import {
-  addRedisConnectionOptions,
-  addRedisOptions,
-  checkRedisUrl,
-  connectFlags,
-  shareLimits,
-  validateRedisFlags,
-  type RedisConnectionFlags,
-  type RedisFlags,
-} from './redis-options.ts';
+import { addRedisOptions, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
+import { collectCommand } from './queue-collect.ts';
+import { addQueueOptions, checkQueueFlags, EXAMPLES, openQueue, openQueueOn, pause, type QueueFlags } from './queue-options.ts';
 import { UsageError } from './usage-error.ts';
 import { addRunOptions, inputFormatOption, inputOption, skipInvalidOption, type RunFlags } from './run-options.ts';
 import { createLogger } from './logger.ts';
@@ -43,82 +25,6 @@ import { validateRunFlags } from './run-validation.ts';
 import { runBudget, runTasks } from './task-options.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
-
-/** Flags every queue command takes: where the queue is. */
-interface QueueFlags extends RedisConnectionFlags {
-  queue: string;
-}
-
-/** Adds --queue and the Redis flags of a command that only talks to the queue. */
-function addQueueOptions(command: Command): Command {
-  command.addOption(new Option('--queue <name>', 'the queue: letters, digits, ., _ or -').makeOptionMandatory());
-  return addRedisConnectionOptions(command, 'the Redis that holds the queue');
-}
-
-/** Checks --queue and --redis: one line and exit 2 for a bad name or a missing or malformed URL. */
-function checkQueueFlags(flags: QueueFlags): asserts flags is QueueFlags & { redis: string } {
-  try {
-    checkQueueName(flags.queue);
-  } catch {
-    throw new UsageError(`--queue ${JSON.stringify(flags.queue)}: expected 1 to 100 letters, digits, '.', '_' or '-'`);
-  }
-  if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue');
-  checkRedisUrl(flags.redis, '--redis');
-}
-
-/** A queue and the connection its clients were made from: closed together. */
-interface OpenQueue {
-  readonly queue: ArticleQueue;
-  close(): Promise<void>;
-}
-
-/** Connects and opens the queue: one line and exit 2 for a bad name, an unreachable Redis or a refusing user. */
-async function openQueue(flags: QueueFlags): Promise<OpenQueue> {
-  checkQueueFlags(flags);
-  const connection = await connectFlags(flags);
-  try {
-    const queue = await openQueueOn(connection, flags);
-    return {
-      queue,
-      close: async () => {
-        await queue.close();
-        await connection.close();
-      },
-    };
-  } catch (error) {
-    await connection.close();
-    throw error;
-  }
-}
-
-/** Opens the queue on an open connection's Redis, within --redis-timeout; a refusing user is one line. */
-async function openQueueOn(connection: RedisConnection, flags: QueueFlags): Promise<ArticleQueue> {
-  const redis = queueRedisOf(connection);
-  try {
-    return await ArticleQueue.open({ redis, name: flags.queue, prefix: flags.redisPrefix, timeoutMs: flags.redisTimeout });
-  } catch (error) {
-    if (error instanceof MissingPackageError) throw error;
-    const message = (error as Error).message;
-    if (/NOPERM|no permissions/i.test(message)) {
-      throw new UsageError(`--redis ${redis.url}: the Redis user may not use the queue's keys or run scripts: ${message.split('\n')[0]}`);
-    }
-    throw new UsageError(`--redis: cannot use the queue at ${redis.url}: ${message.split('\n')[0]}`);
-  }
-}
-
-const EXAMPLES = `
-A batch over many processes: enqueue the articles once, start workers anywhere (each shares the
-provider's quota through the same Redis), collect the results.
-
-Examples (from a clone, put \`npm start --\` where \`news-processor\` stands):
-  $ news-processor enqueue --queue batch1 --redis redis://127.0.0.1:6379 --input fixtures/articles.jsonl
-  $ news-processor worker --queue batch1 --redis redis://127.0.0.1:6379 --rate=10 --workers=10 --exit-when-drained
-  $ news-processor status --queue batch1 --redis redis://127.0.0.1:6379
-  $ news-processor collect --queue batch1 --redis redis://127.0.0.1:6379 --output results.jsonl --follow
-  $ news-processor retry-failed --queue batch1 --redis redis://127.0.0.1:6379
-  $ news-processor obliterate --queue batch1 --redis redis://127.0.0.1:6379 --yes
-
-REDIS_URL stands in for --redis. See docs/queue.md.`;
 
 /** The queue subcommands; `onExit` receives each one's exit code. */
 export function buildQueueCommands(onExit: (code: number) => void): Command[] {
@@ -438,103 +344,6 @@ export function formatStatus(status: QueueStatus, nowMs = Date.now()): string {
   );
 }
 
-interface CollectFlags extends QueueFlags {
-  output: string;
-  follow: boolean;
-  resume: boolean;
-  overwrite: boolean;
-  quiet: boolean;
-}
-
-function collectCommand(onExit: (code: number) => void): Command {
-  const command = addQueueOptions(new Command('collect'))
-    .description("Write every finished article's result (succeeded and failed, as a run's --output) to a file, once each")
-    .addOption(new Option('--output <file.jsonl>', "the results file; '-' for standard output").makeOptionMandatory())
-    .addOption(new Option('--follow', 'keep writing results as they finish, until the queue is drained').default(false))
-    .addOption(new Option('--resume', "take up an earlier collect's file: keep its successes, write the rest").default(false))
-    .addOption(new Option('--overwrite', 'replace an existing --output file').default(false))
-    .addOption(new Option('--quiet', 'print nothing but errors').default(false))
-    .addHelpText('after', EXAMPLES);
-  oneLineErrors(command);
-  command.action(async (flags: CollectFlags) => {
-    if (flags.resume && flags.overwrite) throw new UsageError('--resume and --overwrite disagree: give one of them');
-    if (flags.output === '-' && flags.resume) throw new UsageError('--resume needs a results file, not standard output');
-    // The articles the file holds a success of, with the tasks' fingerprints its line was made with.
-    const kept = new Map<string, string>();
-    if (flags.output !== '-') {
-      if (flags.resume) {
-        const prints = new Map<string, string>();
-        const taken = await keepSucceeded(flags.output, {
-          redo: (line) => {
-            prints.set(line.id, fingerprintsOf(line));
-            return [];
-          },
-        });
-        for (const id of taken.succeeded.keys()) kept.set(id, prints.get(id)!);
-      } else if (!flags.overwrite && (await nonEmptyFile(flags.output))) {
-        throw new UsageError(`--output ${flags.output} exists and is not empty: --resume to add what is new, --overwrite to replace it`);
-      }
-    }
-    const opened = await openQueue(flags);
-    const { queue } = opened;
-    const writer =
-      flags.output === '-' ? JsonlWriter.to(process.stdout, 'stdout') : await JsonlWriter.open(flags.output, { append: flags.resume });
-    const human = flags.output === '-' ? process.stderr : process.stdout;
-    const controller = new AbortController();
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
-    let written = 0;
-    let newer = 0;
-    let unfinished = 0;
-    try {
-      const write = async (result: ArticleResult) => {
-        // A result the file has, made by the same tasks, is not written again; one made by tasks
-        // changed since (the article enqueued again) is newer: it goes after, and wins.
-        const prints = fingerprintsOf(result);
-        const known = kept.get(result.id);
-        if (known === prints) return;
-        if (known !== undefined) newer++;
-        kept.set(result.id, prints);
-        await writer.write(result);
-        written++;
-      };
-      // Dead letters are written once the queue is drained (or now, without --follow): one put back
-      // by retry-failed meanwhile then has one line, its last.
-      let afterMs = 0;
-      for (;;) {
-        const drained = await queue.drained();
-        for await (const { result, finishedOn } of queue.finished({ states: ['completed'], afterMs })) {
-          await write(result);
-          afterMs = Math.max(afterMs, finishedOn);
-        }
-        if (!flags.follow || drained || controller.signal.aborted) {
-          for await (const { result } of queue.finished({ states: ['failed'] })) await write(result);
-          if (!drained) {
-            const counts = await queue.counts();
-            unfinished = counts.waiting + counts.active + counts.delayed;
-          }
-          break;
-        }
-        await pause(500, controller.signal);
-      }
-    } finally {
-      await writer.close().catch(() => {});
-      await opened.close();
-    }
-    // An article with a newer line holds its last only: the file keeps each article once.
-    if (newer > 0) await compactResults(flags.output);
-    if (!flags.quiet) {
-      human.write(
-        `Collected ${plural(written, 'result')} from queue ${queue.name} into ${flags.output === '-' ? 'stdout' : flags.output}` +
-          (newer > 0 ? ` (${newer} in place of the file's line, made by tasks changed since)` : '') +
-          (unfinished > 0 ? `; ${plural(unfinished, 'job')} not finished yet: collect again with --resume (or --follow)` : '') +
-          '\n',
-      );
-    }
-    onExit(controller.signal.aborted ? 130 : 0);
-  });
-  return command;
-}
-
 interface CleanUpFlags extends QueueFlags {
   yes: boolean;
   force: boolean;
@@ -594,22 +403,4 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
   });
   for (const command of [retry, drain, obliterate]) oneLineErrors(command);
   return [retry, drain, obliterate];
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-/** The tasks' fingerprints a result line was made with, as one string to compare ("" for a line without them). */
-function fingerprintsOf(line: { readonly fingerprints?: Readonly<Record<string, string>> | undefined }): string {
-  return line.fingerprints === undefined ? '' : JSON.stringify(line.fingerprints);
 }
