@@ -120,7 +120,7 @@ const UPLOAD_PART_BYTES = 1 << 20;
 const LINE_HEAD = `,"method":"POST","url":${JSON.stringify(ENDPOINT)},"body":`;
 
 /** The rows as the batch's JSONL input, `{custom_id, method, url, body}` a line, in parts of about {@link UPLOAD_PART_BYTES}. */
-export function uploadParts(rows: readonly BatchRow[]): Buffer[] {
+function uploadParts(rows: readonly BatchRow[]): Buffer[] {
   const parts: Buffer[] = [];
   let part = '';
   for (const row of rows) {

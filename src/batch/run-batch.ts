@@ -221,7 +221,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     // waiting for the other batches in flight: an article's next task goes as soon as it can; and
     // reads as many articles as have ended since the last.
     const ready: BatchRow[] = [];
-    // Articles that end here make room for more, read and looked at in the same pass.
+    // Articles that end here make room for more, read and looked at in the same pass, until the
+    // source is done or the run holds all it may.
     do {
       await readMore();
       const scanning = [...toScan];
@@ -245,7 +246,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           await finish(entry);
         }
       }
-    } while (toScan.size > 0 && !options.signal?.aborted);
+    } while ((toScan.size > 0 || (entries.size < holdArticles && !sourceDone)) && !options.signal?.aborted);
     const allowed = await sized(affordable(ready, flying));
     // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
     if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
@@ -291,11 +292,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       // A row without an owner now failed on its way (refused alone): its article was put back already.
       if (owner !== undefined && !submitted.has(row.customId)) toScan.add(owner.entry);
     }
-    if (pending.length === 0 && !queueBlocked) {
-      // Every article read has ended and there are more to read: on to them, with no wait.
-      if (!sourceDone && !budgetStopped && entries.size < holdArticles) continue;
-      break;
-    }
+    if (pending.length === 0 && !queueBlocked) break;
     const waitStart = clock.now();
     try {
       await sleep(clock, pollMs, options.signal);

@@ -315,6 +315,18 @@ describe('runBatch', () => {
       expect(all).toMatchObject({ succeeded: 3, left: 0, unread: false });
     });
 
+    it('reads on at once when the articles it holds end without a row (a field missing)', async () => {
+      const source = [{ id: 'x1', title: 'no content' }, { id: 'x2', title: 'no content' }, ARTICLES[0]!] as Article[];
+      const results: ArticleResult[] = [];
+      const summary = await runBatch({ source, api: simulated(), pollMs: 5, holdArticles: 1, onResult: (r) => void results.push(r) });
+      expect(summary).toMatchObject({ succeeded: 1, failed: 2, left: 0, unread: false, batches: 2 });
+      expect(results.map((r) => [r.id, r.error?.type])).toEqual([
+        ['x1', 'MissingFieldError'],
+        ['x2', 'MissingFieldError'],
+        ['a1', undefined],
+      ]);
+    });
+
     it('reads every article a resumed state holds, however few it may hold', async () => {
       const outputs = Object.fromEntries(ARTICLES.map((article) => [article.id, { summarize: { summary: 'Held.', keywords: ['held'] } }]));
       const resume: BatchRunState = { pending: [], outputs, attempts: {}, ended: [], spentNanoUsd: 0 };
