@@ -1,14 +1,14 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import type { BatchApi } from '../src/batch/batch-api.ts';
 import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
 import { CallGate } from '../src/gate/call-gate.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
-import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
-import { readResultLines, type KeepSucceededOptions } from '../src/sinks/results-file.ts';
+import { formatUsd } from '../src/quota/budget.ts';
+import { lastLines, type KeepSucceededOptions } from '../src/sinks/results-file.ts';
 import type { Article } from '../src/sources/article.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
@@ -226,42 +226,18 @@ async function takeUpResults(
   redo: Map<string, readonly string[]>;
 }> {
   const taken = { ended: [] as string[], spentNanoUsd: 0, partial: new Map(), redo: new Map() };
-  if (!existsSync(output)) return taken;
-  // Read a line at a time (a night's results may be millions of lines): of each article, what its
-  // last line so far asks to make again — kept only while that is something.
-  const again = new Map<string, { readonly kept: Readonly<Record<string, unknown>>; readonly dropped: readonly string[] }>();
-  for await (const { text, complete } of readResultLines(output)) {
-    if (!complete) {
-      // Cut short by a kill: cut off, so that the lines appended start whole.
-      await truncate(output, (await stat(output)).size - Buffer.byteLength(text));
-      break;
-    }
-    let value: {
-      id: unknown;
-      status?: unknown;
-      costUsd?: unknown;
-      outputs?: Record<string, unknown>;
-      fingerprints?: Record<string, string>;
-    };
-    try {
-      value = JSON.parse(text) as typeof value;
-    } catch {
-      continue;
-    }
-    const id = String(value.id);
+  // Read a line at a time, as a live --resume reads it: a night's results may be millions of lines.
+  const read = await lastLines(output, redo);
+  if (read === undefined) return taken;
+  // The lines appended must start whole: a line a kill cut short is cut off, a whole one ended.
+  if (read.tornBytes > 0) await truncate(output, (await stat(output)).size - read.tornBytes);
+  else if (read.unterminated) await appendFile(output, '\n');
+  for (const [id, line] of read.last) {
     taken.ended.push(id);
-    if (typeof value.costUsd === 'number') taken.spentNanoUsd += Math.round(value.costUsd * NANO_USD);
-    const outputs = value.outputs ?? {};
-    const tasks = value.status === 'succeeded' ? redo({ id, outputs, fingerprints: value.fingerprints }) : [];
-    if (tasks.length === 0) again.delete(id);
-    else {
-      const kept = Object.fromEntries(Object.entries(outputs).filter(([task]) => !tasks.includes(task)));
-      again.set(id, { kept, dropped: tasks.filter((task) => Object.hasOwn(outputs, task)) });
-    }
-  }
-  for (const [id, { kept, dropped }] of again) {
-    taken.partial.set(id, kept);
-    if (dropped.length > 0) taken.redo.set(id, dropped);
+    taken.spentNanoUsd += line.costNanoUsd;
+    if (line.status !== 'succeeded' || line.kept === undefined) continue;
+    taken.partial.set(id, line.kept);
+    if (line.dropping.length > 0) taken.redo.set(id, line.dropping);
   }
   return taken;
 }

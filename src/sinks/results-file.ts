@@ -150,7 +150,7 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
 }
 
 /** What the first reading keeps of an article: its last line and what to do with it, and what all its lines cost. */
-interface LastLine {
+export interface LastLine {
   /** The last line's number. */
   readonly line: number;
   /** How many lines the article has. */
@@ -162,29 +162,45 @@ interface LastLine {
   readonly again: readonly string[];
   /** Of those, the tasks whose outputs the line holds. */
   readonly dropping: readonly string[];
+  /** The outputs the line keeps (all but those of `again`), when `again` asks for any: what a resumed run starts the article from. */
+  readonly kept?: Readonly<Record<string, unknown>> | undefined;
 }
 
 const NONE: readonly string[] = Object.freeze([]);
 
+/** What {@link lastLines} read of a results file. */
+export interface ResultsRead {
+  /** Each article's last line, by id, in the order of the file's first line of each. */
+  readonly last: Map<string, LastLine>;
+  /** Result lines read. */
+  readonly resultLines: number;
+  /** The last line was cut short (a kill mid-write): it is not counted, and ended the reading. */
+  readonly truncatedLastLine: boolean;
+  /** Its bytes, to cut it off; 0 when there is none. */
+  readonly tornBytes: number;
+  /** The last line is whole but has no newline after it: a line appended would run on from it. */
+  readonly unterminated: boolean;
+}
+
 /**
- * The first reading: each article's last line — its number, its status, what `redo` says of it —
- * and what all its lines cost; how many result lines there are, and whether the last line was cut
- * short (it then ends the reading); undefined when there is no file.
+ * The first reading, a line at a time: each article's last line — its number, its status, what
+ * `redo` says of it and the outputs it keeps — and what all its lines cost; how many result lines
+ * there are, and whether the last line was cut short (it then ends the reading); undefined when
+ * there is no file. A line in the middle that is not a result is a {@link ResultsFileError}.
  */
-async function lastLines(
-  path: string,
-  redo: KeepSucceededOptions['redo'],
-): Promise<{ last: Map<string, LastLine>; resultLines: number; truncatedLastLine: boolean } | undefined> {
+export async function lastLines(path: string, redo: KeepSucceededOptions['redo']): Promise<ResultsRead | undefined> {
   const last = new Map<string, LastLine>();
   let resultLines = 0;
+  let unterminated = false;
   try {
     for await (const { text, number, complete } of readResultLines(path)) {
       if (text.trim() === '') continue;
       const result = parseResult(text);
       if (result === undefined) {
-        if (!complete) return { last, resultLines, truncatedLastLine: true };
+        if (!complete) return { last, resultLines, truncatedLastLine: true, tornBytes: Buffer.byteLength(text), unterminated: false };
         throw new ResultsFileError(path, number, 'not a result line (expected a JSON object with "id" and "status")');
       }
+      unterminated = !complete;
       resultLines++;
       const { id } = result;
       const outputs = result.outputs ?? {};
@@ -199,17 +215,18 @@ async function lastLines(
         title: result.title,
         again,
         dropping,
+        ...(again.length > 0 && { kept: dropping.length === 0 ? outputs : withoutTasks(outputs, dropping) }),
       });
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  return { last, resultLines, truncatedLastLine: false };
+  return { last, resultLines, truncatedLastLine: false, tornBytes: 0, unterminated };
 }
 
 /** The file's lines; a line that is too long or not UTF-8 is a {@link ResultsFileError}, a file that cannot be read an `OutputError`. */
-export async function* readResultLines(path: string): AsyncGenerator<Line, void, undefined> {
+async function* readResultLines(path: string): AsyncGenerator<Line, void, undefined> {
   try {
     yield* readLines(createReadStream(path));
   } catch (error) {

@@ -141,6 +141,18 @@ describe('news-processor --batch', () => {
     expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2']);
   });
 
+  it('--resume ends a whole last line that has no newline, so that the lines appended start whole', async () => {
+    const output = join(temp.dir, 'unterminated.jsonl');
+    const args = ['--batch', '--batch-poll=50ms', `--output=${output}`];
+    expect((await runCli([...args, '--articles=1'])).code).toBe(0);
+    await writeFile(output, (await readFile(output, 'utf8')).trimEnd());
+    const resumed = await runCli([...args, '--articles=2', '--resume', '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    // Article 1 ended with its line: only article 2's two rows go.
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ succeeded: 1, rows: 2 });
+    expect((await readLines(output)).map((line) => line.id)).toEqual(['1', '2']);
+  });
+
   it("runs against serve's OpenAI Batch API, and --batch-size splits a round into batches", async () => {
     const output = join(temp.dir, 'openai.jsonl');
     const before = await batchesAtServe();
