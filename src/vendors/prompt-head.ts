@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { LlmRequest } from '../provider/provider.ts';
 
 /**
@@ -26,5 +26,13 @@ export function roughTokens(text: string): number {
  * SHA-256, so that requests sharing the head go to the same cache and a changed head to another.
  */
 export function promptCacheKey(task: string, head: string): string {
-  return `${task.slice(0, 24)}-${createHash('sha256').update(head).digest('hex').slice(0, 32)}`;
+  // Every request of a task asks with the same head: its key is made once, not hashed a request.
+  const known = cacheKeys.get(task);
+  if (known?.head === head) return known.key;
+  const key = `${task.slice(0, 24)}-${hash('sha256', head, 'hex').slice(0, 32)}`;
+  cacheKeys.set(task, { head, key });
+  return key;
 }
+
+/** Each task's last head and its key: one entry a task name, so it stays as small as the task set. */
+const cacheKeys = new Map<string, { readonly head: string; readonly key: string }>();
