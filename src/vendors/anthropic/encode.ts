@@ -1,6 +1,7 @@
 import type { LlmRequest } from '../../provider/provider.ts';
 import { promptHeadOf, roughTokens } from '../prompt-head.ts';
 import { minCacheTokens } from './defaults.ts';
+import { SharedParts } from '../shared-part.ts';
 
 /** A text block of a message; `cache_control` marks the end of a prefix Anthropic caches. */
 export interface AnthropicTextBlock {
@@ -39,10 +40,16 @@ export function encodeAnthropic(request: LlmRequest, model: string, maxOutputTok
     model,
     max_tokens: maxOutputTokens,
     messages: [{ role: 'user', content: promptContent(request, model) }, ...(request.messages ?? [])],
-    tools: [{ name: tool, description: request.description, input_schema: request.schema as { type: 'object'; [key: string]: unknown } }],
-    tool_choice: { type: 'tool', name: tool },
+    // The same objects for every request of the task: a batch's rows serialize them once.
+    tools: tools.get(request.schema as object, tool, request.description, () => [
+      { name: tool, description: request.description, input_schema: request.schema as { type: 'object'; [key: string]: unknown } },
+    ]),
+    tool_choice: toolChoices.get(request.schema as object, tool, undefined, () => ({ type: 'tool', name: tool })),
   };
 }
+
+const tools = new SharedParts<AnthropicBody['tools']>();
+const toolChoices = new SharedParts<AnthropicBody['tool_choice']>();
 
 /** The prompt as one string, or as its marked head and the rest when the head is long enough to cache. */
 function promptContent(request: LlmRequest, model: string): string | AnthropicTextBlock[] {

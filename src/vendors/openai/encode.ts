@@ -1,5 +1,6 @@
 import type { LlmRequest } from '../../provider/provider.ts';
 import { promptCacheKey, promptHeadOf } from '../prompt-head.ts';
+import { SharedParts } from '../shared-part.ts';
 
 /** The chat completions request body `encodeOpenAi` makes. */
 export interface OpenAiBody {
@@ -33,7 +34,8 @@ export function encodeOpenAi(request: LlmRequest, model: string, maxOutputTokens
   return {
     model,
     messages: [{ role: 'user', content: request.prompt }, ...(request.messages ?? [])],
-    response_format: {
+    // The same object for every request of the task: a batch's rows serialize it once.
+    response_format: responseFormats.get(request.schema as object, request.task, request.description, () => ({
       type: 'json_schema',
       json_schema: {
         name: request.task,
@@ -41,8 +43,10 @@ export function encodeOpenAi(request: LlmRequest, model: string, maxOutputTokens
         schema: request.schema as Record<string, unknown>,
         strict: true,
       },
-    },
+    })),
     max_completion_tokens: maxOutputTokens,
     ...(split !== undefined && { prompt_cache_key: promptCacheKey(request.task, split.head) }),
   };
 }
+
+const responseFormats = new SharedParts<OpenAiBody['response_format']>();
