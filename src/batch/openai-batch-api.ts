@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { OpenAI } from 'openai';
 import { loadOptional } from '../optional-package.ts';
 import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
@@ -68,10 +69,10 @@ export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.submit} */
   async submit(rows: readonly BatchRow[]): Promise<SubmittedBatch> {
     const { client } = await this.#sdk();
-    const file = await client.files.create({
-      file: new File(uploadParts(rows), 'batch.jsonl', { type: 'application/jsonl' }),
-      purpose: 'batch',
-    });
+    // The multipart form the SDK's files.create sends, made here as one buffer: each row's line
+    // encoded once, straight into it, where a File of parts was copied again on its way out.
+    const upload = uploadOf(rows);
+    const file = await client.post<OpenAI.FileObject>('/files', { body: upload.body, headers: { 'content-type': upload.contentType } });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
     return { batchId: batch.id, fileId: file.id };
   }
@@ -115,24 +116,42 @@ export class OpenAiBatchApi implements BatchApi {
   }
 }
 
-/** The upload is sent in parts of about this many bytes: few writes to the socket, and never a second copy of it whole. */
-const UPLOAD_PART_BYTES = 1 << 20;
+const LINE_START = '{"custom_id":';
 const LINE_HEAD = `,"method":"POST","url":${JSON.stringify(ENDPOINT)},"body":`;
+const LINE_END = '}\n';
+const FRAMING_BYTES = LINE_START.length + LINE_HEAD.length + LINE_END.length;
 
-/** The rows as the batch's JSONL input, `{custom_id, method, url, body}` a line, in parts of about {@link UPLOAD_PART_BYTES}. */
-function uploadParts(rows: readonly BatchRow[]): Buffer[] {
-  const parts: Buffer[] = [];
-  let part = '';
-  for (const row of rows) {
-    part += `{"custom_id":${JSON.stringify(row.customId)}${LINE_HEAD}${row.bodyJson ?? JSON.stringify(row.body)}}\n`;
-    // Characters, not bytes: near enough to size a part.
-    if (part.length >= UPLOAD_PART_BYTES) {
-      parts.push(Buffer.from(part));
-      part = '';
-    }
+/**
+ * The rows as the batch's JSONL input, `{custom_id, method, url, body}` a line, in a
+ * `multipart/form-data` body (`purpose=batch`, then the file `batch.jsonl`): one buffer of exactly
+ * its size, each line's text encoded once.
+ */
+function uploadOf(rows: readonly BatchRow[]): { readonly body: Buffer; readonly contentType: string } {
+  const ids = rows.map((row) => JSON.stringify(row.customId));
+  const bodies = rows.map((row) => row.bodyJson ?? JSON.stringify(row.body));
+  let bytes = 0;
+  for (let index = 0; index < rows.length; index++) {
+    bytes += FRAMING_BYTES + Buffer.byteLength(ids[index]!) + Buffer.byteLength(bodies[index]!);
   }
-  if (part !== '') parts.push(Buffer.from(part));
-  return parts;
+  // A delimiter is the boundary after CR LF, which no line holds (JSON escapes both, lines end in LF alone).
+  const boundary = `news-processor-${randomBytes(16).toString('hex')}`;
+  const head =
+    `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="batch.jsonl"\r\n` +
+    'Content-Type: application/jsonl\r\n\r\n';
+  const tail = `\r\n--${boundary}--\r\n`;
+  const headBytes = Buffer.byteLength(head);
+  const body = Buffer.allocUnsafe(headBytes + bytes + tail.length);
+  let at = body.write(head, 0);
+  for (let index = 0; index < rows.length; index++) {
+    at += body.write(LINE_START, at, 'latin1');
+    at += body.write(ids[index]!, at);
+    at += body.write(LINE_HEAD, at, 'latin1');
+    at += body.write(bodies[index]!, at);
+    at += body.write(LINE_END, at, 'latin1');
+  }
+  body.write(tail, at, 'latin1');
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /** The rows' outcomes in the output and error files, read a line at a time as they download: a batch's results are never held whole. */

@@ -192,6 +192,32 @@ describe('runBatch', () => {
     for (const result of results) expect(Object.keys(result.outputs).sort()).toEqual(['sentiment', 'summarize']);
   });
 
+  it("uploads to serve's OpenAI Batch API exactly the JSONL of its rows, non-ASCII text byte for byte, with or without their JSON made", async () => {
+    const server = new LlmServer({ batchDurationMs: 10 });
+    servers.push(server);
+    const url = await server.listen({ port: 0 });
+    const api = new OpenAiBatchApi({ apiKey: 'sk-upload', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' });
+    const texts = ['Zürich — 東京 \u2028 "quoted" \\ done', 'plain', '🙂 emoji and \r\n line ends'];
+    const rows: BatchRow[] = texts.map((text, index) => {
+      const request = { task: 'summarize', articleId: `a${index}`, prompt: text, schema: { type: 'object' } };
+      const body = api.encode(request, 64);
+      // The first row arrives with its JSON made (as runBatch sizes it), the others without.
+      return { customId: customIdOf(`a${index}`, 'summarize'), request, body, bodyJson: index === 0 ? JSON.stringify(body) : undefined };
+    });
+    const submitted = await api.submit(rows);
+    const content = await fetch(`${url}/v1/files/${submitted.fileId}/content`, { headers: { authorization: 'Bearer sk-upload' } });
+    const expected = rows
+      .map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: '/v1/chat/completions', body: row.body })}\n`)
+      .join('');
+    expect(Buffer.from(await content.arrayBuffer()).equals(Buffer.from(expected))).toBe(true);
+    const file = (await (await fetch(`${url}/v1/files/${submitted.fileId}`, { headers: { authorization: 'Bearer sk-upload' } })).json()) as {
+      filename: string;
+      purpose: string;
+      bytes: number;
+    };
+    expect(file).toMatchObject({ filename: 'batch.jsonl', purpose: 'batch', bytes: Buffer.byteLength(expected) });
+  });
+
   describe('a resume after a task changed', () => {
     const builtin = loadBuiltinTasks();
     const changed = defineTasks(
