@@ -17,10 +17,11 @@ import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
 import { callLive } from './live-fallback.ts';
+import { bodyJsonOf } from '../vendors/shared-part.ts';
 
 export { BATCH_DEFAULTS } from './batch-run-options.ts';
 export type { PendingBatch, BatchRunState, BatchRunOptions, BatchRunSummary } from './batch-run-options.ts';
-import { BATCH_DEFAULTS, type BatchRunOptions, type BatchRunState, type BatchRunSummary } from './batch-run-options.ts';
+import { BATCH_DEFAULTS, type BatchRunOptions, type BatchRunState, type BatchRunSummary, type PendingBatch } from './batch-run-options.ts';
 
 interface Entry {
   readonly article: Article;
@@ -36,12 +37,23 @@ interface Entry {
   error?: ArticleError;
 }
 
-/** What the run knows of a row it made: its article, what it sends, and its size once asked. */
+/** A row as the run holds it: its body's JSON set between sizing and submitting, then no longer held; and whose it is. */
+type HeldRow = { -readonly [K in keyof BatchRow]: BatchRow[K] } & { readonly owner: Owner };
+
+/**
+ * What the run knows of a row it made: its article, what it sends, its size once asked, and the
+ * batch it is in while in flight — kept on the row's own record, so that following a row through
+ * a batch looks up its custom id once, when its result comes back.
+ */
 interface Owner {
   readonly entry: Entry;
-  /** What it sends: its body's JSON too between sizing and submitting, then no longer held. */
-  row: BatchRow;
+  /** What it sends. */
+  readonly row: HeldRow;
   size?: RowSize;
+  /** The batch the row is in, from its submitting (or a resumed state) until its result is read. */
+  batchId?: string | undefined;
+  /** The pass that submitted it last. */
+  sentInPass?: number | undefined;
 }
 
 /**
@@ -151,8 +163,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   let liveLeft = Infinity;
   // Which article and task each custom id is, and the request it carries.
   const owners = new Map<string, Owner>();
-  // The custom ids of the rows in the batches in flight (`pending`'s), kept as they go and end.
-  const flying = new Set(pending.flatMap((batch) => batch.customIds));
+  // The JSON of the parts the rows' bodies share (a task's response format), made once this run.
+  const partsJson = new Map<object, string>();
   const startMs = clock.now();
   let batches = 0;
   let rows = 0;
@@ -178,15 +190,16 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     spentNanoUsd: spentNano,
     fingerprints,
   });
-  const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): BatchRow => {
+  const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): HeldRow => {
     entry.customIds[task.name] ??= customIdOf(entry.article.id, task.name);
     const customId = entry.customIds[task.name]!;
     const known = owners.get(customId);
     if (known !== undefined) return known.row;
     const request = requestFor(task, entry.article.id, entry.fields, entry.outputs);
-    const row = { customId, request, body: api.encode(request, maxOutputTokens) };
-    owners.set(customId, { entry, row });
-    return row;
+    const owner = { entry, size: undefined, batchId: undefined, sentInPass: undefined } as { -readonly [K in keyof Owner]: Owner[K] };
+    owner.row = { customId, request, body: api.encode(request, maxOutputTokens), bodyJson: undefined, owner };
+    owners.set(customId, owner);
+    return owner.row;
   };
   const finish = async (entry: Entry) => {
     entries.delete(entry.article.id);
@@ -210,17 +223,21 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   };
 
   // Rows of a resumed run's batches: their requests are made again from the outputs they were made from.
+  const resumedIn = new Map(pending.flatMap((batch) => batch.customIds.map((customId) => [customId, batch.batchId] as const)));
   for (const entry of entries.values()) {
     for (const task of tasks.tasks) {
-      if (flying.has(customIdOf(entry.article.id, task.name))) rowOf(entry, task);
+      const batchId = resumedIn.get(customIdOf(entry.article.id, task.name));
+      if (batchId !== undefined) rowOf(entry, task).owner.batchId = batchId;
     }
   }
+  let pass = 0;
 
   while (!options.signal?.aborted) {
     // Each pass submits what has become ready — a task whose dependencies have outputs — without
     // waiting for the other batches in flight: an article's next task goes as soon as it can; and
     // reads as many articles as have ended since the last.
-    const ready: BatchRow[] = [];
+    pass++;
+    const ready: HeldRow[] = [];
     // Articles that end here make room for more, read and looked at in the same pass, until the
     // source is done or the run holds all it may.
     do {
@@ -238,7 +255,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           for (const task of waiting) {
             if (!task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) continue;
             const row = rowOf(entry, task);
-            if (!flying.has(row.customId)) ready.push(row);
+            if (row.owner.batchId === undefined) ready.push(row);
           }
         } catch (error) {
           if (!(error instanceof MissingFieldError)) throw error;
@@ -247,14 +264,13 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         }
       }
     } while ((toScan.size > 0 || (entries.size < holdArticles && !sourceDone)) && !options.signal?.aborted);
-    const allowed = await sized(affordable(ready, flying));
+    const allowed = await sized(affordable(ready));
     // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
     if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
-    const sizes = allowed.map((row) => owners.get(row.customId)!.size!);
+    const sizes = allowed.map((row) => row.owner.size!);
     const canSubmit = !(queueBlocked && pending.length > 0);
     if (canSubmit) queueBlocked = false;
     let tokensRoom = queueTokens === undefined ? Infinity : queueTokens - enqueuedTokens();
-    const submitted = new Set<string>();
     for (let at = 0; canSubmit && at < allowed.length && !options.signal?.aborted; ) {
       const cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
       // The queue has no room for the next row until a batch in flight ends.
@@ -269,17 +285,15 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         await refused(chunk, error.message, pending.length === 0);
         break;
       }
+      const retried = attempts.size > 0;
       for (const row of chunk) {
-        if (attempts.has(row.customId)) rowsRetried++;
-        owners.get(row.customId)!.entry.calls++;
+        if (retried && attempts.has(row.customId)) rowsRetried++;
+        row.owner.entry.calls++;
+        row.owner.batchId = batch.batchId;
+        row.owner.sentInPass = pass;
+        row.bodyJson = undefined;
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
-      for (const row of chunk) {
-        submitted.add(row.customId);
-        flying.add(row.customId);
-        const { bodyJson: _sent, ...held } = row;
-        owners.get(row.customId)!.row = held;
-      }
       tokensRoom -= cut.tokens;
       options.onBatch?.({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
@@ -288,9 +302,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
     // Rows held back (the budget, the queue, a signal) are looked at again next pass.
     for (const row of ready) {
-      const owner = owners.get(row.customId);
-      // A row without an owner now failed on its way (refused alone): its article was put back already.
-      if (owner !== undefined && !submitted.has(row.customId)) toScan.add(owner.entry);
+      // A row no longer owned failed on its way (refused alone): its article was put back already.
+      if (owners.get(row.customId) === row.owner && row.owner.sentInPass !== pass) toScan.add(row.owner.entry);
     }
     if (pending.length === 0 && !queueBlocked) break;
     const waitStart = clock.now();
@@ -306,9 +319,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const polled = pending;
     const done = polled.filter((_, index) => progress[index]!.ended);
     live = [];
-    liveLeft = unbudgeted
-      ? Infinity
-      : budgetLeft(new Set(pending.filter((batch) => !done.includes(batch)).flatMap((batch) => batch.customIds)));
+    liveLeft = unbudgeted ? Infinity : budgetLeft(pending.filter((batch) => !done.includes(batch)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
       options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
@@ -316,26 +327,29 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         const chunk = batch.customIds.flatMap((customId) => owners.get(customId)?.row ?? []);
         batches--;
         rows -= chunk.length;
-        for (const row of chunk) owners.get(row.customId)!.entry.calls--;
+        for (const row of chunk) {
+          row.owner.entry.calls--;
+          row.owner.batchId = undefined;
+        }
         const alone = polled.every((other) => other === batch || done.includes(other));
         await refused(chunk, 'the batch failed: token_limit_exceeded', alone);
         continue;
       }
-      // Read as they come (a batch's results may be larger than is worth holding), then the rows they said nothing of.
-      const mine = new Set(batch.customIds);
-      const seen = new Set<string>();
+      // Read as they come (a batch's results may be larger than is worth holding), then the rows they
+      // said nothing of: a row's result is read once, while its record says it is in this batch.
       const expired = status === 'expired' || status === 'cancelled';
       for await (const outcome of await api.results(batch.batchId)) {
-        if (!mine.has(outcome.customId) || seen.has(outcome.customId)) continue;
-        seen.add(outcome.customId);
-        await rowEnded(outcome);
+        const owner = owners.get(outcome.customId);
+        if (owner?.batchId === batch.batchId) await rowEnded(owner, outcome);
       }
       for (const customId of batch.customIds) {
-        if (!seen.has(customId)) await rowEnded({ customId, error: `no result for the row (the batch ended ${status})`, expired });
+        const owner = owners.get(customId);
+        if (owner?.batchId === batch.batchId) {
+          await rowEnded(owner, { customId, error: `no result for the row (the batch ended ${status})`, expired });
+        }
       }
     }
     pending = polled.filter((batch) => !done.includes(batch));
-    for (const batch of done) for (const customId of batch.customIds) flying.delete(customId);
     // A batch of ours that ended has made room in the provider's queue.
     if (done.some((batch) => progress[polled.indexOf(batch)]!.queueFull !== true)) queueBlocked = false;
     if (live.length > 0) await goLive(live);
@@ -343,9 +357,9 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   /** A row's outcome read: its answer kept, or the row goes live, again in a later batch, or fails its article. */
-  async function rowEnded(outcome: RowOutcome): Promise<void> {
-    const owner = owners.get(outcome.customId);
-    if (owner === undefined || !entries.has(owner.entry.article.id)) return;
+  async function rowEnded(owner: Owner, outcome: RowOutcome): Promise<void> {
+    owner.batchId = undefined;
+    if (!entries.has(owner.entry.article.id)) return;
     toScan.add(owner.entry);
     const problem = await settle(owner.entry, owner.row, outcome);
     // Answered: its task has an output, so no row of it is made again; held no longer, its request and body go.
@@ -387,32 +401,32 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
    * with nothing else of ours in the queue, the batch was too large for it: the next are half the
    * size; a single row refused so is a failed row (the queue cannot take it), so that it ends.
    */
-  async function refused(chunk: readonly BatchRow[], reason: string, alone: boolean): Promise<void> {
+  async function refused(chunk: readonly HeldRow[], reason: string, alone: boolean): Promise<void> {
     batchesRefused++;
-    for (const row of chunk) toScan.add(owners.get(row.customId)!.entry);
+    for (const row of chunk) toScan.add(row.owner.entry);
     queueBlocked = true;
     if (!alone) return;
     if (chunk.length > 1) {
       rowCap = Math.max(1, Math.floor(chunk.length / 2));
       return;
     }
-    const owner = owners.get(chunk[0]!.customId)!;
+    const { owner } = chunk[0]!;
     rowsFailed++;
     await failedRow(owner, { type: 'BatchQueueFullError', message: `${reason}: refused alone, the queue cannot take it` });
   }
 
   /** The rows' sizes, asked once each (the token estimate only when the queue is counted); a row too large for any batch fails its article. */
-  async function sized(candidates: readonly BatchRow[]): Promise<BatchRow[]> {
-    const fit: BatchRow[] = [];
+  async function sized(candidates: readonly HeldRow[]): Promise<HeldRow[]> {
+    const fit: HeldRow[] = [];
     for (const row of candidates) {
-      const owner = owners.get(row.customId)!;
+      const { owner } = row;
       if (owner.size === undefined) {
         // Made once: its bytes counted here, sent as it is.
-        const bodyJson = maxBytes === Infinity ? undefined : JSON.stringify(row.body);
+        const bodyJson = maxBytes === Infinity ? undefined : bodyJsonOf(row.body, partsJson);
         const bytes = bodyJson === undefined ? 0 : Buffer.byteLength(bodyJson) + ROW_FRAMING_BYTES;
         const tokens = queueTokens === undefined ? 0 : await estimate(row.request);
         owner.size = { bytes, tokens };
-        if (bodyJson !== undefined) owner.row = { ...row, bodyJson };
+        owner.row.bodyJson = bodyJson;
       }
       const { bytes, tokens } = owner.size;
       const tooLarge =
@@ -428,7 +442,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
     }
     // An article failed above has no rows left to send.
-    return fit.filter((row) => owners.get(row.customId)!.entry.error === undefined);
+    return fit.filter((row) => row.owner.entry.error === undefined);
   }
 
   /** The estimated input tokens of our batches in flight. */
@@ -469,13 +483,15 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
   }
 
-  /** What is left of the budget once the worst cases of the rows `inFlight` are held. */
-  function budgetLeft(inFlight: ReadonlySet<string>): number {
+  /** What is left of the budget once the worst cases of the rows in the batches `inFlight` are held. */
+  function budgetLeft(inFlight: readonly PendingBatch[] = pending): number {
     if (unbudgeted) return Infinity;
     let left = maxNano - spentNano;
-    for (const customId of inFlight) {
-      const owner = owners.get(customId);
-      if (owner !== undefined) left -= worstCaseNanoUsd(owner.row.request, maxOutputTokens, price);
+    for (const batch of inFlight) {
+      for (const customId of batch.customIds) {
+        const owner = owners.get(customId);
+        if (owner !== undefined) left -= worstCaseNanoUsd(owner.row.request, maxOutputTokens, price);
+      }
     }
     return left;
   }
@@ -486,11 +502,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   /** The first of `ready` whose worst cases, with those of the rows in flight, fit what is left of the budget. */
-  function affordable(ready: readonly BatchRow[], inFlight: ReadonlySet<string>): readonly BatchRow[] {
+  function affordable(ready: readonly HeldRow[]): readonly HeldRow[] {
     if (unbudgeted) return ready;
     const worst = (row: BatchRow) => worstCaseNanoUsd(row.request, maxOutputTokens, price);
-    let left = budgetLeft(inFlight);
-    const allowed: BatchRow[] = [];
+    let left = budgetLeft();
+    const allowed: HeldRow[] = [];
     for (const row of ready) {
       const cost = worst(row);
       if (cost > left) break;
