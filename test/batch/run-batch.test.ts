@@ -210,7 +210,9 @@ describe('runBatch', () => {
       .map((row) => `${JSON.stringify({ custom_id: row.customId, method: 'POST', url: '/v1/chat/completions', body: row.body })}\n`)
       .join('');
     expect(Buffer.from(await content.arrayBuffer()).equals(Buffer.from(expected))).toBe(true);
-    const file = (await (await fetch(`${url}/v1/files/${submitted.fileId}`, { headers: { authorization: 'Bearer sk-upload' } })).json()) as {
+    const file = (await (
+      await fetch(`${url}/v1/files/${submitted.fileId}`, { headers: { authorization: 'Bearer sk-upload' } })
+    ).json()) as {
       filename: string;
       purpose: string;
       bytes: number;
