@@ -37,24 +37,18 @@ interface Entry {
   error?: ArticleError;
 }
 
-/** A row as the run holds it: its body's JSON set between sizing and submitting, then no longer held; and whose it is. */
-type HeldRow = { -readonly [K in keyof BatchRow]: BatchRow[K] } & { readonly owner: Owner };
-
 /**
- * What the run knows of a row it made: its article, what it sends, its size once asked, and the
- * batch it is in while in flight — kept on the row's own record, so that following a row through
- * a batch looks up its custom id once, when its result comes back.
+ * A row as the run holds it: what it sends (its body's JSON too between sizing and submitting,
+ * then no longer held), its article, its size once asked, and the batch it is in while in flight —
+ * one record a row, so that following a row through a batch looks up its custom id once, when its
+ * result comes back.
  */
-interface Owner {
+type HeldRow = { -readonly [K in keyof BatchRow]: BatchRow[K] } & {
   readonly entry: Entry;
-  /** What it sends. */
-  readonly row: HeldRow;
   size?: RowSize;
   /** The batch the row is in, from its submitting (or a resumed state) until its result is read. */
   batchId?: string | undefined;
-  /** The pass that submitted it last. */
-  sentInPass?: number | undefined;
-}
+};
 
 /**
  * Runs every article's tasks through a vendor's Batch API: a round per dependency level (a task's
@@ -159,10 +153,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       .filter((batch) => batch.customIds.length > 0);
   }
   // The rows of the batches read back in a pass that go through the live path, and the budget left for them.
-  let live: { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[] = [];
+  let live: { readonly row: HeldRow; readonly problem: Omit<ArticleError, 'task'> }[] = [];
   let liveLeft = Infinity;
-  // Which article and task each custom id is, and the request it carries.
-  const owners = new Map<string, Owner>();
+  // The rows made and not yet answered or failed, by custom id: which article and task each is, and what it sends.
+  const heldRows = new Map<string, HeldRow>();
   // The JSON of the parts the rows' bodies share (a task's response format), made once this run.
   const partsJson = new Map<object, string>();
   const startMs = clock.now();
@@ -193,13 +187,20 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   const rowOf = (entry: Entry, task: TaskSet['tasks'][number]): HeldRow => {
     entry.customIds[task.name] ??= customIdOf(entry.article.id, task.name);
     const customId = entry.customIds[task.name]!;
-    const known = owners.get(customId);
-    if (known !== undefined) return known.row;
+    const known = heldRows.get(customId);
+    if (known !== undefined) return known;
     const request = requestFor(task, entry.article.id, entry.fields, entry.outputs);
-    const owner = { entry, size: undefined, batchId: undefined, sentInPass: undefined } as { -readonly [K in keyof Owner]: Owner[K] };
-    owner.row = { customId, request, body: api.encode(request, maxOutputTokens), bodyJson: undefined, owner };
-    owners.set(customId, owner);
-    return owner.row;
+    const row: HeldRow = {
+      customId,
+      request,
+      body: api.encode(request, maxOutputTokens),
+      bodyJson: undefined,
+      entry,
+      size: undefined,
+      batchId: undefined,
+    };
+    heldRows.set(customId, row);
+    return row;
   };
   const finish = async (entry: Entry) => {
     entries.delete(entry.article.id);
@@ -227,16 +228,14 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   for (const entry of entries.values()) {
     for (const task of tasks.tasks) {
       const batchId = resumedIn.get(customIdOf(entry.article.id, task.name));
-      if (batchId !== undefined) rowOf(entry, task).owner.batchId = batchId;
+      if (batchId !== undefined) rowOf(entry, task).batchId = batchId;
     }
   }
-  let pass = 0;
 
   while (!options.signal?.aborted) {
     // Each pass submits what has become ready — a task whose dependencies have outputs — without
     // waiting for the other batches in flight: an article's next task goes as soon as it can; and
     // reads as many articles as have ended since the last.
-    pass++;
     const ready: HeldRow[] = [];
     // Articles that end here make room for more, read and looked at in the same pass, until the
     // source is done or the run holds all it may.
@@ -255,7 +254,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           for (const task of waiting) {
             if (!task.dependsOn.every((name) => Object.hasOwn(entry.outputs, name))) continue;
             const row = rowOf(entry, task);
-            if (row.owner.batchId === undefined) ready.push(row);
+            if (row.batchId === undefined) ready.push(row);
           }
         } catch (error) {
           if (!(error instanceof MissingFieldError)) throw error;
@@ -267,7 +266,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const allowed = await sized(affordable(ready));
     // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
     if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
-    const sizes = allowed.map((row) => row.owner.size!);
+    const sizes = allowed.map((row) => row.size!);
     const canSubmit = !(queueBlocked && pending.length > 0);
     if (canSubmit) queueBlocked = false;
     let tokensRoom = queueTokens === undefined ? Infinity : queueTokens - enqueuedTokens();
@@ -285,12 +284,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         await refused(chunk, error.message, pending.length === 0);
         break;
       }
-      const retried = attempts.size > 0;
       for (const row of chunk) {
-        if (retried && attempts.has(row.customId)) rowsRetried++;
-        row.owner.entry.calls++;
-        row.owner.batchId = batch.batchId;
-        row.owner.sentInPass = pass;
+        if (attempts.has(row.customId)) rowsRetried++;
+        row.entry.calls++;
+        row.batchId = batch.batchId;
         row.bodyJson = undefined;
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
@@ -300,10 +297,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       rows += chunk.length;
       await options.onState?.(state());
     }
-    // Rows held back (the budget, the queue, a signal) are looked at again next pass.
+    // Rows held back (the budget, the queue, a signal) — ready ones still in no batch — are looked at
+    // again next pass.
     for (const row of ready) {
-      // A row no longer owned failed on its way (refused alone): its article was put back already.
-      if (owners.get(row.customId) === row.owner && row.owner.sentInPass !== pass) toScan.add(row.owner.entry);
+      // A row no longer held failed on its way (refused alone): its article was put back already.
+      if (heldRows.get(row.customId) === row && row.batchId === undefined) toScan.add(row.entry);
     }
     if (pending.length === 0 && !queueBlocked) break;
     const waitStart = clock.now();
@@ -324,12 +322,12 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
       options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       if (queueFull === true) {
-        const chunk = batch.customIds.flatMap((customId) => owners.get(customId)?.row ?? []);
+        const chunk = batch.customIds.flatMap((customId) => heldRows.get(customId) ?? []);
         batches--;
         rows -= chunk.length;
         for (const row of chunk) {
-          row.owner.entry.calls--;
-          row.owner.batchId = undefined;
+          row.entry.calls--;
+          row.batchId = undefined;
         }
         const alone = polled.every((other) => other === batch || done.includes(other));
         await refused(chunk, 'the batch failed: token_limit_exceeded', alone);
@@ -339,13 +337,13 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       // said nothing of: a row's result is read once, while its record says it is in this batch.
       const expired = status === 'expired' || status === 'cancelled';
       for await (const outcome of await api.results(batch.batchId)) {
-        const owner = owners.get(outcome.customId);
-        if (owner?.batchId === batch.batchId) await rowEnded(owner, outcome);
+        const row = heldRows.get(outcome.customId);
+        if (row?.batchId === batch.batchId) await rowEnded(row, outcome);
       }
       for (const customId of batch.customIds) {
-        const owner = owners.get(customId);
-        if (owner?.batchId === batch.batchId) {
-          await rowEnded(owner, { customId, error: `no result for the row (the batch ended ${status})`, expired });
+        const row = heldRows.get(customId);
+        if (row?.batchId === batch.batchId) {
+          await rowEnded(row, { customId, error: `no result for the row (the batch ended ${status})`, expired });
         }
       }
     }
@@ -357,42 +355,42 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   /** A row's outcome read: its answer kept, or the row goes live, again in a later batch, or fails its article. */
-  async function rowEnded(owner: Owner, outcome: RowOutcome): Promise<void> {
-    owner.batchId = undefined;
-    if (!entries.has(owner.entry.article.id)) return;
-    toScan.add(owner.entry);
-    const problem = await settle(owner.entry, owner.row, outcome);
+  async function rowEnded(row: HeldRow, outcome: RowOutcome): Promise<void> {
+    row.batchId = undefined;
+    if (!entries.has(row.entry.article.id)) return;
+    toScan.add(row.entry);
+    const problem = await settle(row.entry, row, outcome);
     // Answered: its task has an output, so no row of it is made again; held no longer, its request and body go.
     if (problem === undefined) {
-      owners.delete(outcome.customId);
+      heldRows.delete(outcome.customId);
       return;
     }
     rowsFailed++;
     if ('error' in outcome && outcome.expired === true) rowsExpired++;
     if (fallback !== undefined && (livePrice === undefined || maxNano === Infinity)) {
-      live.push({ owner, problem });
+      live.push({ row, problem });
       return;
     }
     if (fallback !== undefined && livePrice !== undefined) {
-      const worst = worstCaseNanoUsd(owner.row.request, maxOutputTokens, livePrice);
+      const worst = worstCaseNanoUsd(row.request, maxOutputTokens, livePrice);
       if (worst <= liveLeft) {
         liveLeft -= worst;
-        live.push({ owner, problem });
+        live.push({ row, problem });
         return;
       }
     }
-    await failedRow(owner, problem);
+    await failedRow(row, problem);
   }
 
   /** A row that came back without an answer: again in a later batch, or its article fails once it has had its attempts. */
-  async function failedRow(owner: Owner, problem: Omit<ArticleError, 'task'>): Promise<void> {
-    const { customId } = owner.row;
-    owners.delete(customId);
+  async function failedRow(row: HeldRow, problem: Omit<ArticleError, 'task'>): Promise<void> {
+    const { customId } = row;
+    heldRows.delete(customId);
     const tries = (attempts.get(customId) ?? 0) + 1;
     attempts.set(customId, tries);
     if (tries >= maxAttempts) {
-      owner.entry.error = { ...problem, task: owner.row.request.task, message: `${problem.message} (after ${tries} attempts)` };
-      await finish(owner.entry);
+      row.entry.error = { ...problem, task: row.request.task, message: `${problem.message} (after ${tries} attempts)` };
+      await finish(row.entry);
     }
   }
 
@@ -403,46 +401,44 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
    */
   async function refused(chunk: readonly HeldRow[], reason: string, alone: boolean): Promise<void> {
     batchesRefused++;
-    for (const row of chunk) toScan.add(row.owner.entry);
+    for (const row of chunk) toScan.add(row.entry);
     queueBlocked = true;
     if (!alone) return;
     if (chunk.length > 1) {
       rowCap = Math.max(1, Math.floor(chunk.length / 2));
       return;
     }
-    const { owner } = chunk[0]!;
     rowsFailed++;
-    await failedRow(owner, { type: 'BatchQueueFullError', message: `${reason}: refused alone, the queue cannot take it` });
+    await failedRow(chunk[0]!, { type: 'BatchQueueFullError', message: `${reason}: refused alone, the queue cannot take it` });
   }
 
   /** The rows' sizes, asked once each (the token estimate only when the queue is counted); a row too large for any batch fails its article. */
   async function sized(candidates: readonly HeldRow[]): Promise<HeldRow[]> {
     const fit: HeldRow[] = [];
     for (const row of candidates) {
-      const { owner } = row;
-      if (owner.size === undefined) {
+      if (row.size === undefined) {
         // Made once: its bytes counted here, sent as it is.
         const bodyJson = maxBytes === Infinity ? undefined : bodyJsonOf(row.body, partsJson);
         const bytes = bodyJson === undefined ? 0 : Buffer.byteLength(bodyJson) + ROW_FRAMING_BYTES;
         const tokens = queueTokens === undefined ? 0 : await estimate(row.request);
-        owner.size = { bytes, tokens };
-        owner.row.bodyJson = bodyJson;
+        row.size = { bytes, tokens };
+        row.bodyJson = bodyJson;
       }
-      const { bytes, tokens } = owner.size;
+      const { bytes, tokens } = row.size;
       const tooLarge =
         bytes > maxBytes
           ? `its ${bytes} bytes pass the ${maxBytes} a batch takes`
           : queueTokens !== undefined && tokens > queueTokens
             ? `its ${tokens} estimated input tokens pass the queue's ${queueTokens}`
             : undefined;
-      if (tooLarge === undefined) fit.push(owner.row);
-      else if (owner.entry.error === undefined) {
-        owner.entry.error = { type: 'BatchRowTooLargeError', task: row.request.task, message: `the row cannot go in a batch: ${tooLarge}` };
-        await finish(owner.entry);
+      if (tooLarge === undefined) fit.push(row);
+      else if (row.entry.error === undefined) {
+        row.entry.error = { type: 'BatchRowTooLargeError', task: row.request.task, message: `the row cannot go in a batch: ${tooLarge}` };
+        await finish(row.entry);
       }
     }
     // An article failed above has no rows left to send.
-    return fit.filter((row) => row.owner.entry.error === undefined);
+    return fit.filter((row) => row.entry.error === undefined);
   }
 
   /** The estimated input tokens of our batches in flight. */
@@ -451,17 +447,18 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   /** Rows that failed in a batch, through the live path: answered there, or their article fails with the reason. */
-  async function goLive(items: readonly { readonly owner: Owner; readonly problem: Omit<ArticleError, 'task'> }[]): Promise<void> {
+  async function goLive(items: readonly { readonly row: HeldRow; readonly problem: Omit<ArticleError, 'task'> }[]): Promise<void> {
     rowsLive += items.length;
-    const outcomes = await callLive(fallback!, items, (item) => item.owner.row.request, {
+    const outcomes = await callLive(fallback!, items, (item) => item.row.request, {
       concurrency: fallbackConcurrency,
       maxOutputTokens,
       clock,
       signal: options.signal,
     });
     for (const { item, callMs, ...outcome } of outcomes) {
-      const { entry, row } = item.owner;
-      owners.delete(row.customId);
+      const { row } = item;
+      const { entry } = row;
+      heldRows.delete(row.customId);
       entry.callMs += callMs;
       if (!entries.has(entry.article.id)) continue;
       if ('answer' in outcome) {
@@ -489,8 +486,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     let left = maxNano - spentNano;
     for (const batch of inFlight) {
       for (const customId of batch.customIds) {
-        const owner = owners.get(customId);
-        if (owner !== undefined) left -= worstCaseNanoUsd(owner.row.request, maxOutputTokens, price);
+        const row = heldRows.get(customId);
+        if (row !== undefined) left -= worstCaseNanoUsd(row.request, maxOutputTokens, price);
       }
     }
     return left;
