@@ -5,14 +5,12 @@ import {
   LocalBudget,
   loadBuiltinTasks,
   loadTasksFile,
-  OpenAiProvider,
   type Budget,
   type KeepSucceededOptions,
   type PoolSetup,
   type ProviderSetup,
   type TaskSet,
 } from '../src/index.ts';
-import { strictSchemaProblem } from '../src/provider/strict-schema.ts';
 import { taskProviders } from '../src/pipeline/run.ts';
 import { servingSetups, taskFingerprints } from '../src/pipeline/task-fingerprints.ts';
 import { changedTasks } from '../src/tasks/task-fingerprint.ts';
@@ -36,17 +34,12 @@ export async function runTasks(
 ): Promise<{ tasks: TaskSet; assigned: ReadonlyMap<string, string> }> {
   const tasks = flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
   const assigned = taskProviders(tasks, providers, routes, pools);
-  // OpenAI sends every schema in strict mode, and refuses one it does not take with a 400 on every
-  // call: said before the first, as OpenAI would say it.
+  // A vendor that refuses a task's schema (a strict mode) would answer every call with a 400: said
+  // before the first, in the vendor's words.
   for (const task of tasks.tasks) {
     const served = servingSetups(assigned.get(task.name)!, providers, pools);
-    if (!served.some((setup) => setup.provider instanceof OpenAiProvider)) continue;
-    const problem = strictSchemaProblem(task.schema as Parameters<typeof strictSchemaProblem>[0]);
-    if (problem !== undefined) {
-      throw new UsageError(
-        `${tasks.source}: task "${task.name}": OpenAI's strict mode refuses its schema: ${problem} (every call would be a 400)`,
-      );
-    }
+    const problem = served.map((setup) => setup.provider.schemaProblem?.(task.schema)).find((said) => said !== undefined);
+    if (problem !== undefined) throw new UsageError(`${tasks.source}: task "${task.name}": ${problem} (every call would be a 400)`);
   }
   return { tasks, assigned };
 }

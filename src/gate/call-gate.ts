@@ -484,6 +484,7 @@ export class CallGate {
       this.#price,
       maxOutputTokens,
       this.provider.framing,
+      this.provider,
     );
     attempt.repair = repair;
     try {

@@ -36,7 +36,7 @@ import {
   read,
   refused,
 } from './request-fields.ts';
-import { strictSchemaProblem } from '../provider/strict-schema.ts';
+import { strictSchemaProblem } from '../vendors/openai/strict-schema.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 /** OpenAI's caps: stop sequences per request, choices, alternatives per token. */

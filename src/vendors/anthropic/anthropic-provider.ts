@@ -7,6 +7,7 @@ import { decodeAnthropic } from './decode.ts';
 import { ANTHROPIC_DEFAULTS } from './defaults.ts';
 import { encodeAnthropic, type AnthropicBody } from './encode.ts';
 import { readAnthropicErrorBody } from './errors.ts';
+import { ANTHROPIC_HEADERS } from './rate-limit-headers.ts';
 
 /**
  * The Anthropic Messages API through the official `@anthropic-ai/sdk`, loaded when a provider is
@@ -36,7 +37,11 @@ const ANTHROPIC_WIRE: SdkWire<Anthropic, AnthropicBody> = {
   readErrorBody: readAnthropicErrorBody,
 };
 
-const ANTHROPIC_SDK: SdkBinding = { defaults: ANTHROPIC_DEFAULTS, bind: (settings) => bindSdk(ANTHROPIC_WIRE, settings) };
+const ANTHROPIC_SDK: SdkBinding = {
+  defaults: ANTHROPIC_DEFAULTS,
+  headers: ANTHROPIC_HEADERS,
+  bind: (settings) => bindSdk(ANTHROPIC_WIRE, settings),
+};
 
 /**
  * A provider over the Anthropic Messages API (`POST {baseUrl}/v1/messages`) through the official

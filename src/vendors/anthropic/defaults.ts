@@ -1,6 +1,9 @@
 /** What an Anthropic provider is unless told otherwise. */
 export const ANTHROPIC_DEFAULTS = Object.freeze({
   name: 'anthropic',
+  label: 'Anthropic',
+  /** The OpenTelemetry GenAI conventions' name for it. */
+  genAiProviderName: 'anthropic',
   /** Where the API is: the host root, as the SDK takes it (it adds `/v1/messages`). */
   baseUrl: 'https://api.anthropic.com',
   /** A small, fast model that uses tools. */

@@ -6,6 +6,13 @@ import { OPENAI_DEFAULTS } from '../openai/defaults.ts';
  */
 export const AZURE_DEFAULTS = Object.freeze({
   name: 'azure',
+  label: 'Azure OpenAI',
+  /**
+   * What traces and the tasks' fingerprints have named Azure's calls by since its first release; the
+   * conventions' newer `azure.ai.openai` would make every Azure task of a run resumed across the
+   * change look changed.
+   */
+  genAiProviderName: 'azure',
   /** Each resource's own (`https://NAME.openai.azure.com`): must be given. */
   baseUrl: undefined,
   /** The deployment, which names the model: must be given. */

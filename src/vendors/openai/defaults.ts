@@ -1,6 +1,9 @@
 /** What an OpenAI provider is unless told otherwise. */
 export const OPENAI_DEFAULTS = Object.freeze({
   name: 'openai',
+  label: 'OpenAI',
+  /** The OpenTelemetry GenAI conventions' name for it. */
+  genAiProviderName: 'openai',
   /** Where the API is; an OpenAI-compatible server's URL ends in `/v1` too (vLLM, Ollama, LiteLLM). */
   baseUrl: 'https://api.openai.com/v1',
   /** A small model that answers in strict structured output. */

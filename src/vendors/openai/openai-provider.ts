@@ -3,8 +3,15 @@ import type { HttpProviderOptions } from '../http-api.ts';
 import { bindSdk } from '../sdk-wire.ts';
 import { OPENAI_DEFAULTS } from './defaults.ts';
 import { OPENAI_WIRE } from './openai-wire.ts';
+import { OPENAI_HEADERS } from './rate-limit-headers.ts';
+import { openAiSchemaProblem } from './strict-schema.ts';
 
-const OPENAI_SDK: SdkBinding = { defaults: OPENAI_DEFAULTS, bind: (settings) => bindSdk(OPENAI_WIRE, settings) };
+const OPENAI_SDK: SdkBinding = {
+  defaults: OPENAI_DEFAULTS,
+  headers: OPENAI_HEADERS,
+  schemaProblem: openAiSchemaProblem,
+  bind: (settings) => bindSdk(OPENAI_WIRE, settings),
+};
 
 /**
  * A provider over the OpenAI chat completions API (`POST {baseUrl}/chat/completions`), or any
