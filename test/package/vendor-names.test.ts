@@ -12,7 +12,7 @@ const VENDOR_NAME = /openai|anthropic|azure|gemini/i;
  * `source` with its comments blanked out, strings, template literals and regular expressions kept:
  * a comment may use a vendor as an example, code may not name one.
  */
-export function withoutComments(source: string): string {
+function withoutComments(source: string): string {
   let out = '';
   /** The braces open inside each template literal's `${…}`, innermost last. */
   const templates: number[] = [];
