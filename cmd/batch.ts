@@ -2,8 +2,6 @@
 import { existsSync } from 'node:fs';
 import { appendFile, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import type { BatchApi } from '../src/batch/batch-api.ts';
-import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
-import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
 import { CallGate } from '../src/gate/call-gate.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
@@ -12,7 +10,7 @@ import { lastLines, type KeepSucceededOptions } from '../src/sinks/results-file.
 import type { Article } from '../src/sources/article.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
 import type { Provider } from '../src/provider/provider.ts';
-import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
+import { VENDORS, isHttpProviderType, type ProviderType } from '../src/vendors/registry.ts';
 import type { BatchFlags } from './batch-options.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
@@ -40,14 +38,14 @@ export async function runBatchCommand(
 ): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
-  if (provider === 'azure')
-    throw new UsageError('--batch runs with --provider=openai, --provider=anthropic or the simulated provider; not azure yet');
+  if (isHttpProviderType(provider) && VENDORS[provider].batch === undefined)
+    throw new UsageError(`--batch: provider type ${provider} has no Batch API`);
   const live = flags.batchFallback === 'live';
   // The live path's limits only where rows may take it: a batch's own calls are the provider's to pace.
   const setups = live ? await providerSetups(flags, flags.rate, flags.burst) : await providerSetups(flags, Infinity, 1);
   const setup = setups.providers[0]!;
   const { tasks } = await runTasks(flags, setups.providers, undefined);
-  const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
+  const api = await batchApi(flags, provider, setup.provider, setups.keyVariables);
   if (flags.batchSize !== undefined && api.maxRows !== undefined && flags.batchSize > api.maxRows) {
     throw new UsageError(
       `--batch-size ${flags.batchSize} is more than ${provider}'s Batch API takes in a batch: ${api.maxRows.toLocaleString('en-US')} at most`,
@@ -188,25 +186,26 @@ export async function runBatchCommand(
   }
 }
 
-/** The Batch API of the flags' provider: the vendor's through its SDK, or one in this process over the simulation. */
-function batchApi(
+/** The Batch API of the flags' provider: its vendor's (loaded now, its SDK on first use), or one in this process over the simulation. */
+async function batchApi(
   flags: Partial<ClientFlags>,
   type: ProviderType,
   provider: Provider,
   keyVariables: ReadonlyMap<string, string>,
-): BatchApi {
-  if (type === 'simulated') return new SimulatedBatchApi({ provider });
-  // providerSetups has read and checked the key already.
+): Promise<BatchApi> {
+  if (!isHttpProviderType(type)) return new SimulatedBatchApi({ provider });
+  const { defaults, batch } = VENDORS[type];
+  // providerSetups has read and checked the key already; runBatchCommand, that the vendor has a Batch API.
   const apiKey = process.env[keyVariables.get(provider.name)!]!.trim();
-  const defaults = HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'];
-  const options = { apiKey, baseUrl: flags.baseUrl ?? defaults.baseUrl!, model: flags.model ?? defaults.model!, name: provider.name };
-  return type === 'anthropic' ? new AnthropicBatchApi(options) : new OpenAiBatchApi(options);
+  const create = await batch!.load();
+  return create({ apiKey, baseUrl: flags.baseUrl ?? defaults.baseUrl!, model: flags.model ?? defaults.model!, name: provider.name });
 }
 
 /** Where a batch is cancelled, `ID` standing for its id. */
 function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
-  const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'].baseUrl;
-  return type === 'anthropic' ? `${base}/v1/messages/batches/ID/cancel` : `${base}/batches/ID/cancel`;
+  if (!isHttpProviderType(type)) return '';
+  const { defaults, batch } = VENDORS[type];
+  return batch!.cancelUrl(flags.baseUrl ?? defaults.baseUrl!);
 }
 
 /**

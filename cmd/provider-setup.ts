@@ -1,6 +1,5 @@
 // What a run's flags build: the simulated provider, each provider's limits, breaker and price, or the providers file's.
 import {
-  HttpApiProvider,
   loadProvidersConfig,
   requestLimit,
   SIMULATED_DEFAULTS,
@@ -15,6 +14,8 @@ import {
   type PoolSetup,
 } from '../src/index.ts';
 import { providerSetupProblem } from '../src/gate/provider-options.ts';
+// Not from news-processor/vendors, whose Batch APIs would load with every run.
+import { HttpApiProvider } from '../src/vendors/http-api-provider.ts';
 import { loadTokenizer } from '../src/provider/token-estimate.ts';
 import { httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import type { RunFlags } from './run-options.ts';

@@ -150,12 +150,12 @@ export class Attempt implements AttemptEvent {
     startMs: number,
     price: ProviderPrice | undefined,
     maxOutputTokens: number,
-    framing: RequestFraming | undefined,
-    limitsOf?: Pick<Provider, 'rateLimits'>,
+    /** The provider called: its framing, and how it reads its headers (`rateLimits`). */
+    called: Pick<Provider, 'framing' | 'rateLimits'>,
   ) {
-    this.#limitsOf = limitsOf;
+    this.#limitsOf = called;
     this.price = price;
-    this.#framing = framing;
+    this.#framing = called.framing;
     this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
@@ -168,7 +168,7 @@ export class Attempt implements AttemptEvent {
 
   #rateLimitInfo: RateLimitSignals | undefined;
   /** The provider, which reads its headers in its own dialect (`rateLimits`); none states no limits. */
-  readonly #limitsOf: Pick<Provider, 'rateLimits'> | undefined;
+  readonly #limitsOf: Pick<Provider, 'rateLimits'>;
 
   /** The headers the provider answered with, on a response or on an error. */
   get headers(): ResponseHeaders | undefined {
@@ -178,7 +178,7 @@ export class Attempt implements AttemptEvent {
   /** What those headers say of the limits, as the provider reads them, once for every observer that asks. */
   get rateLimitInfo(): RateLimitSignals | undefined {
     const headers = this.headers;
-    if (headers === undefined || this.#limitsOf?.rateLimits === undefined) return undefined;
+    if (headers === undefined || this.#limitsOf.rateLimits === undefined) return undefined;
     this.#rateLimitInfo ??= this.#limitsOf.rateLimits(headers);
     return this.#rateLimitInfo;
   }

@@ -483,7 +483,6 @@ export class CallGate {
       this.clock.now(),
       this.#price,
       maxOutputTokens,
-      this.provider.framing,
       this.provider,
     );
     attempt.repair = repair;

@@ -43,7 +43,7 @@ export interface HttpProviderOptions {
    * @default the vendor's (`OPENAI_DEFAULTS.baseUrl`, …); Azure has none
    */
   readonly baseUrl?: string | undefined;
-  /** Azure OpenAI's `api-version` (`2024-10-21`): required there, taken by no other vendor. @default none */
+  /** The API version, for a vendor that takes one (Azure OpenAI's `api-version`, `2024-10-21`): required there, refused elsewhere. @default none */
   readonly apiVersion?: string | undefined;
 }
 
@@ -64,6 +64,12 @@ export interface HttpProviderDefaults {
   readonly model: string | undefined;
   /** Whether the API takes an `apiVersion` (required then): Azure OpenAI's `api-version`. @default false */
   readonly takesApiVersion?: boolean | undefined;
+  /** An API version it takes, as help and messages show one (`2024-10-21`). @default none */
+  readonly apiVersionExample?: string | undefined;
+  /** What its base URL looks like, as help and a run stopped by a 404 say it (`Anthropic's is the host root`). */
+  readonly baseUrlHint: string;
+  /** What else the `type` reaches, as `--provider`'s help says it (`any OpenAI-compatible server`). @default nothing else */
+  readonly alsoMeans?: string | undefined;
   /** What the providers file calls `baseUrl` and `model` for this vendor (Azure's `endpoint`, `deployment`). @default the same names */
   readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
@@ -86,7 +92,7 @@ export interface HttpProviderSettings {
   readonly model: string;
   /** The API's base URL. */
   readonly baseUrl: string;
-  /** Azure OpenAI's `api-version`; undefined for the vendors that take none. */
+  /** The API version (Azure OpenAI's `api-version`); undefined for the vendors that take none. */
   readonly apiVersion: string | undefined;
 }
 
@@ -112,8 +118,7 @@ export function httpProviderSettings(options: HttpProviderOptions, defaults: Htt
     throw expected('baseUrl', `given (${defaults.name} has no default: name the ${defaults.fileNames?.baseUrl ?? 'base URL'})`, baseUrl);
   }
   if (defaults.takesApiVersion === true) checkString('apiVersion', apiVersion);
-  else if (apiVersion !== undefined)
-    throw expected('apiVersion', `left out (${defaults.name} takes none: it is Azure OpenAI's)`, apiVersion);
+  else if (apiVersion !== undefined) throw expected('apiVersion', `left out (${defaults.name} takes none)`, apiVersion);
   if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', maskCredentials(String(baseUrl)));
   if (hasCredentials(baseUrl))
     throw expected('baseUrl', 'a URL without a user name or password (the key is apiKey)', maskCredentials(baseUrl));

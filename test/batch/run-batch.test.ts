@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BatchApi, BatchRow, RowOutcome } from '../../src/batch/batch-api.ts';
 import { customIdOf } from '../../src/batch/custom-id.ts';
-import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
+import { OpenAiBatchApi } from '../../src/vendors/openai/batch-api.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';

@@ -8,6 +8,7 @@ export const ANTHROPIC_DEFAULTS = Object.freeze({
   baseUrl: 'https://api.anthropic.com',
   /** A small, fast model that uses tools. */
   model: 'claude-haiku-4-5',
+  baseUrlHint: "Anthropic's is the host root",
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'ANTHROPIC_API_KEY',
   /**

@@ -3,7 +3,7 @@ import { loadOptional } from '../../optional-package.ts';
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
 import type { HttpProviderOptions, HttpProviderSettings } from '../http-api.ts';
 import type { OpenAiBody } from '../openai/encode.ts';
-import { OPENAI_WIRE } from '../openai/openai-wire.ts';
+import { OPENAI_SDK_PACKAGE, OPENAI_WIRE } from '../openai/openai-wire.ts';
 import { OPENAI_HEADERS } from '../openai/rate-limit-headers.ts';
 import { strictSchemaProblem } from '../openai/strict-schema.ts';
 import { bindSdk, type SdkWire } from '../sdk-wire.ts';
@@ -36,7 +36,7 @@ const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
   ...OPENAI_WIRE,
   defaults: AZURE_DEFAULTS,
   load: async (settings) => {
-    const sdk = await loadOptional('openai', 'the Azure OpenAI provider', () => import('openai'));
+    const sdk = await loadOptional(OPENAI_SDK_PACKAGE, 'the Azure OpenAI provider', () => import('openai'));
     const make = (fetch?: AzureFetch): AzureOpenAI => {
       const client = new sdk.AzureOpenAI(azureClientOptions(settings, fetch));
       // `withOptions` would make a client without the api-version: the warm-up's copy is made as this one is.

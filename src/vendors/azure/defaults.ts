@@ -17,6 +17,8 @@ export const AZURE_DEFAULTS = Object.freeze({
   baseUrl: undefined,
   /** The deployment, which names the model: must be given. */
   model: undefined,
+  baseUrlHint: "Azure's is the resource's endpoint",
+  apiVersionExample: '2024-10-21',
   /** The environment variable the command line and the providers file read the key from (the `api-key` header). */
   apiKeyEnv: 'AZURE_OPENAI_API_KEY',
   /** Every request names the API version (`?api-version=2024-10-21`). */

@@ -8,6 +8,9 @@ export const OPENAI_DEFAULTS = Object.freeze({
   baseUrl: 'https://api.openai.com/v1',
   /** A small model that answers in strict structured output. */
   model: 'gpt-4.1-mini',
+  baseUrlHint: "an OpenAI-compatible server's ends in /v1",
+  /** What else `--provider=openai` reaches. */
+  alsoMeans: 'any OpenAI-compatible server',
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'OPENAI_API_KEY',
   /**

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
+import type { RateLimitDecision } from '../../limiter/keyed-limiter.ts';
 import type { ChatApi, Failure } from './chat-api.ts';
 
 /** One request on its way through the server. */

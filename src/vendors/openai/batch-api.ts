@@ -1,28 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import type { OpenAI } from 'openai';
-import { loadOptional } from '../optional-package.ts';
-import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
-import { VENDORS } from '../vendors/registry.ts';
-import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
+import { loadOptional } from '../../optional-package.ts';
+import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from '../../provider/batch-api.ts';
+import type { LlmRequest, LlmResponse } from '../../provider/provider.ts';
+import type { VendorBatchApiOptions } from '../vendor.ts';
+import { OPENAI_BATCH_CAPS } from './batch-caps.ts';
+import { decodeOpenAi } from './decode.ts';
+import { OPENAI_DEFAULTS } from './defaults.ts';
+import { encodeOpenAi } from './encode.ts';
+import { OPENAI_SDK_PACKAGE } from './openai-wire.ts';
 
-/** OpenAI's caps on one batch: 50,000 requests, an input file of 200 MB. */
-export const OPENAI_BATCH_CAPS = Object.freeze({ maxRows: 50_000, maxBytes: 200_000_000 });
+/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
+export type OpenAiBatchApiOptions = VendorBatchApiOptions;
 
 /** The endpoint every row of a batch calls: chat completions, as a live call does. */
 const ENDPOINT = '/v1/chat/completions';
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
-
-/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
-export interface OpenAiBatchApiOptions {
-  /** The API key, sent only in the request's auth header. */
-  readonly apiKey: string;
-  /** The API's base URL (`…/v1`). */
-  readonly baseUrl: string;
-  /** The model every row asks. */
-  readonly model: string;
-  /** Names the provider in results and messages. @default "openai" */
-  readonly name?: string | undefined;
-}
 
 /** One line of an output or error file. */
 interface OutputLine {
@@ -42,7 +35,7 @@ export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
-  readonly promptCacheRatios = VENDORS.openai.defaults.promptCacheRatios;
+  readonly promptCacheRatios = OPENAI_DEFAULTS.promptCacheRatios;
   /** {@inheritDoc BatchApi.maxRows} */
   readonly maxRows = OPENAI_BATCH_CAPS.maxRows;
   /** {@inheritDoc BatchApi.maxBytes} */
@@ -53,17 +46,17 @@ export class OpenAiBatchApi implements BatchApi {
   constructor(options: OpenAiBatchApiOptions) {
     this.#options = options;
     this.model = options.model;
-    this.name = options.name ?? 'openai';
+    this.name = options.name ?? OPENAI_DEFAULTS.name;
   }
 
   /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
-    return VENDORS.openai.encode(request, this.#options.model, maxOutputTokens);
+    return encodeOpenAi(request, this.#options.model, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
-    return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
+    return decodeOpenAi(request, body, { headers: {} }, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.submit} */
@@ -108,7 +101,7 @@ export class OpenAiBatchApi implements BatchApi {
   }
 
   #sdk(): Promise<{ client: OpenAI }> {
-    this.#client ??= loadOptional('openai', 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
+    this.#client ??= loadOptional(OPENAI_SDK_PACKAGE, 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       client: new sdk.OpenAI({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off' }),
     }));

@@ -6,8 +6,7 @@
  * what it answered). Keys, headers and errors are OpenAI's, as on its Chat Completions route.
  */
 
-import { automaticPrefix } from './prompt-cache.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerChoice,
   type AnswerShape,
@@ -20,11 +19,9 @@ import {
   type StreamEvent,
   isRecord,
   jsonType,
-} from './chat-api.ts';
-import { checkStrict, logprobOf, openAiApi, openAiErrorBody } from './openai-api.ts';
+} from '../serve/chat-api.ts';
 import {
   type FieldRules,
-  OPENAI_FIELD_WORDS,
   aBoolean,
   aNumber,
   aString,
@@ -34,7 +31,9 @@ import {
   oneOf,
   read,
   refused,
-} from './request-fields.ts';
+} from '../serve/request-fields.ts';
+import { automaticPrefix, checkStrict, logprobOf, openAiApi, openAiErrorBody } from './serve-chat.ts';
+import { OPENAI_FIELD_WORDS } from './serve-field-words.ts';
 
 /** OpenAI refuses a smaller output limit. */
 const MIN_OUTPUT_TOKENS = 16;

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ChatApi } from './chat-api.ts';
-import { openAiApi } from './openai-api.ts';
+import { openAiApi } from '../openai/serve-chat.ts';
+import type { ChatApi } from '../serve/chat-api.ts';
+import type { VendorDialect } from '../serve/dialect.ts';
 
 /**
  * Azure OpenAI's chat completions (`POST /openai/deployments/{deployment}/chat/completions?api-version=…`):
@@ -17,3 +18,15 @@ export const azureApi: ChatApi = Object.freeze({
     return typeof key === 'string' && key.trim() !== '' ? key.trim() : undefined;
   },
 });
+
+/** Azure OpenAI as `serve` speaks it: its deployments' chat route; a request elsewhere with an `api-key` header is answered in its words. */
+export const AZURE_DIALECT: VendorDialect = {
+  api: azureApi,
+  claims: (headers) => headers['api-key'] !== undefined,
+  mount: () => ({
+    routes: [
+      // The deployment in the path, `?api-version=` required.
+      { method: 'POST', path: '/openai/deployments/{id}/chat/completions', api: azureApi, handle: 'chat', query: ['api-version'] },
+    ],
+  }),
+};

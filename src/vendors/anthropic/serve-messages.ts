@@ -5,10 +5,10 @@
  * errors in Anthropic's shapes.
  */
 
-import type { JsonSchema } from '../provider/json-schema.ts';
-import { markedPrefix } from './prompt-cache.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerShape,
+  type CachePrefix,
   type ChatAnswer,
   type ChatApi,
   FAILURE_STATUS,
@@ -20,18 +20,11 @@ import {
   isRecord,
   jsonType,
   readTokenLimit,
-} from './chat-api.ts';
-import {
-  ANTHROPIC_FIELD_WORDS,
-  type FieldRules,
-  aNumber,
-  anInteger,
-  anObject,
-  checkFields,
-  oneOf,
-  read,
-  refused,
-} from './request-fields.ts';
+} from '../serve/chat-api.ts';
+import { type FieldRules, aNumber, anInteger, anObject, checkFields, oneOf, read, refused } from '../serve/request-fields.ts';
+import { minCacheTokens } from './defaults.ts';
+import { ANTHROPIC_HEADERS } from './rate-limit-headers.ts';
+import { ANTHROPIC_FIELD_WORDS } from './serve-field-words.ts';
 
 // Anthropic's "overloaded" is 529: what a busy or failing API answers there.
 const STATUS = { ...FAILURE_STATUS, overloaded: 529 };
@@ -77,7 +70,7 @@ const FIELDS: FieldRules = {
 
 export const anthropicApi: ChatApi = {
   name: 'anthropic',
-  headerStyle: 'anthropic',
+  headers: ANTHROPIC_HEADERS,
   requestIdHeader: 'request-id',
   retryAfterMs: false,
   missingKeyMessage: 'x-api-key header is required',
@@ -102,7 +95,7 @@ export const anthropicApi: ChatApi = {
       throw ANTHROPIC_FIELD_WORDS.wrongType('stream', 'boolean', body.stream);
     return {
       ...prompt,
-      cachePrefix: markedPrefix(body),
+      cachePrefix: markedPrefix(body, prompt.model),
       maxOutputTokens,
       stop: readStopSequences(body.stop_sequences),
       stream: body.stream === true ? { includeUsage: true } : undefined,
@@ -342,4 +335,27 @@ function outputFormat(config: unknown): AnswerShape {
     throw new InvalidRequestError('output_config.format.schema: Field required', 'output_config.format.schema');
   }
   return { kind: 'schema', name: 'output', schema: format.schema as JsonSchema };
+}
+
+/**
+ * Anthropic's marked prefix in a Messages body: the text of the system prompt's and the messages'
+ * blocks up to the last one marked `cache_control` (tools before them count towards its identity),
+ * cached when it reaches `model`'s minimum; undefined when none is marked.
+ */
+export function markedPrefix(body: Readonly<Record<string, unknown>>, model: string): CachePrefix | undefined {
+  const texts: string[] = [];
+  let marked: string | undefined;
+  const visit = (content: unknown) => {
+    if (typeof content === 'string') texts.push(content);
+    else if (Array.isArray(content))
+      for (const block of content) {
+        const { type, text, cache_control: mark } = (block ?? {}) as Record<string, unknown>;
+        if (type === 'text' && typeof text === 'string') texts.push(text);
+        if (mark !== undefined && mark !== null) marked = texts.join('\n');
+      }
+  };
+  visit(body.system);
+  for (const message of Array.isArray(body.messages) ? body.messages : []) visit((message as Record<string, unknown> | null)?.content);
+  if (marked === undefined) return undefined;
+  return { kind: 'marked', text: marked, identity: JSON.stringify(body.tools ?? null), minTokens: minCacheTokens(model) };
 }

@@ -5,10 +5,10 @@
  * probabilities; answers and errors in OpenAI's shapes.
  */
 
-import { automaticPrefix } from './prompt-cache.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerShape,
+  type CachePrefix,
   type ChatAnswer,
   type ChatApi,
   type ChatRequest,
@@ -22,10 +22,9 @@ import {
   isRecord,
   jsonType,
   readTokenLimit,
-} from './chat-api.ts';
+} from '../serve/chat-api.ts';
 import {
   type FieldRules,
-  OPENAI_FIELD_WORDS,
   aBoolean,
   aNumber,
   aString,
@@ -35,8 +34,11 @@ import {
   oneOf,
   read,
   refused,
-} from './request-fields.ts';
-import { strictSchemaProblem } from '../vendors/openai/strict-schema.ts';
+} from '../serve/request-fields.ts';
+import { OPENAI_MIN_CACHE_TOKENS } from './defaults.ts';
+import { OPENAI_HEADERS } from './rate-limit-headers.ts';
+import { OPENAI_FIELD_WORDS } from './serve-field-words.ts';
+import { strictSchemaProblem } from './strict-schema.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 /** OpenAI's caps: stop sequences per request, choices, alternatives per token. */
@@ -85,7 +87,7 @@ const FIELDS: FieldRules = {
 
 export const openAiApi: ChatApi = {
   name: 'openai',
-  headerStyle: 'openai',
+  headers: OPENAI_HEADERS,
   requestIdHeader: 'x-request-id',
   retryAfterMs: true,
   missingKeyMessage:
@@ -463,4 +465,17 @@ function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, len
     );
   }
   return named;
+}
+
+/** OpenAI serves a cached prefix in steps of this many tokens (its prompt-caching guide). */
+const CACHE_STEP_TOKENS = 128;
+
+/** OpenAI's prompt cache for a chat or Responses body: every prompt of 1,024 tokens or more, routed by `prompt_cache_key`. */
+export function automaticPrefix(body: Readonly<Record<string, unknown>>): CachePrefix {
+  return {
+    kind: 'automatic',
+    key: typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : '',
+    minTokens: OPENAI_MIN_CACHE_TOKENS,
+    stepTokens: CACHE_STEP_TOKENS,
+  };
 }
