@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { SimulatedProvider } from '../simulator/simulated.ts';
 import type { RowAnswer } from '../vendors/serve/batch-job.ts';
-import { type ChatAnswer, type ChatApi, type ChatRequest, InvalidRequestError } from '../vendors/serve/chat-api.ts';
+import { type ChatAnswer, type ChatApi, type ChatRequest, isInvalidRequestError } from '../vendors/serve/chat-api.ts';
 import type { BatchServices } from '../vendors/serve/dialect.ts';
-import { Refusal } from '../vendors/serve/exchange.ts';
+import { isRefusal, Refusal } from '../vendors/serve/exchange.ts';
 import { FileStore } from '../vendors/serve/file-store.ts';
 import type { Draft } from './answer-choices.ts';
 import type { LlmServerSimulation } from './llm-server-options.ts';
@@ -86,7 +86,7 @@ async function answerRow(steps: RowSteps, provider: SimulatedProvider, api: Chat
     const answer = steps.complete(prepared.request, draft);
     return { statusCode: 200, requestId: `req_${requestId}`, body: api.respond(prepared.request, answer, requestId) };
   } catch (error) {
-    if (!(error instanceof Refusal)) throw error;
+    if (!isRefusal(error)) throw error;
     const { status, body: failure } = api.fail(error.failure, `req_${requestId}`);
     return { statusCode: status, requestId: `req_${requestId}`, body: failure };
   }
@@ -97,7 +97,7 @@ function inputTokens(steps: RowSteps, api: ChatApi, body: unknown): number {
   try {
     return steps.promptTokens(api, body);
   } catch (error) {
-    if (error instanceof InvalidRequestError) return 0;
+    if (isInvalidRequestError(error)) return 0;
     throw error;
   }
 }

@@ -16,7 +16,7 @@ import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
 import { answerChoice, unfitDraft, type Draft } from './answer-choices.ts';
 import {
-  InvalidRequestError,
+  isInvalidRequestError,
   type ChatAnswer,
   type ChatApi,
   type ChatRequest,
@@ -29,7 +29,7 @@ import { SchemaError } from '../provider/schema-validators.ts';
 import { keyFingerprint } from './server-metrics.ts';
 import { StreamFaults } from './stream-faults.ts';
 import { writeStream } from './stream-writer.ts';
-import { ClientGone, Refusal, type Exchange, type LimitContext } from '../vendors/serve/exchange.ts';
+import { ClientGone, isRefusal, Refusal, type Exchange, type LimitContext } from '../vendors/serve/exchange.ts';
 import { LLM_SERVER_DEFAULTS, serverSettings, type ListenOptions, type LlmServerOptions } from './llm-server-options.ts';
 import { RouteTable, SERVER_ROUTES, type ServerStep } from './routes.ts';
 import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './answer-schema.ts';
@@ -280,7 +280,7 @@ export class LlmServer {
       try {
         answer = await work(exchange.key!);
       } catch (error) {
-        throw error instanceof InvalidRequestError ? asRefusal(exchange.api, error) : error;
+        throw isInvalidRequestError(error) ? asRefusal(exchange.api, error) : error;
       }
       if (answer instanceof FileAnswer) await this.#sendFile(exchange, answer.file, answer.type);
       else this.#send(exchange, 200, answer, this.#quotas.headers(exchange, {}));
@@ -511,7 +511,7 @@ export class LlmServer {
 
   /** What a step's throw becomes: the refusal answered, or 499 for a client gone; anything else is the server's own error. */
   #answerStop(exchange: Exchange, error: unknown): void {
-    if (error instanceof Refusal) this.#fail(exchange, error.failure, error.limits);
+    if (isRefusal(error)) this.#fail(exchange, error.failure, error.limits);
     else if (error instanceof ClientGone) this.#finish(exchange, CLIENT_CLOSED);
     else throw error;
   }

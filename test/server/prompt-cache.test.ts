@@ -5,6 +5,7 @@ import type { Tokenizer } from '../../src/server/answer-choices.ts';
 import type { ChatAnswer, ChatRequest } from '../../src/vendors/serve/chat-api.ts';
 import { LlmServer } from '../../src/server/index.ts';
 import { PromptCache } from '../../src/server/prompt-cache.ts';
+import { minCacheTokens } from '../../src/vendors/anthropic/defaults.ts';
 import { markedPrefix } from '../../src/vendors/anthropic/serve-messages.ts';
 import { automaticPrefix } from '../../src/vendors/openai/serve-chat.ts';
 import { encodeAnthropic } from '../../src/vendors/anthropic/encode.ts';
@@ -40,7 +41,7 @@ function anthropic(head: string, rest: string, model = 'claude-sonnet-4-5'): { r
   };
   const promptText = `${head}\n${rest}`;
   return {
-    request: { model, promptText, lastUserText: promptText, shape: SHAPE, cachePrefix: markedPrefix(body, model) },
+    request: { model, promptText, lastUserText: promptText, shape: SHAPE, cachePrefix: markedPrefix(body, minCacheTokens(model)) },
     answer: { ...ANSWER, inputTokens: WORDS.encode(promptText).length },
   };
 }

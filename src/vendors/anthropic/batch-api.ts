@@ -8,13 +8,8 @@ import {
   type RowOutcome,
   type SubmittedBatch,
 } from '../../provider/batch-api.ts';
-import type { LlmRequest, LlmResponse } from '../../provider/provider.ts';
-import type { VendorBatchApiOptions } from '../vendor.ts';
-import { ANTHROPIC_SDK_PACKAGE } from './anthropic-wire.ts';
-import { ANTHROPIC_BATCH_CAPS } from './batch-caps.ts';
-import { decodeAnthropic } from './decode.ts';
-import { ANTHROPIC_DEFAULTS } from './defaults.ts';
-import { encodeAnthropic } from './encode.ts';
+import type { LlmRequest, LlmResponse, PromptCacheRatios } from '../../provider/provider.ts';
+import type { Vendor, VendorBatchApiOptions } from '../vendor.ts';
 
 /** Where {@link AnthropicBatchApi} sends its batches, with which key and model. */
 export type AnthropicBatchApiOptions = VendorBatchApiOptions;
@@ -30,28 +25,39 @@ export class AnthropicBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
-  readonly promptCacheRatios = ANTHROPIC_DEFAULTS.promptCacheRatios;
+  readonly promptCacheRatios: PromptCacheRatios;
   /** {@inheritDoc BatchApi.maxRows} */
-  readonly maxRows = ANTHROPIC_BATCH_CAPS.maxRows;
+  readonly maxRows: number | undefined;
   /** {@inheritDoc BatchApi.maxBytes} */
-  readonly maxBytes = ANTHROPIC_BATCH_CAPS.maxBytes;
+  readonly maxBytes: number | undefined;
   readonly #options: AnthropicBatchApiOptions;
+  /** The vendor whose request bodies the rows carry: its encode, decode, defaults and SDK package. */
+  readonly #vendor: Vendor;
   #client: Promise<Anthropic> | undefined;
 
-  constructor(options: AnthropicBatchApiOptions) {
+  /**
+   * `vendor`: whose requests the rows are (`VENDORS.anthropic`, or one whose wire is the same) —
+   * handed over rather than imported, so that this module, loaded only by a run that batches, shares
+   * no module with a plain run (in the command's bundle, each would cut the run's chunks in more).
+   */
+  constructor(options: AnthropicBatchApiOptions, vendor: Vendor) {
     this.#options = options;
+    this.#vendor = vendor;
     this.model = options.model;
-    this.name = options.name ?? ANTHROPIC_DEFAULTS.name;
+    this.name = options.name ?? vendor.defaults.name;
+    this.promptCacheRatios = vendor.defaults.promptCacheRatios;
+    this.maxRows = vendor.batch?.maxRows;
+    this.maxBytes = vendor.batch?.maxBytes;
   }
 
   /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
-    return encodeAnthropic(request, this.#options.model, maxOutputTokens);
+    return this.#vendor.encode(request, this.#options.model, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
-    return decodeAnthropic(request, body, { headers: {} }, maxOutputTokens);
+    return this.#vendor.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.submit} */
@@ -106,7 +112,7 @@ export class AnthropicBatchApi implements BatchApi {
   }
 
   #sdk(): Promise<Anthropic> {
-    this.#client ??= loadOptional(ANTHROPIC_SDK_PACKAGE, 'the Anthropic Message Batches API', () => import('@anthropic-ai/sdk')).then(
+    this.#client ??= loadOptional(this.#vendor.sdkPackage, 'the Anthropic Message Batches API', () => import('@anthropic-ai/sdk')).then(
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       (sdk) => new sdk.Anthropic({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off', webhookKey: null }),
     );

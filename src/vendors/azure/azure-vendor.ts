@@ -3,6 +3,7 @@ import { encodeOpenAi } from '../openai/encode.ts';
 import { readOpenAiErrorBody } from '../openai/errors.ts';
 import { OPENAI_SDK_PACKAGE } from '../openai/openai-wire.ts';
 import { OPENAI_HEADERS } from '../openai/rate-limit-headers.ts';
+import { strictSchemaProblem } from '../openai/strict-schema.ts';
 import type { Vendor } from '../vendor.ts';
 import { AzureOpenAiProvider } from './azure-provider.ts';
 import { AZURE_DEFAULTS } from './defaults.ts';
@@ -21,6 +22,6 @@ export const AZURE_VENDOR: Vendor = Object.freeze({
   readErrorBody: readOpenAiErrorBody,
   serve: {
     summary: 'POST /openai/deployments/ID/chat/completions?api-version=…, as OpenAI answers it. Key: api-key: KEY',
-    load: async () => (await import('./serve-dialect.ts')).AZURE_DIALECT,
+    load: async () => (await import('./serve-dialect.ts')).azureDialect({ headers: OPENAI_HEADERS, strictSchemaProblem }),
   },
 } satisfies Vendor);

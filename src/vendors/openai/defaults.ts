@@ -29,6 +29,3 @@ export const OPENAI_DEFAULTS = Object.freeze({
   /** OpenAI's token limits count every prompt token, cached or not. */
   limitsCountCacheReads: true,
 });
-
-/** The fewest prompt tokens OpenAI caches: prompts of 1,024 tokens or more, cached in steps of 128 (its prompt-caching guide). */
-export const OPENAI_MIN_CACHE_TOKENS = 1024;

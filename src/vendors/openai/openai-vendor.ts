@@ -7,6 +7,7 @@ import { readOpenAiErrorBody } from './errors.ts';
 import { OpenAiProvider } from './openai-provider.ts';
 import { OPENAI_SDK_PACKAGE } from './openai-wire.ts';
 import { OPENAI_HEADERS } from './rate-limit-headers.ts';
+import { strictSchemaProblem } from './strict-schema.ts';
 
 /** OpenAI's chat completions API (and any server that speaks it), as the registry knows it. */
 export const OPENAI_VENDOR: Vendor = Object.freeze({
@@ -22,7 +23,7 @@ export const OPENAI_VENDOR: Vendor = Object.freeze({
     cancelUrl: (baseUrl) => `${baseUrl}/batches/ID/cancel`,
     load: async () => {
       const { OpenAiBatchApi } = await import('./batch-api.ts');
-      return (options) => new OpenAiBatchApi(options);
+      return (options) => new OpenAiBatchApi(options, OPENAI_VENDOR);
     },
   },
   serve: {
@@ -30,7 +31,7 @@ export const OPENAI_VENDOR: Vendor = Object.freeze({
       'POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/ID; its Batch API: POST /v1/files (purpose=batch), ' +
       'GET|DELETE /v1/files/ID, GET /v1/files/ID/content, POST|GET /v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel. ' +
       'Key: Authorization: Bearer KEY',
-    load: async () => (await import('./serve-dialect.ts')).OPENAI_DIALECT,
+    load: async () => (await import('./serve-dialect.ts')).openAiDialect({ headers: OPENAI_HEADERS, strictSchemaProblem }),
   },
   helpExamples: [
     '$ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)',

@@ -6,6 +6,7 @@
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
+import { brandedGuard } from '../../error-brand.ts';
 import type { JsonSchema } from '../../provider/json-schema.ts';
 import type { HeaderFormat } from '../header-fields.ts';
 
@@ -160,6 +161,9 @@ export class InvalidRequestError extends Error {
   }
 }
 
+/** Whether `value` is an {@link InvalidRequestError}: what a dialect throws for a request its API refuses, the server answers as its 400. */
+export const isInvalidRequestError = brandedGuard(InvalidRequestError, 'InvalidRequestError');
+
 /** How requests are read: whether OpenAI's strict-mode schema rules are enforced, and what the key was answered before. */
 export interface ParseOptions {
   /** Take any schema with `strict: true`, as other OpenAI-compatible servers do. */
@@ -211,7 +215,13 @@ export interface ChatApi {
   keptAs?(request: ChatRequest, id: string): string | undefined;
 }
 
-export { isRecord } from '../../provider/json-schema.ts';
+/**
+ * Whether `value` is a JSON object (not an array, not null). The provider contract has its own; the
+ * dialects keep theirs so that, loaded only by `serve`, they share no module with a plain run.
+ */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
 
 /** The JSON type of a value, as error messages name it. */
 export function jsonType(value: unknown): string {
