@@ -16,3 +16,30 @@ export type { Vendor, VendorBatch, VendorBatchApiOptions, VendorServe } from './
 export type { BoundSdk, ResponseMeta } from './sdk-wire.ts';
 export type { HeaderFormat, HeaderFields } from './header-fields.ts';
 export type { ErrorBody, HttpProviderDefaults, HttpProviderSettings } from './http-api.ts';
+// A vendor's serve dialect, and what it is made with (src/vendors/serve/).
+export type {
+  BatchCounts,
+  BatchServices,
+  MountedDialect,
+  RouteHandler,
+  ServeHost,
+  ServeRoute,
+  VendorDialect,
+} from './serve/dialect.ts';
+export type {
+  AnswerChoice,
+  AnswerShape,
+  CachePrefix,
+  ChatAnswer,
+  ChatApi,
+  ChatRequest,
+  Failure,
+  FailureKind,
+  FinishReason,
+  ParseOptions,
+  StreamEvent,
+  TokenLogprob,
+} from './serve/chat-api.ts';
+export type { Exchange, LimitContext } from './serve/exchange.ts';
+export type { BatchTiming, RowAnswer } from './serve/batch-job.ts';
+export { FileStore, type LineWriter, type StoredFile } from './serve/file-store.ts';
