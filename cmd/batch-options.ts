@@ -69,7 +69,7 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option(
         '--batch-size <n>',
-        `with --batch: rows per batch at most (default: the vendor's cap, ${BATCHED.map(({ label, maxRows }) => `${label}'s ${maxRows.toLocaleString('en-US')}`).join(', ')}); ` +
+        `with --batch: rows per batch at most (default: the vendor's cap, ${BATCHED.map(({ label, maxRows }) => `${label}'s ${withCommas(maxRows)}`).join(', ')}); ` +
           `a batch is also cut at the vendor's ${BATCHED.map(({ maxBytes }) => `${maxBytes / 1e6} MB`).join(' / ')}`,
       ).argParser(integer(1, Math.max(...BATCHED.map(({ maxRows }) => maxRows)))),
     )
