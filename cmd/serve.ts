@@ -1,4 +1,4 @@
-// `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
+// `news-processor serve`: the simulated provider as an HTTP server speaking each vendor's API (the registry's dialects).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
 import { VENDORS } from '../src/vendors/registry.ts';

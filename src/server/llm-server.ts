@@ -1,7 +1,8 @@
 /**
- * The simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs, with a quota
- * per API key — an offline stand-in for a real provider, for this pipeline and for anyone's code
- * written against the official SDKs or the frameworks built on them.
+ * The simulated provider as an HTTP server speaking the vendors' APIs — each vendor's dialect,
+ * from its folder, mounted over the steps every route shares — with a quota per API key: an
+ * offline stand-in for a real provider, for this pipeline and for anyone's code written against
+ * the official SDKs or the frameworks built on them.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -48,10 +49,11 @@ export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type Ll
 const CLIENT_CLOSED = 499;
 
 /**
- * An HTTP server that answers OpenAI's `POST /v1/chat/completions` and `POST /v1/responses`, and
- * Anthropic's `POST /v1/messages` (each whole or streamed) as the simulated provider would, plus
- * `POST /v1/messages/count_tokens`, `GET /v1/responses/{id}`, `GET /v1/models[/{id}]`, `GET
- * /healthz` and `GET /metrics` (Prometheus). Every chat request goes through the same steps:
+ * An HTTP server that answers each registered vendor's routes as its dialect words them — OpenAI's
+ * `POST /v1/chat/completions` and `POST /v1/responses`, Anthropic's `POST /v1/messages` (each whole
+ * or streamed), their Batch APIs, … — with the simulated provider's answers, plus `GET
+ * /v1/models[/{id}]`, `GET /healthz` and `GET /metrics` (Prometheus). Every chat request goes
+ * through the same steps:
  *
  * 1. needs an API key (`Authorization: Bearer …`, or `x-api-key` on the Anthropic route), one of
  *    `apiKeys` when those are given: 401 without, or with another;
