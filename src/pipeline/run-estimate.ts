@@ -9,13 +9,14 @@ import { SIMULATED_DEFAULTS } from '../simulator/simulated.ts';
 import { simulatedAnswer } from '../simulator/simulated-answers.ts';
 import { estimateInputTokens, loadTokenizer } from '../provider/token-estimate.ts';
 import type { Article } from '../sources/article.ts';
-import { requestFor, type TaskSet } from '../tasks/task-set.ts';
+import { requestFor } from '../tasks/task-set.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { specsOf } from '../gate/provider-options.ts';
-import { taskProviders } from './run.ts';
+import { expected } from '../validation/checks.ts';
+import type { RunPlan } from './run-plan.ts';
 
 /** What the calls of one task would take and cost. Tokens and USD summed over its calls. */
-export interface TaskPlan {
+export interface TaskEstimate {
   readonly name: string;
   /** The provider that would answer it. */
   readonly provider: string;
@@ -33,7 +34,7 @@ export interface TaskPlan {
 }
 
 /** How long one limit makes the run take at the least. */
-export interface LimitPlan {
+export interface LimitEstimate {
   readonly kind: LimitKind;
   /** Units per second; `Infinity` for none. */
   readonly rate: number;
@@ -44,11 +45,11 @@ export interface LimitPlan {
   readonly floorMs: number;
 }
 
-/** One provider's share of the plan. */
-export interface ProviderPlan {
+/** One provider's share of the estimate. */
+export interface ProviderEstimate {
   readonly name: string;
   readonly calls: number;
-  readonly limits: readonly LimitPlan[];
+  readonly limits: readonly LimitEstimate[];
   /** The largest of its limits' floors, in ms. */
   readonly floorMs: number;
 }
@@ -58,7 +59,7 @@ export interface ProviderPlan {
  * counted), every article's tasks in order, each dependent prompt filled with the simulated answer
  * to the task it reads.
  */
-export interface RunPlan {
+export interface RunEstimate {
   /** Articles the source held. */
   readonly articles: number;
   /** Of those, articles lacking a field a prompt reads: they would fail before any call. */
@@ -71,22 +72,12 @@ export interface RunPlan {
   readonly expectedUsd?: number;
   readonly worstUsd?: number;
   /** Each task, in the tasks' order. */
-  readonly tasks: readonly TaskPlan[];
-  readonly providers: readonly ProviderPlan[];
+  readonly tasks: readonly TaskEstimate[];
+  readonly providers: readonly ProviderEstimate[];
   /** The largest floor of any limit: no run of these calls at these limits could end sooner, in ms. */
   readonly leastElapsedMs: number;
   /** The provider and limit of that floor; `null` when no limit bounds the run. */
   readonly boundBy: { readonly provider: string; readonly kind: LimitKind } | null;
-}
-
-export interface PlanOptions {
-  /** The articles, read to the end. */
-  readonly source: Iterable<Article> | AsyncIterable<Article>;
-  readonly providers: readonly ProviderSetup[];
-  /** Every article's tasks (`defineTasks`, `loadTasksFile`, `loadBuiltinTasks`). */
-  readonly tasks: TaskSet;
-  /** Which provider serves each task that names none itself. @default the first provider */
-  readonly routes?: Readonly<Record<string, string>> | undefined;
 }
 
 interface Tally {
@@ -99,14 +90,16 @@ interface Tally {
 }
 
 /**
- * Reads `source` to the end and works out the run's calls, tokens, cost and the least time its
- * limits allow, calling no provider. Prompt tokens are counted with the provider's
- * `estimateInputTokens`, else the real tokenizer (gpt-tokenizer, which must be installed); the
- * worst case is what a budget holds per call.
+ * Reads `source` to the end and works out what the run `plan` made would call, take and cost, and
+ * the least time its limits allow, calling no provider. Prompt tokens are counted with the
+ * provider's `estimateInputTokens`, else the real tokenizer (gpt-tokenizer, which must be
+ * installed); the worst case is what a budget holds per call. Each task must go to one provider:
+ * a pool's choice among its members is not estimated (a `TypeError`).
  */
-export async function planRun(options: PlanOptions): Promise<RunPlan> {
-  const { tasks, providers } = options;
-  const assigned = taskProviders(tasks, providers, options.routes);
+export async function estimateRun(plan: RunPlan, source: Iterable<Article> | AsyncIterable<Article>): Promise<RunEstimate> {
+  const { tasks, providers, routes: assigned } = plan;
+  const pooled = plan.pools.filter((pool) => [...assigned.values()].includes(pool.name));
+  if (pooled.length > 0) throw expected('tasks', 'each served by one provider, not a pool', pooled.map((pool) => pool.name).join(', '));
   const setupOf = new Map(providers.map((setup) => [setup.provider.name, setup]));
   const countTokens = await loadTokenizer();
   const perTask = new Map<string, Tally>(
@@ -117,7 +110,7 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
   );
   let articles = 0;
   let lacking = 0;
-  for await (const article of options.source) {
+  for await (const article of source) {
     articles++;
     const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
     const outputs: Record<string, unknown> = {};
@@ -152,16 +145,16 @@ export async function planRun(options: PlanOptions): Promise<RunPlan> {
       }
     }
   }
-  const taskPlans = tasks.tasks.map((task): TaskPlan => {
+  const taskPlans = tasks.tasks.map((task): TaskEstimate => {
     const { expectedNano, worstNano, ...tally } = perTask.get(task.name)!;
     const provider = assigned.get(task.name)!;
     const priced = setupOf.get(provider)!.price !== undefined;
     return { name: task.name, provider, ...tally, ...(priced && { expectedUsd: expectedNano / NANO_USD, worstUsd: worstNano / NANO_USD }) };
   });
   const providerPlans = providers.map((setup) => providerPlan(setup, taskPlans));
-  const sum = (pick: (plan: TaskPlan) => number) => taskPlans.reduce((total, plan) => total + pick(plan), 0);
+  const sum = (pick: (plan: TaskEstimate) => number) => taskPlans.reduce((total, plan) => total + pick(plan), 0);
   const priced = taskPlans.some((plan) => plan.expectedUsd !== undefined);
-  let boundBy: RunPlan['boundBy'] = null;
+  let boundBy: RunEstimate['boundBy'] = null;
   let leastElapsedMs = 0;
   for (const plan of providerPlans) {
     for (const limit of plan.limits) {
@@ -201,7 +194,7 @@ function typicalAnswer(request: LlmRequest): unknown {
   }
 }
 
-function providerPlan(setup: ProviderSetup, taskPlans: readonly TaskPlan[]): ProviderPlan {
+function providerPlan(setup: ProviderSetup, taskPlans: readonly TaskEstimate[]): ProviderEstimate {
   const name = setup.provider.name;
   const mine = taskPlans.filter((plan) => plan.provider === name);
   const cost = {
@@ -209,7 +202,7 @@ function providerPlan(setup: ProviderSetup, taskPlans: readonly TaskPlan[]): Pro
     inputTokens: mine.reduce((total, plan) => total + plan.inputTokens, 0),
     outputTokens: mine.reduce((total, plan) => total + plan.typicalOutputTokens, 0),
   };
-  const limits = specsOf(setup.limits).map((spec): LimitPlan => {
+  const limits = specsOf(setup.limits).map((spec): LimitEstimate => {
     const amount = amountOf(spec.kind, cost);
     const floorMs = spec.rate === Infinity ? 0 : (Math.max(0, amount - spec.burst) * 1000) / spec.rate;
     return { kind: spec.kind, rate: spec.rate, burst: spec.burst, amount, floorMs };

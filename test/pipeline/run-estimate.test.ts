@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SIMULATED_DEFAULTS, SimulatedProvider } from '../../src/index.ts';
 import type { LlmRequest } from '../../src/provider/provider.ts';
 import { simulatedAnswer } from '../../src/simulator/simulated-answers.ts';
+import { estimateRun } from '../../src/pipeline/run-estimate.ts';
 import { planRun } from '../../src/pipeline/run-plan.ts';
 import { defineTasks } from '../../src/tasks/task-set.ts';
 
@@ -52,9 +53,9 @@ function setups() {
   ];
 }
 
-describe('planRun', () => {
+describe('estimateRun', () => {
   it('fills a dependent prompt with the simulated answer of the task it reads, and skips an article lacking a field, as the run fails it', async () => {
-    const plan = await planRun({ source: ARTICLES, providers: setups(), tasks: TASKS });
+    const plan = await estimateRun(planRun({ providers: setups(), tasks: TASKS }), ARTICLES);
     expect(plan).toMatchObject({ articles: 3, lacking: 1, calls: 4 });
     const headlinePrompts = ARTICLES.slice(0, 2).map((article) => {
       const request = {
@@ -79,7 +80,7 @@ describe('planRun', () => {
   });
 
   it('prices the priced provider only, and bounds the run by the slowest limit of any provider', async () => {
-    const plan = await planRun({ source: ARTICLES, providers: setups(), tasks: TASKS });
+    const plan = await estimateRun(planRun({ providers: setups(), tasks: TASKS }), ARTICLES);
     expect(plan.tasks[0]!.expectedUsd).toBeGreaterThan(0);
     expect(plan.tasks[1]!.expectedUsd).toBeUndefined();
     expect(plan.expectedUsd).toBe(plan.tasks[0]!.expectedUsd);
@@ -94,7 +95,7 @@ describe('planRun', () => {
 
   it('says no limit bounds calls at an infinite rate', async () => {
     const providers = setups().map((setup) => ({ ...setup, limits: [{ kind: 'requests' as const, rate: Infinity, burst: 1 }] }));
-    const plan = await planRun({ source: ARTICLES, providers, tasks: TASKS });
+    const plan = await estimateRun(planRun({ providers, tasks: TASKS }), ARTICLES);
     expect(plan.leastElapsedMs).toBe(0);
     expect(plan.boundBy).toBeNull();
   });
