@@ -1,3 +1,5 @@
+// What a planned run would call, take and cost, worked out from its source with no call made: the
+// dry run's figures, and the least time the limits allow (the rate floor of each limit).
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderSetup } from '../gate/provider-options.ts';

@@ -51,15 +51,15 @@ export class JsonlResultStore implements ResultStore {
   }
 
   /** The file rewritten to hold each article once (`keepSucceeded`); before {@link open}, which appends to what it left. */
-  takeUp(options: KeepSucceededOptions = {}): Promise<KeptResults> {
+  async takeUp(options: KeepSucceededOptions = {}): Promise<KeptResults> {
     if (this.#path === undefined) throw new TypeError(`Expected a results file to take up, got ${this.name}`);
     if (this.#writer !== undefined) throw new Error(`${this.name} is open: take it up before opening it`);
     return keepSucceeded(this.#path, options);
   }
 
+  // Not async: a result a line, the writer's own promise is the one returned.
   write(result: ArticleResult): Promise<void> {
-    if (this.#writer === undefined) throw new Error(`${this.name} is not open`);
-    return this.#writer.write(result);
+    return this.#writer === undefined ? Promise.reject(new Error(`${this.name} is not open`)) : this.#writer.write(result);
   }
 
   async compact(): Promise<void> {

@@ -178,7 +178,7 @@ describe('JsonlResultStore', () => {
     await store.write(result('1', 'succeeded', 0, {}));
     await store.close();
     expect(chunks.join('')).toBe(`${JSON.stringify(result('1', 'succeeded', 0, {}))}\n`);
-    expect(() => store.takeUp()).toThrow(new TypeError('Expected a results file to take up, got stdout'));
+    await expect(store.takeUp()).rejects.toThrow(new TypeError('Expected a results file to take up, got stdout'));
     await expect(store.state.save({})).rejects.toThrow(TypeError);
   });
 });
