@@ -22,8 +22,6 @@ export interface RunOutput {
   readonly human: NodeJS.WriteStream;
   /** With --resume: the articles that succeeded before (id → title), which this run skips. */
   readonly kept: ReadonlyMap<string, string> | undefined;
-  /** With --resume: the outputs of the articles that did not, which this run keeps (their tasks are not run again). */
-  readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   /** With --resume: what the file says earlier runs spent (its lines' `costUsd`), in USD; 0 otherwise. */
   readonly earlierCostUsd: number;
   /** With --resume: the articles whose outputs of changed tasks (and of those that depend on them) this run makes again, id → those tasks. */
@@ -53,7 +51,6 @@ export async function openOutput(
       store: undefined,
       human: process.stdout,
       kept: undefined,
-      partial: undefined,
       earlierCostUsd: 0,
       redo: none,
       resumed: undefined,
@@ -66,7 +63,6 @@ export async function openOutput(
       store: JsonlResultStore.to(process.stdout, 'stdout'),
       human: process.stderr,
       kept: undefined,
-      partial: undefined,
       earlierCostUsd: 0,
       redo: none,
       resumed: undefined,
@@ -77,7 +73,6 @@ export async function openOutput(
   }
   const store = JsonlResultStore.at(output);
   let kept: ReadonlyMap<string, string> | undefined;
-  let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   let earlierCostUsd = 0;
   let again: ReadonlyMap<string, readonly string[]> = none;
   let resumed: RunOutput['resumed'];
@@ -88,7 +83,6 @@ export async function openOutput(
     if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
-    partial = results.partial;
     earlierCostUsd = results.spentUsd;
     again = results.redo;
     const otherTitle = (id: string) => mismatch(output, input.name, `article ${JSON.stringify(id)} has another title there`);
@@ -101,7 +95,7 @@ export async function openOutput(
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
   }
-  return { store, human: process.stdout, kept, partial, earlierCostUsd, redo: again, resumed };
+  return { store, human: process.stdout, kept, earlierCostUsd, redo: again, resumed };
 }
 
 /** `Redone: 6 task outputs whose task changed … (summarize 3, sentiment 3)`: what a resume made again, by task. */
