@@ -9,12 +9,17 @@ import { UsageError } from './usage-error.ts';
 /** Flags every queue command takes: where the queue is. */
 export interface QueueFlags extends RedisConnectionFlags {
   queue: string;
+  /** Where --redis's value came from, as a message names it: `--redis`, or `REDIS_URL` when the variable stood in. */
+  redisFrom?: string;
 }
 
-/** Adds --queue and the Redis flags of a command that only talks to the queue. */
+/** Adds --queue and the Redis flags of a command that only talks to the queue (REDIS_URL stands in for --redis). */
 export function addQueueOptions(command: Command): Command {
   command.addOption(new Option('--queue <name>', 'the queue: letters, digits, ., _ or -').makeOptionMandatory());
-  return addRedisConnectionOptions(command, 'the Redis that holds the queue');
+  command.hook('preAction', (self) => {
+    if (self.getOptionValueSource('redis') === 'env') self.setOptionValue('redisFrom', 'REDIS_URL');
+  });
+  return addRedisConnectionOptions(command, 'the Redis that holds the queue', { readsEnv: true });
 }
 
 /** Checks --queue and --redis: one line and exit 2 for a bad name or a missing or malformed URL. */
@@ -25,7 +30,7 @@ export function checkQueueFlags(flags: QueueFlags): asserts flags is QueueFlags 
     throw new UsageError(`--queue ${JSON.stringify(flags.queue)}: expected 1 to 100 letters, digits, '.', '_' or '-'`);
   }
   if (flags.redis === undefined) throw new UsageError('--redis (or REDIS_URL) is needed: the Redis that holds the queue');
-  checkRedisUrl(flags.redis, '--redis');
+  checkRedisUrl(flags.redis, flags.redisFrom ?? '--redis');
 }
 
 /** A queue and the connection its clients were made from: closed together. */
@@ -37,7 +42,7 @@ interface OpenQueue {
 /** Connects and opens the queue: one line and exit 2 for a bad name, an unreachable Redis or a refusing user. */
 export async function openQueue(flags: QueueFlags): Promise<OpenQueue> {
   checkQueueFlags(flags);
-  const connection = await connectFlags(flags);
+  const connection = await connectFlags(flags, undefined, flags.redisFrom);
   try {
     const queue = await openQueueOn(connection, flags);
     return {
@@ -80,7 +85,8 @@ Examples (from a clone, put \`npm start --\` where \`news-processor\` stands):
   $ news-processor retry-failed --queue batch1 --redis redis://127.0.0.1:6379
   $ news-processor obliterate --queue batch1 --redis redis://127.0.0.1:6379 --yes
 
-REDIS_URL stands in for --redis. See docs/queue.md.`;
+REDIS_URL stands in for --redis in the queue commands (enqueue, worker, status, collect, retry-failed,
+drain, obliterate), which need a Redis; a run reads no REDIS_URL. See docs/queue.md.`;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function pause(ms: number, signal: AbortSignal): Promise<void> {

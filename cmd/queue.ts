@@ -97,7 +97,7 @@ function workerCommand(onExit: (code: number) => void): Command {
   ]);
   addReportOptions(command);
   addClientOptions(command);
-  addRedisOptions(command);
+  addRedisOptions(command, { readsEnv: true });
   addCacheOptions(command);
   command
     .addOption(new Option('--queue <name>', 'the queue to take jobs from').makeOptionMandatory())
