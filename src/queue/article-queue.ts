@@ -66,11 +66,12 @@ export interface QueueWorkerInfo {
   /** The name it gave (`runQueueWorker`'s `workerName`, `host:pid` by default). */
   readonly name: string;
   /**
-   * When it last said it was alive, epoch ms by Redis's clock: a worker says so every second,
-   * whether it waits for jobs or holds as many as it runs at once.
+   * When it last said it was alive, epoch ms by Redis's clock (the worker's, for a Redis user that
+   * may not run TIME): a worker says so every second, whether it waits for jobs or holds as many
+   * as it runs at once.
    */
   readonly lastSeenMs: number;
-  /** How long ago that was, in ms, by Redis's clock (no skew between this machine's and the worker's). */
+  /** How long ago that was, in ms, by the same clock (no skew between this machine's and the worker's). */
   readonly silentMs: number;
 }
 
@@ -125,11 +126,14 @@ const HEARTBEAT_KEPT_MS = 3_600_000;
 /**
  * A worker's heartbeat: says it is alive (at Redis's TIME) if the queue is made, and returns what
  * the queue holds, or `{0, now}` when it is not made (and writes nothing then).
- * KEYS: workers, made, then {@link JOB_KEYS} in order. ARGV: the worker's name, ms to keep a heartbeat.
+ * KEYS: workers, made, then {@link JOB_KEYS} in order. ARGV: the worker's name, ms to keep a
+ * heartbeat, the worker's clock (epoch ms: for a Redis user that may not run TIME, which BullMQ
+ * does not need).
  */
 const HEARTBEAT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local t = redis.pcall('TIME')
+local now = tonumber(ARGV[3])
+if type(t) == 'table' and t[1] then now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
 if redis.call('EXISTS', unpack(KEYS, 2)) == 0 then return {0, now} end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
@@ -298,7 +302,7 @@ export class ArticleQueue {
    */
   async heartbeat(workerName: string): Promise<{ readonly nowMs: number; readonly snapshot: QueueSnapshot | undefined }> {
     const keys = [this.key(WORKERS_KEY), this.key(MADE_KEY), ...JOB_KEYS.map((name) => this.key(name))];
-    const reply = (await this.client.eval(HEARTBEAT, keys.length, ...keys, workerName, HEARTBEAT_KEPT_MS)) as number[];
+    const reply = (await this.client.eval(HEARTBEAT, keys.length, ...keys, workerName, HEARTBEAT_KEPT_MS, Date.now())) as number[];
     const [made, nowMs, enqueued, waiting, active, delayed, completed, failed] = reply as [number, number, ...number[]];
     if (made === 0) return { nowMs, snapshot: undefined };
     return {
@@ -347,9 +351,10 @@ export class ArticleQueue {
         this.queue.getWorkers().catch(() => [] as { [index: string]: string }[]),
         this.client.hgetall(this.key(STATS_KEY)),
         this.client.zrange(this.key(WORKERS_KEY), '0', '-1', 'WITHSCORES'),
-        this.client.time(),
+        // Refused to a user that may not run TIME: this machine's clock then.
+        this.client.time().catch(() => undefined),
       ]);
-    const redisNowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const redisNowMs = time === undefined ? Date.now() : Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
     const lastAlive = new Map<string, number>();
     for (let i = 0; i < heartbeats.length; i += 2) lastAlive.set(heartbeats[i]!, Number(heartbeats[i + 1]));
     // Over the last minute, or since the first finish in it when the batch began less than a minute ago.

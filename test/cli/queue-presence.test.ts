@@ -196,6 +196,12 @@ describe("status's workers", () => {
       for (const worker of status.workers) expect(worker.silentMs, JSON.stringify(status.workers)).toBeLessThanOrEqual(2500);
       const line = (await runCli(['status', '--queue', queue, '--redis', redis.url])).stdout;
       expect(line).toMatch(/\| 2 workers \(\S+ seen [012]s ago, \S+ seen [012]s ago\) \|/);
+      // A Redis user that may not run TIME (BullMQ needs none) is told the same, by this machine's clock.
+      const admin = new Redis(redis.url);
+      await admin.call('ACL', 'SETUSER', 'watcher', 'on', '>pw', '~*', '+@all', '-time');
+      admin.disconnect();
+      const watched = await runCli(['status', '--queue', queue, '--redis', `redis://watcher:pw@127.0.0.1:${redis.port}`]);
+      expect(watched.stdout, watched.stderr).toMatch(/\| 2 workers \(\S+ seen [012]s ago, \S+ seen [012]s ago\) \|/);
     } finally {
       for (const run of runs) run.send('SIGKILL');
       await Promise.all(runs.map((run) => run.result));
