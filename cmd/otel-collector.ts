@@ -1,5 +1,4 @@
 // Where --otel sends (the collector endpoints the OTEL_* variables name) and whether anything answers there.
-import { connect } from 'node:net';
 
 /**
  * How long a collector may take to accept a connection at exit before it is taken for down, in ms:
@@ -51,7 +50,9 @@ export function collectorEndpoints(env: NodeJS.ProcessEnv): CollectorEndpoint[] 
 }
 
 /** Why nothing takes a connection at `endpoint` within `timeoutMs` (`connect ECONNREFUSED 127.0.0.1:4318`), or undefined when something does. */
-export function unreachable(endpoint: CollectorEndpoint, timeoutMs = COLLECTOR_PROBE_MS): Promise<string | undefined> {
+export async function unreachable(endpoint: CollectorEndpoint, timeoutMs = COLLECTOR_PROBE_MS): Promise<string | undefined> {
+  // Loaded when asked: a run without --otel never is.
+  const { connect } = await import('node:net');
   return new Promise((resolve) => {
     const socket = connect({ host: endpoint.host, port: endpoint.port });
     const done = (why: string | undefined) => {
