@@ -285,8 +285,8 @@ async function workOn(
   }
   const reportLine = await report?.finish(summary);
   if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
-  if (lost) {
-    process.stderr.write(`error: ${summary.stoppedBy!.message}; the worker stopped: enqueue the input again to run it\n`);
+  if (summary.queueLost !== undefined) {
+    process.stderr.write(`error: ${queue.notFound(summary.queueLost).message}; the worker stopped: enqueue the input again to run it\n`);
     return 1;
   }
   if (summary.stoppedBy?.by === 'limits') {

@@ -380,7 +380,8 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   }
   return {
     ...summary,
-    stoppedBy: summary.stoppedBy ?? gaveUp,
+    // A lost queue says why the rest failed (their limits' keys went with it too).
+    stoppedBy: queueLost !== undefined ? gaveUp : (summary.stoppedBy ?? gaveUp),
     returned,
     leftLocked: queueLost === undefined ? held.size : 0,
     redisOutages: outages,
