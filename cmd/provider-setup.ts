@@ -12,11 +12,11 @@ import {
   type ProviderSetup,
   type SimulatedConfig,
   type PoolSetup,
+  providerSetupProblem,
 } from '../src/index.ts';
-import { providerSetupProblem } from '../src/gate/provider-options.ts';
+import { loadTokenizer } from '../src/plan.ts';
 // Not from news-processor/vendors, whose Batch APIs would load with every run.
 import { HttpApiProvider } from '../src/vendors/http-api-provider.ts';
-import { loadTokenizer } from '../src/provider/token-estimate.ts';
 import { httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';

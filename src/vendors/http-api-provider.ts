@@ -93,7 +93,7 @@ export abstract class HttpApiProvider implements Provider {
     return this.#sdk.call(request, options);
   }
 
-  /** {@inheritDoc Provider.schemaProblem} */
+  /** Why the vendor's API would refuse `schema` (OpenAI's strict mode: every schema goes in it), in its words; undefined when it takes it. */
   schemaProblem(schema: JsonSchema): string | undefined {
     return this.#schemaProblem?.(schema);
   }
