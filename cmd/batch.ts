@@ -5,6 +5,8 @@ import type { BatchApi } from '../src/batch/batch-api.ts';
 import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
 import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
 import { CallGate } from '../src/gate/call-gate.ts';
+import { CallLoop } from '../src/route/call-loop.ts';
+import { ProviderRoute } from '../src/route/provider-route.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd } from '../src/quota/budget.ts';
@@ -55,8 +57,12 @@ export async function runBatchCommand(
   }
   // Loaded before the first token is taken, as a live run does: a call must leave when its token is granted.
   if (live) await setup.provider.ready?.();
-  // The gate a live run calls, with the live run's retries and repairs.
-  const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
+  // The route a live run calls, through a loop with the live run's retries and repairs.
+  const fallback = live
+    ? new CallLoop({ retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }).caller(
+        new ProviderRoute(new CallGate(setup)),
+      )
+    : undefined;
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
   const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
     process.stderr.write(`${text}\n`),
