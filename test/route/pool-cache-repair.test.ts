@@ -67,6 +67,26 @@ describe('RoutePool with an answer cache', () => {
     expect(providers[0]!.calls).toHaveLength(1);
   });
 
+  it('.call() - members that shape answers alike share a key: an answer from any of them is kept under it', async () => {
+    const clock = new ManualClock();
+    const cache = new MemoryCache();
+    // Two keys of one model at one base URL: what shapes their answers is the same.
+    const sameModel = (name: string, script: readonly Step[]) =>
+      Object.assign(new ScriptedProvider({ name, clock, script }), {
+        answerIdentity: (request: LlmRequest, maxOutputTokens: number) => ({ model: 'm', prompt: request.prompt, maxOutputTokens }),
+      });
+    const gates = [sameModel('key-a', [{ error: new ServerError() }]), sameModel('key-b', [{}])].map(
+      (provider) => new CallGate({ provider, limits: requestLimit(Infinity, 1), clock }),
+    );
+    const loop = new CallLoop({ clock, cache, retry: { backoff: () => 100 } });
+    const pool = new RoutePool({ name: 'gpt', members: gates, clock });
+    const request = builtinRequest('summarize', 'a1');
+    expect(gates[0]!.answerKey(request)).toBe(gates[1]!.answerKey(request));
+    expect(await drive(clock, loop.call(pool, request))).toMatchObject({ servedBy: 'key-b' });
+    expect([...cache.entries.keys()]).toEqual([gates[1]!.answerKey(request)]);
+    expect(await loop.call(pool, request)).toMatchObject({ cached: true, servedBy: 'key-a' });
+  });
+
   it('.call() - identical calls at once make one call; the others wait for its answer', async () => {
     const clock = new ManualClock();
     const { providers, call } = poolOf(clock, [[{ latencyMs: 50 }], [{ latencyMs: 50 }]]);
