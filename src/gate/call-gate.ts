@@ -118,6 +118,8 @@ export interface GateAttemptOptions {
 export class CallGate {
   /** The provider the gate calls. */
   readonly provider: Provider;
+  /** The provider's name: what the summary and the result lines call it. */
+  readonly name: string;
   /** The provider's limits every attempt acquires first. */
   readonly limits: ProviderLimits;
   /** The clock the gate runs on. */
@@ -148,6 +150,7 @@ export class CallGate {
     const { provider, maxConcurrent } = options;
     checkProviderSetup(options, provider.name);
     this.provider = provider;
+    this.name = provider.name;
     this.clock = options.clock ?? systemClock;
     const limits = isProviderLimits(options.limits) ? options.limits : new LocalLimits({ limits: options.limits, clock: this.clock });
     this.limits = limits;
@@ -217,11 +220,6 @@ export class CallGate {
   /** What the call that made a kept answer cost at this gate's price, in whole nano-dollars: what a hit saves (0 without a price or a usage). */
   savedNanoUsd(answer: CachedAnswer): number {
     return answer.usage === undefined || this.price === undefined ? 0 : usageNanoUsd(answer.usage, this.price);
-  }
-
-  /** The provider's name: what the summary and the result lines call it. */
-  get name(): string {
-    return this.provider.name;
   }
 
   /** Ms until `calls` more calls would be granted by the limits, behind those waiting (see `ProviderLimits.backlogMs`). */
@@ -300,14 +298,16 @@ export class CallGate {
     this.#arriving++;
     try {
       attempt.permit = this.breaker?.acquirePermit();
+      const { countsTokens } = this.limits;
       if (this.budget !== undefined) await this.#hold(attempt, scope.signal);
-      const cost = this.limits.countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
+      const cost = countsTokens ? await this.#cost(request, maxOutputTokens) : REQUEST_ONLY;
       if (cost !== REQUEST_ONLY) this.#recordCost(cost);
-      // Counting the prompt (and loading the tokenizer, the first time) is not waiting for the limits.
-      attempt.waitStartMs = this.clock.now();
+      // Holding the budget and counting the prompt (loading the tokenizer, the first time) is not
+      // waiting for the limits; with neither, no time has passed since the start.
+      if (this.budget !== undefined || countsTokens) attempt.waitStartMs = this.clock.now();
       attempt.response = await (this.#inFlight === undefined
-        ? this.#send(attempt, cost, maxOutputTokens, options, scope)
-        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options, scope)));
+        ? this.#send(attempt, cost, maxOutputTokens, options, scope, attempt.waitStartMs)
+        : this.#inFlight(() => this.#send(attempt, cost, maxOutputTokens, options, scope, this.clock.now())));
     } catch (error) {
       attempt.error = error;
     }
@@ -353,18 +353,19 @@ export class CallGate {
     this.#rates.record(rate > before ? endMs : this.clock.now(), rate);
   }
 
-  /** Takes the cost from the limits, by the deadline, then calls the provider. */
+  /** Takes the cost from the limits, by the deadline, then calls the provider. `nowMs`: the clock's reading as it begins. */
   async #send(
     attempt: Attempt,
     cost: CallCost,
     maxOutputTokens: number,
     options: GateAttemptOptions,
     scope: CallScope,
+    nowMs: number,
   ): Promise<LlmResponse> {
     const { pending } = scope;
     const rank = options.rank ?? (scope.ranked ? scope.deadlineMs - (options.keepBeforeDeadlineMs ?? 0) : undefined);
     if (pending === undefined) {
-      const maxWaitMs = Math.max(0, scope.deadlineMs - this.clock.now());
+      const maxWaitMs = Math.max(0, scope.deadlineMs - nowMs);
       const granted = this.limits.acquire(cost, { signal: scope.signal, maxWaitMs, rank });
       this.#lineUp(attempt);
       attempt.grant = await granted;

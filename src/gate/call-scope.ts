@@ -1,4 +1,5 @@
 import type { CallDeadline } from './call-deadline.ts';
+import type { CallGate } from './call-gate.ts';
 
 /** What a call's scope opens from: a deadline that may not have started yet, or a plain signal and instant. */
 export interface CallScopeOptions {
@@ -27,39 +28,44 @@ export interface CallScope {
   startAt(atMs: number): void;
 }
 
-/**
- * A call's scope, opened from its options. An unstarted deadline starts from its `fromMs` at once,
- * unless the limits are `shared`: this process cannot see the demand ahead of it there, so the
- * call's grant starts it, and an article waiting for that grant has not begun — it cannot fail for
- * the other processes' share of the queue.
- */
-export class OpenScope implements CallScope {
+/** A call's scope as its opener fills it in: {@link CallScope}, writable. */
+export interface OpenedScope {
   signal: AbortSignal | undefined;
   deadlineMs: number;
   pending: CallDeadline | undefined;
-  readonly ranked: boolean;
-
-  constructor(options: CallScopeOptions, shared: boolean) {
-    const { deadline } = options;
-    this.ranked = deadline !== undefined;
-    if (deadline === undefined) {
-      this.signal = options.signal;
-      this.deadlineMs = options.deadlineMs ?? Infinity;
-      this.pending = undefined;
-      return;
-    }
-    if (!deadline.started && !shared) deadline.start(deadline.fromMs);
-    this.signal = deadline.signal;
-    this.deadlineMs = deadline.atMs;
-    this.pending = deadline.started ? undefined : deadline;
-  }
-
-  startAt(atMs: number): void {
-    const { pending } = this;
-    if (pending === undefined) return;
-    pending.start(atMs);
-    this.deadlineMs = pending.atMs;
-    this.signal = pending.signal;
-    this.pending = undefined;
-  }
+  ranked: boolean;
 }
+
+/**
+ * Opens a call's scope from its options into `scope`, for attempts through `gates`. An unstarted
+ * deadline starts from its `fromMs` at once, unless the limits of one of the gates are shared
+ * (asked only then): this process cannot see the demand ahead of it there, so the call's grant
+ * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
+ * processes' share of the queue.
+ */
+export function openScope(scope: OpenedScope, options: CallScopeOptions, gates: readonly CallGate[]): void {
+  const { deadline } = options;
+  scope.ranked = deadline !== undefined;
+  if (deadline === undefined) {
+    scope.signal = options.signal;
+    scope.deadlineMs = options.deadlineMs ?? Infinity;
+    scope.pending = undefined;
+    return;
+  }
+  if (!deadline.started && !gates.some(sharesLimits)) deadline.start(deadline.fromMs);
+  scope.signal = deadline.signal;
+  scope.deadlineMs = deadline.atMs;
+  scope.pending = deadline.started ? undefined : deadline;
+}
+
+/** Starts `scope`'s pending deadline at `atMs` (a grant): see {@link CallScope.startAt}. */
+export function startScope(scope: OpenedScope, atMs: number): void {
+  const { pending } = scope;
+  if (pending === undefined) return;
+  pending.start(atMs);
+  scope.deadlineMs = pending.atMs;
+  scope.signal = pending.signal;
+  scope.pending = undefined;
+}
+
+const sharesLimits = (gate: CallGate): boolean => gate.limits.shared === true;

@@ -4,8 +4,9 @@ import { sleep, systemClock, type Clock } from '../clock.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import { OneCallPerKey } from '../cache/one-call-per-key.ts';
 import type { GateAttempt } from '../gate/attempt.ts';
+import type { CallDeadline } from '../gate/call-deadline.ts';
 import { GATE_DEFAULTS, type CallGate } from '../gate/call-gate.ts';
-import { OpenScope } from '../gate/call-scope.ts';
+import { openScope, startScope, type CallScope } from '../gate/call-scope.ts';
 import { repairAfter } from './repair.ts';
 import { answerFits, unfitAnswer } from '../provider/answer.ts';
 import { BadRequestError, RefusalError, stopsRun, type LlmRequest, type LlmResponse } from '../provider/provider.ts';
@@ -260,18 +261,26 @@ export class CallLoop {
  * choice, what it has met — made on the first failure only, so a call that succeeds at once
  * allocates nothing more.
  */
-class LoopCall extends OpenScope implements RouteCall {
+class LoopCall implements CallScope, RouteCall {
+  signal: AbortSignal | undefined = undefined;
+  deadlineMs = Infinity;
+  pending: CallDeadline | undefined = undefined;
+  ranked = false;
   readonly request: LlmRequest;
   readonly #clock: Clock;
-  readonly #keepBeforeDeadlineMs: number;
+  readonly #options: RouteCallOptions;
   #retryAt: Map<CallGate, number> | undefined;
   #refused: Set<CallGate> | undefined;
 
   constructor(route: Route, request: LlmRequest, options: RouteCallOptions, clock: Clock) {
-    super(options, sharesLimits(route));
     this.request = request;
     this.#clock = clock;
-    this.#keepBeforeDeadlineMs = options.keepBeforeDeadlineMs ?? 0;
+    this.#options = options;
+    openScope(this, options, route.gates);
+  }
+
+  startAt(atMs: number): void {
+    startScope(this, atMs);
   }
 
   retryAtMs(gate: CallGate): number | undefined {
@@ -284,9 +293,8 @@ class LoopCall extends OpenScope implements RouteCall {
 
   withinMs(): number {
     // In time: leaving this call and those after it what they are expected to take.
-    return this.pending === undefined
-      ? this.deadlineMs - this.#clock.now() - this.#keepBeforeDeadlineMs
-      : this.pending.firstGrantWithinMs();
+    if (this.pending !== undefined) return this.pending.firstGrantWithinMs();
+    return this.deadlineMs - this.#clock.now() - (this.#options.keepBeforeDeadlineMs ?? 0);
   }
 
   /** The call failed on `gate`, which may take it again from `atMs`. */
@@ -304,12 +312,6 @@ class LoopCall extends OpenScope implements RouteCall {
   circuitsMoved(): void {
     this.#refused?.clear();
   }
-}
-
-/** Whether any of the route's gates has limits other processes share: its calls' deadlines then start at their grant. */
-function sharesLimits(route: Route): boolean {
-  for (const gate of route.gates) if (gate.limits.shared === true) return true;
-  return false;
 }
 
 const hasFallback = (route: Route): boolean => route.fallback !== undefined && route.fallback.length > 0;

@@ -8,19 +8,17 @@ import type { Route, RouteCall, RouteChoice } from './route.ts';
  * wait), then goes to the gate again; a refusal no retry mends fails the call.
  */
 export class ProviderRoute implements Route {
+  /** The provider's name. */
+  readonly name: string;
   /** The provider's gate. */
   readonly gate: CallGate;
   /** Its gate, alone. */
   readonly gates: readonly CallGate[];
 
   constructor(gate: CallGate) {
+    this.name = gate.name;
     this.gate = gate;
     this.gates = Object.freeze([gate]);
-  }
-
-  /** The provider's name. */
-  get name(): string {
-    return this.gate.name;
   }
 
   /** Its gate, unless the gate's circuit has just refused the call: then the loop waits for it. */
