@@ -1,5 +1,5 @@
 import type { CallDeadline } from './call-deadline.ts';
-import type { CallGate } from './call-gate.ts';
+import type { ProviderLimits } from '../quota/provider-limits.ts';
 
 /** What a call's scope opens from: a deadline that may not have started yet, or a plain signal and instant. */
 export interface CallScopeOptions {
@@ -43,7 +43,7 @@ export interface OpenedScope {
  * starts it, and an article waiting for that grant has not begun — it cannot fail for the other
  * processes' share of the queue.
  */
-export function openScope(scope: OpenedScope, options: CallScopeOptions, gates: readonly CallGate[]): void {
+export function openScope(scope: OpenedScope, options: CallScopeOptions, gates: readonly { readonly limits: ProviderLimits }[]): void {
   const { deadline } = options;
   scope.ranked = deadline !== undefined;
   if (deadline === undefined) {
@@ -68,4 +68,4 @@ export function startScope(scope: OpenedScope, atMs: number): void {
   scope.pending = undefined;
 }
 
-const sharesLimits = (gate: CallGate): boolean => gate.limits.shared === true;
+const sharesLimits = (gate: { readonly limits: ProviderLimits }): boolean => gate.limits.shared === true;
