@@ -14,7 +14,7 @@ import { isLimitTooSmallError } from '../quota/provider-limits.ts';
 import { RetryError, RetryPolicy, type RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import { checkInteger } from '../validation/checks.ts';
-import type { Route, RouteAnswer, RouteCall, RouteCallOptions, RouteCaller } from './route.ts';
+import type { Route, RouteAnswer, RouteCall, RouteCallOptions, RouteCaller, RouteChoice } from './route.ts';
 
 /** The policies a loop composes around its attempts: retries, repairs, the answer cache. */
 export interface CallLoopOptions {
@@ -140,7 +140,7 @@ export class CallLoop {
     let asked = request;
     let repairs = 0;
     let repair = 0;
-    let choice = route.choose(call);
+    let choice = choose(route, call);
     for (;;) {
       if (choice === 'none') return this.#fallBack(route, request, options, number - 1, lastError);
       if (choice === 'wait') {
@@ -148,7 +148,7 @@ export class CallLoop {
         // Every gate's circuit open, and nowhere else to go: wait for the first to admit probes.
         await untilCircuitMoves(route, call, clock, number - 1, lastError);
         call.circuitsMoved();
-        choice = route.choose(call);
+        choice = choose(route, call);
         continue;
       }
       const gate = choice;
@@ -176,13 +176,14 @@ export class CallLoop {
           // not the articles that met it.
           call.refuse(gate);
           next = 'elsewhere';
-          choice = route.choose(call);
+          choice = choose(route, call);
           if (choice === 'wait' && !hasFallback(route)) attempt.retryInMs = circuitWaitWithin(route, attempt.atMs, deadlineMs);
         } else if (stopsRun(error) && route.drop !== undefined && (route.drop(gate, error) || hasFallback(route))) {
           // The run stops for it only when the route has nowhere left to send the call.
           attempt.dropped = true;
+          call.drop(gate);
           next = 'elsewhere';
-          choice = route.choose(call);
+          choice = choose(route, call);
         } else if (hasFallback(route) && isTooLongOrRefused(error)) next = 'fall-back';
         else {
           const decision = this.#retry.next(error, number, previousDelayMs, attempt.atMs);
@@ -191,7 +192,7 @@ export class CallLoop {
             failure = decision.error;
           } else {
             call.failedOn(gate, attempt.atMs + decision.delayMs);
-            choice = route.choose(call);
+            choice = choose(route, call);
             const nextRetryAtMs = typeof choice === 'string' ? undefined : call.retryAtMs(choice);
             const nextWaitMs = nextRetryAtMs === undefined ? 0 : Math.max(0, nextRetryAtMs - attempt.atMs);
             if (attempt.atMs + nextWaitMs > deadlineMs) {
@@ -221,7 +222,7 @@ export class CallLoop {
           // Counted apart from the attempts: a repair is not a retry, and is made at once.
           asked = repaired!;
           repair = ++repairs;
-          choice = route.choose(call);
+          choice = choose(route, call);
           continue;
         case 'again':
           // A retry after an answer no repair mended asks afresh; after any other failure, the same again.
@@ -271,6 +272,7 @@ class LoopCall implements CallScope, RouteCall {
   readonly #options: RouteCallOptions;
   #retryAt: Map<CallGate, number> | undefined;
   #refused: Set<CallGate> | undefined;
+  #dropped: Set<CallGate> | undefined;
 
   constructor(route: Route, request: LlmRequest, options: RouteCallOptions, clock: Clock) {
     this.request = request;
@@ -312,6 +314,29 @@ class LoopCall implements CallScope, RouteCall {
   circuitsMoved(): void {
     this.#refused?.clear();
   }
+
+  /** `gate` was dropped from the route for a failure of this call. */
+  drop(gate: CallGate): void {
+    this.#dropped ??= new Set();
+    this.#dropped.add(gate);
+  }
+
+  /** Whether `gate` was dropped for a failure of this call. */
+  dropped(gate: CallGate): boolean {
+    return this.#dropped?.has(gate) === true;
+  }
+}
+
+/**
+ * The route's choice, held to what it says it does: a gate whose circuit refused the call since
+ * the circuits last moved is a wait (an attempt there would be refused again at once, a loop with
+ * no pause), one dropped for this call's failure is no gate at all.
+ */
+function choose(route: Route, call: LoopCall): RouteChoice {
+  const choice = route.choose(call);
+  if (typeof choice === 'string') return choice;
+  if (call.refusedBy(choice)) return 'wait';
+  return call.dropped(choice) ? 'none' : choice;
 }
 
 const hasFallback = (route: Route): boolean => route.fallback !== undefined && route.fallback.length > 0;

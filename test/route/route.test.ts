@@ -8,6 +8,7 @@ import { CallLoop } from '../../src/route/call-loop.ts';
 import { ProviderRoute } from '../../src/route/provider-route.ts';
 import type { Route } from '../../src/route/route.ts';
 import { gateCaller } from '../gate-caller.ts';
+import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
 
@@ -109,5 +110,50 @@ describe('a call with a deadline not yet started', () => {
     expect(sentAtMs).toBeGreaterThanOrEqual(1900);
     expect(deadline.startedAt[0]).toBe(sentAtMs);
     expect(deadline.atMs).toBe(sentAtMs + 300);
+  });
+});
+
+describe('a route of one’s own that chooses carelessly', () => {
+  /** Always its one gate, whatever the call has met. */
+  const careless = (gate: CallGate): Route => ({
+    name: 'careless',
+    gates: [gate],
+    choose: () => gate,
+    typicalCost: () => gate.typicalCost(),
+    backlogMs: (calls, perCall) => gate.backlogMs(calls, perCall),
+    circuitWaitMs: () => gate.circuitWaitMs(),
+    onCircuitChange: (listener) => gate.onCircuitChange(listener),
+  });
+
+  it('is held to it: a gate whose circuit refused the call is waited for, not asked again at once', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ error: new ServerError() }, {}] });
+    const gate = new CallGate({ provider, limits: requestLimit(Infinity, 1), clock, breaker: { failureThreshold: 1, cooldownMs: 500 } });
+    const outcomes: string[] = [];
+    const loop = new CallLoop({ clock, retry: { backoff: () => 0 } });
+    const answer = await drive(
+      clock,
+      loop.call(careless(gate), builtinRequest('summarize', 'a1'), {
+        deadlineMs: 5000,
+        onAttempt: (event) => outcomes.push(event.outcome),
+      }),
+    );
+    expect(answer.attempts).toBe(2);
+    // One refusal, then the wait for the cooldown: not a refusal per microtask.
+    expect(outcomes).toEqual(['server-error', 'circuit-open', 'ok']);
+    expect(provider.calls.map((call) => call.atMs)).toEqual([0, 500]);
+  });
+
+  it('is held to it: a gate dropped for the call is not asked again, and the call fails with why', async () => {
+    const clock = new ManualClock();
+    const provider = new ScriptedProvider({ name: 'sim', clock, script: [{ error: new AuthenticationError('401 refused') }] });
+    const gate = new CallGate({ provider, limits: requestLimit(Infinity, 1), clock });
+    const route = { ...careless(gate), drop: () => true };
+    const error = await drive(
+      clock,
+      new CallLoop({ clock }).call(route, builtinRequest('summarize', 'a1')).catch((e: unknown) => e),
+    );
+    expect(provider.calls).toHaveLength(1);
+    expect(error).toMatchObject({ name: 'RetryError', lastError: { name: 'AuthenticationError' } });
   });
 });
