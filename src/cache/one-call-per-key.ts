@@ -79,7 +79,7 @@ export class OneCallPerKey {
       } finally {
         // Its key stays taken by the answer until the store can give it: a twin that comes meanwhile
         // is answered by it, not made again. The other keys go now (a twin under them alone goes round).
-        for (const key of keys) if (stored === undefined || key !== settled!.key) this.#release(key, mine);
+        for (const key of keys) if (stored === undefined || key !== settled!.key) this.#underWay.delete(key);
         settle(settled);
         if (stored !== undefined) {
           const key = settled!.key;

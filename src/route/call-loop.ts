@@ -102,14 +102,10 @@ export class CallLoop {
 
   async #callCached(route: Route, request: LlmRequest, options: RouteCallOptions, cached: OneCallPerKey): Promise<RouteAnswer> {
     const { gates } = route;
-    // Each gate's key; the keys once each (gates that shape answers alike — keys of one vendor's model — share one).
     const keyOf: (string | undefined)[] = [];
-    const keys: string[] = [];
-    for (const gate of gates) {
-      const key = gate.answerKey(request, options.maxOutputTokens);
-      keyOf.push(key);
-      if (key !== undefined && !keys.includes(key)) keys.push(key);
-    }
+    for (const gate of gates) keyOf.push(gate.answerKey(request, options.maxOutputTokens));
+    // Gates that shape answers alike (keys of one vendor's model) share a key: looked up once.
+    const keys = keyOf.length === 1 && keyOf[0] !== undefined ? (keyOf as string[]) : distinctKeys(keyOf);
     if (keys.length === 0) return this.#call(route, request, options);
     const signal = options.deadline === undefined ? options.signal : options.deadline.signal;
     const { made, hit, key } = await cached.call(
@@ -337,6 +333,13 @@ function choose(route: Route, call: LoopCall): RouteChoice {
   if (typeof choice === 'string') return choice;
   if (call.refusedBy(choice)) return 'wait';
   return call.dropped(choice) ? 'none' : choice;
+}
+
+/** The keys once each, in order, those of gates that make none left out. */
+function distinctKeys(keys: readonly (string | undefined)[]): string[] {
+  const distinct: string[] = [];
+  for (const key of keys) if (key !== undefined && !distinct.includes(key)) distinct.push(key);
+  return distinct;
 }
 
 const hasFallback = (route: Route): boolean => route.fallback !== undefined && route.fallback.length > 0;
