@@ -266,9 +266,8 @@ class LoopCall implements CallScope, RouteCall {
   readonly request: LlmRequest;
   readonly #clock: Clock;
   readonly #options: RouteCallOptions;
-  #retryAt: Map<CallGate, number> | undefined;
-  #refused: Set<CallGate> | undefined;
-  #dropped: Set<CallGate> | undefined;
+  /** What the call has met at its gates; made at its first failure. */
+  #met: Met | undefined;
 
   constructor(route: Route, request: LlmRequest, options: RouteCallOptions, clock: Clock) {
     this.request = request;
@@ -282,11 +281,11 @@ class LoopCall implements CallScope, RouteCall {
   }
 
   retryAtMs(gate: CallGate): number | undefined {
-    return this.#retryAt?.get(gate);
+    return this.#met?.retryAt.get(gate);
   }
 
   refusedBy(gate: CallGate): boolean {
-    return this.#refused?.has(gate) === true;
+    return this.#met?.refused.has(gate) === true;
   }
 
   withinMs(): number {
@@ -297,30 +296,37 @@ class LoopCall implements CallScope, RouteCall {
 
   /** The call failed on `gate`, which may take it again from `atMs`. */
   failedOn(gate: CallGate, atMs: number): void {
-    this.#retryAt ??= new Map();
-    this.#retryAt.set(gate, atMs);
+    this.#met ??= new Met();
+    this.#met.retryAt.set(gate, atMs);
   }
 
   /** `gate`'s circuit refused the call: not asked again until a circuit moves. */
   refuse(gate: CallGate): void {
-    this.#refused ??= new Set();
-    this.#refused.add(gate);
+    this.#met ??= new Met();
+    this.#met.refused.add(gate);
   }
 
   circuitsMoved(): void {
-    this.#refused?.clear();
+    this.#met?.refused.clear();
   }
 
   /** `gate` was dropped from the route for a failure of this call. */
   drop(gate: CallGate): void {
-    this.#dropped ??= new Set();
-    this.#dropped.add(gate);
+    this.#met ??= new Met();
+    this.#met.dropped.add(gate);
   }
 
   /** Whether `gate` was dropped for a failure of this call. */
   dropped(gate: CallGate): boolean {
-    return this.#dropped?.has(gate) === true;
+    return this.#met?.dropped.has(gate) === true;
   }
+}
+
+/** What a call has met at its gates: when each it failed on may take it again, whose circuit refused it, which were dropped. */
+class Met {
+  readonly retryAt = new Map<CallGate, number>();
+  readonly refused = new Set<CallGate>();
+  readonly dropped = new Set<CallGate>();
 }
 
 /**
