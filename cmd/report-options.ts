@@ -14,7 +14,6 @@ import type {
   TaskSet,
 } from '../src/index.ts';
 import type { BatchEvent } from '../src/batch/index.ts';
-import { specsOf } from '../src/gate/provider-options.ts';
 import { integer } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -100,7 +99,10 @@ export async function startRunReport(
   }
   const recorder = new RunRecorder({
     clock: systemClock,
-    providers: run.providers.map((setup) => ({ name: setup.provider.name, limits: specsOf(setup.limits) })),
+    providers: run.providers.map((setup) => ({
+      name: setup.provider.name,
+      limits: 'specs' in setup.limits ? setup.limits.specs : setup.limits,
+    })),
     pools: run.pools,
     tasks: run.tasks.tasks.map((task) => task.name),
     budget: run.budget,

@@ -16,7 +16,7 @@ export interface OwnRoutes {
   readonly byName: ReadonlyMap<string, Route>;
   /** Every gate of theirs, fallbacks' included, each once, in the order met. */
   readonly gates: readonly CallGate[];
-  /** Each gate as the setup it stands for (its provider, limits and output cap). */
+  /** Each gate as the setup it stands for (its provider, limits, output cap and price). */
   readonly setups: readonly ProviderSetup[];
   /** Each route that is not a single gate of its own name, as a pool of its gates and fallbacks. */
   readonly pools: readonly PoolSetup[];
@@ -69,7 +69,7 @@ export function ownRoutes(
   };
   for (const [task, route] of Object.entries(routes ?? {})) if (typeof route === 'object') visit(route, `the route of task "${task}"`);
   const setups = gates.map(
-    (gate): ProviderSetup => ({ provider: gate.provider, limits: gate.limits, maxOutputTokens: gate.maxOutputTokens }),
+    (gate): ProviderSetup => ({ provider: gate.provider, limits: gate.limits, maxOutputTokens: gate.maxOutputTokens, price: gate.price }),
   );
   return { byName, gates, setups, pools };
 }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
+import type { ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../quota/budget.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import type { LlmRequest } from '../provider/provider.ts';
@@ -12,8 +12,7 @@ import { CallLoop } from '../route/call-loop.ts';
 import { ProviderRoute } from '../route/provider-route.ts';
 import { RoutePool, type PoolMemberChange } from '../route/pool.ts';
 import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
-import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
-import { TasksError, type TaskSet } from '../tasks/task-set.ts';
+import type { TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
@@ -25,7 +24,7 @@ import { ownRoutes } from './own-routes.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
-import { taskFingerprints } from './task-fingerprints.ts';
+import { checkPlan, planRun, type RunPlan } from './run-plan.ts';
 import type { ArticleResult } from './result.ts';
 import type { PipelineAttemptEvent, RunObserver } from './run-observer.ts';
 
@@ -98,6 +97,12 @@ export interface PipelineOptions {
    * @default none
    */
   readonly pools?: readonly PoolSetup[] | undefined;
+  /**
+   * The run worked out ahead (`planRun` of these providers, tasks, routes and pools), when the
+   * caller has made it for its own checks: each task's route and fingerprint are read from it
+   * rather than worked out again. @default planned from these options
+   */
+  readonly plan?: RunPlan | undefined;
   /** Told each pool member that goes down, comes back, or is dropped (a refused key). @default none */
   readonly onPoolChange?: ((change: PoolMemberChange) => void) | undefined;
   /**
@@ -174,7 +179,6 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   checkOneOf('limitsLost', limitsLost, ['stop', 'cancel'] as const);
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
-  const tasks = options.tasks ?? loadBuiltinTasks();
   const gatesByName = new Map<string, CallGate>();
   const watchedGates: { gate: CallGate; giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
@@ -187,13 +191,14 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     watchedGates.push({ gate, giveUpAfterMs });
   }
   const routesByName = poolRoutes(options, gatesByName, clock);
+  const plan = options.plan ?? planRun(options);
+  checkPlan(plan, options);
+  const { tasks, fingerprints } = plan;
   const own = ownRoutes(options.routes, new Set(routesByName.keys()), options.budget);
   for (const gate of own.gates) gatesByName.set(gate.name, gate);
-  const assigned = taskProviders(tasks, options.providers, options.routes, options.pools);
   // A provider's route, a pool, or a route of the caller's own is a task's route.
-  const routes = new Map<string, Route>([...assigned].map(([task, name]) => [task, routesByName.get(name) ?? own.byName.get(name)!]));
+  const routes = new Map<string, Route>([...plan.routes].map(([task, name]) => [task, routesByName.get(name) ?? own.byName.get(name)!]));
   const pools = [...(options.pools ?? []), ...own.pools];
-  const fingerprints = taskFingerprints(tasks, assigned, [...options.providers, ...own.setups], pools);
   // A pool member's outage is the pool's to ride out: the run gives up on a provider only where a task calls it directly.
   const direct = new Set([...routes.values()].map((route) => (route instanceof ProviderRoute ? route.gate : undefined)));
   const members = new Set((options.pools ?? []).flatMap((pool) => pool.members));
@@ -340,69 +345,6 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
   for (const observer of observers) observer.runEnded?.(summary);
   return summary;
-}
-
-/**
- * Which provider or route serves each task (by name): the provider it names, else the one `routes`
- * names for it (or the route object given there), else the first provider. Throws a
- * {@link TasksError} (its message begins with where the tasks came from) for a provider that is not
- * among `providers`, a route for a task that is not there, and a task whose `maxOutputTokens` the
- * token limits of a provider it may be sent to cannot hold — before any call.
- */
-export function taskProviders(
-  tasks: TaskSet,
-  providers: readonly ProviderSetup[],
-  routes?: Readonly<Record<string, string | Route>> | undefined,
-  pools?: readonly PoolSetup[] | undefined,
-): Map<string, string> {
-  const names = providers.map((setup) => setup.provider.name);
-  const poolNames = (pools ?? []).map((pool) => pool.name);
-  const fail = (message: string): never => {
-    throw new TasksError(`${tasks.source}: ${message}`);
-  };
-  for (const task of Object.keys(routes ?? {})) {
-    if (!tasks.tasks.some((candidate) => candidate.name === task)) {
-      fail(`the routes name task "${task}", which is not one of these tasks (${tasks.tasks.map((t) => t.name).join(', ')})`);
-    }
-  }
-  const assigned = new Map<string, string>();
-  for (const task of tasks.tasks) {
-    const given = task.provider ?? routes?.[task.name];
-    if (typeof given === 'object') {
-      for (const gate of given.gates) checkOutputFits(task, { provider: gate.provider, limits: gate.limits }, fail);
-      assigned.set(task.name, given.name);
-      continue;
-    }
-    const name = given ?? names[0]!;
-    const pool = pools?.find((candidate) => candidate.name === name);
-    const served = pool === undefined ? [name] : pool.members;
-    if (pool === undefined && !names.includes(name)) {
-      const known = [...names, ...poolNames].map((n) => `"${n}"`).join(', ');
-      return fail(
-        `task "${task.name}" asks for ${poolNames.length > 0 ? 'provider or pool' : 'provider'} "${name}", which is not one of the run's (${known})`,
-      );
-    }
-    for (const member of served) checkOutputFits(task, providers.find((candidate) => candidate.provider.name === member)!, fail);
-    assigned.set(task.name, name);
-  }
-  return assigned;
-}
-
-/** Fails when the task's `maxOutputTokens` cannot fit the token limits of `setup`'s provider. */
-function checkOutputFits(
-  task: TaskSet['tasks'][number],
-  setup: Pick<ProviderSetup, 'provider' | 'limits'>,
-  fail: (message: string) => never,
-): void {
-  if (task.maxOutputTokens === undefined) return;
-  const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
-  if (problem?.rule !== 'token-burst') return;
-  const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
-  fail(
-    `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${setup.provider.name}" ` +
-      `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
-      'give the task a smaller maxOutputTokens, or the provider a larger limit',
-  );
 }
 
 /**

@@ -6,6 +6,7 @@ import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
+import { planRun } from '../../src/pipeline/run-plan.ts';
 import { ServerError } from '../../src/provider/provider.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { requestLimit, type CallCost } from '../../src/quota/provider-limits.ts';
@@ -121,6 +122,15 @@ describe('runPipeline with a route of one’s own', () => {
     expect(summary.providers.find((provider) => provider.name === 'cheap')).toMatchObject({ calls: cheapProvider.calls.length });
     expect(summary.costUsd).toBeGreaterThan(0);
     expect(results[0]!.fingerprints?.topic).toMatch(/^[0-9a-f]{8}$/);
+    // The run's plan knows the route: its gates are whom the task may go to, priced.
+    const plan = planRun({
+      tasks: TASKS,
+      providers: [{ provider: new ScriptedProvider({ name: 'unused', clock }), limits: requestLimit(1, 1) }],
+      routes: { topic: new CheapestFirst([dear, cheap], clock) },
+    });
+    expect(plan.routes.get('topic')).toBe('cheapest');
+    expect(plan.servers.get('topic')!.map((setup) => setup.provider.name)).toEqual(['cheap', 'dear']);
+    expect(plan.fingerprints.topic).toBe(results[0]!.fingerprints!.topic);
   });
 
   it('its calls go through the run’s loop: a failure on the cheap gate is retried on the dear one at once, by the run’s retry policy', async () => {
