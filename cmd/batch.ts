@@ -1,7 +1,7 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
 import { runBatch, SimulatedBatchApi, takeUpBatch, type BatchApi, type BatchRunState } from '../src/batch/index.ts';
-import { CallGate, type Provider, type ProviderType } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute, type Provider, type ProviderType } from '../src/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
 // The registry, not news-processor/vendors: a vendor's Batch API is loaded from it when a run uses
@@ -42,8 +42,12 @@ export async function runBatchCommand(
   }
   // Loaded before the first token is taken, as a live run does: a call must leave when its token is granted.
   if (live) await setup.provider.ready?.();
-  // The gate a live run calls, with the live run's retries and repairs.
-  const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
+  // The route a live run calls, through a loop with the live run's retries and repairs.
+  const fallback = live
+    ? new CallLoop({ retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }).caller(
+        new ProviderRoute(new CallGate(setup)),
+      )
+    : undefined;
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
   const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
     process.stderr.write(`${text}\n`),
