@@ -8,6 +8,7 @@ import { CallGate } from '../src/gate/call-gate.ts';
 import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
 import { formatUsd } from '../src/quota/budget.ts';
+import { RunEvents } from '../src/pipeline/run-events.ts';
 import { lastLines, type KeepSucceededOptions } from '../src/sinks/results-file.ts';
 import type { Article } from '../src/sources/article.ts';
 import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
@@ -16,6 +17,7 @@ import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/regist
 import type { BatchFlags } from './batch-options.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
+import { batchProgressLine } from './progress.ts';
 import { expectedFields, openInput } from './input.ts';
 import { priceOf, providerSetups } from './provider-setup.ts';
 import { startRunReport, type ReportFlags } from './report-options.ts';
@@ -58,9 +60,8 @@ export async function runBatchCommand(
   // The gate a live run calls, with the live run's retries and repairs.
   const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
-  const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
-    process.stderr.write(`${text}\n`),
-  );
+  const events = new RunEvents();
+  const report = await startRunReport(flags, events, { providers: setups.providers }, (text) => process.stderr.write(`${text}\n`));
   const stateFile = statePath(output);
   let resume: BatchRunState | undefined;
   let redo: ReadonlyMap<string, readonly string[]> = new Map();
@@ -126,16 +127,12 @@ export async function runBatchCommand(
       },
       onResult: (result) => {
         countRedone(redo, result, redone);
-        report?.onResult(result);
         return writer.write(result);
       },
-      onBatch: report?.onBatch,
+      events,
       onProgress: (progress) => {
         if (!talk || progress.length === 0) return;
-        const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
-        const done = progress.reduce((sum, batch) => sum + batch.completed + batch.failed, 0);
-        const failed = progress.reduce((sum, batch) => sum + batch.failed, 0);
-        const line = `batches: ${progress.length} in flight (${progress.map((batch) => batch.status).join(', ')}), ${done}/${rows} rows done, ${failed} failed`;
+        const line = batchProgressLine(progress);
         if (line !== said) process.stderr.write(`${line}\n`);
         said = line;
       },
@@ -143,9 +140,7 @@ export async function runBatchCommand(
     await writer.close();
     // The articles run again have a newer line below their earlier one: each is folded into its last.
     if (redo.size > 0) await compactResults(output);
-    const reportLine = await report?.end(
-      summary.interrupted ? 'interrupted' : summary.budgetStopped ? 'stopped by --max-cost' : 'finished',
-    );
+    const reportLine = await report?.finish();
     if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
     if (!summary.interrupted && pending.length === 0 && summary.left === 0 && !summary.unread) await rm(stateFile, { force: true });

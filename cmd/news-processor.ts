@@ -11,7 +11,7 @@ import {
   OutputError,
   type AnswerCache,
   type Budget,
-  type RunObserver,
+  RunEvents,
   type RunStop,
   type RunSummary,
   type TaskSet,
@@ -217,8 +217,10 @@ async function run(flags: MainFlags): Promise<number> {
         shared === undefined ? undefined : { connection: shared.connection, logger },
         earlierUsd,
       );
-    const observers = telemetry === undefined ? [] : [telemetry.observer];
-    return await runWith(flags, { ...setups, tasks, budgetFor, cache, observers }, logger, shared);
+    // Tracing follows the run from its first event; the progress line, the report and the lines of each attempt join it in runWith.
+    const events = new RunEvents();
+    if (telemetry !== undefined) events.observe(telemetry.observer);
+    return await runWith(flags, { ...setups, tasks, budgetFor, cache, events }, logger, shared);
   } finally {
     await cache?.close();
     await shared?.close();
@@ -329,7 +331,7 @@ async function runWith(
     readonly tasks: TaskSet;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
     readonly cache: AnswerCache | undefined;
-    readonly observers: readonly RunObserver[];
+    readonly events: RunEvents;
   },
   logger: Logger,
   shared: SharedLimits | undefined,
@@ -360,8 +362,12 @@ async function runWith(
     'stopping intake, cancelling calls in flight',
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-  const progress = new Progress(terminal, total, setups.pools);
-  const report = await startRunReport(flags, { providers, pools: setups.pools, tasks, budget }, (text) => terminal.notice(text));
+  const { events } = setups;
+  const progress = new Progress(terminal, total);
+  events.observe(progress);
+  events.on('poolChange', (change) => terminal.notice(formatPoolChange(change)));
+  if (printLines) events.on('attempt', (event) => terminal.line(formatAttempt(event, flags.maxAttempts)));
+  const report = await startRunReport(flags, events, { providers, pools: setups.pools }, (text) => terminal.notice(text));
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
@@ -377,10 +383,6 @@ async function runWith(
       providers,
       routes,
       pools: setups.pools,
-      onPoolChange: (change) => {
-        progress.poolChange(change);
-        terminal.notice(formatPoolChange(change));
-      },
       tasks,
       budget,
       cache: setups.cache,
@@ -390,16 +392,8 @@ async function runWith(
       maxRepairs: flags.maxRepairs,
       logger,
       signal: controller.signal,
-      onSend: report?.onSend,
-      observers: setups.observers,
-      onAttempt: (event) => {
-        report?.onAttempt(event);
-        progress.attempt(event);
-        if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
-      },
+      events,
       onResult: async (result) => {
-        report?.onResult(result);
-        progress.result(result);
         countRedone(output.redo, result, redone);
         const field = result.error?.field;
         if (field !== undefined) {
@@ -471,7 +465,7 @@ async function runWith(
     await new Promise<void>((resolve) => output.human.write('', () => resolve()));
   }
   // After the summary: the figures first, the page (a second or two to draw) after them.
-  const reportLine = await report?.finish(summary);
+  const reportLine = await report?.finish();
   if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
   const { code, line } = ending({ ...run, stdout: stdoutState() });
   if (line !== undefined) process.stderr.write(`${line}\n`);

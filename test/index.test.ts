@@ -31,10 +31,11 @@ describe('the package entry points', () => {
     expect(summary).toMatchObject({ articles: 2, succeeded: 2, calls: 4 });
   });
 
-  it('the root stays lean: at most 60 values, the mechanisms in news-processor/mechanisms', async () => {
+  it('the root stays lean: at most 61 values, the mechanisms in news-processor/mechanisms', async () => {
     const root = await import('../src/index.ts');
     const mechanisms = await import('../src/mechanisms.ts');
-    expect(Object.keys(root).length).toBeLessThanOrEqual(60);
+    // 60, and RunEvents: what a run's progress line, report and tracing follow.
+    expect(Object.keys(root).length).toBeLessThanOrEqual(61);
     for (const name of ['TokenBucket', 'CircuitBreaker', 'ManualClock', 'createBackoff', 'parseDuration', 'parseRateLimitHeaders']) {
       expect(root, name).not.toHaveProperty(name);
       expect(mechanisms, name).toHaveProperty(name);

@@ -40,19 +40,8 @@ export interface BatchProgress {
   readonly queueFull?: boolean | undefined;
 }
 
-/** A batch's step as a batch run tells it (`BatchRunOptions.onBatch`): submitted, then ended and read back. */
-export interface BatchEvent {
-  /** `submitted` as this run submitted it; `ended` as its results were read back. */
-  readonly type: 'submitted' | 'ended';
-  /** The provider's id for it. */
-  readonly batchId: string;
-  /** When, on the run's clock, ms. */
-  readonly atMs: number;
-  /** Rows in the batch. */
-  readonly rows: number;
-  /** `submitted`, then the vendor's own word for how it ended (`completed`, `expired`, `cancelled`, …). */
-  readonly status: string;
-}
+/** A batch's step as a batch run tells it (`RunEvents`' `batch`): submitted, then ended and read back. */
+export type { BatchEvent } from '../pipeline/run-events.ts';
 
 /** How one row ended: a response body to decode, or the reason it has none. */
 export type RowOutcome =

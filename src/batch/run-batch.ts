@@ -4,6 +4,7 @@ import type { ProviderPrice } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { describe as deadLetterOf } from '../pipeline/processor.ts';
 import type { ArticleError, ArticleResult } from '../pipeline/result.ts';
+import { RunTally } from '../pipeline/run-tally.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, ProviderError, type TokenUsage } from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { isRetryError, RETRY_DEFAULTS } from '../retry/retry.ts';
@@ -136,6 +137,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       const entry: Entry = { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 };
       entries.set(article.id, entry);
+      tally?.articleStarted();
+      options.events?.emit('articleStarted', article, 0);
       toScan.add(entry);
     }
   };
@@ -145,6 +148,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     await source.return?.();
     return true;
   };
+  // What follows the run (a report, a live page) reads its counts from here, as a live run's: its rows are no calls.
+  const tally = options.events === undefined ? undefined : new RunTally({ clock });
+  if (tally !== undefined) {
+    options.events!.emit('runStarted', { mode: 'batch', providers: new Map(), budget: undefined, clock, startMs: tally.startMs, tally });
+  }
   // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
   await readMore();
   if (stale.size > 0) {
@@ -220,6 +228,11 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     };
     if (entry.error === undefined) succeeded++;
     else failed++;
+    if (tally !== undefined) {
+      const end = { pathMs: 0, savedNanoUsd: 0 };
+      tally.result(result, end);
+      options.events!.emit('result', result, end);
+    }
     await options.onResult?.(result);
   };
 
@@ -292,7 +305,13 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
       tokensRoom -= cut.tokens;
-      options.onBatch?.({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
+      options.events?.emit('batch', {
+        type: 'submitted',
+        batchId: batch.batchId,
+        atMs: clock.now(),
+        rows: chunk.length,
+        status: 'submitted',
+      });
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
@@ -320,7 +339,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     liveLeft = unbudgeted ? Infinity : budgetLeft(pending.filter((batch) => !done.includes(batch)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
-      options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
+      options.events?.emit('batch', { type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       if (queueFull === true) {
         const chunk = batch.customIds.flatMap((customId) => heldRows.get(customId) ?? []);
         batches--;
@@ -539,6 +558,13 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
   }
 
+  const interrupted = options.signal?.aborted === true;
+  options.events?.emit('runEnded', {
+    ending: interrupted ? 'interrupted' : budgetStopped ? 'stopped' : 'finished',
+    stoppedBy: !interrupted && budgetStopped ? 'budget' : undefined,
+    atMs: clock.now(),
+    summary: undefined,
+  });
   return {
     succeeded,
     failed,
@@ -553,7 +579,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     rowsLive,
     waitingMs,
     ...(price === undefined ? {} : { costUsd: spentNano / NANO_USD }),
-    interrupted: options.signal?.aborted === true,
+    interrupted,
     budgetStopped,
   };
 }

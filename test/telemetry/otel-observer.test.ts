@@ -23,6 +23,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { RunEvents } from '../../src/pipeline/run-events.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
@@ -74,7 +75,8 @@ const durationMs = (span: ReadableSpan) => ms(span.duration);
 async function observedRun(options: { articles: number; quota?: { rate: number; burst: number }; priced?: boolean }) {
   const clock = new ManualClock();
   const provider = new SimulatedProvider({ clock, minLatencyMs: 100, maxLatencyMs: 100, quota: options.quota });
-  const observer = await createOtelObserver();
+  const events = new RunEvents();
+  events.observe(await createOtelObserver());
   const results: ArticleResult[] = [];
   const budget = options.priced ? new LocalBudget({ maxUsd: 1 }) : undefined;
   const price = options.priced ? { inputPerMTok: 100, outputPerMTok: 100 } : undefined;
@@ -88,7 +90,7 @@ async function observedRun(options: { articles: number; quota?: { rate: number; 
       timeoutMs: 60_000,
       retry: { maxAttempts: 10 },
       clock,
-      observers: [observer],
+      events,
       onResult: (result) => {
         results.push(result);
       },
