@@ -369,9 +369,10 @@ export class RunTally {
       }
       this.#inFlight--;
     }
-    for (const watcher of this.#watchers) {
-      watcher.counted(event, column);
-      if (column !== undefined) watcher.inFlight(event.atMs, this.#inFlight);
+    const watchers = this.#watchers;
+    for (let i = 0; i < watchers.length; i++) {
+      watchers[i]!.counted(event, column);
+      if (column !== undefined) watchers[i]!.inFlight(event.atMs, this.#inFlight);
     }
   }
 
