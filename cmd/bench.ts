@@ -2,7 +2,7 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CancelledError, RunEvents, type RunTally } from '../src/index.ts';
+import { CancelledError, RunEvents, type RunCounts } from '../src/index.ts';
 import { loadChartRenderer } from '../src/bench/chart-renderer.ts';
 import { pairSettings, settingLabel } from '../src/bench/sweep.ts';
 import { renderBenchChart, runSweep, type BenchSetting, type SettingResult, type SweepResult } from '../src/bench/index.ts';
@@ -142,10 +142,10 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   const showProgress = !flags.quiet;
   let progress = '';
   // The run's counts, as its tally keeps them: each run of the sweep brings its own.
-  let tally: RunTally | undefined;
+  let tally: RunCounts | undefined;
   const events = new RunEvents();
   events.on('runStarted', (run) => {
-    tally = run.tally;
+    tally = run.counts;
   });
   let runStartedMs = performance.now();
   const drawProgress = () => {

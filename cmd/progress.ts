@@ -1,5 +1,5 @@
 import { formatDuration } from '../src/mechanisms.ts';
-import type { RunObserver, RunStart, RunTally } from '../src/index.ts';
+import type { RunCounts, RunObserver, RunStart } from '../src/index.ts';
 import type { BatchProgress } from '../src/batch/index.ts';
 import { plural } from './format.ts';
 import type { Terminal } from './terminal.ts';
@@ -15,7 +15,7 @@ interface PoolProgress {
  * second: what the run's tally counts as it stands. Observe the run's events with it.
  */
 export class Progress implements RunObserver {
-  #tally: RunTally | undefined;
+  #tally: RunCounts | undefined;
   readonly #startedMs = performance.now();
   readonly #timer: NodeJS.Timeout;
 
@@ -38,7 +38,7 @@ export class Progress implements RunObserver {
   }
 
   runStarted(run: RunStart): void {
-    this.#tally = run.tally;
+    this.#tally = run.counts;
   }
 
   stop(): void {

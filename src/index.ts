@@ -26,8 +26,7 @@ export type {
   PipelineAttemptEvent,
 } from './pipeline/run-events.ts';
 export type {
-  RunTally,
-  RunTallyOptions,
+  RunCounts,
   CallTally,
   CallColumn,
   ProviderTally,

@@ -151,7 +151,14 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   // What follows the run (a report, a live page) reads its counts from here, as a live run's: its rows are no calls.
   const tally = options.events === undefined ? undefined : new RunTally({ clock });
   if (tally !== undefined) {
-    options.events!.emit('runStarted', { mode: 'batch', providers: new Map(), budget: undefined, clock, startMs: tally.startMs, tally });
+    options.events!.emit('runStarted', {
+      mode: 'batch',
+      providers: new Map(),
+      budget: undefined,
+      clock,
+      startMs: tally.startMs,
+      counts: tally,
+    });
   }
   // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
   await readMore();

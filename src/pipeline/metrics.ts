@@ -1,8 +1,7 @@
 import type { GateFigures } from '../gate/call-gate.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { rateFloorMs, type RateSince } from '../quota/rate-history.ts';
-import type { Histogram } from './histogram.ts';
-import { CALL_COLUMNS, type CallTally, type RunTally } from './run-tally.ts';
+import { CALL_COLUMNS, type CallTally, type RunCounts } from './run-tally.ts';
 
 /** A distribution in ms: its median, 95th and 99th percentiles, and its largest value. */
 export interface Percentiles {
@@ -239,7 +238,7 @@ export interface RunEnding {
  * The run's figures from its tally at `endMs`, with each provider's gate figures as they stand
  * then: the counts as the tally made them, the bounds on the elapsed time worked out from them.
  */
-export function summarizeRun(tally: RunTally, endMs: number, ending: RunEnding, gates: readonly GateFigures[]): RunSummary {
+export function summarizeRun(tally: RunCounts, endMs: number, ending: RunEnding, gates: readonly GateFigures[]): RunSummary {
   const startMs = tally.startMs;
   const elapsedMs = endMs - startMs;
   const providers: ProviderFigures[] = [];
@@ -347,15 +346,15 @@ export function summarizeRun(tally: RunTally, endMs: number, ending: RunEnding, 
     workers: tally.workers,
     interrupted: ending.interrupted,
     stoppedBy: ending.stoppedBy,
-    callLatencyMs: percentiles(tally.latencyMs),
-    limiterWaitMs: percentiles(tally.waitMs),
+    callLatencyMs: tally.latencyMs(),
+    limiterWaitMs: tally.waitMs(),
     failureReasons: Object.fromEntries(tally.failureReasons),
     providers,
     tasks: [...tally.tasks.values()].map((t) => ({
       name: t.name,
       ...callCounts(t),
       repairs: t.repairs,
-      latencyMs: t.latencyMs.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latencyMs.quantile(0.5), p95: t.latencyMs.quantile(0.95) },
+      latencyMs: pick(tally.latencyMs(t.name)),
       tokensUsed: t.inputTokens + t.outputTokens,
       ...(tally.taskPriced(t.name) && { costUsd: t.costNanoUsd / NANO_USD }),
     })),
@@ -397,12 +396,7 @@ function rateAt(moves: readonly RateSince[], atMs: number): number {
   return rate;
 }
 
-function percentiles(histogram: Histogram): Percentiles {
-  if (histogram.count === 0) return { p50: 0, p95: 0, p99: 0, max: 0 };
-  return {
-    p50: histogram.quantile(0.5),
-    p95: histogram.quantile(0.95),
-    p99: histogram.quantile(0.99),
-    max: histogram.max,
-  };
+/** The median and the 95th percentile alone. */
+function pick({ p50, p95 }: Percentiles): { p50: number; p95: number } {
+  return { p50, p95 };
 }

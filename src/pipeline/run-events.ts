@@ -6,7 +6,7 @@ import type { PoolMemberChange } from '../route/pool.ts';
 import type { Article } from '../sources/article.ts';
 import type { RunSummary } from './metrics.ts';
 import type { ArticleResult } from './result.ts';
-import type { RunTally } from './run-tally.ts';
+import type { RunCounts } from './run-tally.ts';
 
 /** An attempt event from a pipeline run: the worker slot that made it is always known. */
 export interface PipelineAttemptEvent extends AttemptEvent {
@@ -31,7 +31,7 @@ export interface RunStart {
    * tokens, money — kept up to date before each event is told: what a progress line, a report or
    * a metrics exporter reads, rather than counting the events again.
    */
-  readonly tally: RunTally;
+  readonly counts: RunCounts;
 }
 
 /** What an article's end says beside its result. */
@@ -134,7 +134,7 @@ type Listeners = { [E in RunEventName]: readonly RunEventListeners[E][] };
  * return (cockatiel's `(listener) => dispose`). A listener is called synchronously, in the order
  * it was added, and never awaited: it must not throw, and should return quickly — every attempt
  * of every run is told. What an event's listener reads of the run's counts, it reads from
- * `RunStart.tally`, which is up to date before each event is told. One stream may follow several
+ * `RunStart.counts`, which is up to date before each event is told. One stream may follow several
  * runs, one after the other.
  */
 export class RunEvents {

@@ -3,7 +3,7 @@ import type { AttemptEvent, AttemptOutcome } from '../gate/attempt.ts';
 import type { Budget } from '../quota/budget.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { Histogram } from './histogram.ts';
-import type { CallCounts } from './metrics.ts';
+import type { CallCounts, Percentiles } from './metrics.ts';
 import type { ArticleResult } from './result.ts';
 import type { ArticleEnd, PoolChange } from './run-events.ts';
 
@@ -94,11 +94,9 @@ export interface ProviderTally extends CallTally {
   readonly lastCallLatencyMs: number;
 }
 
-/** A task's calls as counted, and their latencies. */
+/** A task's calls as counted (their latencies: {@link RunCounts.latencyMs}). */
 export interface TaskTally extends CallTally {
   readonly name: string;
-  /** The provider's answer time of its calls, in ms. */
-  readonly latencyMs: Histogram;
 }
 
 /** A pool member as the run last heard of it. */
@@ -137,6 +135,62 @@ export interface TallyWatcher {
   inFlight(atMs: number, calls: number): void;
   /** An article ended, at `atMs`. */
   ended(result: ArticleResult, atMs: number): void;
+}
+
+/**
+ * A run's counts as they stand, made once from its events — what its summary, its report, its
+ * live page, its OpenTelemetry counters and its progress line all read (`RunStart.counts`), so that
+ * no two of them count the same attempts apart. Up to date before each event is told.
+ */
+export interface RunCounts {
+  /** The run's start on its clock, ms. */
+  readonly startMs: number;
+  /** The most articles in flight at once. */
+  readonly workers: number;
+  /** Articles the source holds, when known. */
+  readonly total: number | undefined;
+  /** The run's money, when it has a budget. */
+  readonly budget: Budget | undefined;
+  /** Whether an answer cache is in front of the calls. */
+  readonly cached: boolean;
+  /** Each provider's calls, in the order given, then as first heard of. */
+  readonly providers: ReadonlyMap<string, ProviderTally>;
+  /** Each task's calls, in the order given, then as first heard of. */
+  readonly tasks: ReadonlyMap<string, TaskTally>;
+  /** The pools, their members as last heard of. */
+  readonly pools: readonly PoolTally[];
+  /** Articles started and ended. */
+  readonly articles: ArticleTally;
+  /** Calls sent and not yet ended. */
+  readonly inFlight: number;
+  /** Calls made for articles that then failed: tokens spent on work thrown away. */
+  readonly wastedCalls: number;
+  /** Failed articles by reason (`RateLimitError`, …). */
+  readonly failureReasons: ReadonlyMap<string, number>;
+  /** The articles' critical paths added up, ms: with the workers, a bound on the elapsed time. */
+  readonly pathMs: number;
+  /** The longest article's critical path, ms. */
+  readonly longestPathMs: number;
+  /** Tasks answered from the answer cache, no call made. */
+  readonly cacheHits: number;
+  /** What those answers cost when they were made, at the prices now, nano-USD. */
+  readonly savedNanoUsd: number;
+  /** Input tokens the providers' prompt caches served and stored. */
+  readonly promptCache: { readonly readTokens: number; readonly writeTokens: number };
+  /** Whether any provider has a price. */
+  readonly anyPriced: boolean;
+  /** The run's calls: its providers' added up. */
+  calls(): CallTally;
+  /** The calls' latencies, ms: a task's, or the whole run's. */
+  latencyMs(task?: string): Percentiles;
+  /** How long attempts waited for their grant, ms (an open circuit's refusals waited for none). */
+  waitMs(): Percentiles;
+  /** Whether `provider` has a price (its calls say what they cost, even when nothing). */
+  priced(provider: string): boolean;
+  /** Whether a task's calls have a price: its provider's or pool's. */
+  taskPriced(task: string): boolean;
+  /** Tells `watcher` each count from now on; returns a function that stops it. */
+  watch(watcher: TallyWatcher): () => void;
 }
 
 /** What a tally is of: the run's providers, tasks and pools, and the facts its summary states. */
@@ -185,12 +239,10 @@ function noCalls(): Counting<CallTally> {
 }
 
 /**
- * A run's counts, made once from its events — what its summary, its report, its live page, its
- * OpenTelemetry counters and its progress line all read, so that no two of them count the same
- * attempts apart. The run counts each event here before telling it (`RunStart.tally`). Memory is
- * constant in the number of calls: latencies go into fixed-size histograms.
+ * Counts a run's events into its {@link RunCounts}: the run counts each event here before telling
+ * it. Memory is constant in the number of calls: latencies go into fixed-size histograms.
  */
-export class RunTally {
+export class RunTally implements RunCounts {
   readonly clock: Clock;
   /** The run's start on its clock, ms. */
   readonly startMs: number;
@@ -204,16 +256,16 @@ export class RunTally {
   readonly cached: boolean;
   readonly #providers = new Map<string, Counting<ProviderTally>>();
   readonly #tasks = new Map<string, Counting<TaskTally>>();
+  /** Each task's latencies, ms. */
+  readonly #taskLatencyMs = new Map<string, Histogram>();
   readonly #pools: { readonly name: string; readonly members: Counting<PoolMemberTally>[] }[];
   readonly #priced: ReadonlySet<string>;
   /** Each task's provider or pool, as the run assigned it. */
   readonly #routes = new Map<string, string>();
   readonly #articles: Counting<ArticleTally> = { started: 0, succeeded: 0, failed: 0, cancelled: 0 };
   readonly #failureReasons = new Map<string, number>();
-  /** The calls' latencies, ms. */
-  readonly latencyMs = new Histogram();
-  /** How long attempts waited for their grant, ms (an open circuit's refusals waited for none). */
-  readonly waitMs = new Histogram();
+  readonly #latencyMs = new Histogram();
+  readonly #waitMs = new Histogram();
   #inFlight = 0;
   #wastedCalls = 0;
   #pathMs = 0;
@@ -318,6 +370,16 @@ export class RunTally {
     return this.#priced.size > 0;
   }
 
+  /** The calls' latencies, ms: a task's, or the whole run's. */
+  latencyMs(task?: string): Percentiles {
+    return percentiles(task === undefined ? this.#latencyMs : this.#taskLatencyMs.get(task));
+  }
+
+  /** How long attempts waited for their grant, ms. */
+  waitMs(): Percentiles {
+    return percentiles(this.#waitMs);
+  }
+
   /** The run's calls: its providers' added up. */
   calls(): CallTally {
     const total = noCalls();
@@ -352,14 +414,14 @@ export class RunTally {
     const provider = this.#provider(event.provider);
     // A refusal of the circuit waited for nothing: its wait for the circuit is not the limiter's.
     if (event.outcome === 'circuit-open') provider.circuitRejections++;
-    else this.waitMs.record(event.waitMs);
+    else this.#waitMs.record(event.waitMs);
     const column = columnOf(event);
     if (column !== undefined) {
       const task = this.#task(event.task);
       countCall(provider, event, column);
       countCall(task, event, column);
-      task.latencyMs.record(event.latencyMs);
-      this.latencyMs.record(event.latencyMs);
+      this.#taskLatencyMs.get(event.task)!.record(event.latencyMs);
+      this.#latencyMs.record(event.latencyMs);
       this.#promptCache.readTokens += event.usage?.cacheReadTokens ?? 0;
       this.#promptCache.writeTokens += event.usage?.cacheWriteTokens ?? 0;
       const grantMs = event.atMs - event.latencyMs - this.startMs;
@@ -415,8 +477,9 @@ export class RunTally {
   #task(name: string): Counting<TaskTally> {
     let found = this.#tasks.get(name);
     if (found === undefined) {
-      found = { name, ...noCalls(), latencyMs: new Histogram() };
+      found = { name, ...noCalls() };
       this.#tasks.set(name, found);
+      this.#taskLatencyMs.set(name, new Histogram());
     }
     return found;
   }
@@ -444,4 +507,15 @@ export function addCalls(total: Counting<CallTally>, counts: CallTally): void {
   total.inputTokens += counts.inputTokens;
   total.outputTokens += counts.outputTokens;
   total.costNanoUsd += counts.costNanoUsd;
+}
+
+/** A histogram's median, 95th and 99th percentiles and largest value; zeros when it holds none. */
+function percentiles(histogram: Histogram | undefined): Percentiles {
+  if (histogram === undefined || histogram.count === 0) return { p50: 0, p95: 0, p99: 0, max: 0 };
+  return {
+    p50: histogram.quantile(0.5),
+    p95: histogram.quantile(0.95),
+    p99: histogram.quantile(0.99),
+    max: histogram.max,
+  };
 }

@@ -222,7 +222,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     budget: options.budget,
     clock,
     startMs,
-    tally,
+    counts: tally,
   });
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();

@@ -5,7 +5,7 @@ import type { LimitSpec } from '../quota/provider-limits.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import type { BatchEvent, RunEnd, RunObserver, RunStart } from '../pipeline/run-events.ts';
-import { isErrorAttempt, isRepair, isRetried, type CallColumn, type RunTally } from '../pipeline/run-tally.ts';
+import { isErrorAttempt, isRepair, isRetried, type CallColumn, type RunCounts } from '../pipeline/run-tally.ts';
 import { checkClock, checkInteger, checkDurationMs } from '../validation/checks.ts';
 import { Distribution } from './distribution.ts';
 import { TimeBuckets, type BucketColumn } from './time-buckets.ts';
@@ -87,7 +87,7 @@ export interface RecordedBatch {
  * run's start, under keys `<provider>\u0000<what>` per provider (`calls`, `rate-limited`, `retries`,
  * `repairs`, `errors`, `input-tokens`, `output-tokens`) and `<what>` for the run (`in-flight`, the
  * peak of each bucket; `cost-nano-usd`; `succeeded`, `failed`, `cancelled`). The counts are the
- * run's tally's (`RunStart.tally`), placed in time.
+ * run's own (`RunStart.counts`), placed in time.
  */
 export interface RunRecord {
   /** When the run started, wall time (ISO 8601). */
@@ -140,7 +140,7 @@ type ProviderSeries = 'calls' | 'rate-limited' | 'retries' | 'repairs' | 'errors
 
 /**
  * What a report shows of a run, kept as it goes in memory that does not grow with the run: the
- * run's counts are its tally's (`RunStart.tally`), read as they stand; the recorder places them in
+ * run's counts are its own (`RunStart.counts`), read as they stand; the recorder places them in
  * time — the series in a {@link TimeBuckets} (a second per bucket, widened as the run grows past
  * `maxBuckets`), the latencies and waits in fixed bins — and keeps a batch run's batches. Observe
  * the run's events with it (`events.observe(recorder)`) before the run starts, and read it with
@@ -153,7 +153,7 @@ export class RunRecorder implements RunObserver {
   readonly #providers: readonly RecordedProvider[];
   readonly #pools: readonly RecordedPool[];
   #run:
-    | { readonly tally: RunTally; readonly startedAt: string; readonly buckets: TimeBuckets; readonly stopWatching: () => void }
+    | { readonly tally: RunCounts; readonly startedAt: string; readonly buckets: TimeBuckets; readonly stopWatching: () => void }
     | undefined;
   #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
   readonly #providerColumns = new Map<string, (what: ProviderSeries) => BucketColumn>();
@@ -203,7 +203,7 @@ export class RunRecorder implements RunObserver {
     this.#inFlightSinceMs = run.startMs;
     this.#budget = run.budget === undefined ? undefined : { maxUsd: run.budget.maxUsd, spentBeforeUsd: run.budget.spentUsd };
     const startedAt = new Date(Date.now() - (run.clock.now() - run.startMs)).toISOString();
-    const stopWatching = run.tally.watch({
+    const stopWatching = run.counts.watch({
       counted: (event, column) => this.#counted(event, column),
       inFlight: (atMs, calls) => this.#setInFlight(atMs, calls),
       ended: (result, atMs) => {
@@ -211,7 +211,7 @@ export class RunRecorder implements RunObserver {
         this.#articles![result.status].add(atMs);
       },
     });
-    this.#run = { tally: run.tally, startedAt, buckets, stopWatching };
+    this.#run = { tally: run.counts, startedAt, buckets, stopWatching };
   }
 
   /** A batch run's batch was submitted or ended. */
@@ -269,7 +269,7 @@ export class RunRecorder implements RunObserver {
         retries: t.retries,
         repairs: t.repairs,
         rateLimited: t.rateLimited,
-        latencyMs: t.latencyMs.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latencyMs.quantile(0.5), p95: t.latencyMs.quantile(0.95) },
+        latencyMs: { p50: tally!.latencyMs(t.name).p50, p95: tally!.latencyMs(t.name).p95 },
         tokensUsed: t.inputTokens + t.outputTokens,
         ...((tally!.taskPriced(t.name) || t.costNanoUsd > 0) && { costUsd: t.costNanoUsd / NANO_USD }),
       })),

@@ -3,7 +3,7 @@ import { isMissingPackageError, loadOptional } from '../optional-package.ts';
 import type { LlmResponse, ProviderTarget, TokenUsage } from '../provider/provider.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import type { PipelineAttemptEvent, RunObserver, RunStart } from '../pipeline/run-events.ts';
-import type { RunTally } from '../pipeline/run-tally.ts';
+import type { RunCounts } from '../pipeline/run-tally.ts';
 import type { Article } from '../sources/article.ts';
 import {
   CHAT,
@@ -94,7 +94,7 @@ class OtelObserver implements RunObserver {
   readonly #limiterWait: Histogram;
   #run: WatchedRun | undefined;
   /** The counts of the run under way; undefined between runs (its counts are then in the earlier ones). */
-  #tally: RunTally | undefined;
+  #tally: RunCounts | undefined;
   /** 429s by provider of the runs observed before this one: the counter goes on from them. */
   readonly #earlierRateLimited = new Map<string, number>();
   /** The articles under way, by id. */
@@ -152,7 +152,7 @@ class OtelObserver implements RunObserver {
 
   runStarted(run: RunStart): void {
     this.#run = { ...run, epochOffsetMs: Date.now() - run.clock.now(), parent: this.#api.context.active() };
-    this.#tally = run.tally;
+    this.#tally = run.counts;
   }
 
   articleStarted(article: Article, workerId: number): void {

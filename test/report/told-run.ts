@@ -16,7 +16,7 @@ export function toldRun(observers: readonly RunObserver[], options: RunTallyOpti
   for (const observer of observers) events.observe(observer);
   const tally = new RunTally(options);
   const { clock } = options;
-  events.emit('runStarted', { mode: 'live', providers: new Map(), budget: options.budget, clock, startMs: tally.startMs, tally });
+  events.emit('runStarted', { mode: 'live', providers: new Map(), budget: options.budget, clock, startMs: tally.startMs, counts: tally });
   return {
     events,
     tally,
