@@ -198,6 +198,34 @@ describe('createOtelObserver()', () => {
     expect(waits.count).toBe(provider.calls);
   });
 
+  it('counts the 429s as the run counted them, going on from one run to the next of the same observer', async () => {
+    const events = new RunEvents();
+    events.observe(await createOtelObserver());
+    const run = async () => {
+      const clock = new ManualClock();
+      const provider = new SimulatedProvider({ clock, minLatencyMs: 100, maxLatencyMs: 100, quota: { rate: 2, burst: 1 } });
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(4),
+          providers: [{ provider, limits: requestLimit(10, 2) }],
+          workers: 2,
+          timeoutMs: 60_000,
+          retry: { maxAttempts: 10 },
+          clock,
+          events,
+        }),
+      );
+      return summary.rateLimited;
+    };
+    const first = await run();
+    const second = await run();
+    expect(first).toBeGreaterThan(0);
+    expect(second).toBeGreaterThan(0);
+    const counted = (await exportedMetrics()).get('news_processor.client.rate_limited')!.dataPoints;
+    expect(counted.map((point) => point.value)).toEqual([first + second]);
+  });
+
   it('reports what is left of the budget', async () => {
     const { budget, summary } = await observedRun({ articles: 2, priced: true });
     expect(summary.succeeded).toBe(2);
