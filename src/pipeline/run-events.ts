@@ -126,7 +126,12 @@ export type RunEventName = keyof RunEventListeners;
  */
 export type RunObserver = Partial<RunEventListeners>;
 
-type Listeners = { [E in RunEventName]: readonly RunEventListeners[E][] };
+/** One event's listeners: replaced, never changed in place, so a listener that stops listening while the event is told leaves that telling as it was. */
+interface Slot<E extends RunEventName> {
+  list: readonly RunEventListeners[E][];
+}
+
+type Slots = { readonly [E in RunEventName]: Slot<E> };
 
 /**
  * A run's events, told to whoever listens: give one to `runPipeline` or `runBatch` (`events`),
@@ -138,40 +143,38 @@ type Listeners = { [E in RunEventName]: readonly RunEventListeners[E][] };
  * runs, one after the other.
  */
 export class RunEvents {
-  // Replaced, never changed in place: a listener that stops listening while an event is told
-  // leaves that telling's array as it was.
-  readonly #listeners: { -readonly [E in RunEventName]: Listeners[E] } = {
-    runStarted: [],
-    articleStarted: [],
-    send: [],
-    attempt: [],
-    result: [],
-    poolChange: [],
-    batch: [],
-    budget: [],
-    runEnded: [],
+  readonly #slots: Slots = {
+    runStarted: { list: [] },
+    articleStarted: { list: [] },
+    send: { list: [] },
+    attempt: { list: [] },
+    result: { list: [] },
+    poolChange: { list: [] },
+    batch: { list: [] },
+    budget: { list: [] },
+    runEnded: { list: [] },
   };
 
   /** Calls `listener` at each `event`; returns a function that stops it. */
   on<E extends RunEventName>(event: E, listener: RunEventListeners[E]): () => void {
-    if (!(event in this.#listeners))
-      throw new TypeError(`Expected a run event (${Object.keys(this.#listeners).join(', ')}), got "${event}"`);
+    if (!Object.hasOwn(this.#slots, event))
+      throw new TypeError(`Expected a run event (${Object.keys(this.#slots).join(', ')}), got "${event}"`);
     if (typeof listener !== 'function') throw new TypeError(`Expected a listener function for "${event}", got ${typeof listener}`);
-    this.#listeners[event] = [...this.#listeners[event], listener] as Listeners[E];
+    const slot = this.#slots[event] as Slot<E>;
+    slot.list = [...slot.list, listener];
     let listening = true;
     return () => {
       if (!listening) return;
       listening = false;
-      const list = this.#listeners[event] as readonly RunEventListeners[E][];
-      const at = list.indexOf(listener);
-      this.#listeners[event] = [...list.slice(0, at), ...list.slice(at + 1)] as Listeners[E];
+      const at = slot.list.indexOf(listener);
+      slot.list = [...slot.list.slice(0, at), ...slot.list.slice(at + 1)];
     };
   }
 
   /** Listens with each listener `observer` has; returns a function that stops them all. */
   observe(observer: RunObserver): () => void {
     const stops: (() => void)[] = [];
-    for (const event of Object.keys(this.#listeners) as RunEventName[]) {
+    for (const event of Object.keys(this.#slots) as RunEventName[]) {
       const listener = observer[event];
       if (listener !== undefined) stops.push(this.on(event, listener.bind(observer) as never));
     }
@@ -182,15 +185,28 @@ export class RunEvents {
 
   /** Whether anything listens to `event`: a run need not make what nobody reads. */
   listens(event: RunEventName): boolean {
-    return this.#listeners[event].length > 0;
+    return this.#slots[event].list.length > 0;
   }
 
   /** Tells every listener of `event`, in the order they were added. */
   emit<E extends RunEventName>(event: E, ...told: Parameters<RunEventListeners[E]>): void;
-  // Two arguments at most, passed as they are: every attempt of a run is told here, and a rest
-  // array spread into each call is an allocation per attempt.
   emit(event: RunEventName, first?: unknown, second?: unknown): void {
-    const list = this.#listeners[event] as readonly ((first: unknown, second: unknown) => void)[];
-    for (let i = 0; i < list.length; i++) list[i]!(first, second);
+    tell(this.#slots[event] as Slot<RunEventName>, first, second);
   }
+
+  /**
+   * A function that tells `event` as {@link emit} does, made once for a run that tells it often:
+   * it finds the event's listeners without looking the event up (every attempt of a run is told).
+   */
+  teller<E extends RunEventName>(event: E): (...told: Parameters<RunEventListeners[E]>) => void;
+  teller(event: RunEventName): (first?: unknown, second?: unknown) => void {
+    const slot = this.#slots[event] as Slot<RunEventName>;
+    return (first, second) => tell(slot, first, second);
+  }
+}
+
+/** Calls each listener of `slot` with what is told: two arguments at most, passed as they are (a rest array spread into each call is an allocation per attempt). */
+function tell(slot: Slot<RunEventName>, first: unknown, second: unknown): void {
+  const list = slot.list as readonly ((first: unknown, second: unknown) => void)[];
+  for (let i = 0; i < list.length; i++) list[i]!(first, second);
 }

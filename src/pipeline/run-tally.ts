@@ -71,6 +71,9 @@ export function isErrorAttempt(event: AttemptEvent): boolean {
 
 type Counting<T> = { -readonly [K in keyof T]: T[K] };
 
+/** A task's counts as the tally keeps them: with its latencies, which readers get as percentiles. */
+type TaskCounting = Counting<TaskTally> & { readonly latency: Histogram };
+
 /** Calls as counted: by column, with the retries, repairs, tokens and money. */
 export interface CallTally extends CallCounts {
   /** Of the calls, the repairs: asked again with an unfit answer and its problems. */
@@ -255,9 +258,7 @@ export class RunTally implements RunCounts {
   /** Whether an answer cache is in front of the calls. */
   readonly cached: boolean;
   readonly #providers = new Map<string, Counting<ProviderTally>>();
-  readonly #tasks = new Map<string, Counting<TaskTally>>();
-  /** Each task's latencies, ms. */
-  readonly #taskLatencyMs = new Map<string, Histogram>();
+  readonly #tasks = new Map<string, TaskCounting>();
   readonly #pools: { readonly name: string; readonly members: Counting<PoolMemberTally>[] }[];
   readonly #priced: ReadonlySet<string>;
   /** Each task's provider or pool, as the run assigned it. */
@@ -372,7 +373,7 @@ export class RunTally implements RunCounts {
 
   /** The calls' latencies, ms: a task's, or the whole run's. */
   latencyMs(task?: string): Percentiles {
-    return percentiles(task === undefined ? this.#latencyMs : this.#taskLatencyMs.get(task));
+    return percentiles(task === undefined ? this.#latencyMs : this.#tasks.get(task)?.latency);
   }
 
   /** How long attempts waited for their grant, ms. */
@@ -420,7 +421,7 @@ export class RunTally implements RunCounts {
       const task = this.#task(event.task);
       countCall(provider, event, column);
       countCall(task, event, column);
-      this.#taskLatencyMs.get(event.task)!.record(event.latencyMs);
+      task.latency.record(event.latencyMs);
       this.#latencyMs.record(event.latencyMs);
       this.#promptCache.readTokens += event.usage?.cacheReadTokens ?? 0;
       this.#promptCache.writeTokens += event.usage?.cacheWriteTokens ?? 0;
@@ -474,12 +475,11 @@ export class RunTally implements RunCounts {
     return found;
   }
 
-  #task(name: string): Counting<TaskTally> {
+  #task(name: string): TaskCounting {
     let found = this.#tasks.get(name);
     if (found === undefined) {
-      found = { name, ...noCalls() };
+      found = { name, ...noCalls(), latency: new Histogram() };
       this.#tasks.set(name, found);
-      this.#taskLatencyMs.set(name, new Histogram());
     }
     return found;
   }

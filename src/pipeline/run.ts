@@ -126,7 +126,7 @@ export interface PipelineOptions {
   /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. @default none */
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
   /**
-   * Where the run tells each of its steps — its start with its tally, each article's start and
+   * Where the run tells each of its steps — its start with its counts, each article's start and
    * result, each send and attempt, pool changes, the budget's moves, its end — for a progress line,
    * a report, tracing, or anything else that watches and acts on nothing. @default none
    */
@@ -273,15 +273,20 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       else intake.abort(found.cause);
     }),
   );
+  // Found once: every attempt of the run is told through these.
+  const tellAttempt = events.teller('attempt');
+  const tellSend = events.teller('send');
+  const tellArticleStarted = events.teller('articleStarted');
+  const tellResult = events.teller('result');
   const recordAttempt = (event: AttemptEvent) => {
     tally.attempt(event);
     if (event.called) latency.record(event.latencyMs);
     for (const listener of attemptListeners) listener(event);
-    events.emit('attempt', event as PipelineAttemptEvent);
+    tellAttempt(event as PipelineAttemptEvent);
   };
   const recordSend = (request: LlmRequest) => {
     tally.send();
-    events.emit('send', request);
+    tellSend(request);
   };
   // One options object per worker slot, made when the slot first runs: the per-article path
   // allocates little, and slots a run never fills cost nothing.
@@ -310,11 +315,11 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       options.source,
       async (article, workerId) => {
         tally.articleStarted();
-        events.emit('articleStarted', article, workerId);
+        tellArticleStarted(article, workerId);
         const { result, pathMs, savedNanoUsd } = await processArticle(article, optionsFor(workerId));
         const end = { pathMs, savedNanoUsd };
         tally.result(result, end);
-        events.emit('result', result, end);
+        tellResult(result, end);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },

@@ -61,6 +61,18 @@ describe('RunEvents', () => {
     expect(observer.seen).toEqual(['held', 'down']);
   });
 
+  it('teller() tells an event as emit() does, to the listeners of the moment: those added after it was made too', () => {
+    const events = new RunEvents();
+    const tellBudget = events.teller('budget');
+    const told: number[] = [];
+    tellBudget({ type: 'held', atMs: 0, nanoUsd: 1 });
+    const stop = events.on('budget', (event) => told.push(event.atMs));
+    tellBudget({ type: 'held', atMs: 1, nanoUsd: 1 });
+    stop();
+    tellBudget({ type: 'held', atMs: 2, nanoUsd: 1 });
+    expect(told).toEqual([1]);
+  });
+
   it('rejects what is no event or no listener, naming what it expected', () => {
     const events = new RunEvents();
     expect(() => events.on('attempts' as 'attempt', () => {})).toThrow(/^Expected a run event \(runStarted, .*\), got "attempts"$/);
