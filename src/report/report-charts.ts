@@ -12,6 +12,8 @@ export interface ReportChart {
 
 const WIDTH_PX = 460;
 const HEIGHT_PX = 200;
+/** A series' line, px. */
+const LINE_WIDTH_PX = 1.5;
 /** The limits' lines are dashed, in their series' colour. */
 const LIMIT_DASH = [6, 4];
 
@@ -133,8 +135,8 @@ interface DrawnLimit {
 
 /**
  * A line chart over time, a step line per series, with each limit dashed in its series' colour: a
- * level as a rule, a limit that moves as a step line of its own. `dashes` gives series a dash of
- * their own, where lines of several series may lie on one another.
+ * level as a rule, a limit that moves as a step line of its own. `strokes` gives series a dash
+ * and a width of their own, where lines of several series may lie on one another.
  */
 function timeChart(
   record: RunRecord,
@@ -144,7 +146,7 @@ function timeChart(
   data: readonly { t: number; series: string; value: number }[],
   limits: readonly DrawnLimit[],
   mark: 'line' | 'area' = 'line',
-  dashes?: ReadonlyMap<string, readonly number[]>,
+  strokes?: ReadonlyMap<string, { readonly dash: readonly number[]; readonly widthPx: number }>,
 ): ReportChart {
   const names = [...new Set([...data.map((d) => d.series), ...limits.map((l) => l.series)])];
   const color = {
@@ -163,25 +165,33 @@ function timeChart(
     title: yTitle,
     ...yScale([...data.map((d) => d.value), ...levels.map((l) => l.value), ...movingRows.map((row) => row.value)]),
   };
-  const strokeDash =
-    dashes === undefined
-      ? undefined
+  // Series that may lie on one another, each drawn in a dash of its own (solid otherwise)…
+  const stroke =
+    strokes === undefined
+      ? {}
       : {
-          field: 'series',
-          type: 'nominal',
-          legend: null,
-          scale: { domain: names, range: names.map((name) => [...(dashes.get(name) ?? [1, 0])]) },
+          strokeDash: {
+            field: 'series',
+            type: 'nominal',
+            title: null,
+            scale: { domain: names, range: names.map((name) => [...(strokes.get(name)?.dash ?? [1, 0])]) },
+          },
         };
-  const layers: Record<string, unknown>[] = [
-    {
-      data: { values: data },
-      mark:
-        mark === 'line'
-          ? { type: 'line', interpolate: 'step-after', strokeWidth: 1.5 }
-          : { type: 'area', interpolate: 'step-after', opacity: 0.6 },
-      encoding: { x: timeAxis(record), y, color, ...(strokeDash !== undefined && { strokeDash }) },
-    },
-  ];
+  // …and those wider than a line drawn first, as a band the others lie on.
+  const wide = [...(strokes ?? [])].filter(([, { widthPx }]) => widthPx > LINE_WIDTH_PX);
+  const layers: Record<string, unknown>[] = wide.map(([series, { widthPx }]) => ({
+    data: { values: data.filter((d) => d.series === series) },
+    mark: { type: 'line', interpolate: 'step-after', strokeWidth: widthPx },
+    encoding: { x: timeAxis(record), y, color },
+  }));
+  layers.push({
+    data: { values: data },
+    mark:
+      mark === 'line'
+        ? { type: 'line', interpolate: 'step-after', strokeWidth: LINE_WIDTH_PX }
+        : { type: 'area', interpolate: 'step-after', opacity: 0.6 },
+    encoding: { x: timeAxis(record), y, color, ...stroke },
+  });
   if (levels.length > 0) {
     layers.push(
       {
@@ -340,18 +350,21 @@ function sumSeries(record: RunRecord, keys: readonly string[]): number[] {
   return sums;
 }
 
-/** The dash of each kind of trouble: where a 429 is retried at once, its line and the retries' are one, and both must show. */
-const TROUBLE_DASHES: Readonly<Record<string, readonly number[]>> = {
-  '429s': [1, 0],
-  retries: [6, 3],
-  repairs: [2, 2],
-  errors: [1, 0],
+/**
+ * The dash and width of each kind of trouble: where a 429 is retried at once, its line and the
+ * retries' are one, and both must show — the 429s wide and solid, the retries dashed over them.
+ */
+const TROUBLE_STROKES: Readonly<Record<string, { readonly dash: readonly number[]; readonly widthPx: number }>> = {
+  '429s': { dash: [1, 0], widthPx: 4 },
+  retries: { dash: [6, 3], widthPx: 1.5 },
+  repairs: { dash: [2, 2], widthPx: 1.5 },
+  errors: { dash: [1, 0], widthPx: 1.5 },
 };
 
 /** 429s, retries, repairs and errors per bucket, per provider when there are several, and the articles that failed. */
 function troubleChart(record: RunRecord): ReportChart {
   const several = record.providers.length > 1;
-  const dashes = new Map<string, readonly number[]>();
+  const strokes = new Map<string, { readonly dash: readonly number[]; readonly widthPx: number }>();
   const data = record.providers.flatMap((p) =>
     (
       [
@@ -364,13 +377,13 @@ function troubleChart(record: RunRecord): ReportChart {
       // Repairs only where an answer was unfit: a line of zeros says nothing.
       if (key === 'repairs' && !(record.series[seriesKey(p.name, key)] ?? []).some((value) => value > 0)) return [];
       const series = several ? `${p.name} ${name}` : name;
-      dashes.set(series, TROUBLE_DASHES[name]!);
+      strokes.set(series, TROUBLE_STROKES[name]!);
       return rows(record, seriesKey(p.name, key), series, (value) => value);
     }),
   );
   data.push(...rows(record, 'failed', 'failed articles', (value) => value));
   const per = formatDuration(record.bucketMs);
-  return timeChart(record, 'trouble', `429s, retries, errors and failed articles (per ${per})`, `per ${per}`, data, [], 'line', dashes);
+  return timeChart(record, 'trouble', `429s, retries, errors and failed articles (per ${per})`, `per ${per}`, data, [], 'line', strokes);
 }
 
 function inFlightChart(record: RunRecord): ReportChart {

@@ -72,13 +72,19 @@ describe('reportCharts()', () => {
       elapsedMs: 4000,
       ended: true,
     });
-    const line = layersOf(chartOf(record, 'trouble'))[0]!;
+    const layers = layersOf(chartOf(record, 'trouble'));
+    const line = layers.find((layer) => layer.encoding.strokeDash !== undefined)!;
     const dash = line.encoding.strokeDash as { field: string; scale: { domain: string[]; range: number[][] } } | undefined;
     expect(dash?.field).toBe('series');
     const dashOf = (series: string) => dash!.scale.range[dash!.scale.domain.indexOf(series)];
     expect(dashOf('429s')).toBeDefined();
     expect(dashOf('retries')).toBeDefined();
     expect(dashOf('429s')).not.toEqual(dashOf('retries'));
+    // The 429s also drawn first, wider, as a band the dashed retries lie on: where they are one, both show.
+    const band = layers[0]!;
+    expect(layers.indexOf(band)).toBeLessThan(layers.indexOf(line));
+    expect(new Set(band.data.values.map((row) => row.series))).toEqual(new Set(['429s']));
+    expect((band.mark as { strokeWidth?: number }).strokeWidth).toBeGreaterThan(2);
   });
 
   it('while the run goes, draws the seconds that are whole: the one still filling is no drop', () => {
