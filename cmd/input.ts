@@ -79,7 +79,9 @@ export interface RunInput {
  * The input the flags name. A regular file is read once up front, so that a bad line fails the
  * run before any call is spent (`InputError`, exit 2); a stream cannot be read twice, so it is
  * checked as it streams and a bad line stops the run there. `--skip-invalid` skips bad lines
- * either way, saying which; an input whose every line was skipped is an `InputError` too.
+ * either way, saying which; an input whose every line was skipped is an `InputError` too, and so
+ * is one that holds no article at all — an upstream export that produced nothing must not pass
+ * for a day's work done: a file is refused before anything is touched, a stream at its end.
  * `fields` (the tasks' placeholders) are checked at a CSV header and the first article.
  */
 export async function openInput(
@@ -152,7 +154,7 @@ export async function openInput(
     void article;
     count++;
   }
-  if (count === 0 && skipped > 0) throw noneValid(input, skipped);
+  if (count === 0) throw skipped > 0 ? noneValid(input, skipped) : new InputError({ path: input, reason: 'holds no article' });
   const checkedSkips = skipped;
   // The file was checked in full, duplicates included: without --skip-invalid there are none, and
   // the run need not keep every id. With it, the same lines are skipped again, quietly.
@@ -165,14 +167,15 @@ export async function openInput(
   };
 }
 
-/** The articles of a stream, or an `InputError` at its end when every line was skipped: a run of nothing is not a success. */
+/** The articles of a stream, or an `InputError` at its end when it held none (or every line was skipped): a run of nothing is not a success. */
 async function* someValid(articles: AsyncIterable<Article>, name: string, skipped: () => number): AsyncGenerator<Article, void, undefined> {
   let count = 0;
   for await (const article of articles) {
     count++;
     yield article;
   }
-  if (count === 0 && skipped() > 0) throw noneValid(name, skipped());
+  if (count > 0) return;
+  throw skipped() > 0 ? noneValid(name, skipped()) : new InputError({ path: name, reason: 'ended before any article was read' });
 }
 
 function noneValid(name: string, skipped: number): InputError {

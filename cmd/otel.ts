@@ -2,6 +2,7 @@
 import { Option } from 'commander';
 import { createOtelObserver, type RunObserver } from '../src/index.ts';
 import { loadOptional } from '../src/optional-package.ts';
+import { collectorEndpoints, firstUnreachable, reasonOf } from './otel-collector.ts';
 import { UsageError } from './usage-error.ts';
 
 export interface OtelFlags {
@@ -22,7 +23,11 @@ export function otelOption(): Option {
 export interface Telemetry {
   /** Follows a run: observe the run's events with it (`events.observe`). */
   readonly observer: RunObserver;
-  /** Sends what is not sent yet — the last spans, the metrics' final values — and stops the SDK. */
+  /**
+   * Sends what is not sent yet — the last spans, the metrics' final values — and stops the SDK.
+   * Never rejects: a collector that fails the run's exports is one warning line on stderr, and one
+   * that does not answer at all is not waited for.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -31,6 +36,11 @@ export interface Telemetry {
  * OTEL_EXPORTER_OTLP_PROTOCOL `http/protobuf` by default or `http/json` or `grpc`,
  * OTEL_EXPORTER_OTLP_HEADERS, the per-signal variants, OTEL_TRACES_SAMPLER, …): traces and metrics
  * over OTLP; no logs (the run's log is its own, on stderr), no instrumentation of other libraries.
+ *
+ * Tracing is the run's guest: a collector that is down or refuses the exports does not change how
+ * the run ends. It is said once, on stderr, as `warning: --otel: …` (unless OTEL_LOG_LEVEL asks
+ * for the SDK's own diagnostics), and at exit a collector that takes no connection is not waited
+ * for — the SDK would retry its last exports for OTEL_EXPORTER_OTLP_TIMEOUT.
  */
 export async function startTelemetry(env: NodeJS.ProcessEnv): Promise<Telemetry> {
   checkOtelEnv(env);
@@ -47,7 +57,39 @@ export async function startTelemetry(env: NodeJS.ProcessEnv): Promise<Telemetry>
     contextManager: null as unknown as undefined,
   });
   sdk.start();
-  return { observer: await createOtelObserver(), shutdown: () => sdk.shutdown() };
+  let warned = false;
+  const warn = (text: string) => {
+    if (warned) return;
+    warned = true;
+    process.stderr.write(`warning: --otel: ${text}\n`);
+  };
+  if ((env.OTEL_LOG_LEVEL ?? '').trim() === '') {
+    // An export that failed mid-run reaches the SDK's error handler, which writes to this logger.
+    const { diag, DiagLogLevel } = await import('@opentelemetry/api');
+    const ignore = () => {};
+    diag.setLogger(
+      {
+        error: (message) => warn(`an export to the collector failed (${reasonOf(message)}): what it held is lost; the run goes on`),
+        warn: ignore,
+        info: ignore,
+        debug: ignore,
+        verbose: ignore,
+      },
+      DiagLogLevel.ERROR,
+    );
+  }
+  const endpoints = collectorEndpoints(env);
+  return {
+    observer: await createOtelObserver(),
+    shutdown: async () => {
+      const down = await firstUnreachable(endpoints);
+      if (down !== undefined) {
+        warn(`no collector answers at ${down.endpoint.url} (${down.why}): the run's last spans and metrics were not sent`);
+        return;
+      }
+      await sdk.shutdown().catch((error: unknown) => warn(`the run's last spans and metrics were not sent (${reasonOf(error)})`));
+    },
+  };
 }
 
 /**

@@ -4,7 +4,7 @@ import { JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts'
 import { plural } from './format.ts';
 import { oneLineErrors } from './one-line-errors.ts';
 import { compactResults, nonEmptyFile } from './output.ts';
-import { addQueueOptions, EXAMPLES, openQueue, pause, type QueueFlags } from './queue-options.ts';
+import { addQueueOptions, drainedOrGone, EXAMPLES, openQueue, pause, type QueueFlags } from './queue-options.ts';
 import { UsageError } from './usage-error.ts';
 
 interface CollectFlags extends QueueFlags {
@@ -70,7 +70,7 @@ export function collectCommand(onExit: (code: number) => void): Command {
       // by retry-failed meanwhile then has one line, its last.
       let afterMs = 0;
       for (;;) {
-        const drained = await queue.drained();
+        const drained = await drainedOrGone(queue);
         for await (const { result, finishedOn } of queue.finished({ states: ['completed'], afterMs })) {
           await write(result);
           afterMs = Math.max(afterMs, finishedOn);

@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { CancelledError, RunEvents, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
-import { type ArticleQueue, QUEUE_WORKER_DEFAULTS, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
+import { type ArticleQueue, isQueueNotFoundError, QUEUE_WORKER_DEFAULTS, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { formatAttempt, formatMs, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
@@ -14,7 +14,17 @@ import { Progress } from './progress.ts';
 import { otelOption, startTelemetry, type OtelFlags } from './otel.ts';
 import { addRedisOptions, shareLimits, validateRedisFlags, type RedisFlags } from './redis-options.ts';
 import { collectCommand } from './queue-collect.ts';
-import { addQueueOptions, checkQueueFlags, EXAMPLES, openQueue, openQueueOn, pause, type QueueFlags } from './queue-options.ts';
+import {
+  addQueueOptions,
+  checkQueueFlags,
+  EXAMPLES,
+  notFoundUsage,
+  openQueue,
+  openQueueOn,
+  pause,
+  stillThere,
+  type QueueFlags,
+} from './queue-options.ts';
 import { UsageError } from './usage-error.ts';
 import { addRunOptions, inputFormatOption, inputOption, skipInvalidOption, type RunFlags } from './run-options.ts';
 import { createLogger } from './logger.ts';
@@ -48,7 +58,8 @@ function enqueueCommand(onExit: (code: number) => void): Command {
   command.action(async (flags: EnqueueFlags) => {
     if (flags.skipInvalid && flags.input === undefined) throw new UsageError('--skip-invalid applies to --input files only');
     if (flags.inputFormat !== undefined && flags.input === undefined) throw new UsageError('--input-format applies to --input only');
-    const opened = await openQueue(flags);
+    // Enqueueing makes the queue, or makes a lost one again.
+    const opened = await openQueue(flags, ['made', 'lost', 'unknown']);
     const { queue } = opened;
     try {
       const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`));
@@ -97,7 +108,7 @@ function workerCommand(onExit: (code: number) => void): Command {
   ]);
   addReportOptions(command);
   addClientOptions(command);
-  addRedisOptions(command);
+  addRedisOptions(command, { readsEnv: true });
   addCacheOptions(command);
   command
     .addOption(new Option('--queue <name>', 'the queue to take jobs from').makeOptionMandatory())
@@ -167,6 +178,9 @@ async function work(flags: WorkerFlags): Promise<number> {
     const events = new RunEvents();
     if (telemetry !== undefined) events.observe(telemetry.observer);
     return await workOn(queue, flags, { ...setups, tasks, budget, cache, events }, logger);
+  } catch (error) {
+    // Gone between the look at start and the worker's own.
+    throw isQueueNotFoundError(error) ? notFoundUsage(error) : error;
   } finally {
     await queue?.close();
     await cache?.close();
@@ -238,6 +252,7 @@ async function workOn(
     await terminal.close();
   }
   const signal = stopSignal();
+  const lost = summary.queueLost !== undefined;
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify({ queue: queue.name, ...summary, signal }, (_, v: unknown) => (v === Infinity ? 'inf' : v), 2)}\n`,
@@ -246,8 +261,10 @@ async function workOn(
     const lines = formatSummary(summary);
     lines.push(
       `Worker: ${plural(summary.articles, 'job')} taken from queue ${queue.name}` +
-        (summary.returned > 0 ? `, ${summary.returned} put back unfinished for another worker` : '') +
-        (summary.leftLocked > 0 ? `, ${summary.leftLocked} left locked (back to waiting once the lock runs out)` : '') +
+        (lost
+          ? `, the queue lost under it: ${summary.succeeded + summary.failed} finished, ${summary.cancelled} cut short, their results gone with it`
+          : (summary.returned > 0 ? `, ${summary.returned} put back unfinished for another worker` : '') +
+            (summary.leftLocked > 0 ? `, ${summary.leftLocked} left locked (back to waiting once the lock runs out)` : '')) +
         (signal === undefined ? '' : ` (stopped by ${signal})`),
     );
     const { count, totalMs } = summary.redisOutages;
@@ -261,6 +278,10 @@ async function workOn(
   }
   const reportLine = await report?.finish();
   if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
+  if (summary.queueLost !== undefined) {
+    process.stderr.write(`error: ${queue.notFound(summary.queueLost).message}; the worker stopped: enqueue the input again to run it\n`);
+    return 1;
+  }
   if (summary.stoppedBy?.by === 'limits') {
     process.stderr.write(
       `error: ${summary.stoppedBy.message}; the worker stopped (see --redis-give-up), ` +
@@ -298,6 +319,8 @@ function statusCommand(onExit: (code: number) => void): Command {
       const controller = new AbortController();
       for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
       do {
+        // Watched, it may go: a queue Redis lost would read as all done.
+        await stillThere(queue);
         const status = await queue.status();
         process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : `${formatStatus(status)}\n`);
         if (!flags.watch) break;
@@ -316,7 +339,7 @@ function statusCommand(onExit: (code: number) => void): Command {
  * 2 workers (a:41 seen 1s ago, b:77 seen 0s ago) | 760 calls, 3 repeated`; jobs stalled, when there
  * are any, after the active ones.
  */
-export function formatStatus(status: QueueStatus, nowMs = Date.now()): string {
+export function formatStatus(status: QueueStatus): string {
   const eta =
     status.etaMs === 0
       ? 'done'
@@ -327,7 +350,7 @@ export function formatStatus(status: QueueStatus, nowMs = Date.now()): string {
   const stalled =
     status.stalled > 0 ? ` · ${status.stalled} stalled (their worker is gone: back to waiting at a worker's next stalled check)` : '';
   const workers = status.workers.map(
-    ({ name, lastSeenMs }) => `${name} seen ${formatDuration(Math.max(0, Math.round((nowMs - lastSeenMs) / 1000)) * 1000)} ago`,
+    ({ name, silentMs }) => `${name} seen ${formatDuration(Math.max(0, Math.round(silentMs / 1000)) * 1000)} ago`,
   );
   return (
     `Queue ${status.name}: ${status.waiting} waiting · ${status.active} active${stalled} · ${status.completed} completed · ` +
@@ -380,7 +403,8 @@ function cleanUpCommands(onExit: (code: number) => void): Command[] {
     .addHelpText('after', EXAMPLES);
   obliterate.action(async (flags: CleanUpFlags) => {
     if (!flags.yes) throw new UsageError('obliterate removes the queue and its results: give --yes to confirm');
-    const opened = await openQueue(flags);
+    // A lost queue too: what is left of it is a worker's word that it was lost.
+    const opened = await openQueue(flags, ['made', 'lost']);
     const { queue } = opened;
     try {
       await queue.obliterate(flags.force).catch((error: Error) => {

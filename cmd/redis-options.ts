@@ -60,10 +60,18 @@ export interface RedisConnectionFlags {
   redisKey?: string;
 }
 
-/** Adds --redis (described as `purpose`), --redis-prefix, --redis-timeout, the cluster and the TLS flags. */
-export function addRedisConnectionOptions(command: Command, purpose: string): Command {
+/**
+ * Adds --redis (described as `purpose`), --redis-prefix, --redis-timeout, the cluster and the TLS
+ * flags. `readsEnv`: REDIS_URL stands in for --redis — for the queue commands, which cannot do
+ * without a Redis; a run uses one only when its flags say so, whatever the shell holds.
+ */
+export function addRedisConnectionOptions(command: Command, purpose: string, { readsEnv }: { readonly readsEnv: boolean }): Command {
+  const redis = new Option(
+    '--redis <url>',
+    `${purpose} (redis://host:port, rediss:// for TLS${readsEnv ? '' : '; REDIS_URL is not read: only the queue commands read it'})`,
+  );
   return command
-    .addOption(new Option('--redis <url>', `${purpose} (redis://host:port, rediss:// for TLS)`).env('REDIS_URL'))
+    .addOption(readsEnv ? redis.env('REDIS_URL') : redis)
     .addOption(new Option('--redis-prefix <prefix>', 'begins every Redis key').argParser(keyName(true)).default(REDIS_DEFAULTS.prefix))
     .addOption(
       new Option('--redis-timeout <duration>', 'a call with no answer from Redis this long fails (connecting too)')
@@ -79,8 +87,9 @@ export function addRedisConnectionOptions(command: Command, purpose: string): Co
     .addOption(new Option('--redis-key <file>', "PEM file of --redis-cert's private key, unencrypted"));
 }
 
-export function addRedisOptions(command: Command): Command {
-  return addRedisConnectionOptions(command, "share each provider's quota with every process using this Redis")
+/** Adds the flags of a shared quota: --redis and how to reach it, the quota key, the fallback, the budget key. `readsEnv` as for {@link addRedisConnectionOptions}. */
+export function addRedisOptions(command: Command, { readsEnv = false }: { readonly readsEnv?: boolean } = {}): Command {
+  return addRedisConnectionOptions(command, "share each provider's quota with every process using this Redis", { readsEnv })
     .addOption(new Option('--quota-key <name>', "the shared quota's name (the provider's name unless given)").argParser(keyName(false)))
     .addOption(
       new Option(

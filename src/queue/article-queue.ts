@@ -6,6 +6,7 @@ import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkObject, checkString } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
 import { articleIdOf, checkQueueName, jobIdOf } from './job-ids.ts';
+import { type QueueCounts, type QueueLoss, type QueuePresence, type QueueSnapshot, QueueNotFoundError } from './queue-presence.ts';
 
 /** What the article queues do unless told otherwise. */
 export const QUEUE_DEFAULTS = Object.freeze({
@@ -60,26 +61,18 @@ export interface ArticleJobData {
   readonly result?: ArticleResult | undefined;
 }
 
-/** How many jobs are in each state. */
-export interface QueueCounts {
-  /** Jobs no worker has taken yet. */
-  readonly waiting: number;
-  /** Jobs a worker is running now. */
-  readonly active: number;
-  /** Jobs waiting for their retry time. */
-  readonly delayed: number;
-  /** Jobs that finished, succeeded or not (the result says). */
-  readonly completed: number;
-  /** Jobs a worker gave up on (their attempts spent). */
-  readonly failed: number;
-}
-
 /** A worker process connected to the queue, as `status` lists it. */
 export interface QueueWorkerInfo {
   /** The name it gave (`runQueueWorker`'s `workerName`, `host:pid` by default). */
   readonly name: string;
-  /** When Redis last heard from it (epoch ms): a worker waiting for jobs asks every few seconds. */
+  /**
+   * When it last said it was alive, epoch ms by Redis's clock (the worker's, for a Redis user that
+   * may not run TIME): a worker says so every second, whether it waits for jobs or holds as many
+   * as it runs at once.
+   */
   readonly lastSeenMs: number;
+  /** How long ago that was, in ms, by the same clock (no skew between this machine's and the worker's). */
+  readonly silentMs: number;
 }
 
 /** What `status` says of a queue. */
@@ -109,9 +102,54 @@ export interface QueueStatus extends QueueCounts {
   readonly repeatedCalls: number;
 }
 
-/** Names of this project's hashes beside BullMQ's keys (in the queue's slot). */
+/** Names of this project's keys beside BullMQ's (in the queue's slot). */
 const CALLS_KEY = 'np:calls';
 const STATS_KEY = 'np:stats';
+/**
+ * What says the queue was made: `enqueue` writes it (when it first added a job, how many it added
+ * in all), and nothing else does — so a Redis that lost its data, and comes back empty, does not
+ * have it, whatever a worker writes afterwards.
+ */
+const MADE_KEY = 'np:queue';
+/** A worker's word that it found the queue gone (a JSON {@link QueueLoss}), for `status` and `collect` to say; `enqueue` clears it. */
+const LOST_KEY = 'np:lost';
+/** Each worker's last heartbeat (a sorted set, epoch ms by Redis's clock). */
+const WORKERS_KEY = 'np:workers';
+/**
+ * BullMQ's keys that hold a queue's jobs: a queue enqueued before the made key was written is made
+ * when one of them exists.
+ */
+const JOB_KEYS = ['wait', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed'] as const;
+/** How long a worker's heartbeat is kept once it stops (ms): long past the time anyone asks after a dead worker. */
+const HEARTBEAT_KEPT_MS = 3_600_000;
+
+/**
+ * A worker's heartbeat: says it is alive (at Redis's TIME) if the queue is made, and returns what
+ * the queue holds, or `{0, now}` when it is not made (and writes nothing then).
+ * KEYS: workers, made, then {@link JOB_KEYS} in order. ARGV: the worker's name, ms to keep a
+ * heartbeat, the worker's clock (epoch ms: for a Redis user that may not run TIME, which BullMQ
+ * does not need).
+ */
+const HEARTBEAT = `
+local t = redis.pcall('TIME')
+local now = tonumber(ARGV[3])
+if type(t) == 'table' and t[1] then now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end
+if redis.call('EXISTS', unpack(KEYS, 2)) == 0 then return {0, now} end
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+local enqueued = tonumber(redis.call('HGET', KEYS[2], 'enqueued') or '-1')
+return {1, now, enqueued,
+  redis.call('LLEN', KEYS[3]) + redis.call('LLEN', KEYS[4]) + redis.call('ZCARD', KEYS[5]),
+  redis.call('LLEN', KEYS[6]), redis.call('ZCARD', KEYS[7]), redis.call('ZCARD', KEYS[8]), redis.call('ZCARD', KEYS[9])}`;
+
+/**
+ * Writes a worker's word that the queue is gone, unless it is made again meanwhile or another
+ * worker said so first. KEYS: lost, made, then {@link JOB_KEYS}. ARGV: the loss, as JSON.
+ */
+const MARK_LOST = `
+if redis.call('EXISTS', unpack(KEYS, 2)) > 0 then return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 1 end
+return 0`;
 
 /** Settles a finished job's calls: what its earlier processings spent beyond this one's is repeated. */
 const SETTLE_CALLS = `
@@ -162,7 +200,12 @@ export class ArticleQueue {
     if (options.timeoutMs !== undefined) checkDurationMs('timeoutMs', options.timeoutMs, { positive: true });
     const { Queue } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
     const client = options.redis.createClient({ maxRetriesPerRequest: null, enableOfflineQueue: true });
-    const queue = new Queue<ArticleJobData, ArticleResult>(options.name, { connection: client, prefix: bullPrefixOf(options) });
+    // No meta written on open: a look at a queue that was never made (a name mistyped) leaves no key behind.
+    const queue = new Queue<ArticleJobData, ArticleResult>(options.name, {
+      connection: client,
+      prefix: bullPrefixOf(options),
+      skipMetasUpdate: true,
+    });
     // The queue reports a lost connection as an error event; its callers see the failed call.
     queue.on('error', () => {});
     const opened = new ArticleQueue(options, queue, client);
@@ -191,7 +234,8 @@ export class ArticleQueue {
 
   /**
    * Adds a job for every article not on the queue yet (waiting, running or finished), in
-   * batches; says how many were added and how many were there already.
+   * batches; says how many were added and how many were there already. The first batch makes the
+   * queue (`presence()` then says it is made); no article, no queue.
    */
   async enqueue(
     articles: Iterable<Article> | AsyncIterable<Article>,
@@ -213,6 +257,12 @@ export class ArticleQueue {
           fresh.map((id) => ({ name: 'article', data: { article: unique.get(id)! }, opts: { jobId: jobIdOf(id), attempts: 1 } })),
         );
       }
+      await this.client
+        .multi()
+        .hsetnx(this.key(MADE_KEY), 'madeMs', Date.now())
+        .hincrby(this.key(MADE_KEY), 'enqueued', fresh.length)
+        .del(this.key(LOST_KEY))
+        .exec();
       added += fresh.length;
       existing += batch.length - fresh.length;
       options.onBatch?.(added, existing);
@@ -224,6 +274,55 @@ export class ArticleQueue {
     }
     if (batch.length > 0) await flush();
     return { added, existing };
+  }
+
+  /**
+   * Whether the queue is there: made (by `enqueue`), found gone by a worker (Redis lost it: what
+   * it held then), or unknown here — never made, or gone with no worker to see it go.
+   */
+  async presence(): Promise<QueuePresence> {
+    const [made, lost] = await Promise.all([
+      this.client.exists(this.key(MADE_KEY), ...JOB_KEYS.map((name) => this.key(name))),
+      this.client.get(this.key(LOST_KEY)),
+    ]);
+    if (made > 0) return { state: 'made' };
+    if (lost !== null) return { state: 'lost', loss: JSON.parse(lost) as QueueLoss };
+    return { state: 'unknown' };
+  }
+
+  /** The error that says this queue is not there, with what a worker saw of it when it went. */
+  notFound(loss: QueueLoss | undefined): QueueNotFoundError {
+    return new QueueNotFoundError(this.name, this.redis.url, loss);
+  }
+
+  /**
+   * A worker says it is alive (`status` tells how long ago it last did). Resolves with Redis's
+   * clock (epoch ms) and what the queue holds now — `snapshot` undefined, and nothing written, when
+   * the queue is not made (never, or Redis lost it).
+   */
+  async heartbeat(workerName: string): Promise<{ readonly nowMs: number; readonly snapshot: QueueSnapshot | undefined }> {
+    const keys = [this.key(WORKERS_KEY), this.key(MADE_KEY), ...JOB_KEYS.map((name) => this.key(name))];
+    const reply = (await this.client.eval(HEARTBEAT, keys.length, ...keys, workerName, HEARTBEAT_KEPT_MS, Date.now())) as number[];
+    const [made, nowMs, enqueued, waiting, active, delayed, completed, failed] = reply as [number, number, ...number[]];
+    if (made === 0) return { nowMs, snapshot: undefined };
+    return {
+      nowMs,
+      snapshot: {
+        waiting: waiting!,
+        active: active!,
+        delayed: delayed!,
+        completed: completed!,
+        failed: failed!,
+        enqueued: enqueued! < 0 ? undefined : enqueued,
+        atMs: nowMs,
+      },
+    };
+  }
+
+  /** Leaves a worker's word that the queue is gone, for `status` and `collect`: the first worker's stands; `enqueue` clears it. */
+  async markLost(loss: QueueLoss): Promise<void> {
+    const keys = [this.key(LOST_KEY), this.key(MADE_KEY), ...JOB_KEYS.map((name) => this.key(name))];
+    await this.client.eval(MARK_LOST, keys.length, ...keys, JSON.stringify(loss));
   }
 
   /** How many jobs are waiting, active, delayed, completed and failed, now. */
@@ -241,16 +340,23 @@ export class ArticleQueue {
   /** The counts, the jobs stalled, the rate of the last minute, an ETA, the workers connected and the calls. */
   async status(nowMs = Date.now()): Promise<QueueStatus> {
     const sinceMs = nowMs - 60_000;
-    const [counts, stalled, completedLastMinute, failedLastMinute, firstCompleted, firstFailed, workers, stats] = await Promise.all([
-      this.counts(),
-      this.#stalled(),
-      this.client.zcount(this.key('completed'), sinceMs, '+inf'),
-      this.client.zcount(this.key('failed'), sinceMs, '+inf'),
-      this.client.zrangebyscore(this.key('completed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
-      this.client.zrangebyscore(this.key('failed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
-      this.queue.getWorkers().catch(() => [] as { [index: string]: string }[]),
-      this.client.hgetall(this.key(STATS_KEY)),
-    ]);
+    const [counts, stalled, completedLastMinute, failedLastMinute, firstCompleted, firstFailed, workers, stats, heartbeats, time] =
+      await Promise.all([
+        this.counts(),
+        this.#stalled(),
+        this.client.zcount(this.key('completed'), sinceMs, '+inf'),
+        this.client.zcount(this.key('failed'), sinceMs, '+inf'),
+        this.client.zrangebyscore(this.key('completed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
+        this.client.zrangebyscore(this.key('failed'), sinceMs, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
+        this.queue.getWorkers().catch(() => [] as { [index: string]: string }[]),
+        this.client.hgetall(this.key(STATS_KEY)),
+        this.client.zrange(this.key(WORKERS_KEY), '0', '-1', 'WITHSCORES'),
+        // Refused to a user that may not run TIME: this machine's clock then.
+        this.client.time().catch(() => undefined),
+      ]);
+    const redisNowMs = time === undefined ? Date.now() : Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const lastAlive = new Map<string, number>();
+    for (let i = 0; i < heartbeats.length; i += 2) lastAlive.set(heartbeats[i]!, Number(heartbeats[i + 1]));
     // Over the last minute, or since the first finish in it when the batch began less than a minute ago.
     const firstMs = Math.min(Number(firstCompleted[1] ?? Infinity), Number(firstFailed[1] ?? Infinity));
     const windowMs = Math.max(1000, nowMs - Math.max(sinceMs, Number.isFinite(firstMs) ? firstMs : nowMs));
@@ -266,7 +372,7 @@ export class ArticleQueue {
       finishedPerSecond,
       etaMs: left === 0 ? 0 : finishedPerSecond > 0 && workers.length > 0 ? (left / finishedPerSecond) * 1000 : null,
       workers: workers
-        .map((client) => workerInfo(client, `${this.bullPrefix}:${Buffer.from(this.name).toString('base64')}:w:`, nowMs))
+        .map((client) => workerInfo(client, `${this.bullPrefix}:${Buffer.from(this.name).toString('base64')}:w:`, lastAlive, redisNowMs))
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
       calls: Number(stats.calls ?? 0),
       repeatedCalls,
@@ -356,10 +462,10 @@ export class ArticleQueue {
     return waiting + delayed;
   }
 
-  /** Removes the queue and everything in it, results included. Refused while jobs run, unless `force`. */
+  /** Removes the queue and everything in it, results included — and a worker's word that it was lost. Refused while jobs run, unless `force`. */
   async obliterate(force = false): Promise<void> {
     await this.queue.obliterate({ force });
-    await this.client.del(this.key(CALLS_KEY), this.key(STATS_KEY));
+    await this.client.del(...[CALLS_KEY, STATS_KEY, MADE_KEY, LOST_KEY, WORKERS_KEY].map((name) => this.key(name)));
   }
 
   /** A worker made a call for this job (counted so that a repeated one can be told). */
@@ -390,14 +496,20 @@ export class ArticleQueue {
 
 /**
  * A worker's entry of `CLIENT LIST`, as BullMQ returns it: `name` is the queue's, `rawname` the
- * connection's — `named` (`<prefix>:<queue in base64>:w:`) and the worker's name; `idle` is in seconds.
+ * connection's — `named` (`<prefix>:<queue in base64>:w:`) and the worker's name; `idle` is in
+ * seconds. The connection is the one the worker waits for jobs on, idle while it holds all it can
+ * run: its last heartbeat says when it was alive, the idle time only for a worker that sends none.
  */
-function workerInfo(client: { readonly [field: string]: string }, named: string, nowMs: number): QueueWorkerInfo {
+function workerInfo(
+  client: { readonly [field: string]: string },
+  named: string,
+  lastAlive: ReadonlyMap<string, number>,
+  nowMs: number,
+): QueueWorkerInfo {
   const raw = client.rawname ?? '';
-  return {
-    name: raw.startsWith(named) ? raw.slice(named.length) : (client.addr ?? '?'),
-    lastSeenMs: nowMs - Number(client.idle ?? 0) * 1000,
-  };
+  const name = raw.startsWith(named) ? raw.slice(named.length) : (client.addr ?? '?');
+  const lastSeenMs = Math.min(nowMs, lastAlive.get(name) ?? nowMs - Number(client.idle ?? 0) * 1000);
+  return { name, lastSeenMs, silentMs: nowMs - lastSeenMs };
 }
 
 function bullPrefixOf(options: ArticleQueueOptions): string {

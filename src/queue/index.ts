@@ -3,12 +3,13 @@ export { ArticleQueue, QUEUE_DEFAULTS } from './article-queue.ts';
 export type {
   ArticleQueueOptions,
   ArticleJobData,
-  QueueCounts,
   QueueStatus,
   QueueWorkerInfo,
   QueueRedis,
   QueueClientOptions,
 } from './article-queue.ts';
+export { QueueNotFoundError, isQueueNotFoundError } from './queue-presence.ts';
+export type { QueueCounts, QueueSnapshot, QueueLoss, QueuePresence } from './queue-presence.ts';
 export { runQueueWorker, QUEUE_WORKER_DEFAULTS } from './queue-worker.ts';
 export type { QueueWorkerOptions, QueueWorkerSummary, QueueRedisChange } from './queue-worker.ts';
 export { jobIdOf, articleIdOf, checkQueueName } from './job-ids.ts';

@@ -12,6 +12,7 @@ import { checkDurationMs, checkObject } from '../validation/checks.ts';
 import { formatDuration } from '../validation/duration.ts';
 import type { ArticleJobData, ArticleQueue } from './article-queue.ts';
 import { jobIdOf } from './job-ids.ts';
+import type { QueueLoss, QueueSnapshot } from './queue-presence.ts';
 
 /** What a queue worker does unless told otherwise. */
 export const QUEUE_WORKER_DEFAULTS = Object.freeze({
@@ -38,6 +39,12 @@ export const QUEUE_WORKER_DEFAULTS = Object.freeze({
   redisGiveUpMs: PIPELINE_DEFAULTS.giveUpAfterMs,
 });
 
+/**
+ * How often a worker says it is alive, in ms — what `status`'s "seen 1s ago" reads — and, in the
+ * same script, asks whether its queue is still there: a Redis that lost the queue's data (flushed,
+ * or restarted without it) is found within this.
+ */
+const HEARTBEAT_EVERY_MS = 1000;
 /** While Redis is lost, how often the worker asks whether it answers again, in ms. */
 const PROBE_EVERY_MS = 250;
 /** How long one of those questions may go unanswered, in ms. */
@@ -89,6 +96,12 @@ export interface QueueWorkerSummary extends RunSummary {
   readonly leftLocked: number;
   /** Times the queue's Redis stopped answering while the worker ran, and how long it was away in all (ms). */
   readonly redisOutages: { readonly count: number; readonly totalMs: number };
+  /**
+   * The queue went from Redis under the worker (restarted without its data, flushed, removed):
+   * what it held when last seen. The worker stopped at once (`stoppedBy.type` is
+   * `QueueNotFoundError`); its jobs and their results are gone, so none was put back or left locked.
+   */
+  readonly queueLost: QueueLoss | undefined;
 }
 
 /** A job taken, waiting for its article's result. */
@@ -115,6 +128,11 @@ interface Taken {
  * A worker that dies (`kill -9`) leaves its jobs locked until the lock runs out; another worker's
  * stalled check then puts them back, and the calls the dead one had made for them are counted as
  * `repeatedCalls`.
+ *
+ * The queue must be made (`enqueue`): a queue never made rejects with a `QueueNotFoundError`
+ * before any job is taken. Every second the worker says it is alive and asks whether the queue is
+ * still there — and once more whenever Redis answers again after an outage: a queue gone (Redis
+ * restarted without its data) stops the worker at once, `queueLost` saying what it held.
  */
 export async function runQueueWorker(options: QueueWorkerOptions): Promise<QueueWorkerSummary> {
   checkObject('options', options);
@@ -128,7 +146,14 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   checkDurationMs('stalledIntervalMs', stalledIntervalMs, { positive: true });
   checkDurationMs('redisGiveUpMs', redisGiveUpMs, { positive: false });
   const workers = options.workers ?? PIPELINE_DEFAULTS.workers;
+  const workerName = options.workerName ?? `${hostname()}:${process.pid}`;
   const { Worker, WaitingError, UnrecoverableError } = await loadOptional('bullmq', 'the article queue', () => import('bullmq'));
+  // What the queue held, as last seen: what a loss is told with.
+  let lastSeen: QueueSnapshot | undefined = (await queue.heartbeat(workerName)).snapshot;
+  if (lastSeen === undefined) {
+    const presence = await queue.presence();
+    throw queue.notFound(presence.state === 'lost' ? presence.loss : undefined);
+  }
 
   // By article id: a job whose lock ran out while Redis was away may be handed over again while
   // this worker still holds it; one processing of the article then settles both.
@@ -167,6 +192,37 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   let outage: { readonly sinceMs: number; readonly giveUp: NodeJS.Timeout } | undefined;
   const outages = { count: 0, totalMs: 0 };
   let gaveUp: RunStop | undefined;
+  // The queue gone from Redis: its jobs and results with it, so nothing is worth finishing.
+  let queueLost: QueueLoss | undefined;
+  const gone = (foundMs: number) => {
+    if (queueLost !== undefined || closing) return;
+    queueLost = { foundMs, foundBy: workerName, lastSeen };
+    const error = queue.notFound(queueLost);
+    gaveUp = { by: 'source', type: error.name, message: error.message };
+    stop();
+    // Stopped first: the outage ends without a word of going on.
+    if (outage !== undefined) back();
+    cut.abort(error);
+    // Said where status and collect look; a Redis that went again takes it or not: nothing waits on it.
+    void queue.markLost(queueLost).catch(() => {});
+  };
+  /**
+   * Says the worker is alive and looks at the queue: its snapshot kept, or the queue found gone.
+   * Resolves with whether Redis answered (within {@link PROBE_TIMEOUT_MS}).
+   */
+  const look = async (): Promise<boolean> => {
+    let beat: Awaited<ReturnType<ArticleQueue['heartbeat']>> | undefined;
+    await within(
+      queue.heartbeat(workerName).then((answer) => {
+        beat = answer;
+      }),
+      PROBE_TIMEOUT_MS,
+    );
+    if (beat === undefined) return false;
+    if (beat.snapshot !== undefined) lastSeen = beat.snapshot;
+    else gone(beat.nowMs);
+    return true;
+  };
   const lost = (why: string) => {
     if (outage !== undefined || stopping || closing) return;
     inbox.pause();
@@ -203,9 +259,17 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   const watchOutage = async () => {
     while (outage !== undefined && !closing) {
       await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS));
-      if (outage !== undefined && !closing && (await answers(client))) back();
+      // Back only if the queue is: a Redis that restarted without its data answers too.
+      if (outage !== undefined && !closing && (await answers(client)) && (await look()) && queueLost === undefined) back();
     }
   };
+  let beating = true;
+  let heartbeatTimer: NodeJS.Timeout | undefined;
+  const heartbeat = async () => {
+    if (outage === undefined && queue.client.status === 'ready') await look();
+    if (beating && queueLost === undefined) heartbeatTimer = setTimeout(heartbeat, HEARTBEAT_EVERY_MS).unref();
+  };
+  heartbeatTimer = setTimeout(heartbeat, HEARTBEAT_EVERY_MS).unref();
   client.on('close', () => lost(`the connection to Redis at ${queue.redis.url} was lost`));
 
   worker = new Worker<ArticleJobData, ArticleResult>(
@@ -242,7 +306,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       concurrency: workers,
       lockDuration: lockDurationMs,
       stalledInterval: stalledIntervalMs,
-      name: options.workerName ?? `${hostname()}:${process.pid}`,
+      name: workerName,
       autorun: false,
     },
   );
@@ -259,7 +323,10 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   let drainTimer: NodeJS.Timeout | undefined;
   if (exitWhenDrained) {
     const check = async () => {
-      if (!stopping && outage === undefined && taken.size === 0 && (await queue.drained().catch(() => false))) stop();
+      // A queue Redis lost reads as drained: only one still there is done.
+      if (!stopping && outage === undefined && taken.size === 0 && (await queue.drained().catch(() => false)) && (await look())) {
+        if (queueLost === undefined) stop();
+      }
       if (!stopping) drainTimer = setTimeout(check, QUEUE_WORKER_DEFAULTS.drainCheckMs);
     };
     drainTimer = setTimeout(check, QUEUE_WORKER_DEFAULTS.drainCheckMs);
@@ -297,6 +364,8 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
     stop();
     clearTimeout(graceTimer);
     clearTimeout(drainTimer);
+    beating = false;
+    clearTimeout(heartbeatTimer);
     stopSignal?.removeEventListener('abort', stop);
     for (const id of [...taken.keys()]) settleTaken(id, undefined);
     // Redis has until the end of the grace period (none once given up on) to take the last writes.
@@ -313,10 +382,12 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   }
   return {
     ...summary,
-    stoppedBy: summary.stoppedBy ?? gaveUp,
+    // A lost queue says why the rest failed (their limits' keys went with it too).
+    stoppedBy: queueLost !== undefined ? gaveUp : (summary.stoppedBy ?? gaveUp),
     returned,
-    leftLocked: held.size,
+    leftLocked: queueLost === undefined ? held.size : 0,
     redisOutages: outages,
+    queueLost,
   };
 }
 

@@ -135,11 +135,9 @@ describe.concurrent('news-processor - a bad input loses nothing', { timeout: 60_
 });
 
 describe.concurrent('news-processor --input - an empty file', { timeout: 60_000 }, () => {
-  it('is valid input with no articles: exit 0', async () => {
+  it('holds no article: one line, exit 2 — a run of nothing is no success (test/cli/input-empty.test.ts has the rest)', async () => {
     const result = await runCli([...FAST, '--input', 'fixtures/bad/empty.jsonl', '--json']);
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ articles: 0, succeeded: 0, failed: 0, cancelled: 0, calls: 0 });
+    expectUsageError(result, [/^error: fixtures\/bad\/empty\.jsonl: holds no article$/m]);
   });
 });
 

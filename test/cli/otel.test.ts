@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OPERATION_DURATION_BUCKETS_S, TOKEN_USAGE_BUCKETS } from '../../src/telemetry/gen-ai-conventions.ts';
+import { freePort } from '../redis/redis-server.ts';
 import { startOtlpCollector, type OtlpCollector } from '../telemetry/otlp-collector.ts';
 import { linesOf, makeTempDir, runCli, startCli } from './run-cli.ts';
 
@@ -182,6 +183,53 @@ describe('--otel', () => {
     expect(result.stderr).toBe(`${line}\n`);
     await expect(readFile(output)).rejects.toThrow(/ENOENT/);
     expect(collector.requests).toHaveLength(0);
+  });
+
+  it("a collector that is down does not fail the run: one warning line, the run's exit code, no wait at exit", async () => {
+    const endpoint = `http://127.0.0.1:${await freePort()}`;
+    const result = await runCli(['--otel', '--articles=3', '--rate=inf', '--min-latency=0ms', '--max-latency=1ms', '--quiet'], {
+      env: otlpEnv('http/protobuf', { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Succeeded:3 Failed:0/);
+    expect(result.stderr).toBe(
+      `warning: --otel: no collector answers at ${endpoint} (connect ECONNREFUSED ${endpoint.slice('http://'.length)}): the run's last spans and metrics were not sent\n`,
+    );
+    // The SDK alone would retry its last exports for OTEL_EXPORTER_OTLP_TIMEOUT (10 s), then fail the run.
+    expect(result.elapsedMs).toBeLessThan(6000);
+    // A run that fails keeps its own exit code.
+    const failing = await runCli(
+      [
+        '--otel',
+        '--articles=4',
+        '--rate=inf',
+        '--provider-rate=1',
+        '--max-attempts=1',
+        '--min-latency=0ms',
+        '--max-latency=1ms',
+        '--quiet',
+      ],
+      { env: otlpEnv('http/json', { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }) },
+    );
+    expect(failing.stdout).toMatch(/Dead letters: [1-9]/);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr.match(/^warning: --otel: /gm)).toHaveLength(1);
+  });
+
+  it('a collector gone mid-run is said once, as its first export fails, and the run goes on', async () => {
+    const endpoint = `http://127.0.0.1:${await freePort()}`;
+    const result = await runCli(['--otel', '--articles=8', '--rate=8', '--burst=1', '--min-latency=0ms', '--max-latency=1ms', '--quiet'], {
+      env: otlpEnv('http/json', {
+        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_EXPORTER_OTLP_TIMEOUT: '300',
+      }),
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Succeeded:8 Failed:0/);
+    expect(result.stderr).toMatch(
+      /^warning: --otel: an export to the collector failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\): what it held is lost; the run goes on\n$/,
+    );
   });
 
   it('without --otel sends nothing, whatever the variables say', async () => {

@@ -131,6 +131,7 @@ describe('news-processor enqueue', () => {
       await admin.call('ACL', 'SETUSER', 'cramped', 'on', '>pw', '~other:*', '+@all');
       const said = [
         await runCli(['enqueue', '--queue', 'a:b', '--redis', redis.url]),
+        await runCli(['status', '--queue', 'batch-1', '--redis', redis.url]),
         await runCli(['enqueue', '--queue', 'ok', '--redis', `redis://127.0.0.1:${closed}`, '--redis-timeout=1s']),
         await runCli(['enqueue', '--queue', 'ok', '--redis', `redis://cramped:pw@127.0.0.1:${redis.port}`, '--articles=3']),
         await runCli(['worker', '--queue', 'ok', '--redis', redis.url, '--articles=3']),
