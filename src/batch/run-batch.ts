@@ -4,7 +4,6 @@ import type { ProviderPrice } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { describe as deadLetterOf } from '../pipeline/processor.ts';
 import type { ArticleError, ArticleResult } from '../pipeline/result.ts';
-import { RunTally } from '../pipeline/run-tally.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS, ProviderError, type TokenUsage } from '../provider/provider.ts';
 import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { isRetryError, RETRY_DEFAULTS } from '../retry/retry.ts';
@@ -14,6 +13,7 @@ import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
 import { isBatchQueueFullError, type BatchApi, type BatchRow, type RowOutcome } from './batch-api.ts';
+import { batchTelling } from './batch-telling.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
@@ -137,8 +137,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       const entry: Entry = { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 };
       entries.set(article.id, entry);
-      tally?.articleStarted();
-      options.events?.emit('articleStarted', article, 0);
+      told?.articleStarted(article);
       toScan.add(entry);
     }
   };
@@ -148,18 +147,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     await source.return?.();
     return true;
   };
-  // What follows the run (a report, a live page) reads its counts from here, as a live run's: its rows are no calls.
-  const tally = options.events === undefined ? undefined : new RunTally({ clock });
-  if (tally !== undefined) {
-    options.events!.emit('runStarted', {
-      mode: 'batch',
-      providers: new Map(),
-      budget: undefined,
-      clock,
-      startMs: tally.startMs,
-      counts: tally,
-    });
-  }
+  const told = batchTelling(options.events, clock);
   // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
   await readMore();
   if (stale.size > 0) {
@@ -235,11 +223,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     };
     if (entry.error === undefined) succeeded++;
     else failed++;
-    if (tally !== undefined) {
-      const end = { pathMs: 0, savedNanoUsd: 0 };
-      tally.result(result, end);
-      options.events!.emit('result', result, end);
-    }
+    told?.result(result);
     await options.onResult?.(result);
   };
 
@@ -312,13 +296,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
       tokensRoom -= cut.tokens;
-      options.events?.emit('batch', {
-        type: 'submitted',
-        batchId: batch.batchId,
-        atMs: clock.now(),
-        rows: chunk.length,
-        status: 'submitted',
-      });
+      told?.batch({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
@@ -346,7 +324,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     liveLeft = unbudgeted ? Infinity : budgetLeft(pending.filter((batch) => !done.includes(batch)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
-      options.events?.emit('batch', { type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
+      told?.batch({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       if (queueFull === true) {
         const chunk = batch.customIds.flatMap((customId) => heldRows.get(customId) ?? []);
         batches--;
@@ -565,13 +543,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
   }
 
-  const interrupted = options.signal?.aborted === true;
-  options.events?.emit('runEnded', {
-    ending: interrupted ? 'interrupted' : budgetStopped ? 'stopped' : 'finished',
-    stoppedBy: !interrupted && budgetStopped ? 'budget' : undefined,
-    atMs: clock.now(),
-    summary: undefined,
-  });
+  told?.ended(options.signal?.aborted === true, budgetStopped);
   return {
     succeeded,
     failed,
@@ -586,7 +558,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     rowsLive,
     waitingMs,
     ...(price === undefined ? {} : { costUsd: spentNano / NANO_USD }),
-    interrupted,
+    interrupted: options.signal?.aborted === true,
     budgetStopped,
   };
 }

@@ -3,9 +3,8 @@ import type { AttemptEvent, AttemptOutcome } from '../gate/attempt.ts';
 import type { Budget } from '../quota/budget.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { Histogram } from './histogram.ts';
-import type { CallCounts, Percentiles } from './metrics.ts';
+import type { CallCounts, Percentiles } from './call-counts.ts';
 import type { ArticleResult } from './result.ts';
-import type { ArticleEnd, PoolChange } from './run-events.ts';
 
 /**
  * Where a call ended, one column per way — answered, or why not — so that a count of calls is
@@ -439,8 +438,8 @@ export class RunTally implements RunCounts {
     }
   }
 
-  /** An article ended, with its critical path and what its answers from the cache saved. */
-  result(result: ArticleResult, end: ArticleEnd): void {
+  /** An article ended, with its critical path and what its answers from the cache saved (`ArticleEnd`). */
+  result(result: ArticleResult, end: { readonly pathMs: number; readonly savedNanoUsd: number }): void {
     this.#cacheHits += result.cached?.length ?? 0;
     this.#savedNanoUsd += end.savedNanoUsd;
     this.#pathMs += end.pathMs;
@@ -457,8 +456,13 @@ export class RunTally implements RunCounts {
     }
   }
 
-  /** A pool member went down, came back, or was dropped. */
-  poolChange(change: PoolChange): void {
+  /** A pool member went down, came back, or was dropped (`PoolChange`). */
+  poolChange(change: {
+    readonly pool: string;
+    readonly member: string;
+    readonly change: 'down' | 'back' | 'dropped';
+    readonly atMs: number;
+  }): void {
     const member = this.#pools.find((pool) => pool.name === change.pool)?.members.find((each) => each.name === change.member);
     // Dropped is for good: nothing said after brings it back.
     if (member === undefined || member.state === 'dropped') return;
