@@ -1,8 +1,10 @@
 // --batch's flags and their checks: light, loaded with every run; the run itself (batch.ts) is loaded when --batch is given.
 import { type Command, Option } from 'commander';
+// From their own modules rather than the batch entry, which would bring the batch run into every
+// run's start-up: a live run loads its flags, not the run.
 import { ANTHROPIC_BATCH_CAPS } from '../src/batch/anthropic-batch-api.ts';
 import { BATCH_DEFAULTS } from '../src/batch/batch-run-options.ts';
-import { formatDuration } from '../src/validation/duration.ts';
+import { formatDuration } from '../src/mechanisms.ts';
 import { duration, integer, oneOf } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 

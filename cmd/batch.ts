@@ -1,19 +1,19 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
-import { appendFile, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import type { BatchApi } from '../src/batch/batch-api.ts';
-import { AnthropicBatchApi } from '../src/batch/anthropic-batch-api.ts';
-import { OpenAiBatchApi } from '../src/batch/openai-batch-api.ts';
-import { CallGate } from '../src/gate/call-gate.ts';
-import { batchFingerprints, runBatch, type BatchRunState } from '../src/batch/run-batch.ts';
-import { SimulatedBatchApi } from '../src/batch/simulated-batch-api.ts';
-import { formatUsd } from '../src/quota/budget.ts';
-import { RunEvents } from '../src/pipeline/run-events.ts';
-import { lastLines, type KeepSucceededOptions } from '../src/sinks/results-file.ts';
-import type { Article } from '../src/sources/article.ts';
-import { JsonlWriter } from '../src/sinks/jsonl-writer.ts';
-import type { Provider } from '../src/provider/provider.ts';
-import { HTTP_PROVIDER_DEFAULTS, type ProviderType } from '../src/vendors/registry.ts';
+import {
+  AnthropicBatchApi,
+  OpenAiBatchApi,
+  runBatch,
+  SimulatedBatchApi,
+  takeUpBatch,
+  type BatchApi,
+  type BatchRunState,
+} from '../src/batch/index.ts';
+import { CallGate, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
+import { formatUsd } from '../src/mechanisms.ts';
+import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
+// The vendors' defaults (base URL, model): what a Batch API of the flags' provider is made with.
+import { HTTP_PROVIDER_DEFAULTS } from '../src/vendors/registry.ts';
 import type { BatchFlags } from './batch-options.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
@@ -22,19 +22,10 @@ import { expectedFields, openInput } from './input.ts';
 import { priceOf, providerSetups } from './provider-setup.ts';
 import { startRunReport, type ReportFlags } from './report-options.ts';
 import type { RunFlags } from './run-options.ts';
-import { compactResults, countRedone, redoneLine } from './output.ts';
-import { redoAgainst, runTasks } from './task-options.ts';
+import { redoneLine } from './output.ts';
+import { checkedPlan, loadTasks } from './task-options.ts';
 import { STOP_SIGNALS, type StopSignal } from './terminal.ts';
 import { UsageError } from './usage-error.ts';
-
-/** Where a batch run's state is kept: beside its results file. */
-const statePath = (output: string) => `${output}.batches.json`;
-
-/** Writes the state whole or not at all: a crash mid-write leaves the last one. */
-async function saveState(path: string, state: BatchRunState): Promise<void> {
-  await writeFile(`${path}.tmp`, `${JSON.stringify(state)}\n`);
-  await rename(`${path}.tmp`, path);
-}
 
 /** Runs the flags' articles through the Batch API; returns the exit code. */
 export async function runBatchCommand(
@@ -48,8 +39,10 @@ export async function runBatchCommand(
   // The live path's limits only where rows may take it: a batch's own calls are the provider's to pace.
   const setups = live ? await providerSetups(flags, flags.rate, flags.burst) : await providerSetups(flags, Infinity, 1);
   const setup = setups.providers[0]!;
-  const { tasks } = await runTasks(flags, setups.providers, undefined);
+  const tasks = await loadTasks(flags);
   const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
+  const batch = { name: api.name, model: api.model, maxOutputTokens: flags.maxOutputTokens };
+  const plan = checkedPlan({ providers: setups.providers, tasks, batch });
   if (flags.batchSize !== undefined && api.maxRows !== undefined && flags.batchSize > api.maxRows) {
     throw new UsageError(
       `--batch-size ${flags.batchSize} is more than ${provider}'s Batch API takes in a batch: ${api.maxRows.toLocaleString('en-US')} at most`,
@@ -62,31 +55,21 @@ export async function runBatchCommand(
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
   const events = new RunEvents();
   const report = await startRunReport(flags, events, { providers: setups.providers }, (text) => process.stderr.write(`${text}\n`));
-  const stateFile = statePath(output);
+  const store = JsonlResultStore.at(output);
   let resume: BatchRunState | undefined;
   let redo: ReadonlyMap<string, readonly string[]> = new Map();
   let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map();
   if (flags.resume) {
     // A run that finished has left no state: its results file alone is taken up (the changed tasks run again).
-    if (!existsSync(stateFile) && !existsSync(output))
-      throw new UsageError(`--resume: ${stateFile} does not exist: there is no batch run to take up`);
-    const taken = await takeUpResults(output, redoAgainst(tasks, batchFingerprints(tasks, api, flags.maxOutputTokens)));
-    resume = existsSync(stateFile)
-      ? (JSON.parse(await readFile(stateFile, 'utf8')) as BatchRunState)
-      : { pending: [], outputs: {}, attempts: {}, ended: [], spentNanoUsd: taken.spentNanoUsd };
+    if (!existsSync(store.state.name) && !existsSync(output))
+      throw new UsageError(`--resume: ${store.state.name} does not exist: there is no batch run to take up`);
     // The simulated provider's batches lived in the process that submitted them: their rows go again.
-    if (provider === 'simulated') resume = { ...resume, pending: [] };
-    // A process killed after writing a line and before saving the state: the line says the article ended.
-    // A success with outputs of changed tasks has not: those run again.
-    const ended = new Set([...resume.ended, ...taken.ended]);
-    for (const id of taken.partial.keys()) ended.delete(id);
-    resume = { ...resume, ended: [...ended] };
-    ({ redo, partial } = taken);
+    ({ resume, redo, partial } = await takeUpBatch(store, { redo: plan.redo, batchesLost: provider === 'simulated' }));
   } else if (!flags.overwrite && existsSync(output)) {
     throw new UsageError(`--output ${output} exists: --resume takes it up, --overwrite replaces it`);
   }
   const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(tasks));
-  const writer = await JsonlWriter.open(output, { append: flags.resume });
+  await store.open({ append: flags.resume });
   const price = priceOf(flags);
   if (flags.maxCost !== undefined && price === undefined) throw new UsageError('--max-cost needs --price-input and --price-output');
 
@@ -106,9 +89,10 @@ export async function runBatchCommand(
   let said = '';
   try {
     const summary = await runBatch({
-      source: withOutputs(input.open(), partial),
+      source: withKeptOutputs(input.open(), partial),
       api,
       tasks,
+      plan,
       maxOutputTokens: flags.maxOutputTokens,
       price,
       maxCostUsd: flags.maxCost,
@@ -123,11 +107,11 @@ export async function runBatchCommand(
       signal: controller.signal,
       onState: async (state) => {
         last = state;
-        await saveState(stateFile, state);
+        await store.state.save(state);
       },
       onResult: (result) => {
         countRedone(redo, result, redone);
-        return writer.write(result);
+        return store.write(result);
       },
       events,
       onProgress: (progress) => {
@@ -137,13 +121,13 @@ export async function runBatchCommand(
         said = line;
       },
     });
-    await writer.close();
+    await store.close();
     // The articles run again have a newer line below their earlier one: each is folded into its last.
-    if (redo.size > 0) await compactResults(output);
+    if (redo.size > 0) await store.compact();
     const reportLine = await report?.finish();
     if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
-    if (!summary.interrupted && pending.length === 0 && summary.left === 0 && !summary.unread) await rm(stateFile, { force: true });
+    if (!summary.interrupted && pending.length === 0 && summary.left === 0 && !summary.unread) await store.state.clear();
     const lines = [
       `Batch run: ${plural(summary.succeeded, 'article')} succeeded, ${summary.failed} failed${summary.left > 0 ? `, ${summary.left} left` : ''}${summary.unread ? ', the rest of the input not read' : ''}`,
       `Batches: ${summary.batches} submitted, ${plural(summary.rows, 'row')}, ${summary.rowsFailed} failed (${summary.rowsExpired} expired), ${summary.rowsRetried} sent again; ${formatMs(summary.waitingMs)} waiting at the provider`,
@@ -158,15 +142,15 @@ export async function runBatchCommand(
     const redoneFigures = { redone: [...redone.values()].reduce((sum, count) => sum + count, 0), redoneByTask: Object.fromEntries(redone) };
     process.stdout.write(
       flags.json
-        ? `${JSON.stringify({ ...summary, ...redoneFigures, output, state: stateFile, signal: stoppedBy })}\n`
+        ? `${JSON.stringify({ ...summary, ...redoneFigures, output, state: store.state.name, signal: stoppedBy })}\n`
         : `${lines.join('\n')}\n`,
     );
     if (summary.interrupted && stoppedBy !== undefined) {
       const ids = pending.map((batch) => batch.batchId).join(', ');
       process.stderr.write(
         provider === 'simulated'
-          ? `stopped: the simulated provider's batches end with this process; ${stateFile} keeps what was answered: run again with --resume to finish\n`
-          : `stopped: ${plural(pending.length, 'batch', 'batches')} still running at the provider (${ids}), recorded in ${stateFile}: ` +
+          ? `stopped: the simulated provider's batches end with this process; ${store.state.name} keeps what was answered: run again with --resume to finish\n`
+          : `stopped: ${plural(pending.length, 'batch', 'batches')} still running at the provider (${ids}), recorded in ${store.state.name}: ` +
               `run again with --resume to collect them, or cancel each with POST ${cancelUrl(flags, provider)}\n`,
       );
       return STOP_SIGNALS[stoppedBy];
@@ -202,48 +186,4 @@ function batchApi(
 function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
   const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'].baseUrl;
   return type === 'anthropic' ? `${base}/v1/messages/batches/ID/cancel` : `${base}/batches/ID/cancel`;
-}
-
-/**
- * What the results file holds (nothing when there is no file yet): the ids of its lines (their
- * articles ended), what they say was spent, and — of each article's last line, the newest — the
- * successes with outputs to make again (`redo`: their task changed), with the outputs they keep.
- * A failed line stays ended: a dead letter is not sent again. A last line cut short by a kill is
- * cut off: its article has not ended, and the lines appended must start whole.
- */
-async function takeUpResults(
-  output: string,
-  redo: NonNullable<KeepSucceededOptions['redo']>,
-): Promise<{
-  ended: string[];
-  spentNanoUsd: number;
-  partial: Map<string, Readonly<Record<string, unknown>>>;
-  redo: Map<string, readonly string[]>;
-}> {
-  const taken = { ended: [] as string[], spentNanoUsd: 0, partial: new Map(), redo: new Map() };
-  // Read a line at a time, as a live --resume reads it: a night's results may be millions of lines.
-  const read = await lastLines(output, redo);
-  if (read === undefined) return taken;
-  // The lines appended must start whole: a line a kill cut short is cut off, a whole one ended.
-  if (read.tornBytes > 0) await truncate(output, (await stat(output)).size - read.tornBytes);
-  else if (read.unterminated) await appendFile(output, '\n');
-  for (const [id, line] of read.last) {
-    taken.ended.push(id);
-    taken.spentNanoUsd += line.costNanoUsd;
-    if (line.status !== 'succeeded' || line.kept === undefined) continue;
-    taken.partial.set(id, line.kept);
-    if (line.dropping.length > 0) taken.redo.set(id, line.dropping);
-  }
-  return taken;
-}
-
-/** The articles, those of `partial` with the outputs they keep (their other tasks run). */
-async function* withOutputs(
-  source: Iterable<Article> | AsyncIterable<Article>,
-  partial: ReadonlyMap<string, Readonly<Record<string, unknown>>>,
-): AsyncGenerator<Article> {
-  for await (const article of source) {
-    const outputs = partial.get(article.id);
-    yield outputs === undefined ? article : { ...article, outputs };
-  }
 }

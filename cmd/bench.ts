@@ -3,9 +3,17 @@ import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CancelledError, RunEvents, type RunCounts } from '../src/index.ts';
+// Not an entry's: its types are vega's, a package the library's declarations do not require.
 import { loadChartRenderer } from '../src/bench/chart-renderer.ts';
-import { pairSettings, settingLabel } from '../src/bench/sweep.ts';
-import { renderBenchChart, runSweep, type BenchSetting, type SettingResult, type SweepResult } from '../src/bench/index.ts';
+import {
+  pairSettings,
+  renderBenchChart,
+  runSweep,
+  settingLabel,
+  type BenchSetting,
+  type SettingResult,
+  type SweepResult,
+} from '../src/bench/index.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { accepting, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
@@ -18,7 +26,7 @@ import { validateRunFlags } from './run-validation.ts';
 import { stdoutFailureText, stdoutState } from './stdout.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 import { expectedFields, openInput } from './input.ts';
-import { runTasks } from './task-options.ts';
+import { checkedPlan, loadTasks } from './task-options.ts';
 
 const FORMATS = ['table', 'csv', 'json'] as const;
 type Format = (typeof FORMATS)[number];
@@ -118,7 +126,7 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
   for (const setting of settings) setupsOf(setting);
   if (flags.maxCost !== undefined) throw new UsageError('--max-cost describes one run; a sweep makes many: leave it out of bench');
   // A sweep's runs share its tasks: read (and checked against a provider) once, before any run.
-  const { tasks } = await runTasks(flags, setupsOf(settings[0]!), undefined);
+  const { tasks } = checkedPlan({ providers: setupsOf(settings[0]!), tasks: await loadTasks(flags) });
   if (flags.chart !== undefined) {
     await checkWritable(flags.chart);
     await loadChartRenderer();

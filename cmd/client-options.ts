@@ -1,6 +1,8 @@
 // The flags that choose what a run calls — the simulation, or an HTTP API — and where its key is
 // read from; the providers they build; and the line a run stopped by a provider ends with.
 import { InvalidArgumentError, Option, type Command } from 'commander';
+// The vendors' registry and the checks of an HTTP provider's settings: what the provider flags are
+// made of, each vendor's choices and defaults.
 import {
   HTTP_PROVIDER_DEFAULTS,
   PROVIDER_DEFAULTS,

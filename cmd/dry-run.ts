@@ -1,9 +1,8 @@
 // --dry-run: what a run would do and cost, printed instead of running it — no call, no file written,
 // no Redis reached, no key needed.
 import { Option } from 'commander';
-import type { ProviderSetup, TaskSet } from '../src/index.ts';
-import { formatUsd } from '../src/quota/budget.ts';
-import { planRun, type LimitPlan, type RunPlan } from '../src/pipeline/run-plan.ts';
+import { formatUsd } from '../src/mechanisms.ts';
+import { estimateRun, type LimitEstimate, type RunEstimate, type RunPlan } from '../src/plan.ts';
 import { formatMs, formatRate, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
 import type { OutputFlags } from './output.ts';
@@ -29,23 +28,15 @@ export function validateDryRunFlags(flags: DryRunFlags & OutputFlags): void {
   }
 }
 
-/** Reads the input, plans the run, prints the plan on stdout: the dry run's exit code. */
-export async function dryRun(
-  flags: RunFlags & DryRunFlags & { readonly cache?: string | undefined },
-  setups: {
-    readonly providers: readonly ProviderSetup[];
-    readonly routes: Readonly<Record<string, string>> | undefined;
-    readonly pools: readonly { readonly name: string }[];
-  },
-  tasks: TaskSet,
-): Promise<number> {
-  if (setups.pools.length > 0) {
+/** Reads the input, works out what the planned run would do, prints it on stdout: the dry run's exit code. */
+export async function dryRun(flags: RunFlags & DryRunFlags & { readonly cache?: string | undefined }, planned: RunPlan): Promise<number> {
+  if (planned.pools.length > 0) {
     throw new UsageError(
-      `--dry-run does not plan pools yet: ${flags.config} has ${setups.pools.map((pool) => `"${pool.name}"`).join(', ')}`,
+      `--dry-run does not plan pools yet: ${flags.config} has ${planned.pools.map((pool) => `"${pool.name}"`).join(', ')}`,
     );
   }
-  const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(tasks));
-  const plan = await planRun({ source: input.open(), providers: setups.providers, routes: setups.routes, tasks });
+  const input = await openInput(flags, (text) => process.stderr.write(`${text}\n`), expectedFields(planned.tasks));
+  const plan = await estimateRun(planned, input.open());
   const skippedLines = input.skipped();
   process.stdout.write(
     flags.json
@@ -56,7 +47,7 @@ export async function dryRun(
 }
 
 /** The plan for a person: what is counted, and how each figure was had. */
-export function formatPlan(plan: RunPlan, inputName: string, maxCostUsd: number | undefined, cache?: string): string[] {
+export function formatPlan(plan: RunEstimate, inputName: string, maxCostUsd: number | undefined, cache?: string): string[] {
   const lines = ['Dry run: no call made, nothing written.'];
   const perArticle = plan.tasks.length;
   const lacking = plan.lacking > 0 ? ` (${plan.lacking} lacking a field its prompts read: they would fail before any call)` : '';
@@ -110,7 +101,7 @@ export function formatPlan(plan: RunPlan, inputName: string, maxCostUsd: number 
 }
 
 /** `requests: (10 − burst 3) / 3/s = 2.333s` */
-function floor(limit: LimitPlan): string {
+function floor(limit: LimitEstimate): string {
   if (limit.rate === Infinity) return `${limit.kind}: no limit`;
   const amount = limit.kind === 'requests' ? limit.amount : `~${limit.amount}`;
   return `${limit.kind}: (${amount} − burst ${limit.burst}) / ${formatRate(limit.rate)}/s = ${formatMs(limit.floorMs)}`;

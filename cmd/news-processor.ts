@@ -6,26 +6,25 @@ import type { Logger } from 'pino';
 import {
   CancelledError,
   MissingPackageError,
-  ResultsFileError,
   runPipeline,
-  OutputError,
   type AnswerCache,
   type Budget,
   RunEvents,
   type RunStop,
   type RunSummary,
-  type TaskSet,
   ConfigError,
   TasksError,
   InputError,
 } from '../src/index.ts';
+import type { RunPlan } from '../src/plan.ts';
+import { countRedone, OutputError, ResultsFileError } from '../src/sinks/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
-import { redoChanged, runBudget, runTasks } from './task-options.ts';
-import { compactResults, countRedone, mismatch, notInInput, openOutput, redoneLine, skipSucceeded, type OutputFlags } from './output.ts';
+import { checkBudget, checkedPlan, loadTasks, runBudget } from './task-options.ts';
+import { mismatch, notInInput, openOutput, redoneLine, type OutputFlags } from './output.ts';
 import { integer, normalizeGoFlags, rate } from './parse-values.ts';
 import { addRedisOptions, redisStopLine, shareLimits, validateRedisFlags, type RedisFlags, type SharedLimits } from './redis-options.ts';
 import { UsageError } from './usage-error.ts';
@@ -194,12 +193,12 @@ async function run(flags: MainFlags): Promise<number> {
   validateDryRunFlags(flags);
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst, flags.dryRun);
-  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes, setups.pools);
+  const plan = checkedPlan({ ...setups, tasks: await loadTasks(flags) });
   // A budget that cannot cover one call is refused before Redis is reached or any file opened.
-  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, setups.pools, undefined);
+  checkBudget(flags, plan);
   await loadProviderPackages(setups.providers);
   // Before Redis is reached or any file opened: a dry run touches neither.
-  if (flags.dryRun) return dryRun(flags, setups, tasks);
+  if (flags.dryRun) return dryRun(flags, plan);
   // Before Redis or any file: a missing SDK package is said before anything is touched.
   const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
   const shared = await shareLimits(flags, setups.providers, setups.quotaKeys, logger);
@@ -208,19 +207,11 @@ async function run(flags: MainFlags): Promise<number> {
     cache = await openCache(flags, logger);
     // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
     const budgetFor = (earlierUsd: number) =>
-      runBudget(
-        flags,
-        tasks,
-        assigned,
-        setups.providers,
-        setups.pools,
-        shared === undefined ? undefined : { connection: shared.connection, logger },
-        earlierUsd,
-      );
+      runBudget(flags, shared === undefined ? undefined : { connection: shared.connection, logger }, earlierUsd);
     // Tracing follows the run from its first event; the progress line, the report and the lines of each attempt join it in runWith.
     const events = new RunEvents();
     if (telemetry !== undefined) events.observe(telemetry.observer);
-    return await runWith(flags, { ...setups, tasks, budgetFor, cache, events }, logger, shared);
+    return await runWith(flags, { ...setups, plan, budgetFor, cache, events }, logger, shared);
   } finally {
     await cache?.close();
     await shared?.close();
@@ -328,7 +319,7 @@ function ending(run: FinishedRun): Ending {
 async function runWith(
   flags: MainFlags,
   setups: Awaited<ReturnType<typeof providerSetups>> & {
-    readonly tasks: TaskSet;
+    readonly plan: RunPlan;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
     readonly cache: AnswerCache | undefined;
     readonly events: RunEvents;
@@ -336,12 +327,13 @@ async function runWith(
   logger: Logger,
   shared: SharedLimits | undefined,
 ): Promise<number> {
-  const { providers, routes, keyVariables, tasks } = setups;
+  const { providers, routes, keyVariables, plan } = setups;
+  const { tasks } = plan;
   const printLines = !flags.json && !flags.quiet;
   const controller = new AbortController();
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
-  const output = await openOutput(flags, input, (text) => early.push(text), redoChanged(tasks, providers, routes, setups.pools));
+  const output = await openOutput(flags, input, (text) => early.push(text), plan.redo);
   const budget = setups.budgetFor(output.earlierCostUsd);
   const terminal = new Terminal({
     out: output.human,
@@ -352,8 +344,7 @@ async function runWith(
   for (const text of early) terminal.notice(text);
   // Going local is said where the person running it sees it, as it happens (not only in a log line).
   if (shared !== undefined) shared.onFallback = ({ local, message }) => terminal.notice(`${local ? 'warning' : 'notice'}: ${message}`);
-  const skipping =
-    output.kept === undefined ? undefined : skipSucceeded(input.open(), output.kept, input.name, flags.output!, output.partial);
+  const skipping = output.resumed?.(input.open());
   const total = input.count === undefined ? undefined : input.count - (output.kept?.size ?? 0);
 
   const stopSignal = handleSignals(
@@ -371,7 +362,7 @@ async function runWith(
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
-  const { writer } = output;
+  const { store } = output;
   // Articles that lacked a field a prompt reads, by field: the summary names them, --quiet too.
   const lacked = new Map<string, { readonly task: string; count: number }>();
   // With --resume: the outputs made again because their task changed, by task.
@@ -384,6 +375,7 @@ async function runWith(
       routes,
       pools: setups.pools,
       tasks,
+      plan,
       budget,
       cache: setups.cache,
       workers: flags.workers,
@@ -402,9 +394,9 @@ async function runWith(
           lacked.set(field, entry);
         }
         if (printLines) terminal.line(formatResult(result));
-        if (writer === undefined || outputError !== undefined) return;
+        if (store === undefined || outputError !== undefined) return;
         try {
-          await writer.write(result);
+          await store.write(result);
         } catch (error) {
           if (!(error instanceof OutputError)) throw error;
           // The results cannot be kept: stop as on Ctrl-C rather than spend calls on lost results.
@@ -420,11 +412,11 @@ async function runWith(
     progress.stop();
     // The handlers stay until the results are flushed: a slow disk or pipe is exactly when a
     // second Ctrl-C must still quit at once. close() rejects only with the OutputError of a write that failed.
-    await writer?.close().catch((error: OutputError) => {
+    await store?.close().catch((error: OutputError) => {
       outputError ??= error;
     });
     if (output.kept !== undefined && outputError === undefined) {
-      await compactResults(flags.output!).catch((error: OutputError) => {
+      await store!.compact().catch((error: OutputError) => {
         outputError = error;
       });
     }
@@ -457,7 +449,7 @@ async function runWith(
             resumed,
             skippedLines: input.skipped(),
             sharedNote: shared?.note(),
-            writer,
+            store,
             kept: output.kept?.size ?? 0,
           }),
     );
@@ -507,7 +499,7 @@ function humanSummary(
     readonly resumed: number;
     readonly skippedLines: number;
     readonly sharedNote: string | undefined;
-    readonly writer: { readonly lines: number; readonly path: string } | undefined;
+    readonly store: { readonly written: number; readonly name: string } | undefined;
     readonly kept: number;
   },
 ): string {
@@ -515,7 +507,7 @@ function humanSummary(
   const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
   if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
   // A signal's stop is said by the summary alone: it says how to finish.
-  if (run.summary.interrupted && run.signal !== undefined && context.writer !== undefined && run.flags.output !== '-') {
+  if (run.summary.interrupted && run.signal !== undefined && context.store !== undefined && run.flags.output !== '-') {
     lines[lines.length - 1] = `${lines.at(-1)!.replace(/\.$/, '')}: ${finishHint(run.flags)}.`;
   }
   if (context.resumed > 0) lines.push(`Resumed: ${plural(context.resumed, 'article')} had succeeded before and were skipped`);
@@ -525,10 +517,10 @@ function humanSummary(
   for (const [field, { task, count }] of run.lacked) {
     lines.push(`Missing field "${field}": ${plural(count, 'article')} lacked it (task ${task} reads {{${field}}}), a dead letter each`);
   }
-  const { writer, kept } = context;
-  if (writer !== undefined && run.outputError === undefined && run.stdout === undefined) {
+  const { store, kept } = context;
+  if (store !== undefined && run.outputError === undefined && run.stdout === undefined) {
     lines.push(
-      `Results: ${plural(writer.lines, 'line')} written to ${writer.path}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
+      `Results: ${plural(store.written, 'line')} written to ${store.name}${kept > 0 ? `, after the ${kept} kept from before` : ''}`,
     );
   }
   return `${context.printLines ? '\n' : ''}${lines.join('\n')}\n`;

@@ -1,7 +1,6 @@
 // --otel: the OpenTelemetry SDK, set up by the standard OTEL_* variables, and the run's observer reporting to it.
 import { Option } from 'commander';
-import { createOtelObserver, type RunObserver } from '../src/index.ts';
-import { loadOptional } from '../src/optional-package.ts';
+import { createOtelObserver, loadOptional, type RunObserver } from '../src/index.ts';
 import { collectorEndpoints, firstUnreachable, reasonOf } from './otel-collector.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -1,8 +1,9 @@
-// Where the results of a run go (--output FILE or -), and how --resume takes an earlier run up.
+// Where the results of a run go (--output FILE or -): the flags made a result store, and the checks
+// that --resume takes up a run of the same input.
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { JsonlWriter, keepSucceeded, OutputError, type Article, type ArticleResult, type KeepSucceededOptions } from '../src/index.ts';
-import { generatedArticle } from '../src/sources/generated.ts';
+import { generatedArticle, type Article } from '../src/index.ts';
+import { JsonlResultStore, resumedSource, type KeepSucceededOptions, type ResumedSource } from '../src/sinks/index.ts';
 import type { RunInput } from './input.ts';
 import { plural } from './format.ts';
 import { UsageError } from './usage-error.ts';
@@ -15,18 +16,18 @@ export interface OutputFlags {
 }
 
 export interface RunOutput {
-  /** Writes one result per line; undefined without --output. */
-  readonly writer: JsonlWriter | undefined;
+  /** Keeps one result per line; undefined without --output. */
+  readonly store: JsonlResultStore | undefined;
   /** Where the human output goes: standard output, or standard error when the results go there. */
   readonly human: NodeJS.WriteStream;
   /** With --resume: the articles that succeeded before (id → title), which this run skips. */
   readonly kept: ReadonlyMap<string, string> | undefined;
-  /** With --resume: the outputs of the articles that did not, which this run keeps (their tasks are not run again). */
-  readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   /** With --resume: what the file says earlier runs spent (its lines' `costUsd`), in USD; 0 otherwise. */
   readonly earlierCostUsd: number;
   /** With --resume: the articles whose outputs of changed tasks (and of those that depend on them) this run makes again, id → those tasks. */
   readonly redo: ReadonlyMap<string, readonly string[]>;
+  /** With --resume: the input as the resumed run takes it (the successes skipped, each checked to be the same article). */
+  readonly resumed: ((source: Iterable<Article> | AsyncIterable<Article>) => ResumedSource) | undefined;
 }
 
 /**
@@ -46,75 +47,55 @@ export async function openOutput(
   if (output === undefined) {
     if (resume) throw new UsageError('--resume needs --output: the results file to take up');
     if (overwrite) throw new UsageError('--overwrite needs --output');
-    return { writer: undefined, human: process.stdout, kept: undefined, partial: undefined, earlierCostUsd: 0, redo: none };
+    return {
+      store: undefined,
+      human: process.stdout,
+      kept: undefined,
+      earlierCostUsd: 0,
+      redo: none,
+      resumed: undefined,
+    };
   }
   if (output.trim() === '') throw new UsageError("--output needs a file name, or '-' for standard output");
   if (output === '-') {
     if (resume) throw new UsageError('--resume needs a results file, not standard output');
     return {
-      writer: JsonlWriter.to(process.stdout, 'stdout'),
+      store: JsonlResultStore.to(process.stdout, 'stdout'),
       human: process.stderr,
       kept: undefined,
-      partial: undefined,
       earlierCostUsd: 0,
       redo: none,
+      resumed: undefined,
     };
   }
   if (flags.input !== undefined && flags.input !== '-' && (await samePath(output, flags.input))) {
     throw new UsageError(`--output ${output} is the --input file: it would be overwritten`);
   }
+  const store = JsonlResultStore.at(output);
   let kept: ReadonlyMap<string, string> | undefined;
-  let partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined;
   let earlierCostUsd = 0;
   let again: ReadonlyMap<string, readonly string[]> = none;
+  let resumed: RunOutput['resumed'];
   if (resume) {
     // The lines of articles that did not finish stay (each once) until this run's take their place:
     // their calls were billed, and a run stopped again must not forget them.
-    const results = await keepSucceeded(output, { keepUnfinished: true, redo });
+    const results = await store.takeUp({ keepUnfinished: true, redo });
     if (results.truncatedLastLine) warn(`warning: ${output}: the last line was cut short (the run was killed mid-write) and is dropped`);
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
-    partial = results.partial;
     earlierCostUsd = results.spentUsd;
     again = results.redo;
+    const otherTitle = (id: string) => mismatch(output, input.name, `article ${JSON.stringify(id)} has another title there`);
+    resumed = (source) => resumedSource(source, results, otherTitle);
   } else if (!overwrite && (await nonEmptyFile(output))) {
     throw new UsageError(`--output ${output} exists and is not empty: --resume to complete that run, --overwrite to replace it`);
   }
   try {
-    return {
-      writer: await JsonlWriter.open(output, { append: resume }),
-      human: process.stdout,
-      kept,
-      partial,
-      earlierCostUsd,
-      redo: again,
-    };
+    await store.open({ append: resume });
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
   }
-}
-
-/**
- * After a resumed run, folds each article's lines into one again — its last line, the newest, stays;
- * the earlier ones go, their cost added to it — so that the file holds each article once and its
- * lines' `costUsd` still add up to all that was spent.
- */
-export async function compactResults(path: string): Promise<void> {
-  try {
-    await keepSucceeded(path, { keepUnfinished: true });
-  } catch (error) {
-    throw error instanceof OutputError ? error : new OutputError(path, error as Error);
-  }
-}
-
-/**
- * Adds to `into` (task → count) the outputs of `result` this run made again because their task
- * changed since its earlier line was written (`redo`): those it ended with.
- */
-export function countRedone(redo: ReadonlyMap<string, readonly string[]>, result: ArticleResult, into: Map<string, number>): void {
-  for (const task of redo.get(result.id) ?? []) {
-    if (Object.hasOwn(result.outputs, task)) into.set(task, (into.get(task) ?? 0) + 1);
-  }
+  return { store, human: process.stdout, kept, earlierCostUsd, redo: again, resumed };
 }
 
 /** `Redone: 6 task outputs whose task changed … (summarize 3, sentiment 3)`: what a resume made again, by task. */
@@ -122,37 +103,6 @@ export function redoneLine(redone: ReadonlyMap<string, number>): string {
   const total = [...redone.values()].reduce((sum, count) => sum + count, 0);
   const byTask = [...redone].map(([task, count]) => `${task} ${count}`).join(', ');
   return `Redone: ${plural(total, 'task output')} whose task changed since the results file was written, or one it depends on (${byTask})`;
-}
-
-/**
- * The input without the articles that succeeded before, checking as it goes that each skipped one
- * is the same article (its title) and counting them. For a stream, which cannot be checked ahead,
- * `unseen()` afterwards says how many earlier results the input never held.
- */
-export function skipSucceeded(
-  source: Iterable<Article> | AsyncIterable<Article>,
-  kept: ReadonlyMap<string, string>,
-  inputName: string,
-  outputName: string,
-  partial: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map(),
-): { source: AsyncIterable<Article>; resumed: () => number; unseen: () => number } {
-  let resumed = 0;
-  return {
-    source: (async function* () {
-      for await (const article of source) {
-        const title = kept.get(article.id);
-        if (title === undefined) {
-          const outputs = partial.get(article.id);
-          yield outputs === undefined ? article : { ...article, outputs };
-          continue;
-        }
-        if (title !== article.title) throw mismatch(outputName, inputName, `article ${JSON.stringify(article.id)} has another title there`);
-        resumed++;
-      }
-    })(),
-    resumed: () => resumed,
-    unseen: () => kept.size - resumed,
-  };
 }
 
 /** For input that can be read ahead: every earlier success is an article of this input, or the resume is refused. */

@@ -1,6 +1,5 @@
 import { Help, InvalidArgumentError, type Command, type Option } from 'commander';
-import { DURATION_SYNTAX } from '../src/validation/duration.ts';
-import { parseDuration } from '../src/mechanisms.ts';
+import { DURATION_SYNTAX, parseDuration } from '../src/mechanisms.ts';
 
 // Flag value parsers: each returns the value or throws InvalidArgumentError with a sentence saying
 // what the flag accepts, which commander prints on one line after the flag and the value given.

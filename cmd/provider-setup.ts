@@ -13,9 +13,9 @@ import {
   type ProviderSetup,
   type SimulatedConfig,
   type PoolSetup,
+  providerSetupProblem,
 } from '../src/index.ts';
-import { providerSetupProblem } from '../src/gate/provider-options.ts';
-import { loadTokenizer } from '../src/provider/token-estimate.ts';
+import { loadTokenizer } from '../src/plan.ts';
 import { httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';

@@ -1,9 +1,10 @@
 // `collect`: every finished article's result from the queue into a results file, once each.
 import { Command, Option } from 'commander';
-import { JsonlWriter, keepSucceeded, type ArticleResult } from '../src/index.ts';
+import type { ArticleResult } from '../src/index.ts';
+import { JsonlResultStore } from '../src/sinks/index.ts';
 import { plural } from './format.ts';
 import { oneLineErrors } from './one-line-errors.ts';
-import { compactResults, nonEmptyFile } from './output.ts';
+import { nonEmptyFile } from './output.ts';
 import { addQueueOptions, drainedOrGone, EXAMPLES, openQueue, pause, type QueueFlags } from './queue-options.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -30,10 +31,11 @@ export function collectCommand(onExit: (code: number) => void): Command {
     if (flags.output === '-' && flags.resume) throw new UsageError('--resume needs a results file, not standard output');
     // The articles the file holds a success of, with the tasks' fingerprints its line was made with.
     const kept = new Map<string, string>();
+    const store = flags.output === '-' ? JsonlResultStore.to(process.stdout, 'stdout') : JsonlResultStore.at(flags.output);
     if (flags.output !== '-') {
       if (flags.resume) {
         const prints = new Map<string, string>();
-        const taken = await keepSucceeded(flags.output, {
+        const taken = await store.takeUp({
           redo: (line) => {
             prints.set(line.id, fingerprintsOf(line));
             return [];
@@ -46,8 +48,7 @@ export function collectCommand(onExit: (code: number) => void): Command {
     }
     const opened = await openQueue(flags);
     const { queue } = opened;
-    const writer =
-      flags.output === '-' ? JsonlWriter.to(process.stdout, 'stdout') : await JsonlWriter.open(flags.output, { append: flags.resume });
+    if (flags.output !== '-') await store.open({ append: flags.resume });
     const human = flags.output === '-' ? process.stderr : process.stdout;
     const controller = new AbortController();
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
@@ -63,7 +64,7 @@ export function collectCommand(onExit: (code: number) => void): Command {
         if (known === prints) return;
         if (known !== undefined) newer++;
         kept.set(result.id, prints);
-        await writer.write(result);
+        await store.write(result);
         written++;
       };
       // Dead letters are written once the queue is drained (or now, without --follow): one put back
@@ -86,11 +87,11 @@ export function collectCommand(onExit: (code: number) => void): Command {
         await pause(500, controller.signal);
       }
     } finally {
-      await writer.close().catch(() => {});
+      await store.close().catch(() => {});
       await opened.close();
     }
     // An article with a newer line holds its last only: the file keeps each article once.
-    if (newer > 0) await compactResults(flags.output);
+    if (newer > 0) await store.compact();
     if (!flags.quiet) {
       human.write(
         `Collected ${plural(written, 'result')} from queue ${queue.name} into ${flags.output === '-' ? 'stdout' : flags.output}` +

@@ -2,7 +2,8 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { CancelledError, RunEvents, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult } from '../src/index.ts';
+import { CancelledError, RunEvents, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult, type TaskSet } from '../src/index.ts';
+import type { RunPlan } from '../src/plan.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { type ArticleQueue, isQueueNotFoundError, QUEUE_WORKER_DEFAULTS, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
@@ -32,7 +33,7 @@ import { groupRunOptions } from './run-help.ts';
 import { loadProviderPackages, providerSetups } from './provider-setup.ts';
 import { oneLineErrors } from './one-line-errors.ts';
 import { validateRunFlags } from './run-validation.ts';
-import { runBudget, runTasks } from './task-options.ts';
+import { checkBudget, checkedPlan, loadTasks, runBudget } from './task-options.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { handleSignals, STOP_SIGNALS, Terminal } from './terminal.ts';
 
@@ -162,8 +163,8 @@ function workerCommand(onExit: (code: number) => void): Command {
 async function work(flags: WorkerFlags): Promise<number> {
   const logger = createLogger(flags);
   const setups = await providerSetups(flags, flags.rate, flags.burst);
-  const { tasks, assigned } = await runTasks(flags, setups.providers, setups.routes, setups.pools);
-  runBudget({ ...flags, budgetKey: undefined }, tasks, assigned, setups.providers, setups.pools, undefined);
+  const plan = checkedPlan({ ...setups, tasks: await loadTasks(flags) });
+  checkBudget(flags, plan);
   await loadProviderPackages(setups.providers);
   checkQueueFlags(flags);
   const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
@@ -174,10 +175,10 @@ async function work(flags: WorkerFlags): Promise<number> {
   try {
     cache = await openCache(flags, logger);
     queue = await openQueueOn(shared.connection, flags);
-    const budget = runBudget(flags, tasks, assigned, setups.providers, setups.pools, { connection: shared.connection, logger });
+    const budget = runBudget(flags, { connection: shared.connection, logger });
     const events = new RunEvents();
     if (telemetry !== undefined) events.observe(telemetry.observer);
-    return await workOn(queue, flags, { ...setups, tasks, budget, cache, events }, logger);
+    return await workOn(queue, flags, { ...setups, plan, tasks: plan.tasks, budget, cache, events }, logger);
   } catch (error) {
     // Gone between the look at start and the worker's own.
     throw isQueueNotFoundError(error) ? notFoundUsage(error) : error;
@@ -193,7 +194,8 @@ async function workOn(
   queue: ArticleQueue,
   flags: WorkerFlags,
   setups: Awaited<ReturnType<typeof providerSetups>> & {
-    readonly tasks: Awaited<ReturnType<typeof runTasks>>['tasks'];
+    readonly plan: RunPlan;
+    readonly tasks: TaskSet;
     readonly budget: ReturnType<typeof runBudget>;
     readonly cache: AnswerCache | undefined;
     readonly events: RunEvents;
@@ -224,6 +226,7 @@ async function workOn(
       routes: setups.routes,
       pools: setups.pools,
       tasks: setups.tasks,
+      plan: setups.plan,
       budget: setups.budget,
       cache: setups.cache,
       events,

@@ -4,7 +4,6 @@ import { dirname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { systemClock } from '../src/mechanisms.ts';
 import type { PoolSetup, ProviderSetup, RunEvents } from '../src/index.ts';
-import { specsOf } from '../src/gate/provider-options.ts';
 import { integer } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -86,7 +85,10 @@ export async function startRunReport(
   }
   const recorder = new RunRecorder({
     clock: systemClock,
-    providers: run.providers.map((setup) => ({ name: setup.provider.name, limits: specsOf(setup.limits) })),
+    providers: run.providers.map((setup) => ({
+      name: setup.provider.name,
+      limits: 'specs' in setup.limits ? setup.limits.specs : setup.limits,
+    })),
     pools: run.pools,
   });
   const dashboard =

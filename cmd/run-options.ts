@@ -1,10 +1,8 @@
 // The flags every run takes (the main command and `bench` alike): their definitions, defaults and value parsers.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
-import { BREAKER_DEFAULTS, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
-import { HEADER_STYLES } from '../src/vendors/rate-limit-headers.ts';
-import { PROFILE_NAMES } from '../src/simulator/simulated.ts';
-import { parseOutageWindow } from '../src/config/providers-config.ts';
+import { parseOutageWindow, PROFILE_NAMES } from '../src/testing/index.ts';
+import { BREAKER_DEFAULTS, HEADER_STYLES, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
 import { accepting, duration, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

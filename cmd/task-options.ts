@@ -1,145 +1,61 @@
-// What a run asks of every article — the tasks (--tasks, or the built-in pair) — and what it may
-// spend: the budget (--max-cost), checked against the cheapest call before anything is read.
-import {
-  GATE_DEFAULTS,
-  LocalBudget,
-  loadBuiltinTasks,
-  loadTasksFile,
-  OpenAiProvider,
-  type Budget,
-  type KeepSucceededOptions,
-  type PoolSetup,
-  type ProviderSetup,
-  type TaskSet,
-} from '../src/index.ts';
-import { strictSchemaProblem } from '../src/provider/strict-schema.ts';
-import { taskProviders } from '../src/pipeline/run.ts';
-import { servingSetups, taskFingerprints } from '../src/pipeline/task-fingerprints.ts';
-import { changedTasks } from '../src/tasks/task-fingerprint.ts';
-import { inputTokenBound, usageNanoUsd } from '../src/gate/call-cost.ts';
-import { formatUsd, NANO_USD } from '../src/quota/budget.ts';
+// What a run asks of every article — the tasks (--tasks, or the built-in pair), planned over the
+// run's providers — and what it may spend: the budget (--max-cost), checked against the plan's
+// cheapest call before anything is read.
+import { LocalBudget, loadBuiltinTasks, loadTasksFile, type Budget, type TaskSet } from '../src/index.ts';
+import { formatUsd } from '../src/mechanisms.ts';
+import { planRun, type RunPlan, type RunPlanOptions } from '../src/plan.ts';
 import type { Logger } from 'pino';
 import { RedisBudget, type RedisConnection } from '../src/redis/index.ts';
 import type { RedisFlags } from './redis-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';
 
-/**
- * The run's tasks: the --tasks file, or the built-in pair. A bad file is a `TasksError` naming it,
- * the task and what to fix; a task its providers cannot serve too.
- */
-export async function runTasks(
-  flags: Pick<RunFlags, 'tasks'>,
-  providers: readonly ProviderSetup[],
-  routes: Readonly<Record<string, string>> | undefined,
-  pools: readonly PoolSetup[] = [],
-): Promise<{ tasks: TaskSet; assigned: ReadonlyMap<string, string> }> {
-  const tasks = flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
-  const assigned = taskProviders(tasks, providers, routes, pools);
-  // OpenAI sends every schema in strict mode, and refuses one it does not take with a 400 on every
-  // call: said before the first, as OpenAI would say it.
-  for (const task of tasks.tasks) {
-    const served = servingSetups(assigned.get(task.name)!, providers, pools);
-    if (!served.some((setup) => setup.provider instanceof OpenAiProvider)) continue;
-    const problem = strictSchemaProblem(task.schema as Parameters<typeof strictSchemaProblem>[0]);
-    if (problem !== undefined) {
-      throw new UsageError(
-        `${tasks.source}: task "${task.name}": OpenAI's strict mode refuses its schema: ${problem} (every call would be a 400)`,
-      );
-    }
-  }
-  return { tasks, assigned };
+/** The run's tasks: the --tasks file, or the built-in pair. A bad file is a `TasksError` naming it, the task and what to fix. */
+export async function loadTasks(flags: Pick<RunFlags, 'tasks'>): Promise<TaskSet> {
+  return flags.tasks === undefined ? loadBuiltinTasks() : await loadTasksFile(flags.tasks);
 }
 
 /**
- * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
- * shared through. Refused up front when a provider has no price, or when no call of any task could
- * fit it: the least a call can hold is its prompt's fixed text, its schema and the framing as input
- * tokens, and its whole answer. `earlierUsd` is what earlier runs of the job spent (a resumed run's
- * results file says it): a budget in this process starts with it spent, so that --max-cost is the
- * job's; one in Redis has counted it already.
+ * The run planned: its tasks over its providers (`planRun`; a task its providers cannot serve is a
+ * `TasksError`), refused when a provider would refuse a task's schema on every call — said before
+ * the first, as its vendor would say it.
  */
-export function runBudget(
-  flags: Pick<RunFlags, 'maxCost' | 'config'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
-  tasks: TaskSet,
-  assigned: ReadonlyMap<string, string>,
-  providers: readonly ProviderSetup[],
-  pools: readonly PoolSetup[],
-  redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
-  earlierUsd = 0,
-): Budget | undefined {
-  if (flags.maxCost === undefined) return undefined;
-  checkBudget(flags.maxCost, tasks, assigned, providers, flags.config, pools);
-  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd });
-  return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
+export function checkedPlan(options: RunPlanOptions & { readonly tasks: TaskSet }): RunPlan {
+  const plan = planRun(options);
+  const [refused] = plan.schemaProblems;
+  if (refused !== undefined)
+    throw new UsageError(`${plan.tasks.source}: task "${refused.task}": ${refused.problem} (every call would be a 400)`);
+  return plan;
 }
 
-/** Throws a UsageError unless every provider has a price and the cheapest call fits `maxUsd`. */
-export function checkBudget(
-  maxUsd: number,
-  tasks: TaskSet,
-  assigned: ReadonlyMap<string, string>,
-  providers: readonly ProviderSetup[],
-  config: string | undefined,
-  pools: readonly PoolSetup[] = [],
-): void {
-  const unpriced = providers.filter((setup) => setup.price === undefined).map((setup) => `"${setup.provider.name}"`);
-  if (unpriced.length > 0) {
-    throw new UsageError(`--max-cost needs a price for every provider: ${unpriced.join(', ')} has none in ${config} (give it "price")`);
+/** Throws a UsageError unless every provider has a price and the cheapest call of the plan fits --max-cost. */
+export function checkBudget(flags: Pick<RunFlags, 'maxCost' | 'config'>, plan: RunPlan): void {
+  if (flags.maxCost === undefined) return;
+  const problem = plan.budgetProblem(flags.maxCost);
+  if (problem?.rule === 'unpriced') {
+    const names = problem.providers.map((name) => `"${name}"`).join(', ');
+    throw new UsageError(`--max-cost needs a price for every provider: ${names} has none in ${flags.config} (give it "price")`);
   }
-  let cheapestNano = Infinity;
-  let cheapestTask = '';
-  for (const task of tasks.tasks)
-    for (const setup of servingSetups(assigned.get(task.name)!, providers, pools)) {
-      const inputTokens = inputTokenBound(
-        {
-          task: task.name,
-          articleId: '',
-          prompt: task.template.literals.join(''),
-          schema: task.schema,
-          description: task.description,
-        },
-        setup.provider.framing,
-      );
-      const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
-      const nano = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
-      if (nano < cheapestNano) {
-        cheapestNano = nano;
-        cheapestTask = task.name;
-      }
-    }
-  if (maxUsd * NANO_USD < cheapestNano) {
+  if (problem?.rule === 'floor') {
     throw new UsageError(
-      `--max-cost ${formatUsd(maxUsd)} cannot cover one call: the cheapest, of task ${cheapestTask}, holds up to ${formatUsd(cheapestNano / NANO_USD)} ` +
+      `--max-cost ${formatUsd(flags.maxCost)} cannot cover one call: the cheapest, of task ${problem.task}, holds up to ${formatUsd(problem.floorUsd)} ` +
         '(its prompt and schema as input tokens, and its whole answer); give a larger --max-cost',
     );
   }
 }
 
 /**
- * What --resume runs again of an earlier line, as the run's tasks now are (`now`, their
- * fingerprints): the outputs of tasks whose fingerprint changed since the line was written, and of
- * the tasks that depend on them; and the tasks added since (neither a fingerprint nor an output in
- * the line). A line without fingerprints (written before they were recorded) is taken as made by
- * the tasks as they are.
+ * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
+ * shared through. `earlierUsd` is what earlier runs of the job spent (a resumed run's results say
+ * it): a budget in this process starts with it spent, so that --max-cost is the job's; one in Redis
+ * has counted it already.
  */
-export function redoAgainst(tasks: TaskSet, now: Readonly<Record<string, string>>): NonNullable<KeepSucceededOptions['redo']> {
-  return ({ outputs, fingerprints }) => [
-    ...changedTasks(tasks, now, fingerprints, outputs),
-    ...(fingerprints === undefined
-      ? []
-      : tasks.tasks
-          .filter((task) => !Object.hasOwn(fingerprints, task.name) && !Object.hasOwn(outputs, task.name))
-          .map((task) => task.name)),
-  ];
-}
-
-/** {@link redoAgainst} the fingerprints of a live run's tasks over its providers, routes and pools. */
-export function redoChanged(
-  tasks: TaskSet,
-  providers: readonly ProviderSetup[],
-  routes: Readonly<Record<string, string>> | undefined,
-  pools: readonly PoolSetup[],
-): NonNullable<KeepSucceededOptions['redo']> {
-  return redoAgainst(tasks, taskFingerprints(tasks, taskProviders(tasks, providers, routes, pools), providers, pools));
+export function runBudget(
+  flags: Pick<RunFlags, 'maxCost'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
+  redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
+  earlierUsd = 0,
+): Budget | undefined {
+  if (flags.maxCost === undefined) return undefined;
+  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd });
+  return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
 }

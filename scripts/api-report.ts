@@ -16,6 +16,8 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const ENTRY_POINTS: readonly { readonly name: string; readonly declarations: string }[] = Object.freeze([
   { name: 'news-processor', declarations: 'dist/src/index.d.ts' },
   { name: 'news-processor-mechanisms', declarations: 'dist/src/mechanisms.d.ts' },
+  { name: 'news-processor-plan', declarations: 'dist/src/plan.d.ts' },
+  { name: 'news-processor-sinks', declarations: 'dist/src/sinks/index.d.ts' },
   { name: 'news-processor-middleware', declarations: 'dist/src/middleware/index.d.ts' },
   { name: 'news-processor-redis', declarations: 'dist/src/redis/index.d.ts' },
   { name: 'news-processor-queue', declarations: 'dist/src/queue/index.d.ts' },

@@ -60,7 +60,7 @@ export type { Template, Placeholder } from './tasks/template.ts';
 
 // Sources: where articles come from.
 export type { Article } from './sources/article.ts';
-export { generateArticles } from './sources/generated.ts';
+export { generateArticles, generatedArticle } from './sources/generated.ts';
 export type { GenerateArticlesOptions, GeneratedArticle } from './sources/generated.ts';
 export { readArticlesJsonl } from './sources/jsonl.ts';
 export { readArticlesJson } from './sources/json-array.ts';
@@ -69,11 +69,8 @@ export type { ReadArticlesOptions, ExpectedField } from './sources/read-articles
 export { InputError } from './sources/input-error.ts';
 export type { InputIssue } from './sources/input-error.ts';
 
-// Sinks: where results go.
-export { JsonlWriter, OutputError } from './sinks/jsonl-writer.ts';
-export type { JsonlWriterOptions } from './sinks/jsonl-writer.ts';
-export { keepSucceeded, ResultsFileError } from './sinks/results-file.ts';
-export type { KeptResults, KeepSucceededOptions, ResultLine } from './sinks/results-file.ts';
+// Where results go — result stores, JSONL files, resume — is `news-processor/sinks`: a run tells
+// each result to `onResult`.
 
 // The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
@@ -85,6 +82,7 @@ export type { Route, RouteAnswer } from './route/route.ts';
 export { RoutePool } from './route/pool.ts';
 export type { RoutePoolOptions, PoolMemberChange } from './route/pool.ts';
 export type { PoolSetup, PoolStrategy, PoolSetupProblem } from './route/pool-setup.ts';
+export { providerSetupProblem } from './gate/provider-options.ts';
 export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
 
 // The answer cache: answers kept by the hash of what shaped them, so a second run of the same work makes no call.
@@ -170,7 +168,7 @@ export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
 export type { HttpProviderOptions, HttpProviderDefaults, HttpProviderSettings } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
-export { MissingPackageError } from './optional-package.ts';
+export { MissingPackageError, loadOptional } from './optional-package.ts';
 export type { OptionalPackage } from './optional-package.ts';
 
 // Configuration: the providers file.

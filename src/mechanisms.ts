@@ -34,10 +34,12 @@ export { createBackoff, exponentialDelayMs, fullJitterDelayMs, decorrelatedJitte
 export type { Backoff, BackoffKind, BackoffOptions } from './retry/backoff.ts';
 
 // Durations as Go writes them (`1m30s`, `250ms`), read and written.
-export { parseDuration, formatDuration } from './validation/duration.ts';
+export { parseDuration, formatDuration, DURATION_SYNTAX } from './validation/duration.ts';
+// Amounts of USD as the package writes them (`$0.0042`, `$12.50`).
+export { formatUsd } from './quota/budget.ts';
 
 // Rate-limit headers as providers send them, read and written.
-export { parseRateLimitHeaders, formatRateLimitHeaders } from './vendors/rate-limit-headers.ts';
+export { parseRateLimitHeaders, formatRateLimitHeaders, HEADER_STYLES } from './vendors/rate-limit-headers.ts';
 export type {
   HeaderStyle,
   HeaderSource,

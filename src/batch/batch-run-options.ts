@@ -3,6 +3,7 @@
 import type { Clock } from '../clock.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
+import type { RunPlan } from '../pipeline/run-plan.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import type { Article } from '../sources/article.ts';
@@ -72,8 +73,14 @@ export interface BatchRunOptions {
   readonly holdArticles?: number | undefined;
   /** The vendor's Batch API (`OpenAiBatchApi`, `SimulatedBatchApi`). */
   readonly api: BatchApi;
-  /** Every article's tasks. @default the built-in summarize, then sentiment */
+  /** Every article's tasks. @default the plan's, else the built-in summarize, then sentiment */
   readonly tasks?: TaskSet | undefined;
+  /**
+   * The run worked out ahead (`planRun` of these tasks with `batch`: this API's name and model,
+   * and `maxOutputTokens`), when the caller has made it for its own checks: each task's fingerprint
+   * is read from it rather than worked out again. @default planned from these options
+   */
+  readonly plan?: RunPlan | undefined;
   /** The most tokens an answer may take (each row's max tokens). @default 256 */
   readonly maxOutputTokens?: number | undefined;
   /** The provider's live price: rows cost `batchDiscount` of it. @default none (no cost figures, no budget) */

@@ -9,14 +9,14 @@ import { estimateInputTokens } from '../provider/token-estimate.ts';
 import { isRetryError, RETRY_DEFAULTS } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type TaskSet } from '../tasks/task-set.ts';
-import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
 import { isBatchQueueFullError, type BatchApi, type BatchRow, type RowOutcome } from './batch-api.ts';
 import { batchTelling } from './batch-telling.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
-import { changedTasks, taskFingerprint } from '../tasks/task-fingerprint.ts';
+import { changedTasks } from '../tasks/task-fingerprint.ts';
+import { checkPlan, planRun } from '../pipeline/run-plan.ts';
 import { callLive } from './live-fallback.ts';
 import { bodyJsonOf } from '../vendors/shared-part.ts';
 
@@ -61,7 +61,6 @@ type HeldRow = { -readonly [K in keyof BatchRow]: BatchRow[K] } & {
 export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummary> {
   const clock = options.clock ?? systemClock;
   const { api } = options;
-  const tasks = options.tasks ?? loadBuiltinTasks();
   const maxOutputTokens = options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const maxAttempts = options.maxAttempts ?? RETRY_DEFAULTS.maxAttempts;
   const maxRows = api.maxRows ?? Number.MAX_SAFE_INTEGER;
@@ -95,7 +94,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   // No budget to keep: nothing is held against one.
   const unbudgeted = price === undefined || maxNano === Infinity;
 
-  const fingerprints = batchFingerprints(tasks, api, maxOutputTokens);
+  const batch = { name: api.name, model: api.model, maxOutputTokens };
+  const plan = options.plan ?? planRun({ tasks: options.tasks, providers: [], batch });
+  checkPlan(plan, { tasks: options.tasks, batch });
+  const { tasks, fingerprints } = plan;
   const resume = options.resume;
   const ended = new Set(resume?.ended ?? []);
   const attempts = new Map(Object.entries(resume?.attempts ?? {}));
@@ -561,17 +563,4 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     interrupted: options.signal?.aborted === true,
     budgetStopped,
   };
-}
-
-/**
- * Each task's fingerprint in a batch run: its definition, the Batch API's provider and model, and
- * the output cap every row asks for. What the result lines and the state record.
- */
-export function batchFingerprints(
-  tasks: TaskSet,
-  api: Pick<BatchApi, 'name' | 'model'>,
-  maxOutputTokens = DEFAULT_MAX_OUTPUT_TOKENS,
-): Readonly<Record<string, string>> {
-  const server = { provider: api.name, model: api.model, maxOutputTokens };
-  return Object.freeze(Object.fromEntries(tasks.tasks.map((task) => [task.name, taskFingerprint(task, [server])])));
 }

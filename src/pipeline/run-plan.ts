@@ -1,218 +1,257 @@
+// The run worked out once, before it starts: which route serves each task, the tasks' fingerprints,
+// what a provider would refuse, and the least a call can hold of a budget. The live run, a batch run,
+// the dry run's estimate and the command line all read the one plan.
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
-import { usageNanoUsd, worstCaseNanoUsd } from '../gate/call-cost.ts';
-import type { ProviderSetup } from '../gate/provider-options.ts';
+import { inputTokenBound, usageNanoUsd } from '../gate/call-cost.ts';
+import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
-import { amountOf, type LimitKind } from '../quota/provider-limits.ts';
-import type { LlmRequest } from '../provider/provider.ts';
-import { SchemaError } from '../provider/schema-validators.ts';
-import { SIMULATED_DEFAULTS } from '../simulator/simulated.ts';
-import { simulatedAnswer } from '../simulator/simulated-answers.ts';
-import { estimateInputTokens, loadTokenizer } from '../provider/token-estimate.ts';
-import type { Article } from '../sources/article.ts';
-import { requestFor, type TaskSet } from '../tasks/task-set.ts';
-import { MissingFieldError } from '../tasks/template.ts';
-import { specsOf } from '../gate/provider-options.ts';
-import { taskProviders } from './run.ts';
+import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
+import { changedTasks } from '../tasks/task-fingerprint.ts';
+import { TasksError, type TaskSet } from '../tasks/task-set.ts';
+import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
+import { expected } from '../validation/checks.ts';
+import { batchFingerprints, servingSetups, taskFingerprints } from './task-fingerprints.ts';
 
-/** What the calls of one task would take and cost. Tokens and USD summed over its calls. */
-export interface TaskPlan {
-  readonly name: string;
-  /** The provider that would answer it. */
-  readonly provider: string;
-  readonly calls: number;
-  /** Prompt tokens, counted as the gate counts them to reserve a token limit. */
-  readonly inputTokens: number;
-  /** The answers' tokens if each were the size of the simulated provider's answer to its prompt. */
-  readonly typicalOutputTokens: number;
-  /** Every call's output cap (its `maxOutputTokens`): no answer may be longer. */
-  readonly maxOutputTokens: number;
-  /** At the provider's price, with the typical answers; absent without a price. */
-  readonly expectedUsd?: number;
-  /** What a budget would hold for them: each call's prompt bytes and framing as input tokens, and its cap. Absent without a price. */
-  readonly worstUsd?: number;
-}
-
-/** How long one limit makes the run take at the least. */
-export interface LimitPlan {
-  readonly kind: LimitKind;
-  /** Units per second; `Infinity` for none. */
-  readonly rate: number;
-  readonly burst: number;
-  /** What the run's calls would take of it: calls, or tokens (prompts and typical answers). */
-  readonly amount: number;
-  /** `(amount − burst) / rate`: no schedule grants the last of it sooner, in ms. */
-  readonly floorMs: number;
-}
-
-/** One provider's share of the plan. */
-export interface ProviderPlan {
-  readonly name: string;
-  readonly calls: number;
-  readonly limits: readonly LimitPlan[];
-  /** The largest of its limits' floors, in ms. */
-  readonly floorMs: number;
+/** What {@link planRun} plans: the run's tasks, and where their calls go. */
+export interface RunPlanOptions {
+  /** Every article's tasks. @default the built-in summarize, then sentiment */
+  readonly tasks?: TaskSet | undefined;
+  /** The providers a live call may go to (none for a batch run with no live path). */
+  readonly providers: readonly ProviderSetup[];
+  /** Which provider or pool (by name) serves each task that names none itself. @default the first provider */
+  readonly routes?: Readonly<Record<string, string>> | undefined;
+  /** Pools of providers a task or `routes` may name. @default none */
+  readonly pools?: readonly PoolSetup[] | undefined;
+  /** The run goes through a Batch API: each task's fingerprint is over it. @default none (a live run) */
+  readonly batch?: BatchServer | undefined;
 }
 
 /**
- * What a run would do and cost, worked out without a call: one attempt per call (retries not
- * counted), every article's tasks in order, each dependent prompt filled with the simulated answer
- * to the task it reads.
+ * A run worked out before it starts ({@link planRun}): made once, read by `runPipeline`,
+ * `runBatch`, the dry run's estimate and the command line alike.
  */
 export interface RunPlan {
-  /** Articles the source held. */
-  readonly articles: number;
-  /** Of those, articles lacking a field a prompt reads: they would fail before any call. */
-  readonly lacking: number;
-  readonly calls: number;
-  readonly inputTokens: number;
-  readonly typicalOutputTokens: number;
-  readonly maxOutputTokens: number;
-  /** Absent when no provider has a price; with some priced, the priced ones' calls. */
-  readonly expectedUsd?: number;
-  readonly worstUsd?: number;
-  /** Each task, in the tasks' order. */
-  readonly tasks: readonly TaskPlan[];
-  readonly providers: readonly ProviderPlan[];
-  /** The largest floor of any limit: no run of these calls at these limits could end sooner, in ms. */
-  readonly leastElapsedMs: number;
-  /** The provider and limit of that floor; `null` when no limit bounds the run. */
-  readonly boundBy: { readonly provider: string; readonly kind: LimitKind } | null;
-}
-
-export interface PlanOptions {
-  /** The articles, read to the end. */
-  readonly source: Iterable<Article> | AsyncIterable<Article>;
-  readonly providers: readonly ProviderSetup[];
-  /** Every article's tasks (`defineTasks`, `loadTasksFile`, `loadBuiltinTasks`). */
   readonly tasks: TaskSet;
-  /** Which provider serves each task that names none itself. @default the first provider */
-  readonly routes?: Readonly<Record<string, string>> | undefined;
+  /** The providers it was made of, as given. */
+  readonly providers: readonly ProviderSetup[];
+  /** The pools it was made of, as given (none: an empty list). */
+  readonly pools: readonly PoolSetup[];
+  /** Which provider or pool serves each task: task name → its name (a batch run: the Batch API's provider). */
+  readonly routes: ReadonlyMap<string, string>;
+  /** The providers each task's calls may go to: its provider, or its pool's members and their fallbacks'. */
+  readonly servers: ReadonlyMap<string, readonly ProviderSetup[]>;
+  /**
+   * Each task's fingerprint (task name → 8 hex digits): its definition and who may answer it — what
+   * a result records, and what a resumed run compares.
+   */
+  readonly fingerprints: Readonly<Record<string, string>>;
+  /** The Batch API the run goes through, when it does: its provider's name and model, and the output cap every row asks for. */
+  readonly batch:
+    | {
+        /** The provider's name, as the Batch API gives it (`BatchApi.name`). */
+        readonly name: string;
+        /** The model every row asks for (`BatchApi.model`). @default none (the provider's name stands for it) */
+        readonly model?: string | undefined;
+        /** The most tokens an answer may take, every row alike. @default DEFAULT_MAX_OUTPUT_TOKENS (256) */
+        readonly maxOutputTokens?: number | undefined;
+      }
+    | undefined;
+  /** Tasks whose schema a provider they may go to would refuse on every call, in the tasks' order, in its words. */
+  readonly schemaProblems: readonly { readonly task: string; readonly provider: string; readonly problem: string }[];
+  /** The providers with no price, in order: a budget cannot hold their calls. */
+  readonly unpriced: readonly string[];
+  /**
+   * The least a call of any task can hold of a budget, in USD, and that task: its prompt's fixed
+   * text, its schema and its provider's framing as input tokens, and its whole answer at its cap.
+   * Undefined when a provider has no price.
+   */
+  readonly budgetFloor: { readonly task: string; readonly usd: number } | undefined;
+  /**
+   * Why a budget of `maxUsd` cannot run this plan — a provider has no price (`unpriced`: a budget
+   * holds each call's worst case at its provider's price), or not one call fits (`floor`: the
+   * cheapest, of `task`, holds up to `floorUsd`) — or undefined when it can hold a call.
+   */
+  budgetProblem(
+    maxUsd: number,
+  ):
+    | { readonly rule: 'unpriced'; readonly providers: readonly string[] }
+    | { readonly rule: 'floor'; readonly task: string; readonly floorUsd: number }
+    | undefined;
+  /**
+   * The tasks a resumed run makes again of an earlier result, as the tasks now are: those whose
+   * fingerprint changed since it was written and the tasks that depend on them, and the tasks
+   * added since (neither a fingerprint nor an output in it). A result without fingerprints (written
+   * before they were recorded) is taken as made by the tasks as they are. What a result store's
+   * `takeUp` takes as `redo`.
+   */
+  readonly redo: (result: {
+    readonly outputs: Readonly<Record<string, unknown>>;
+    readonly fingerprints: Readonly<Record<string, string>> | undefined;
+  }) => readonly string[];
 }
 
-interface Tally {
-  calls: number;
-  inputTokens: number;
-  typicalOutputTokens: number;
-  maxOutputTokens: number;
-  expectedNano: number;
-  worstNano: number;
-}
+/** Where a batch run's calls go: a vendor's Batch API, every row asking for one output cap. */
+export type BatchServer = NonNullable<RunPlan['batch']>;
+
+/** Why a budget cannot run a plan ({@link RunPlan.budgetProblem}). */
+export type BudgetProblem = NonNullable<ReturnType<RunPlan['budgetProblem']>>;
 
 /**
- * Reads `source` to the end and works out the run's calls, tokens, cost and the least time its
- * limits allow, calling no provider. Prompt tokens are counted with the provider's
- * `estimateInputTokens`, else the real tokenizer (gpt-tokenizer, which must be installed); the
- * worst case is what a budget holds per call.
+ * Works out a run before it starts: which provider or pool serves each task, the tasks'
+ * fingerprints, the schemas a provider would refuse, and the least a call can hold of a budget.
+ * Throws a {@link TasksError} (its message begins with where the tasks came from) for a route to a
+ * provider or pool that is not among them, a route for a task that is not there, and a task whose
+ * `maxOutputTokens` its provider's token limits cannot hold.
  */
-export async function planRun(options: PlanOptions): Promise<RunPlan> {
-  const { tasks, providers } = options;
-  const assigned = taskProviders(tasks, providers, options.routes);
-  const setupOf = new Map(providers.map((setup) => [setup.provider.name, setup]));
-  const countTokens = await loadTokenizer();
-  const perTask = new Map<string, Tally>(
-    tasks.tasks.map((task) => [
-      task.name,
-      { calls: 0, inputTokens: 0, typicalOutputTokens: 0, maxOutputTokens: 0, expectedNano: 0, worstNano: 0 },
-    ]),
+export function planRun(options: RunPlanOptions): RunPlan {
+  const tasks = options.tasks ?? loadBuiltinTasks();
+  const { providers, batch } = options;
+  const pools = options.pools ?? [];
+  if (providers.length === 0 && batch === undefined) throw expected('providers', 'at least one provider', providers);
+  const poolProblem = poolSetupProblem(
+    pools,
+    providers.map((setup) => setup.provider.name),
   );
-  let articles = 0;
-  let lacking = 0;
-  for await (const article of options.source) {
-    articles++;
-    const fields = article.fields ?? (article as unknown as Readonly<Record<string, unknown>>);
-    const outputs: Record<string, unknown> = {};
-    const requests: { request: LlmRequest; typical: number }[] = [];
-    try {
-      for (const task of tasks.tasks) {
-        const request = requestFor(task, article.id, fields, outputs);
-        const answer = typicalAnswer(request);
-        outputs[task.name] = answer;
-        requests.push({ request, typical: answer === undefined ? Infinity : countTokens(JSON.stringify(answer)) });
-      }
-    } catch (error) {
-      if (!(error instanceof MissingFieldError)) throw error;
-      // The run fails such an article before its first call: it costs nothing.
-      lacking++;
-      continue;
-    }
-    for (const { request, typical } of requests) {
-      const task = tasks.tasks.find((candidate) => candidate.name === request.task)!;
-      const setup = setupOf.get(assigned.get(task.name)!)!;
-      const cap = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
-      const inputTokens = await (setup.estimateInputTokens ?? estimateInputTokens)(request);
-      const outputTokens = Math.min(typical, cap);
-      const tally = perTask.get(task.name)!;
-      tally.calls++;
-      tally.inputTokens += inputTokens;
-      tally.typicalOutputTokens += outputTokens;
-      tally.maxOutputTokens += cap;
-      if (setup.price !== undefined) {
-        tally.expectedNano += usageNanoUsd({ inputTokens, outputTokens }, setup.price);
-        tally.worstNano += worstCaseNanoUsd(request, cap, setup.price, setup.provider.framing);
-      }
+  if (poolProblem !== undefined) throw expected(poolProblem.field, poolProblem.expected, poolProblem.value);
+  const routes =
+    providers.length === 0
+      ? new Map(tasks.tasks.map((task) => [task.name, batch!.name]))
+      : taskProviders(tasks, providers, options.routes, pools);
+  const servers = new Map(tasks.tasks.map((task) => [task.name, servingSetups(routes.get(task.name)!, providers, pools)]));
+  const fingerprints = batch === undefined ? taskFingerprints(tasks, servers) : batchFingerprints(tasks, batch);
+  const schemaProblems: RunPlan['schemaProblems'][number][] = [];
+  for (const task of tasks.tasks) {
+    for (const setup of servers.get(task.name)!) {
+      const problem = setup.provider.schemaProblem?.(task.schema);
+      if (problem === undefined) continue;
+      schemaProblems.push({ task: task.name, provider: setup.provider.name, problem });
+      break;
     }
   }
-  const taskPlans = tasks.tasks.map((task): TaskPlan => {
-    const { expectedNano, worstNano, ...tally } = perTask.get(task.name)!;
-    const provider = assigned.get(task.name)!;
-    const priced = setupOf.get(provider)!.price !== undefined;
-    return { name: task.name, provider, ...tally, ...(priced && { expectedUsd: expectedNano / NANO_USD, worstUsd: worstNano / NANO_USD }) };
-  });
-  const providerPlans = providers.map((setup) => providerPlan(setup, taskPlans));
-  const sum = (pick: (plan: TaskPlan) => number) => taskPlans.reduce((total, plan) => total + pick(plan), 0);
-  const priced = taskPlans.some((plan) => plan.expectedUsd !== undefined);
-  let boundBy: RunPlan['boundBy'] = null;
-  let leastElapsedMs = 0;
-  for (const plan of providerPlans) {
-    for (const limit of plan.limits) {
-      if (limit.floorMs > leastElapsedMs) {
-        leastElapsedMs = limit.floorMs;
-        boundBy = { provider: plan.name, kind: limit.kind };
-      }
-    }
-  }
+  const unpriced = providers.filter((setup) => setup.price === undefined).map((setup) => setup.provider.name);
+  const floor = unpriced.length > 0 ? undefined : cheapestCall(tasks, servers);
+  const budgetFloor = floor === undefined ? undefined : { task: floor.task, usd: floor.nanoUsd / NANO_USD };
+  const now = fingerprints;
   return {
-    articles,
-    lacking,
-    calls: sum((plan) => plan.calls),
-    inputTokens: sum((plan) => plan.inputTokens),
-    typicalOutputTokens: sum((plan) => plan.typicalOutputTokens),
-    maxOutputTokens: sum((plan) => plan.maxOutputTokens),
-    ...(priced && { expectedUsd: sum((plan) => plan.expectedUsd ?? 0), worstUsd: sum((plan) => plan.worstUsd ?? 0) }),
-    tasks: taskPlans,
-    providers: providerPlans,
-    leastElapsedMs,
-    boundBy,
+    tasks,
+    providers,
+    pools,
+    routes,
+    servers,
+    fingerprints,
+    batch,
+    schemaProblems,
+    unpriced,
+    budgetFloor,
+    budgetProblem(maxUsd) {
+      if (unpriced.length > 0) return { rule: 'unpriced', providers: unpriced };
+      if (floor !== undefined && maxUsd * NANO_USD < floor.nanoUsd) return { rule: 'floor', task: floor.task, floorUsd: budgetFloor!.usd };
+      return undefined;
+    },
+    redo: ({ outputs, fingerprints: then }) => [
+      ...changedTasks(tasks, now, then, outputs),
+      ...(then === undefined
+        ? []
+        : tasks.tasks.filter((task) => !Object.hasOwn(then, task.name) && !Object.hasOwn(outputs, task.name)).map((task) => task.name)),
+    ],
   };
 }
 
 /**
- * The simulated provider's answer to `request`: a value of the task's schema made of the article's
- * own words (a lead-sentence summary, five keywords, a label). Undefined for a schema the
- * simulation cannot fill, whose answer is then counted at its cap.
+ * Throws a `TypeError` unless `plan` is the plan of `run`: made of its providers (a live run) or
+ * through its Batch API at its output cap (a batch run), and of its tasks when it names them.
  */
-function typicalAnswer(request: LlmRequest): unknown {
-  try {
-    // As the simulated provider answers with its default seed: a typical answer, not the one a run will get.
-    return simulatedAnswer(request, SIMULATED_DEFAULTS.seed);
-  } catch (error) {
-    if (!(error instanceof SchemaError)) throw error;
-    return undefined;
+export function checkPlan(
+  plan: RunPlan,
+  run: { readonly providers?: readonly ProviderSetup[]; readonly tasks?: TaskSet | undefined; readonly batch?: BatchServer },
+): void {
+  const refuse = (wanted: string, got: string): never => {
+    throw new TypeError(`Expected plan to be ${wanted}, got ${got}`);
+  };
+  const kind = (batch: BatchServer | undefined) => (batch === undefined ? "a live run's" : "a batch run's");
+  if ((plan.batch === undefined) !== (run.batch === undefined)) refuse(`${kind(run.batch)} planRun()`, kind(plan.batch));
+  if (run.providers !== undefined && plan.providers !== run.providers)
+    refuse("planRun() of the run's providers", 'a plan of other providers');
+  if (run.batch !== undefined) {
+    const cap = (batch: BatchServer) => batch.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+    const through = (batch: BatchServer) => `${batch.name} (model ${batch.model ?? 'none'}, maxOutputTokens ${cap(batch)})`;
+    const planned = plan.batch!;
+    if (planned.name !== run.batch.name || planned.model !== run.batch.model || cap(planned) !== cap(run.batch)) {
+      refuse(`planRun() through ${through(run.batch)}`, `a plan through ${through(planned)}`);
+    }
   }
+  if (run.tasks !== undefined && plan.tasks !== run.tasks) refuse("planRun() of the run's tasks", 'a plan of other tasks');
 }
 
-function providerPlan(setup: ProviderSetup, taskPlans: readonly TaskPlan[]): ProviderPlan {
-  const name = setup.provider.name;
-  const mine = taskPlans.filter((plan) => plan.provider === name);
-  const cost = {
-    requests: mine.reduce((total, plan) => total + plan.calls, 0),
-    inputTokens: mine.reduce((total, plan) => total + plan.inputTokens, 0),
-    outputTokens: mine.reduce((total, plan) => total + plan.typicalOutputTokens, 0),
+/** The call of any task, at any provider it may go to, that holds the least of a budget: its task and nano-dollars. */
+function cheapestCall(
+  tasks: TaskSet,
+  servers: ReadonlyMap<string, readonly ProviderSetup[]>,
+): { readonly task: string; readonly nanoUsd: number } | undefined {
+  let cheapest: { task: string; nanoUsd: number } | undefined;
+  for (const task of tasks.tasks) {
+    for (const setup of servers.get(task.name)!) {
+      const inputTokens = inputTokenBound(
+        { task: task.name, articleId: '', prompt: task.template.literals.join(''), schema: task.schema, description: task.description },
+        setup.provider.framing,
+      );
+      const outputTokens = task.maxOutputTokens ?? setup.maxOutputTokens ?? GATE_DEFAULTS.maxOutputTokens;
+      const nanoUsd = usageNanoUsd({ inputTokens, outputTokens }, setup.price!);
+      if (cheapest === undefined || nanoUsd < cheapest.nanoUsd) cheapest = { task: task.name, nanoUsd };
+    }
+  }
+  return cheapest;
+}
+
+/**
+ * Which provider or pool serves each task: the one it names, else the one `routes` names for it,
+ * else the first provider. Throws a {@link TasksError} for a name that is not among them, a route
+ * for a task that is not there, and a task whose `maxOutputTokens` its provider's token limits
+ * cannot hold.
+ */
+function taskProviders(
+  tasks: TaskSet,
+  providers: readonly ProviderSetup[],
+  routes: Readonly<Record<string, string>> | undefined,
+  pools: readonly PoolSetup[],
+): Map<string, string> {
+  const names = providers.map((setup) => setup.provider.name);
+  const poolNames = pools.map((pool) => pool.name);
+  const fail = (message: string): never => {
+    throw new TasksError(`${tasks.source}: ${message}`);
   };
-  const limits = specsOf(setup.limits).map((spec): LimitPlan => {
-    const amount = amountOf(spec.kind, cost);
-    const floorMs = spec.rate === Infinity ? 0 : (Math.max(0, amount - spec.burst) * 1000) / spec.rate;
-    return { kind: spec.kind, rate: spec.rate, burst: spec.burst, amount, floorMs };
-  });
-  return { name, calls: cost.requests, limits, floorMs: Math.max(0, ...limits.map((limit) => limit.floorMs)) };
+  for (const task of Object.keys(routes ?? {})) {
+    if (!tasks.tasks.some((candidate) => candidate.name === task)) {
+      fail(`the routes name task "${task}", which is not one of these tasks (${tasks.tasks.map((t) => t.name).join(', ')})`);
+    }
+  }
+  const assigned = new Map<string, string>();
+  for (const task of tasks.tasks) {
+    const name = task.provider ?? routes?.[task.name] ?? names[0]!;
+    const pool = pools.find((candidate) => candidate.name === name);
+    const served = pool === undefined ? [name] : pool.members;
+    if (pool === undefined && !names.includes(name)) {
+      const known = [...names, ...poolNames].map((n) => `"${n}"`).join(', ');
+      return fail(
+        `task "${task.name}" asks for ${poolNames.length > 0 ? 'provider or pool' : 'provider'} "${name}", which is not one of the run's (${known})`,
+      );
+    }
+    for (const member of served) checkOutputFits(task, providers.find((candidate) => candidate.provider.name === member)!, fail);
+    assigned.set(task.name, name);
+  }
+  return assigned;
+}
+
+/** Fails when the task's `maxOutputTokens` cannot fit the token limits of `setup`'s provider. */
+function checkOutputFits(task: TaskSet['tasks'][number], setup: ProviderSetup, fail: (message: string) => never): void {
+  if (task.maxOutputTokens === undefined) return;
+  const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
+  if (problem?.rule !== 'token-burst') return;
+  const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
+  fail(
+    `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${setup.provider.name}" ` +
+      `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
+      'give the task a smaller maxOutputTokens, or the provider a larger limit',
+  );
 }

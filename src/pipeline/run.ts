@@ -3,15 +3,14 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import { CallGate } from '../gate/call-gate.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
+import type { ProviderSetup } from '../gate/provider-options.ts';
 import type { Budget } from '../quota/budget.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
 import { RoutePool, type PoolMemberChange } from '../route/pool.ts';
 import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
-import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
-import { TasksError, type TaskSet } from '../tasks/task-set.ts';
+import type { TaskSet } from '../tasks/task-set.ts';
 import type { RetryPolicyOptions } from '../retry/retry.ts';
 import { silentLogger } from '../silent-logger.ts';
 import type { Article } from '../sources/article.ts';
@@ -22,7 +21,7 @@ import { summarizeRun, type RunStop, type RunSummary } from './metrics.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
-import { taskFingerprints } from './task-fingerprints.ts';
+import { checkPlan, planRun, type RunPlan } from './run-plan.ts';
 import type { ArticleResult } from './result.ts';
 import { budgetTelling } from './budget-events.ts';
 import { RunEvents, type PipelineAttemptEvent } from './run-events.ts';
@@ -94,6 +93,12 @@ export interface PipelineOptions {
    */
   readonly pools?: readonly PoolSetup[] | undefined;
   /**
+   * The run worked out ahead (`planRun` of these providers, tasks, routes and pools), when the
+   * caller has made it for its own checks: each task's route and fingerprint are read from it
+   * rather than worked out again. @default planned from these options
+   */
+  readonly plan?: RunPlan | undefined;
+  /**
    * The run's money: every call holds its worst case at its provider's `price` first, so the run
    * never spends more; when the next call cannot be covered, intake stops (`stoppedBy.by` is
    * `"budget"`). Every provider needs a `price`. @default none
@@ -160,7 +165,6 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   checkOneOf('limitsLost', limitsLost, ['stop', 'cancel'] as const);
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
-  const tasks = options.tasks ?? loadBuiltinTasks();
   const events = options.events ?? new RunEvents();
   // Told through the stream only when something listens: a run's every call holds and settles.
   const budget = options.budget !== undefined && events.listens('budget') ? budgetTelling(options.budget, events, clock) : options.budget;
@@ -188,10 +192,11 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     tally.poolChange(told);
     events.emit('poolChange', told);
   });
-  const assigned = taskProviders(tasks, options.providers, options.routes, options.pools);
+  const plan = options.plan ?? planRun(options);
+  checkPlan(plan, options);
+  const { tasks, fingerprints } = plan;
   // One provider's gate, or a pool, is a task's route.
-  const routes = new Map<string, Route>([...assigned].map(([task, name]) => [task, routesByName.get(name)!]));
-  const fingerprints = taskFingerprints(tasks, assigned, options.providers, options.pools);
+  const routes = new Map<string, Route>([...plan.routes].map(([task, name]) => [task, routesByName.get(name)!]));
   // A pool member's outage is the pool's to ride out: the run gives up on a provider only where a task calls it directly.
   const direct = new Set([...routes.values()]);
   const members = new Set((options.pools ?? []).flatMap((pool) => pool.members));
@@ -355,58 +360,6 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     summary,
   });
   return summary;
-}
-
-/**
- * Which provider serves each task: the one it names, else the one `routes` names for it, else the
- * first. Throws a {@link TasksError} (its message begins with where the tasks came from) for a
- * provider that is not among `providers`, a route for a task that is not there, and a task whose
- * `maxOutputTokens` its provider's token limits cannot hold — before any call.
- */
-export function taskProviders(
-  tasks: TaskSet,
-  providers: readonly ProviderSetup[],
-  routes?: Readonly<Record<string, string>> | undefined,
-  pools?: readonly PoolSetup[] | undefined,
-): Map<string, string> {
-  const names = providers.map((setup) => setup.provider.name);
-  const poolNames = (pools ?? []).map((pool) => pool.name);
-  const fail = (message: string): never => {
-    throw new TasksError(`${tasks.source}: ${message}`);
-  };
-  for (const task of Object.keys(routes ?? {})) {
-    if (!tasks.tasks.some((candidate) => candidate.name === task)) {
-      fail(`the routes name task "${task}", which is not one of these tasks (${tasks.tasks.map((t) => t.name).join(', ')})`);
-    }
-  }
-  const assigned = new Map<string, string>();
-  for (const task of tasks.tasks) {
-    const name = task.provider ?? routes?.[task.name] ?? names[0]!;
-    const pool = pools?.find((candidate) => candidate.name === name);
-    const served = pool === undefined ? [name] : pool.members;
-    if (pool === undefined && !names.includes(name)) {
-      const known = [...names, ...poolNames].map((n) => `"${n}"`).join(', ');
-      return fail(
-        `task "${task.name}" asks for ${poolNames.length > 0 ? 'provider or pool' : 'provider'} "${name}", which is not one of the run's (${known})`,
-      );
-    }
-    for (const member of served) checkOutputFits(task, providers.find((candidate) => candidate.provider.name === member)!, fail);
-    assigned.set(task.name, name);
-  }
-  return assigned;
-}
-
-/** Fails when the task's `maxOutputTokens` cannot fit the token limits of `setup`'s provider. */
-function checkOutputFits(task: TaskSet['tasks'][number], setup: ProviderSetup, fail: (message: string) => never): void {
-  if (task.maxOutputTokens === undefined) return;
-  const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
-  if (problem?.rule !== 'token-burst') return;
-  const spec = specsOf(setup.limits)[Number(/\d+/.exec(problem.field)![0])]!;
-  fail(
-    `task "${task.name}": its maxOutputTokens (${task.maxOutputTokens}) cannot fit the ${spec.kind} limit of provider "${setup.provider.name}" ` +
-      `(burst ${spec.burst}; a call takes ${spec.kind === 'output-tokens' ? 'that many' : "its prompt's tokens plus that many"} at once): ` +
-      'give the task a smaller maxOutputTokens, or the provider a larger limit',
-  );
 }
 
 /**

@@ -179,6 +179,13 @@ export interface Provider {
    */
   answerIdentity?(request: LlmRequest, maxOutputTokens: number): unknown;
   /**
+   * Why its API would refuse every call asked for an answer of `schema`, in the vendor's own words
+   * (`OpenAI's strict mode refuses its schema: …`); undefined when it takes it. The run plan
+   * (`planRun`) asks it of each task's schema, so that a run is refused before its first call
+   * rather than failing every one. @default takes every schema
+   */
+  schemaProblem?(schema: JsonSchema): string | undefined;
+  /**
    * Resolves once a call can go without loading anything first (an SDK, the answers' validators);
    * never rejects: a failure to load is the first call's to report. `runPipeline` waits for it
    * before its first limiter call, since a call granted its token while the SDK loads leaves when

@@ -8,7 +8,7 @@ let encoder: Promise<Encoder> | undefined;
  * Loads the tokenizer {@link estimateInputTokens} counts with; rejects with `MissingPackageError`
  * when `gpt-tokenizer` is not installed. Loaded once: its tables take ~0.5 s.
  */
-export function loadTokenizer(): Promise<Encoder> {
+export function loadTokenizer(): Promise<(text: string) => number> {
   encoder ??= loadOptional('gpt-tokenizer', 'counting prompt tokens for token limits', () => import('gpt-tokenizer')).then(
     (module) => (text: string) => module.countTokens(text),
   );

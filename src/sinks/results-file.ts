@@ -4,6 +4,8 @@ import { basename, dirname, join } from 'node:path';
 import { NANO_USD } from '../quota/budget.ts';
 import { LineError, readLines, type Line } from '../sources/lines.ts';
 import { OutputError } from './jsonl-writer.ts';
+import type { KeepSucceededOptions, KeptResults } from './result-store.ts';
+import { NONE, TakeUpTally, toNano, type ArticleResults } from './take-up.ts';
 
 /** A results file that cannot be taken up again: a line in the middle is not a result. */
 export class ResultsFileError extends Error {
@@ -20,59 +22,6 @@ export class ResultsFileError extends Error {
   ) {
     super(`${path}:${line}: ${reason}`);
   }
-}
-
-/** What a results file held of a run that is to be completed. */
-export interface KeptResults {
-  /** The articles that succeeded, id → their title (to tell a different input from the same one); not those with outputs to redo. */
-  readonly succeeded: ReadonlyMap<string, string>;
-  /** Lines dropped: those of failed and cancelled articles, and every line of an article but its last. */
-  readonly dropped: number;
-  /**
-   * The outputs to keep of the articles that are to run again — those that did not succeed, and
-   * those with outputs to redo (`redo`) — id → task → output, from the article's last line, less
-   * the outputs to redo: a resumed run keeps them and runs only the tasks that are missing.
-   */
-  readonly partial: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
-  /** The articles with outputs to redo (`redo`), id → the tasks of those outputs; none without `redo`. */
-  readonly redo: ReadonlyMap<string, readonly string[]>;
-  /** The last line was cut short (the run was killed mid-write) and was dropped. */
-  readonly truncatedLastLine: boolean;
-  /**
-   * What the file's lines say was spent, in USD: the sum of their `costUsd`, the lines of articles
-   * that did not finish included — the calls they made were billed too. 0 without prices.
-   */
-  readonly spentUsd: number;
-}
-
-/** What a line of a results file holds that {@link KeepSucceededOptions.redo} reads. */
-export interface ResultLine {
-  /** The article's id. */
-  readonly id: string;
-  /** Its outputs, by task. */
-  readonly outputs: Readonly<Record<string, unknown>>;
-  /** The tasks' fingerprints it was written with; absent on a line written before they were recorded. */
-  readonly fingerprints: Readonly<Record<string, string>> | undefined;
-}
-
-/** How {@link keepSucceeded} rewrites a results file. */
-export interface KeepSucceededOptions {
-  /**
-   * Keep the last line of each article that did not succeed too, its `costUsd` the sum of that
-   * article's lines — and a success's line the sum of its article's lines too — so that the file
-   * keeps each article once and still says all that was spent.
-   * @default false (those lines are dropped)
-   */
-  readonly keepUnfinished?: boolean | undefined;
-  /**
-   * The tasks to run again for an article's last line, as the tasks now are: those whose task
-   * changed since the line was written and the tasks that depend on them (their outputs are not
-   * kept), and any task the line has no output of (one added since). A success with any is taken
-   * up as unfinished (its line kept as it is until a run writes a newer one). Asked of every line
-   * as it is read; the answer for an article's last line is the one that counts.
-   * @default none (every output kept)
-   */
-  readonly redo?: ((line: ResultLine) => readonly string[]) | undefined;
 }
 
 /** Characters of kept lines gathered before each write. */
@@ -92,21 +41,11 @@ const WRITE_CHUNK_CHARS = 64 * 1024;
  * apart again only those whose cost or outputs change).
  */
 export async function keepSucceeded(path: string, options: KeepSucceededOptions = {}): Promise<KeptResults> {
-  const keepUnfinished = options.keepUnfinished === true;
-  const succeeded = new Map<string, string>();
-  const partial = new Map<string, Readonly<Record<string, unknown>>>();
-  const redo = new Map<string, readonly string[]>();
+  const tally = new TakeUpTally(options.keepUnfinished === true);
   const read = await lastLines(path, options.redo);
-  if (read === undefined) return { succeeded, dropped: 0, partial, redo, truncatedLastLine: false, spentUsd: 0 };
-  const { truncatedLastLine, resultLines } = read;
+  if (read === undefined) return tally.kept(false);
   // Each article's last line, in the file's order: the second reading walks them in step.
-  const last = [...read.last].sort(([, a], [, b]) => a.line - b.line);
-  let spentNanoUsd = 0;
-  let dropped = resultLines - last.length;
-  for (const [, article] of last) {
-    spentNanoUsd += article.costNanoUsd;
-    if (article.status !== 'succeeded') dropped++;
-  }
+  const last = [...read.last.values()].sort((a, b) => a.line - b.line);
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
@@ -116,20 +55,13 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
     let next = 0;
     for await (const { text, number } of readResultLines(path)) {
       if (next === last.length) break;
-      const [id, article] = last[next]!;
+      const article = last[next]!;
       if (article.line !== number) continue;
       next++;
       // Only an earlier line's cost to add, or outputs to keep, take the line apart again.
-      const summed = keepUnfinished && article.lines > 1 ? withCost(text, article.costNanoUsd) : text;
-      if (article.status === 'succeeded' && article.again.length === 0) succeeded.set(id, article.title);
-      else {
-        if (article.dropping.length > 0) redo.set(id, article.dropping);
-        const outputs = parseResult(text)!.outputs ?? {};
-        const left = article.dropping.length === 0 ? outputs : withoutTasks(outputs, article.dropping);
-        if (Object.keys(left).length > 0) partial.set(id, left);
-        if (!keepUnfinished && article.status !== 'succeeded') continue;
-      }
-      pending += `${summed}\n`;
+      const { keep, costNanoUsd } = tally.add(article, () => parseResult(text)!.outputs ?? {});
+      if (!keep) continue;
+      pending += `${costNanoUsd === undefined ? text : withCost(text, costNanoUsd)}\n`;
       if (pending.length >= WRITE_CHUNK_CHARS) {
         await handle.write(pending);
         pending = '';
@@ -140,7 +72,7 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
     await handle.close();
     handle = undefined;
     await rename(temporary, path);
-    return { succeeded, dropped, partial, redo, truncatedLastLine, spentUsd: spentNanoUsd / NANO_USD };
+    return tally.kept(read.truncatedLastLine);
   } catch (error) {
     throw error instanceof ResultsFileError || error instanceof OutputError ? error : new OutputError(path, error as Error, 'read');
   } finally {
@@ -149,80 +81,52 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
   }
 }
 
-/** What the first reading keeps of an article: its last line and what to do with it, and what all its lines cost. */
-export interface LastLine {
+/** What the first reading keeps of an article: what to do with it, at its last line. */
+interface LastLine extends ArticleResults {
   /** The last line's number. */
   readonly line: number;
-  /** How many lines the article has. */
-  readonly lines: number;
-  readonly costNanoUsd: number;
-  readonly status: string;
-  readonly title: string;
-  /** What `redo` said of the last line. */
-  readonly again: readonly string[];
-  /** Of those, the tasks whose outputs the line holds. */
-  readonly dropping: readonly string[];
-  /** The outputs the line keeps (all but those of `again`), when `again` asks for any: what a resumed run starts the article from. */
-  readonly kept?: Readonly<Record<string, unknown>> | undefined;
-}
-
-const NONE: readonly string[] = Object.freeze([]);
-
-/** What {@link lastLines} read of a results file. */
-export interface ResultsRead {
-  /** Each article's last line, by id, in the order of the file's first line of each. */
-  readonly last: Map<string, LastLine>;
-  /** Result lines read. */
-  readonly resultLines: number;
-  /** The last line was cut short (a kill mid-write): it is not counted, and ended the reading. */
-  readonly truncatedLastLine: boolean;
-  /** Its bytes, to cut it off; 0 when there is none. */
-  readonly tornBytes: number;
-  /** The last line is whole but has no newline after it: a line appended would run on from it. */
-  readonly unterminated: boolean;
 }
 
 /**
  * The first reading, a line at a time: each article's last line — its number, its status, what
- * `redo` says of it and the outputs it keeps — and what all its lines cost; how many result lines
- * there are, and whether the last line was cut short (it then ends the reading); undefined when
- * there is no file. A line in the middle that is not a result is a {@link ResultsFileError}.
+ * `redo` says of it — and what all its lines cost, by id in the order of the file's first line of
+ * each; how many result lines there are, and whether the last line was cut short (it then ends the
+ * reading); undefined when there is no file. A line in the middle that is not a result is a
+ * {@link ResultsFileError}.
  */
-export async function lastLines(path: string, redo: KeepSucceededOptions['redo']): Promise<ResultsRead | undefined> {
+async function lastLines(
+  path: string,
+  redo: KeepSucceededOptions['redo'],
+): Promise<{ readonly last: Map<string, LastLine>; readonly truncatedLastLine: boolean } | undefined> {
   const last = new Map<string, LastLine>();
-  let resultLines = 0;
-  let unterminated = false;
   try {
     for await (const { text, number, complete } of readResultLines(path)) {
       if (text.trim() === '') continue;
       const result = parseResult(text);
       if (result === undefined) {
-        if (!complete) return { last, resultLines, truncatedLastLine: true, tornBytes: Buffer.byteLength(text), unterminated: false };
+        if (!complete) return { last, truncatedLastLine: true };
         throw new ResultsFileError(path, number, 'not a result line (expected a JSON object with "id" and "status")');
       }
-      unterminated = !complete;
-      resultLines++;
       const { id } = result;
       const outputs = result.outputs ?? {};
       const again = redo?.({ id, outputs, fingerprints: result.fingerprints }) ?? NONE;
-      const dropping = again.length === 0 ? NONE : again.filter((task) => Object.hasOwn(outputs, task));
       const before = last.get(id);
       last.set(id, {
+        id,
         line: number,
-        lines: (before?.lines ?? 0) + 1,
+        results: (before?.results ?? 0) + 1,
         costNanoUsd: (before?.costNanoUsd ?? 0) + toNano(result.costUsd),
         status: result.status,
         title: result.title,
         again,
-        dropping,
-        ...(again.length > 0 && { kept: dropping.length === 0 ? outputs : withoutTasks(outputs, dropping) }),
+        dropping: again.length === 0 ? NONE : again.filter((task) => Object.hasOwn(outputs, task)),
       });
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  return { last, resultLines, truncatedLastLine: false, tornBytes: 0, unterminated };
+  return { last, truncatedLastLine: false };
 }
 
 /** The file's lines; a line that is too long or not UTF-8 is a {@link ResultsFileError}, a file that cannot be read an `OutputError`. */
@@ -235,16 +139,6 @@ async function* readResultLines(path: string): AsyncGenerator<Line, void, undefi
     // Reading failed (a folder, no permission): said with the file's name.
     throw new OutputError(path, error as Error, 'read');
   }
-}
-
-/** `outputs` without those of `tasks`. */
-function withoutTasks(outputs: Readonly<Record<string, unknown>>, tasks: readonly string[]): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(outputs).filter(([task]) => !tasks.includes(task)));
-}
-
-/** A line's cost in whole nano-dollars (as the budget counts), 0 when it says none. */
-function toNano(costUsd: number | undefined): number {
-  return costUsd === undefined ? 0 : Math.round(costUsd * NANO_USD);
 }
 
 /** The line with its `costUsd` set to `costNanoUsd` (verbatim when it already says so). */

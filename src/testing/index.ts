@@ -7,3 +7,6 @@ export type { Step, ScriptedProviderOptions } from './scripted-provider.ts';
 export { fittingValue } from './fitting-value.ts';
 export type { FittingValueOptions } from './fitting-value.ts';
 export { simulatedAnswer } from '../simulator/simulated-answers.ts';
+// How the simulated provider is told to fail: its failure profiles by name, an outage window as written (`1s..4s`).
+export { PROFILE_NAMES } from '../simulator/simulated.ts';
+export { parseOutageWindow } from '../config/providers-config.ts';

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BatchApi, BatchRow, RowOutcome } from '../../src/batch/batch-api.ts';
 import { customIdOf } from '../../src/batch/custom-id.ts';
 import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
-import { batchFingerprints, runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
+import { runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
+import { planRun } from '../../src/pipeline/run-plan.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { MalformedOutputError } from '../../src/provider/provider.ts';
@@ -225,6 +226,9 @@ describe('runBatch', () => {
     const changed = defineTasks(
       builtin.tasks.map((task): TaskSpec => (task.name === 'summarize' ? { ...task, prompt: `In one line: ${task.prompt}` } : task)),
     );
+    /** The tasks' fingerprints in a batch run through `api` at the default output cap. */
+    const batchFingerprints = (tasks: typeof builtin, api: BatchApi) =>
+      planRun({ tasks, providers: [], batch: { name: api.name, model: api.model } }).fingerprints;
     /** The simulated API, with the prompts of the rows submitted through it. */
     const recording = () => {
       const api = simulated();

@@ -1,101 +1,196 @@
-import type { Article } from '../../src/index.ts';
 import { describe, expect, it } from 'vitest';
-import { SIMULATED_DEFAULTS, SimulatedProvider } from '../../src/index.ts';
-import type { LlmRequest } from '../../src/provider/provider.ts';
-import { simulatedAnswer } from '../../src/simulator/simulated-answers.ts';
+import { runBatch } from '../../src/batch/run-batch.ts';
+import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
+import { ManualClock } from '../../src/clock.ts';
+import type { ProviderSetup } from '../../src/gate/provider-options.ts';
+import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { runPipeline } from '../../src/pipeline/run.ts';
 import { planRun } from '../../src/pipeline/run-plan.ts';
-import { defineTasks } from '../../src/tasks/task-set.ts';
+import type { JsonSchema } from '../../src/provider/json-schema.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
+import { SimulatedProvider } from '../../src/simulator/simulated.ts';
+import { defineTasks, TasksError } from '../../src/tasks/task-set.ts';
+import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
+import { drive } from '../../src/testing/scripted-provider.ts';
 
+const schema = (field: string) => ({
+  type: 'object',
+  properties: { [field]: { type: 'string' } },
+  required: [field],
+  additionalProperties: false,
+});
+
+/** topic on its own, headline after it (on `cheap` where asked), tweet after headline. */
 const TASKS = defineTasks([
-  {
-    name: 'entities',
-    prompt: 'List the people in: {{content}}',
-    schema: { type: 'object', properties: { people: { type: 'array', items: { type: 'string' } } }, required: ['people'] },
-  },
-  {
-    name: 'headline',
-    dependsOn: ['entities'],
-    prompt: 'Write a headline naming {{tasks.entities.people}} for: {{title}}',
-    schema: { type: 'object', properties: { headline: { type: 'string' } }, required: ['headline'] },
-    provider: 'cheap',
-    maxOutputTokens: 40,
-  },
+  { name: 'topic', prompt: 'The topic of {{title}}', schema: schema('topic') },
+  { name: 'headline', dependsOn: ['topic'], prompt: 'A headline on {{tasks.topic.topic}}', schema: schema('topic'), provider: 'cheap' },
+  { name: 'tweet', dependsOn: ['headline'], prompt: 'A tweet: {{tasks.headline.topic}}', schema: schema('topic') },
 ]);
 
-const ARTICLES: Article[] = [
-  { id: '1', title: 'Mayor Alda opens the bridge', content: 'Mayor Alda and engineer Brun opened the bridge on Monday.' },
-  { id: '2', title: 'Rain', content: 'It rained all week in the valley.' },
-  // No content: the entities prompt cannot be made, and the run would fail it before any call.
-  { id: '3', title: 'A line without content' },
-];
+const setup = (name: string, extra: Partial<ProviderSetup> = {}): ProviderSetup => ({
+  provider: new SimulatedProvider({ name, minLatencyMs: 0, maxLatencyMs: 0 }),
+  limits: requestLimit(Infinity, 1),
+  ...extra,
+});
 
-/** One token a character: a count the test can redo. */
-const byLength = (request: LlmRequest) => request.prompt.length;
+/** A provider that refuses, as its vendor would, every schema with a `pattern` anywhere: a provider's schemaProblem of its own. */
+class PickyProvider extends SimulatedProvider {
+  asked = 0;
 
-function setups() {
-  return [
-    {
-      provider: new SimulatedProvider({ name: 'main' }),
-      limits: [{ kind: 'requests' as const, rate: 1, burst: 1 }],
-      estimateInputTokens: byLength,
-      maxOutputTokens: 100,
-      price: { inputPerMTok: 1, outputPerMTok: 4 },
-    },
-    {
-      provider: new SimulatedProvider({ name: 'cheap' }),
-      limits: [
-        { kind: 'requests' as const, rate: 10, burst: 5 },
-        { kind: 'input-tokens' as const, rate: 2, burst: 20 },
-      ],
-      estimateInputTokens: byLength,
-    },
-  ];
+  schemaProblem(schema: JsonSchema): string | undefined {
+    this.asked++;
+    return JSON.stringify(schema).includes('"pattern"') ? 'Picky refuses a pattern' : undefined;
+  }
 }
 
 describe('planRun', () => {
-  it('fills a dependent prompt with the simulated answer of the task it reads, and skips an article lacking a field, as the run fails it', async () => {
-    const plan = await planRun({ source: ARTICLES, providers: setups(), tasks: TASKS });
-    expect(plan).toMatchObject({ articles: 3, lacking: 1, calls: 4 });
-    const headlinePrompts = ARTICLES.slice(0, 2).map((article) => {
-      const request = {
-        task: 'entities',
-        articleId: article.id,
-        prompt: `List the people in: ${article.content}`,
-        schema: TASKS.tasks[0]!.schema,
-      };
-      const { people } = simulatedAnswer(request, SIMULATED_DEFAULTS.seed) as { people: string[] };
-      return `Write a headline naming ${JSON.stringify(people)} for: ${article.title}`;
-    });
-    const entitiesPrompts = ARTICLES.slice(0, 2).map((article) => `List the people in: ${article.content}`);
-    expect(plan.tasks[0]).toMatchObject({
-      name: 'entities',
-      provider: 'main',
-      calls: 2,
-      inputTokens: entitiesPrompts.reduce((sum, prompt) => sum + prompt.length, 0),
-      maxOutputTokens: 200,
-    });
-    expect(plan.tasks[1]).toMatchObject({ name: 'headline', provider: 'cheap', calls: 2, maxOutputTokens: 80 });
-    expect(plan.tasks[1]!.inputTokens).toBe(headlinePrompts.reduce((sum, prompt) => sum + prompt.length, 0));
+  it('routes each task once: its own provider, else the routes, else the first; a pool by name', () => {
+    const providers = [setup('main'), setup('cheap'), setup('other')];
+    const pools = [{ name: 'both', members: ['main', 'other'] }];
+    const plan = planRun({ tasks: TASKS, providers, routes: { tweet: 'both' }, pools });
+    expect(plan.routes).toEqual(
+      new Map([
+        ['topic', 'main'],
+        ['headline', 'cheap'],
+        ['tweet', 'both'],
+      ]),
+    );
+    expect(plan.servers.get('tweet')!.map((served) => served.provider.name)).toEqual(['main', 'other']);
+    expect(plan.providers).toBe(providers);
+    expect(plan.pools).toBe(pools);
   });
 
-  it('prices the priced provider only, and bounds the run by the slowest limit of any provider', async () => {
-    const plan = await planRun({ source: ARTICLES, providers: setups(), tasks: TASKS });
-    expect(plan.tasks[0]!.expectedUsd).toBeGreaterThan(0);
-    expect(plan.tasks[1]!.expectedUsd).toBeUndefined();
-    expect(plan.expectedUsd).toBe(plan.tasks[0]!.expectedUsd);
-    const [main, cheap] = plan.providers;
-    expect(main!.limits[0]).toMatchObject({ kind: 'requests', amount: 2, floorMs: 1000 });
-    const inputTokens = cheap!.limits[1]!;
-    expect(inputTokens).toMatchObject({ kind: 'input-tokens', amount: plan.tasks[1]!.inputTokens });
-    expect(inputTokens.floorMs).toBe(((inputTokens.amount - 20) / 2) * 1000);
-    expect(plan.boundBy).toEqual({ provider: 'cheap', kind: 'input-tokens' });
-    expect(plan.leastElapsedMs).toBe(inputTokens.floorMs);
+  it('refuses a route to a provider that is not there, with where the tasks came from', () => {
+    expect(() => planRun({ tasks: TASKS, providers: [setup('main')] })).toThrow(
+      new TasksError(`${TASKS.source}: task "headline" asks for provider "cheap", which is not one of the run's ("main")`),
+    );
   });
 
-  it('says no limit bounds calls at an infinite rate', async () => {
-    const providers = setups().map((setup) => ({ ...setup, limits: [{ kind: 'requests' as const, rate: Infinity, burst: 1 }] }));
-    const plan = await planRun({ source: ARTICLES, providers, tasks: TASKS });
-    expect(plan.leastElapsedMs).toBe(0);
-    expect(plan.boundBy).toBeNull();
+  it('fingerprints a task by who may answer it: its provider, or a pool of them, or the Batch API', () => {
+    const providers = [setup('main'), setup('cheap'), setup('other', { maxOutputTokens: 99 })];
+    const alone = planRun({ tasks: TASKS, providers });
+    const pooled = planRun({ tasks: TASKS, providers, routes: { tweet: 'both' }, pools: [{ name: 'both', members: ['main', 'other'] }] });
+    expect(pooled.fingerprints.topic).toBe(alone.fingerprints.topic);
+    expect(pooled.fingerprints.tweet).not.toBe(alone.fingerprints.tweet);
+    const batch = planRun({ tasks: TASKS, providers: [], batch: { name: 'main', model: 'm' } });
+    expect(batch.routes.get('headline')).toBe('main');
+    expect(batch.fingerprints.topic).not.toBe(alone.fingerprints.topic);
+    expect(planRun({ tasks: TASKS, providers: [], batch: { name: 'main', model: 'm', maxOutputTokens: 256 } }).fingerprints).toEqual(
+      batch.fingerprints,
+    );
+  });
+
+  it("asks each provider a task may go to whether it would refuse the task's schema, in the vendor's words", () => {
+    const picky = new PickyProvider({ name: 'picky' });
+    const tasks = defineTasks([
+      { name: 'plain', prompt: 'A {{title}}', schema: schema('a') },
+      {
+        name: 'coded',
+        prompt: 'B {{title}}',
+        schema: { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]+$' } }, required: ['code'] },
+      },
+    ]);
+    const plan = planRun({ tasks, providers: [{ provider: picky, limits: requestLimit(Infinity, 1) }] });
+    expect(plan.schemaProblems).toEqual([{ task: 'coded', provider: 'picky', problem: 'Picky refuses a pattern' }]);
+    expect(planRun({ tasks, providers: [setup('simulated')] }).schemaProblems).toEqual([]);
+  });
+
+  it("gives the budget's floor: the cheapest call at its provider's price, or the providers that have none", () => {
+    const price = { inputPerMTok: 1, outputPerMTok: 4 };
+    const unpriced = planRun({ tasks: TASKS, providers: [setup('main', { price }), setup('cheap')] });
+    expect(unpriced.unpriced).toEqual(['cheap']);
+    expect(unpriced.budgetFloor).toBeUndefined();
+    expect(unpriced.budgetProblem(100)).toEqual({ rule: 'unpriced', providers: ['cheap'] });
+    const plan = planRun({
+      tasks: TASKS,
+      providers: [setup('main', { price }), setup('cheap', { price: { inputPerMTok: 0.1, outputPerMTok: 0.4 } })],
+    });
+    // headline goes to the provider ten times cheaper: its whole answer (256 tokens) and prompt at a tenth of the price.
+    expect(plan.budgetFloor!.task).toBe('headline');
+    expect(plan.budgetFloor!.usd).toBeGreaterThan(256 * 0.4e-6);
+    expect(plan.budgetFloor!.usd).toBeLessThan(256 * 4e-6);
+    expect(plan.budgetProblem(plan.budgetFloor!.usd)).toBeUndefined();
+    expect(plan.budgetProblem(plan.budgetFloor!.usd / 2)).toEqual({ rule: 'floor', task: 'headline', floorUsd: plan.budgetFloor!.usd });
+  });
+
+  it('says what a resume makes again of an earlier result: a changed task and those after it, and tasks added since', () => {
+    const providers = [setup('main'), setup('cheap')];
+    const before = planRun({ tasks: TASKS, providers });
+    const outputs = { topic: { topic: 't' }, headline: { topic: 'h' }, tweet: { topic: 'w' } };
+    expect(before.redo({ outputs, fingerprints: before.fingerprints })).toEqual([]);
+    const changed = planRun({
+      tasks: defineTasks(TASKS.tasks.map((task) => (task.name === 'headline' ? { ...task, prompt: `New: ${task.prompt}` } : task))),
+      providers,
+    });
+    expect(changed.redo({ outputs, fingerprints: before.fingerprints })).toEqual(['headline', 'tweet']);
+    // Written before fingerprints were recorded: taken as made by the tasks as they are.
+    expect(changed.redo({ outputs, fingerprints: undefined })).toEqual([]);
+    const { tweet: _, ...withoutTweet } = before.fingerprints;
+    expect(before.redo({ outputs: { topic: outputs.topic, headline: outputs.headline }, fingerprints: withoutTweet })).toEqual(['tweet']);
+  });
+});
+
+describe('a run given its plan', () => {
+  it('runPipeline routes and fingerprints by the plan it is given, planning nothing again', async () => {
+    const clock = new ManualClock();
+    const picky = new PickyProvider({ name: 'picky', minLatencyMs: 0, maxLatencyMs: 0 });
+    const providers: ProviderSetup[] = [{ provider: picky, limits: requestLimit(Infinity, 1) }];
+    const tasks = loadBuiltinTasks();
+    const plan = planRun({ tasks, providers });
+    expect(picky.asked).toBe(2);
+    const results: ArticleResult[] = [];
+    const source = [{ id: '1', title: 'T', content: 'Some text. More text.' }];
+    await drive(clock, runPipeline({ source, providers, tasks, plan, clock, onResult: (result) => void results.push(result) }));
+    expect(picky.asked).toBe(2);
+    expect(results[0]!.fingerprints).toBe(plan.fingerprints);
+    // Without one, it plans for itself.
+    await drive(clock, runPipeline({ source, providers, tasks, clock }));
+    expect(picky.asked).toBe(4);
+  });
+
+  it("runPipeline refuses another run's plan", async () => {
+    const providers = [setup('main')];
+    const plan = planRun({ providers });
+    await expect(runPipeline({ source: [], providers: [setup('main')], plan })).rejects.toThrow(
+      new TypeError("Expected plan to be planRun() of the run's providers, got a plan of other providers"),
+    );
+    await expect(runPipeline({ source: [], providers, tasks: defineTasks(TASKS.tasks.slice(0, 1)), plan })).rejects.toThrow(
+      new TypeError("Expected plan to be planRun() of the run's tasks, got a plan of other tasks"),
+    );
+    const batchPlan = planRun({ providers, batch: { name: 'main' } });
+    await expect(runPipeline({ source: [], providers, plan: batchPlan })).rejects.toThrow(
+      new TypeError("Expected plan to be a live run's planRun(), got a batch run's"),
+    );
+  });
+
+  it('runBatch fingerprints by the plan it is given, and refuses one through another Batch API', async () => {
+    const api = new SimulatedBatchApi({
+      provider: new SimulatedProvider({ name: 'sim', minLatencyMs: 0, maxLatencyMs: 0 }),
+      durationMs: 1,
+    });
+    const providers = [setup('sim')];
+    const tasks = loadBuiltinTasks();
+    const plan = planRun({ tasks, providers, batch: { name: api.name, model: api.model, maxOutputTokens: 100 } });
+    const results: ArticleResult[] = [];
+    const source = [{ id: '1', title: 'T', content: 'Some text. More text.' }];
+    const summary = await runBatch({
+      source,
+      api,
+      tasks,
+      plan,
+      maxOutputTokens: 100,
+      pollMs: 1,
+      onResult: (result) => void results.push(result),
+    });
+    expect(summary).toMatchObject({ succeeded: 1 });
+    expect(results[0]!.fingerprints).toBe(plan.fingerprints);
+    await expect(runBatch({ source, api, tasks, plan, pollMs: 1 })).rejects.toThrow(
+      new TypeError(
+        `Expected plan to be planRun() through ${api.name} (model ${api.model ?? 'none'}, maxOutputTokens 256), got a plan through ${api.name} (model ${api.model ?? 'none'}, maxOutputTokens 100)`,
+      ),
+    );
+    await expect(runBatch({ source, api, plan: planRun({ tasks, providers }), pollMs: 1 })).rejects.toThrow(
+      new TypeError("Expected plan to be a batch run's planRun(), got a live run's"),
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { changedTasks, taskFingerprint, type TaskServer } from '../../src/tasks/task-fingerprint.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
-import { taskFingerprints } from '../../src/pipeline/task-fingerprints.ts';
+import { planRun } from '../../src/pipeline/run-plan.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 
@@ -76,16 +76,12 @@ describe('taskFingerprint()', () => {
     const setup = { provider: new SimulatedProvider({ seed: 1 }), limits: requestLimit(10, 1), maxOutputTokens: 300 };
     const inOrder = defineTasks([SPEC, other]);
     const reversed = defineTasks([other, SPEC]);
-    const assigned = new Map([
-      ['label', 'simulated'],
-      ['other', 'simulated'],
-    ]);
-    const a = taskFingerprints(inOrder, assigned, [setup]);
-    expect(taskFingerprints(reversed, assigned, [setup])).toEqual(a);
+    const a = planRun({ tasks: inOrder, providers: [setup] }).fingerprints;
+    expect(planRun({ tasks: reversed, providers: [setup] }).fingerprints).toEqual(a);
     // The provider's output cap counts where the task sets none; the task's own where it does.
     const { vendor, model } = setup.provider.target;
     expect(a.label).toBe(taskFingerprint(SPEC, [{ provider: 'simulated', vendor, model, maxOutputTokens: 300 }]));
-    const capped = taskFingerprints(defineTasks([{ ...SPEC, maxOutputTokens: 100 }, other]), assigned, [setup]);
+    const capped = planRun({ tasks: defineTasks([{ ...SPEC, maxOutputTokens: 100 }, other]), providers: [setup] }).fingerprints;
     expect(capped.label).not.toBe(a.label);
     expect(capped.other).toBe(a.other);
   });
