@@ -11,12 +11,15 @@ import { Redis } from 'ioredis';
 import { answerKey } from '../src/cache/answer-key.ts';
 import {
   CallGate,
+  CallLoop,
   LmdbAnswerCache,
+  ProviderRoute,
   requestLimit,
   type AnswerCache,
   type CachedAnswer,
   type LlmRequest,
   type Provider,
+  type RouteCaller,
 } from '../src/index.ts';
 import { connectRedis, RedisAnswerCache } from '../src/redis/index.ts';
 import { builtinRequest } from '../test/requests.ts';
@@ -68,12 +71,12 @@ async function fill(cache: AnswerCache, inFlight: number): Promise<number> {
 }
 
 /**
- * µs per call of `gate.call`, one after another, over requests spread across those stored: wall
+ * µs per call through the gate (its call loop, as a run's), one after another, over requests spread across those stored: wall
  * time and this process's CPU time (user + system), each the median of the rounds. The CPU time
  * is what the call costs this process whatever else the machine runs; the wall time on a busy
  * machine holds the waits for a core too.
  */
-async function perCall(gate: CallGate, expectCached: boolean): Promise<{ wallUs: number; cpuUs: number }> {
+async function perCall(gate: RouteCaller, expectCached: boolean): Promise<{ wallUs: number; cpuUs: number }> {
   const requests = Array.from({ length: CALLS }, (_, i) => requestFor(Math.floor((i * 7919) % STORED)));
   const wall: number[] = [];
   const cpu: number[] = [];
@@ -92,7 +95,7 @@ async function perCall(gate: CallGate, expectCached: boolean): Promise<{ wallUs:
 }
 
 /** Calls per second with `inFlight` calls at once (a pool of workers). */
-async function throughput(gate: CallGate, inFlight: number): Promise<number> {
+async function throughput(gate: RouteCaller, inFlight: number): Promise<number> {
   const started = performance.now();
   let next = 0;
   await Promise.all(
@@ -103,7 +106,8 @@ async function throughput(gate: CallGate, inFlight: number): Promise<number> {
   return (CALLS * 1000) / (performance.now() - started);
 }
 
-const gateOver = (cache?: AnswerCache) => new CallGate({ provider: instant, limits: requestLimit(Infinity, 1), cache });
+const gateOver = (cache?: AnswerCache) =>
+  new CallLoop({ cache }).caller(new ProviderRoute(new CallGate({ provider: instant, limits: requestLimit(Infinity, 1) })));
 const rows: string[][] = [];
 const results: Record<string, unknown> = { stored: STORED };
 const us = (value: number) => `${value.toFixed(1)} µs`;

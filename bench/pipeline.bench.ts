@@ -77,13 +77,12 @@ if (only === undefined) {
     rssRatio <= 1.2,
   );
 
-  // 2. The pipeline alone: a provider that answers at once with fixed output (no text analysis).
+  // 2. The pipeline alone: a provider that answers at once with fixed output (no text analysis),
+  // each answer one that fits its task's schema, as every answer is checked against it.
   const instant: Provider = {
     name: 'instant',
     call: async (request) =>
-      request.task === 'summarize'
-        ? { output: { task: 'summarize', summary: '', keywords: [] } }
-        : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } },
+      request.task === 'summarize' ? { output: { summary: 's', keywords: [] } } : { output: { sentiment: 'neutral', score: 0 } },
   };
   const inProcess: number[] = [];
   for (let i = 0; i < 3; i++) {

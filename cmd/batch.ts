@@ -9,7 +9,7 @@ import {
   type BatchApi,
   type BatchRunState,
 } from '../src/batch/index.ts';
-import { CallGate, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
 // The vendors' defaults (base URL, model): what a Batch API of the flags' provider is made with.
@@ -50,8 +50,12 @@ export async function runBatchCommand(
   }
   // Loaded before the first token is taken, as a live run does: a call must leave when its token is granted.
   if (live) await setup.provider.ready?.();
-  // The gate a live run calls, with the live run's retries and repairs.
-  const fallback = live ? new CallGate({ ...setup, retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }) : undefined;
+  // The route a live run calls, through a loop with the live run's retries and repairs.
+  const fallback = live
+    ? new CallLoop({ retry: { maxAttempts: flags.maxAttempts }, maxRepairs: flags.maxRepairs }).caller(
+        new ProviderRoute(new CallGate(setup)),
+      )
+    : undefined;
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
   const events = new RunEvents();
   const report = await startRunReport(flags, events, { providers: setups.providers }, (text) => process.stderr.write(`${text}\n`));

@@ -72,12 +72,17 @@ export type { InputIssue } from './sources/input-error.ts';
 // Where results go — result stores, JSONL files, resume — is `news-processor/sinks`: a run tells
 // each result to `onResult`.
 
-// The gate in front of each provider — breaker, limits, call, retry — and the one shape of a provider's options.
+// The gate in front of each provider — breaker, budget, limits, one attempt — and the one shape of a provider's options.
 export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
-export type { CallGateOptions, GateCallOptions, GateFigures, GateAnswer } from './gate/call-gate.ts';
-export type { AttemptEvent, AttemptOutcome } from './gate/attempt.ts';
+export type { CallGateOptions, GateAttemptOptions, GateFigures } from './gate/call-gate.ts';
+export type { AttemptEvent, AttemptOutcome, GateAttempt } from './gate/attempt.ts';
 export type { CallDeadline } from './gate/call-deadline.ts';
-export type { Route, RouteAnswer } from './route/route.ts';
+export type { CallScope, CallScopeOptions } from './gate/call-scope.ts';
+// Routes choose a gate for each attempt; the one call loop makes every call through them: cache, retries, repairs, fallbacks.
+export type { Route, RouteCall, RouteChoice, RouteCallOptions, RouteAnswer, RouteCaller } from './route/route.ts';
+export { CallLoop } from './route/call-loop.ts';
+export type { CallLoopOptions } from './route/call-loop.ts';
+export { ProviderRoute } from './route/provider-route.ts';
 // Pools: several providers of one model as one route, each call where it is granted soonest, with fallbacks.
 export { RoutePool } from './route/pool.ts';
 export type { RoutePoolOptions, PoolMemberChange } from './route/pool.ts';

@@ -7,6 +7,8 @@
 import { ManualClock, sleep, systemClock, type Clock } from '../../src/clock.ts';
 import type { AdaptiveTuning } from '../../src/quota/adaptive-rate.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
+import { CallLoop } from '../../src/route/call-loop.ts';
+import { ProviderRoute } from '../../src/route/provider-route.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { HeaderStyle } from '../../src/vendors/rate-limit-headers.ts';
@@ -111,7 +113,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
     provider = new LateSender(simulated, clock, options.sendLatenessMs, latenessSamples);
   }
   // Every 429 is retried after its retry-after, for as long as it takes: the run measures the rate, not give-ups.
-  const gate = new CallGate({ provider, limits, adaptive: options.adaptive, clock, retry: { maxAttempts: 1_000_000 } });
+  const gate = new CallGate({ provider, limits, adaptive: options.adaptive, clock });
+  const loop = new CallLoop({ clock, retry: { maxAttempts: 1_000_000 } });
+  const route = new ProviderRoute(gate);
   const controller = gate.adaptive;
 
   const startMs = clock.now();
@@ -123,7 +127,7 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
   const worker = async (): Promise<void> => {
     while (next < options.calls) {
       const request: LlmRequest = builtinRequest('sentiment', String(next++), 'Markets', 'Shares rose.');
-      await gate.call(request);
+      await loop.call(route, request);
       successesAtMs.push(clock.now() - startMs);
     }
   };

@@ -5,7 +5,7 @@ import type { ProviderPrice } from '../gate/provider-options.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import type { RunPlan } from '../pipeline/run-plan.ts';
 import type { LlmRequest } from '../provider/provider.ts';
-import type { Route } from '../route/route.ts';
+import type { RouteCaller } from '../route/route.ts';
 import type { Article } from '../sources/article.ts';
 import type { TaskSet } from '../tasks/task-set.ts';
 import type { RunEvents } from '../pipeline/run-events.ts';
@@ -104,10 +104,11 @@ export interface BatchRunOptions {
   readonly estimateInputTokens?: ((request: LlmRequest) => number | Promise<number>) | undefined;
   /**
    * Where a row that came back without an answer goes instead of a later batch: the live path (the
-   * gate a live run would call), at the live price, for when time matters more than price. Its
-   * failure fails the article with the reason. @default none (the row goes again in a batch)
+   * route a live run would call, with its call loop: `CallLoop.caller`), at the live price, for when
+   * time matters more than price. Its failure fails the article with the reason.
+   * @default none (the row goes again in a batch)
    */
-  readonly fallback?: Route | undefined;
+  readonly fallback?: RouteCaller | undefined;
   /** Rows sent through `fallback` at once. @default BATCH_DEFAULTS.fallbackConcurrency */
   readonly fallbackConcurrency?: number | undefined;
   /** How often a batch is polled, in ms. @default BATCH_DEFAULTS.pollMs */

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { LlmRequest } from '../provider/provider.ts';
-import type { Route, RouteAnswer } from '../route/route.ts';
+import type { RouteAnswer, RouteCaller } from '../route/route.ts';
 
 /** How a row sent through the live path ended: the route's answer, or what it rejected with. */
 export type LiveOutcome<T> = { readonly item: T; readonly callMs: number } & (
@@ -15,7 +15,7 @@ export type LiveOutcome<T> = { readonly item: T; readonly callMs: number } & (
  * retries and breaker, for a few rows.
  */
 export async function callLive<T>(
-  route: Route,
+  route: RouteCaller,
   items: readonly T[],
   requestOf: (item: T) => LlmRequest,
   options: {

@@ -17,9 +17,10 @@ interface Settled {
  * The cache in front of a route's calls, and one call per key at a time: a call looks its keys up
  * first, and while a call for one of them is under way, identical calls wait for its answer rather
  * than make their own. A stored answer, or the one the call under way got, ends the call as a hit;
- * a miss is made by `make`, and its answer kept. A call under way that fails leaves those waiting
- * to go round again: one of them makes the call. A store that fails is a miss (and a write that
- * fails is lost): logged, never the call's failure.
+ * a miss is made by `make`, and its answer kept — and it answers identical calls itself until the
+ * store has it readable, so that a call is made once however its twins are timed. A call under way
+ * that fails leaves those waiting to go round again: one of them makes the call. A store that
+ * fails is a miss (and a write that fails is lost): logged, never the call's failure.
  *
  * A call may have several keys: a pool's members may be different vendors or models, each shaping
  * its answer in its own way, and a call through the pool may be answered by any of them. It is a
@@ -30,7 +31,7 @@ interface Settled {
 export class OneCallPerKey {
   readonly #cache: AnswerCache;
   readonly #logger: Logger;
-  /** The answer each key's call under way will bring (undefined: it failed, or was kept under no key). */
+  /** The answer each key's call under way will bring (undefined: it failed, or was kept under no key), or brought and is storing. */
   readonly #underWay = new Map<string, Promise<Settled | undefined>>();
 
   constructor(cache: AnswerCache, logger: Logger) {
@@ -60,6 +61,7 @@ export class OneCallPerKey {
       const mine = new Promise<Settled | undefined>((resolve) => (settle = resolve));
       for (const key of keys) this.#underWay.set(key, mine);
       let settled: Settled | undefined;
+      let stored: Promise<void> | undefined;
       try {
         const kept = await this.#get(keys);
         if (kept !== undefined) {
@@ -72,15 +74,30 @@ export class OneCallPerKey {
         const { output, usage } = made.response;
         settled = { key, answer: usage === undefined ? { output } : { output, usage } };
         // Not waited for: the answer is the caller's now; the store's commit follows, and close() waits for it.
-        this.#cache
-          .put(key, settled.answer)
-          .catch((error: unknown) => this.#logger.warn({ err: error, cache: this.#cache.location }, 'answer not cached'));
+        stored = this.#cache.put(key, settled.answer);
         return { made };
       } finally {
-        for (const key of keys) this.#underWay.delete(key);
+        // Its key stays taken by the answer until the store can give it: a twin that comes meanwhile
+        // is answered by it, not made again. The other keys go now (a twin under them alone goes round).
+        for (const key of keys) if (stored === undefined || key !== settled!.key) this.#underWay.delete(key);
         settle(settled);
+        if (stored !== undefined) {
+          const key = settled!.key;
+          stored.then(
+            () => this.#release(key, mine),
+            (error: unknown) => {
+              this.#release(key, mine);
+              this.#logger.warn({ err: error, cache: this.#cache.location }, 'answer not cached');
+            },
+          );
+        }
       }
     }
+  }
+
+  /** Lets `key` go, unless another call has taken it since. */
+  #release(key: string, mine: Promise<Settled | undefined>): void {
+    if (this.#underWay.get(key) === mine) this.#underWay.delete(key);
   }
 
   #firstUnderWay(keys: readonly string[]): Promise<Settled | undefined> | undefined {

@@ -103,10 +103,27 @@ export interface AttemptEvent {
 }
 
 /**
+ * An attempt through a gate as the call loop has it back: ended, its observers told. The loop
+ * judges the answer, decides what comes next and says so on it before it tells the caller.
+ */
+export interface GateAttempt extends AttemptEvent {
+  /** The request as sent: the task's, or a repair of it. */
+  readonly request: LlmRequest;
+  /** What it cost at the provider's price, in whole nano-dollars (0 without a price): `costUsd`, exactly. */
+  readonly costNanoUsd: number;
+  /** Delay before the call's next attempt, when there will be one, in ms. */
+  retryInMs: number | undefined;
+  /** The gate was dropped from its route for this failure (see {@link AttemptEvent.dropped}). */
+  dropped: boolean;
+  /** The answer did not fit its schema: the attempt ends `malformed`, failed with `error` (what a repair shows back). */
+  unfit(error: unknown): void;
+}
+
+/**
  * One attempt as it goes: filled in step by step, then handed to the observers and, as its
  * {@link AttemptEvent}, to the caller. The figures are plain fields, set once it has ended.
  */
-export class Attempt implements AttemptEvent {
+export class Attempt implements GateAttempt {
   readonly provider: string;
   readonly request: LlmRequest;
   readonly task: LlmRequest['task'];
@@ -140,6 +157,8 @@ export class Attempt implements AttemptEvent {
   usage: TokenUsage | undefined;
   retryInMs: number | undefined;
   dropped = false;
+  /** Whether it has lined up at the limits (their queue counts it from then): the gate's count of arrivals. */
+  queued = false;
 
   constructor(
     provider: string,
@@ -190,6 +209,14 @@ export class Attempt implements AttemptEvent {
       this.costNanoUsd = !this.called ? 0 : billed === undefined ? this.worstNanoUsd() : usageNanoUsd(billed, this.price);
       this.costUsd = this.costNanoUsd / NANO_USD;
     }
+  }
+
+  unfit(error: unknown): void {
+    // Its usage stays on the error, as a vendor's unfit answer carries it: what it cost is unchanged.
+    this.response = undefined;
+    this.usage = undefined;
+    this.error = error;
+    this.outcome = 'malformed';
   }
 
   /** The most the attempt can cost at its price, its whole answer included, in nano-USD. */

@@ -9,7 +9,8 @@ import { isRetryError } from '../retry/retry.ts';
 import type { Article } from '../sources/article.ts';
 import { requestFor, type Task, type TaskSet } from '../tasks/task-set.ts';
 import { missingInput, MissingFieldError } from '../tasks/template.ts';
-import type { Route } from '../route/route.ts';
+import type { CallLoop } from '../route/call-loop.ts';
+import type { Route, RouteCallOptions } from '../route/route.ts';
 import type { Admission } from './admission.ts';
 import { DeadlineSignals } from './deadline-signals.ts';
 import type { ArticleError, ArticleResult } from './result.ts';
@@ -17,8 +18,10 @@ import type { ArticleError, ArticleResult } from './result.ts';
 export interface ProcessorOptions {
   /** Every article's tasks. */
   readonly tasks: TaskSet;
-  /** Where each task's calls go (task name → route: its provider's gate), shared by all workers. */
+  /** Where each task's calls go (task name → route), shared by all workers. */
   readonly routes: ReadonlyMap<string, Route>;
+  /** The loop every call goes through, whatever its route: the run's retries, repairs and answer cache. */
+  readonly loop: CallLoop;
   /** Each task's fingerprint (`taskFingerprints`), which the result records. @default none (the result records none) */
   readonly fingerprints?: Readonly<Record<string, string>> | undefined;
   /** Per-article budget in ms, bounding limiter waits and calls alike. */
@@ -30,7 +33,7 @@ export interface ProcessorOptions {
   readonly deadlines: DeadlineSignals;
   /** Told after every attempt of the article's calls. @default none */
   readonly onAttempt?: ((event: AttemptEvent) => void) | undefined;
-  /** Told as each attempt goes to the provider (see `GateCallOptions.onSend`). @default none */
+  /** Told as each attempt goes to the provider (see `RouteCallOptions.onSend`). @default none */
   readonly onSend?: ((request: LlmRequest) => void) | undefined;
   /** The pool slot running the article, passed on to the attempt events. @default none */
   readonly workerId?: number | undefined;
@@ -81,7 +84,7 @@ export interface ProcessedArticle {
  * an article's first call goes before others' later ones, which keeps the limits busy.
  */
 export async function processArticle(article: Article, options: ProcessorOptions): Promise<ProcessedArticle> {
-  const { clock, timeoutMs, signal: runSignal, routes, admission } = options;
+  const { clock, timeoutMs, signal: runSignal, routes, loop, admission } = options;
   const startMs = clock.now();
   // Shared by the article's calls: the first call's route starts it (see `CallDeadline`).
   const deadline = new ArticleDeadline(startMs, timeoutMs, options.deadlines, runSignal, options.firstGrantWithinMs);
@@ -110,7 +113,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     const own = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
     try {
       const request = requestFor(task, article.id, fields, outputs);
-      const callOptions = {
+      const callOptions: RouteCallOptions = {
         deadline,
         // Ranked by the latest instant it can be granted and leave the calls after it their time.
         keepBeforeDeadlineMs: task.height * (expectedCallMs?.() ?? 0),
@@ -120,7 +123,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
         maxOutputTokens: task.maxOutputTokens,
         tally: own,
       };
-      const answer = await route.call(request, callOptions);
+      const answer = await loop.call(route, request, callOptions);
       outputs[task.name] = answer.response.output;
       if (answer.cached === true) {
         cached ??= [];

@@ -6,11 +6,13 @@ import { inputTokenBound, usageNanoUsd } from '../gate/call-cost.ts';
 import { providerSetupProblem, specsOf, type ProviderSetup } from '../gate/provider-options.ts';
 import { NANO_USD } from '../quota/budget.ts';
 import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
+import type { Route } from '../route/route.ts';
 import { changedTasks } from '../tasks/task-fingerprint.ts';
 import { TasksError, type TaskSet } from '../tasks/task-set.ts';
 import { loadBuiltinTasks } from '../tasks/tasks-file.ts';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';
+import { ownRoutes } from './own-routes.ts';
 import { batchFingerprints, servingSetups, taskFingerprints } from './task-fingerprints.ts';
 
 /** What {@link planRun} plans: the run's tasks, and where their calls go. */
@@ -19,8 +21,11 @@ export interface RunPlanOptions {
   readonly tasks?: TaskSet | undefined;
   /** The providers a live call may go to (none for a batch run with no live path). */
   readonly providers: readonly ProviderSetup[];
-  /** Which provider or pool (by name) serves each task that names none itself. @default the first provider */
-  readonly routes?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Which provider or pool (by name) serves each task that names none itself, or a `Route` of one's
+   * own (its gates are then among those the task may go to). @default the first provider
+   */
+  readonly routes?: Readonly<Record<string, string | Route>> | undefined;
   /** Pools of providers a task or `routes` may name. @default none */
   readonly pools?: readonly PoolSetup[] | undefined;
   /** The run goes through a Batch API: each task's fingerprint is over it. @default none (a live run) */
@@ -114,11 +119,19 @@ export function planRun(options: RunPlanOptions): RunPlan {
     providers.map((setup) => setup.provider.name),
   );
   if (poolProblem !== undefined) throw expected(poolProblem.field, poolProblem.expected, poolProblem.value);
+  // Routes of the caller's own: their gates stand as providers, and each route of several as a pool of them.
+  const own = ownRoutes(
+    options.routes,
+    new Set([...providers.map((setup) => setup.provider.name), ...pools.map((pool) => pool.name)]),
+    undefined,
+  );
   const routes =
     providers.length === 0
       ? new Map(tasks.tasks.map((task) => [task.name, batch!.name]))
       : taskProviders(tasks, providers, options.routes, pools);
-  const servers = new Map(tasks.tasks.map((task) => [task.name, servingSetups(routes.get(task.name)!, providers, pools)]));
+  const allSetups = [...providers, ...own.setups];
+  const allPools = [...pools, ...own.pools];
+  const servers = new Map(tasks.tasks.map((task) => [task.name, servingSetups(routes.get(task.name)!, allSetups, allPools)]));
   const fingerprints = batch === undefined ? taskFingerprints(tasks, servers) : batchFingerprints(tasks, batch);
   const schemaProblems: RunPlan['schemaProblems'][number][] = [];
   for (const task of tasks.tasks) {
@@ -129,7 +142,7 @@ export function planRun(options: RunPlanOptions): RunPlan {
       break;
     }
   }
-  const unpriced = providers.filter((setup) => setup.price === undefined).map((setup) => setup.provider.name);
+  const unpriced = allSetups.filter((setup) => setup.price === undefined).map((setup) => setup.provider.name);
   const floor = unpriced.length > 0 ? undefined : cheapestCall(tasks, servers);
   const budgetFloor = floor === undefined ? undefined : { task: floor.task, usd: floor.nanoUsd / NANO_USD };
   const now = fingerprints;
@@ -205,15 +218,15 @@ function cheapestCall(
 }
 
 /**
- * Which provider or pool serves each task: the one it names, else the one `routes` names for it,
- * else the first provider. Throws a {@link TasksError} for a name that is not among them, a route
- * for a task that is not there, and a task whose `maxOutputTokens` its provider's token limits
- * cannot hold.
+ * Which provider, pool or route serves each task (by name): the one it names, else the one `routes`
+ * names for it (or the route object given there), else the first provider. Throws a
+ * {@link TasksError} for a name that is not among them, a route for a task that is not there, and a
+ * task whose `maxOutputTokens` the token limits of a provider it may be sent to cannot hold.
  */
 function taskProviders(
   tasks: TaskSet,
   providers: readonly ProviderSetup[],
-  routes: Readonly<Record<string, string>> | undefined,
+  routes: Readonly<Record<string, string | Route>> | undefined,
   pools: readonly PoolSetup[],
 ): Map<string, string> {
   const names = providers.map((setup) => setup.provider.name);
@@ -228,7 +241,13 @@ function taskProviders(
   }
   const assigned = new Map<string, string>();
   for (const task of tasks.tasks) {
-    const name = task.provider ?? routes?.[task.name] ?? names[0]!;
+    const given = task.provider ?? routes?.[task.name];
+    if (typeof given === 'object') {
+      for (const gate of given.gates) checkOutputFits(task, { provider: gate.provider, limits: gate.limits }, fail);
+      assigned.set(task.name, given.name);
+      continue;
+    }
+    const name = given ?? names[0]!;
     const pool = pools.find((candidate) => candidate.name === name);
     const served = pool === undefined ? [name] : pool.members;
     if (pool === undefined && !names.includes(name)) {
@@ -244,7 +263,11 @@ function taskProviders(
 }
 
 /** Fails when the task's `maxOutputTokens` cannot fit the token limits of `setup`'s provider. */
-function checkOutputFits(task: TaskSet['tasks'][number], setup: ProviderSetup, fail: (message: string) => never): void {
+function checkOutputFits(
+  task: TaskSet['tasks'][number],
+  setup: Pick<ProviderSetup, 'provider' | 'limits'>,
+  fail: (message: string) => never,
+): void {
   if (task.maxOutputTokens === undefined) return;
   const problem = providerSetupProblem({ limits: setup.limits, maxOutputTokens: task.maxOutputTokens });
   if (problem?.rule !== 'token-burst') return;

@@ -8,6 +8,8 @@ import type { Budget } from '../quota/budget.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
 import type { LlmRequest } from '../provider/provider.ts';
 import type { Route } from '../route/route.ts';
+import { CallLoop } from '../route/call-loop.ts';
+import { ProviderRoute } from '../route/provider-route.ts';
 import { RoutePool, type PoolMemberChange } from '../route/pool.ts';
 import { poolSetupProblem, type PoolSetup } from '../route/pool-setup.ts';
 import type { TaskSet } from '../tasks/task-set.ts';
@@ -18,6 +20,7 @@ import { checkDurationMs, checkInteger, checkNumber, checkOneOf, expected } from
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
 import { summarizeRun, type RunStop, type RunSummary } from './metrics.ts';
+import { ownRoutes } from './own-routes.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
@@ -82,10 +85,14 @@ export interface PipelineOptions {
   /** Every article's tasks (`defineTasks`, `loadTasksFile`). @default the built-in summarize, then sentiment */
   readonly tasks?: TaskSet | undefined;
   /**
-   * Which provider or pool (by name) serves each task that names none itself (task name → name).
+   * Where the calls of each task that names no provider itself go (task name → route): a provider's
+   * or a pool's name, or a `Route` of one's own — a choice among gates of one's own making
+   * (`CallGate`s: made with the run's `budget` when there is one), through the run's call loop, its
+   * retries, repairs and cache, as any route's. Its name must be none of the run's providers' or
+   * pools', and its gates' names none of the providers'.
    * @default the first provider serves them
    */
-  readonly routes?: Readonly<Record<string, string>> | undefined;
+  readonly routes?: Readonly<Record<string, string | Route>> | undefined;
   /**
    * Pools of providers (keys, deployments, vendors of one model), each a route a task or `routes`
    * may name as it names a provider: each call goes where it is granted soonest, with fallbacks.
@@ -175,15 +182,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const gate = new CallGate({
-      ...setup,
-      budget,
-      cache: options.cache,
-      retry: options.retry,
-      maxRepairs: options.maxRepairs,
-      clock,
-      logger: options.logger,
-    });
+    const gate = new CallGate({ ...setup, budget, clock, logger: options.logger });
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
@@ -195,18 +194,22 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const plan = options.plan ?? planRun(options);
   checkPlan(plan, options);
   const { tasks, fingerprints } = plan;
-  // One provider's gate, or a pool, is a task's route.
-  const routes = new Map<string, Route>([...plan.routes].map(([task, name]) => [task, routesByName.get(name)!]));
+  const own = ownRoutes(options.routes, new Set(routesByName.keys()), options.budget);
+  for (const gate of own.gates) gatesByName.set(gate.name, gate);
+  // A provider's route, a pool, or a route of the caller's own is a task's route.
+  const routes = new Map<string, Route>([...plan.routes].map(([task, name]) => [task, routesByName.get(name) ?? own.byName.get(name)!]));
+  const pools = [...(options.pools ?? []), ...own.pools];
   // A pool member's outage is the pool's to ride out: the run gives up on a provider only where a task calls it directly.
-  const direct = new Set([...routes.values()]);
+  const direct = new Set([...routes.values()].map((route) => (route instanceof ProviderRoute ? route.gate : undefined)));
   const members = new Set((options.pools ?? []).flatMap((pool) => pool.members));
   watchedGates.splice(0, watchedGates.length, ...watchedGates.filter(({ gate }) => direct.has(gate) || !members.has(gate.name)));
   // Loaded before the first token is taken: a call must leave when its token is granted.
-  await Promise.all(options.providers.map(({ provider }) => provider.ready?.()));
+  await Promise.all([...gatesByName.values()].map(({ provider }) => provider.ready?.()));
+  const loop = new CallLoop({ retry: options.retry, maxRepairs: options.maxRepairs, cache: options.cache, clock, logger: options.logger });
 
-  const priced = options.providers.some((setup) => setup.price !== undefined);
-  const pricedNames = options.providers.filter((setup) => setup.price !== undefined).map((setup) => setup.provider.name);
-  for (const pool of options.pools ?? []) if (pool.members.some((member) => pricedNames.includes(member))) pricedNames.push(pool.name);
+  const pricedNames = [...gatesByName.values()].filter((gate) => gate.price !== undefined).map((gate) => gate.name);
+  const priced = pricedNames.length > 0;
+  for (const pool of pools) if (pool.members.some((member) => pricedNames.includes(member))) pricedNames.push(pool.name);
   const startMs = clock.now();
   const tally = new RunTally({
     clock,
@@ -215,7 +218,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     providers: [...gatesByName.keys()],
     tasks: tasks.tasks.map((task) => ({ name: task.name, route: routes.get(task.name)!.name })),
     priced: pricedNames,
-    pools: (options.pools ?? []).map(({ name, members }) => ({ name, members })),
+    pools: pools.map(({ name, members }) => ({ name, members })),
     total: options.total,
     budget: options.budget,
     cached: options.cache !== undefined,
@@ -223,7 +226,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const { onResult } = options;
   events.emit('runStarted', {
     mode: 'live',
-    providers: new Map(options.providers.map(({ provider }) => [provider.name, provider])),
+    providers: new Map([...gatesByName.values()].map(({ provider }) => [provider.name, provider])),
     budget: options.budget,
     clock,
     startMs,
@@ -300,6 +303,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     (processorOptions[workerId] ??= {
       tasks,
       routes,
+      loop,
       fingerprints,
       priced,
       timeoutMs,
@@ -363,8 +367,8 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
 }
 
 /**
- * Every route a task may name: each provider's gate, and each pool (its fallbacks built first).
- * Throws a `TypeError` naming the field for pools that cannot work ({@link poolSetupProblem}).
+ * Every route a task may name: each provider's, over its gate, and each pool (its fallbacks built
+ * first). Throws a `TypeError` naming the field for pools that cannot work ({@link poolSetupProblem}).
  */
 function poolRoutes(
   options: PipelineOptions,
@@ -375,7 +379,7 @@ function poolRoutes(
   const pools = options.pools ?? [];
   const problem = poolSetupProblem(pools, [...gates.keys()]);
   if (problem !== undefined) throw expected(problem.field, problem.expected, problem.value);
-  const routes = new Map<string, Route>(gates);
+  const routes = new Map<string, Route>([...gates].map(([name, gate]) => [name, new ProviderRoute(gate)]));
   const byName = new Map(pools.map((pool) => [pool.name, pool]));
   const build = (name: string): Route => {
     const built = routes.get(name);
@@ -387,9 +391,6 @@ function poolRoutes(
       strategy: setup.strategy,
       weights: setup.weights,
       fallback: (setup.fallback ?? []).map(build),
-      retry: options.retry,
-      maxRepairs: options.maxRepairs,
-      cache: options.cache,
       clock,
       logger: options.logger,
       onMemberChange,

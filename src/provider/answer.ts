@@ -12,8 +12,8 @@ import { validatorOf } from './schema-validators.ts';
  */
 export async function readAnswer(request: LlmRequest, answer: unknown, meta: ProviderErrorOptions = {}): Promise<LlmOutput> {
   let value = answer;
-  // The answer as the model gave it, for a repair to show it back.
-  const text = typeof answer === 'string' ? answer : (JSON.stringify(answer) ?? String(answer));
+  // The answer as the model gave it, for a repair to show it back (a parsed one is written out only if unfit).
+  const text = typeof answer === 'string' ? answer : undefined;
   if (typeof answer === 'string') {
     try {
       value = JSON.parse(answer);
@@ -22,20 +22,49 @@ export async function readAnswer(request: LlmRequest, answer: unknown, meta: Pro
       throw new MalformedOutputError(`the answer ${message}`, { ...meta, answer: text, problems: [{ path: '', message }] });
     }
   }
+  const unfit = unfitAnswer(request, value, text, meta);
+  if (unfit !== undefined) throw unfit;
+  return value as LlmOutput;
+}
+
+/** Whether `value` is a JSON object that fits `request`'s schema: {@link unfitAnswer}'s question, without its answer. */
+export function answerFits(request: LlmRequest, value: unknown): boolean {
+  return isRecord(value) && validatorOf(request.schema)(value);
+}
+
+/**
+ * What is wrong with `value` as the answer to `request` — not a JSON object, or not one that fits
+ * the request's schema — as the {@link MalformedOutputError} a repair shows back to the model, or
+ * undefined when it fits. Synchronous, and allocation-free when it fits: the call loop asks it of
+ * every answer from a provider that does not check its own. `text` is the answer as the model gave
+ * it (default: `value` as JSON); `meta`, the response's headers and usage, goes on the error.
+ */
+export function unfitAnswer(
+  request: LlmRequest,
+  value: unknown,
+  text?: string,
+  meta?: ProviderErrorOptions,
+): MalformedOutputError | undefined {
   if (!isRecord(value)) {
     const problems = [{ path: '', message: 'must be a JSON object' }];
-    throw new MalformedOutputError(`the answer is not a JSON object for the ${request.task} schema`, { ...meta, answer: text, problems });
-  }
-  const validate = validatorOf(request.schema);
-  if (!validate(value)) {
-    const problems = problemsOf(validate.errors);
-    throw new MalformedOutputError(`the answer does not fit the ${request.task} schema: ${describe(problems[0])}`, {
+    return new MalformedOutputError(`the answer is not a JSON object for the ${request.task} schema`, {
       ...meta,
-      answer: text,
+      answer: text ?? asText(value),
       problems,
     });
   }
-  return value;
+  const validate = validatorOf(request.schema);
+  if (validate(value)) return undefined;
+  const problems = problemsOf(validate.errors);
+  return new MalformedOutputError(`the answer does not fit the ${request.task} schema: ${describe(problems[0])}`, {
+    ...meta,
+    answer: text ?? asText(value),
+    problems,
+  });
+}
+
+function asText(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
 }
 
 /** The validator's errors as problems: the field, and what was expected there. */

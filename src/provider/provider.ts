@@ -169,6 +169,13 @@ export interface Provider {
   readonly limitsCountCacheReads?: boolean | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
+  /**
+   * Whether `call` resolves only with an output it has checked against the request's schema
+   * (`readAnswer`, as the vendors' `decode` does): the call loop then does not check it again. A
+   * provider's promise of its model's output (a strict mode, a tool schema) is no such check.
+   * @default false (the call loop checks every answer)
+   */
+  readonly checksAnswers?: boolean | undefined;
   /** Answers `request` with an output that fits its schema, or rejects with a `ProviderError` (or `signal.reason` when aborted). */
   call(request: LlmRequest, options?: CallOptions): Promise<LlmResponse>;
   /**

@@ -1,19 +1,11 @@
 import type { Logger } from 'pino';
-import { isBrokenCircuitError } from '../breaker/circuit-breaker.ts';
-import { sleep, systemClock, type Clock } from '../clock.ts';
-import type { Attempt } from '../gate/attempt.ts';
-import type { AnswerCache } from '../cache/answer-cache.ts';
-import { OneCallPerKey } from '../cache/one-call-per-key.ts';
-import { attemptThrough, GATE_DEFAULTS, openScope, type CallGate, type CallScope, type GateCallOptions } from '../gate/call-gate.ts';
-import { repairAfter } from '../gate/repair.ts';
-import { isLimitTooSmallError, type CallCost } from '../quota/provider-limits.ts';
-import { BadRequestError, RefusalError, stopsRun, type LlmRequest } from '../provider/provider.ts';
-import { RetryError, RetryPolicy, type RetryPolicyOptions } from '../retry/retry.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import type { CallGate } from '../gate/call-gate.ts';
+import type { CallCost } from '../quota/provider-limits.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkInteger } from '../validation/checks.ts';
 import { combinedBacklogMs } from './pool-capacity.ts';
 import type { PoolStrategy } from './pool-setup.ts';
-import type { Route, RouteAnswer } from './route.ts';
+import type { Route, RouteCall, RouteChoice } from './route.ts';
 
 /** A member of a pool going down, coming back, or dropped: what a person running the pool is told. */
 export interface PoolMemberChange {
@@ -42,28 +34,8 @@ export interface RoutePoolOptions {
   readonly strategy?: PoolStrategy | undefined;
   /** With `weighted`, one per member. @default each member's request rate (1 without one) */
   readonly weights?: readonly number[] | undefined;
-  /** Routes tried in order when the pool cannot serve a call. @default none */
+  /** Routes tried in order when the pool cannot serve a call (see {@link Route.fallback}). @default none */
   readonly fallback?: readonly Route[] | undefined;
-  /** Attempts across members, backoff and the retry-after cap. @default RETRY_DEFAULTS, full-jitter backoff */
-  readonly retry?: RetryPolicyOptions | undefined;
-  /**
-   * How many times a call's answer that does not parse or fit its schema is repaired — asked again,
-   * through whichever member is then best, with that answer and the validator's problems — before
-   * the retry policy takes it as any other failure (0: never; each repair is an attempt paid for,
-   * not counted against `maxAttempts`), as a gate's `maxRepairs`.
-   * @default GATE_DEFAULTS.maxRepairs (1)
-   */
-  readonly maxRepairs?: number | undefined;
-  /**
-   * Answers kept across calls, runs and processes, in front of the members (their own gates' caches
-   * are not asked: the pool calls their attempts). A call is looked up under each member's key
-   * (`CallGate.answerKey`: what shapes that member's answer — its vendor, model, the request as it
-   * would send it), a hit under any of them ends the call, and a made answer is kept under the key
-   * of the member that made it only: members that shape answers alike share a key, and one whose
-   * model differs never answers with another's. Fallbacks are routes of their own, cached by
-   * their own gates or pools. @default none (every call made)
-   */
-  readonly cache?: AnswerCache | undefined;
   /** @default systemClock */
   readonly clock?: Clock | undefined;
   /** Told each member that goes down, comes back or is dropped, at warn level. @default silentLogger */
@@ -74,52 +46,45 @@ export interface RoutePoolOptions {
   readonly random?: (() => number) | undefined;
 }
 
-/** A pool's answer says which member (or fallback) gave it. */
-type PoolAnswer = RouteAnswer & { readonly servedBy: string };
-
 interface Member {
   readonly gate: CallGate;
   readonly weight: number;
   dropped: boolean;
-  /** Calls now making an attempt through it. */
-  inFlight: number;
-  /** Of those, calls chosen for it that are not yet in its limits' queue (which does not count them yet). */
-  choosing: number;
 }
 
 /** A wait this short is none: the difference is float arithmetic, not time. */
 const EPSILON_MS = 1e-6;
 
 /**
- * Several providers of one model — keys, deployments, vendors — as one route: each call goes to a
+ * Several providers of one model — keys, deployments, vendors — as one route: each attempt goes to a
  * member by the pool's strategy (by default the one whose limits grant it soonest, asked without
  * taking), and a retried call goes to whichever member is then best, not necessarily the same.
  *
- * The pool owns the retries: it calls its members' single-attempt path, so that a call may move
- * between members from one attempt to the next, and one backoff policy counts the attempts across
- * them. A member's own failure delays only its own next attempt at the call (the backoff, or its
- * retry-after); the retry goes to the best of the members the call has not failed on, at once,
- * and back to one it failed on only when there is no other. A member that
- * refuses what no retry mends (401, 403, no credit) is dropped; its attempt is not counted against
- * the call. A request too long for the model or refused by a content filter, the attempts spent,
- * every member dropped or down: the call goes to the fallbacks in turn, each with its own retries.
+ * The pool only chooses; the call loop (`CallLoop`) makes the attempts, one backoff policy counting
+ * them across members. A member's own failure delays only its own next attempt at the call (the
+ * backoff, or its retry-after); the retry goes to the best of the members the call has not failed
+ * on, at once, and back to one it failed on only when there is no other. Members whose circuit is
+ * open are not chosen; with every one open, the call waits for the first to admit probes. A member
+ * that refuses what no retry mends (401, 403, no credit) is dropped; its attempt is not counted
+ * against the call. A request too long for the model or refused by a content filter, the attempts
+ * spent, every member dropped or down: the call goes to the fallbacks in turn, each with its own
+ * retries.
  */
 export class RoutePool implements Route {
   /** The pool's name. */
   readonly name: string;
   /** How it puts each call on a member. */
   readonly strategy: PoolStrategy;
+  /** Its members' gates, in the order listed. */
+  readonly gates: readonly CallGate[];
+  /** Routes tried in turn when the pool cannot serve a call. */
+  readonly fallback: readonly Route[];
   readonly #members: readonly Member[];
-  readonly #fallback: readonly Route[];
-  readonly #retry: RetryPolicy;
-  readonly #maxRepairs: number;
-  /** The answer cache in front of the members, when there is one and a member says what shapes its answers. */
-  readonly #cached: OneCallPerKey | undefined;
+  readonly #byGate: ReadonlyMap<CallGate, Member>;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #onMemberChange: RoutePoolOptions['onMemberChange'];
   readonly #random: () => number;
-  readonly #shared: boolean;
   readonly #circuitListeners = new Set<() => void>();
 
   constructor(options: RoutePoolOptions) {
@@ -127,24 +92,18 @@ export class RoutePool implements Route {
     if (members.length === 0) throw new TypeError(`Expected the members of pool "${name}" to be at least one gate, got none`);
     this.name = name;
     this.strategy = strategy;
+    this.gates = Object.freeze([...members]);
     this.#members = members.map((gate, index) => ({
       gate,
       weight: weights?.[index] ?? (gate.limits.rate === Infinity ? 1 : gate.limits.rate),
       dropped: false,
-      inFlight: 0,
-      choosing: 0,
     }));
-    this.#fallback = fallback;
-    this.#retry = new RetryPolicy(options.retry);
-    this.#maxRepairs = options.maxRepairs ?? GATE_DEFAULTS.maxRepairs;
-    checkInteger('maxRepairs', this.#maxRepairs, 0);
+    this.#byGate = new Map(this.#members.map((member) => [member.gate, member]));
+    this.fallback = fallback;
     this.#clock = options.clock ?? systemClock;
     this.#logger = (options.logger ?? silentLogger).child({ component: 'route-pool', pool: name });
     this.#onMemberChange = options.onMemberChange;
     this.#random = options.random ?? Math.random;
-    this.#shared = members.some((gate) => gate.limits.shared === true);
-    const keyed = members.some((gate) => gate.provider.answerIdentity !== undefined);
-    this.#cached = options.cache === undefined || !keyed ? undefined : new OneCallPerKey(options.cache, this.#logger);
     for (const member of this.#members) {
       member.gate.breaker?.onStateChange(({ from, to }) => {
         if (member.dropped) return;
@@ -165,185 +124,17 @@ export class RoutePool implements Route {
   }
 
   /**
-   * Makes one call through the pool's members (retries moving between them) or, when they cannot
-   * serve it, its fallbacks; the answer's `servedBy` names the provider that gave it. Rejects as
-   * `CallGate.call` does, with the last failure when the fallbacks fail too.
+   * Drops `gate` for good: it refused what no retry mends (the key, an empty account). Says whether
+   * a member is left to take calls.
    */
-  async call(request: LlmRequest, options: GateCallOptions = {}): Promise<RouteAnswer> {
-    if (this.#cached === undefined) return this.#call(request, options);
-    // Each member's key, once: members that shape answers alike (keys of one vendor's model) share one.
-    const byKey = new Map<string, Member>();
-    for (const member of this.#members) {
-      const key = member.gate.answerKey(request, options.maxOutputTokens);
-      if (key !== undefined && !byKey.has(key)) byKey.set(key, member);
+  drop(gate: CallGate, error: Error): boolean {
+    const member = this.#byGate.get(gate);
+    if (member !== undefined && !member.dropped) {
+      member.dropped = true;
+      this.#tell(member, 'dropped', error);
+      for (const listener of this.#circuitListeners) listener();
     }
-    const keyOf = new Map([...byKey].map(([key, member]) => [member.gate.name, key]));
-    const signal = options.deadline === undefined ? options.signal : options.deadline.signal;
-    const { made, hit, key } = await this.#cached.call(
-      [...byKey.keys()],
-      signal,
-      () => this.#call(request, options),
-      // A fallback's answer is kept by the fallback's own cache; one that came from a cache is kept already.
-      (answer) => (answer.cached === true ? undefined : keyOf.get(answer.servedBy)),
-    );
-    if (made !== undefined) return made;
-    const { gate } = byKey.get(key)!;
-    return { response: { output: hit.output }, attempts: 0, cached: true, savedNanoUsd: gate.savedNanoUsd(hit), servedBy: gate.name };
-  }
-
-  /** The call through the members (retries and repairs moving between them) and the fallbacks: the pool without its cache. */
-  async #call(request: LlmRequest, options: GateCallOptions): Promise<PoolAnswer> {
-    const { onAttempt, tally } = options;
-    const scope = openScope(options, this.#shared);
-    /** When each member that failed this call may take it again (clock instants). */
-    const notBefore = new Map<Member, number>();
-    // Members whose circuit refused this call since it last moved: not asked again until it does.
-    const refused = new Set<Member>();
-    let previousDelayMs = 0;
-    let number = 1;
-    let lastError: unknown;
-    let asked = request;
-    let repairs = 0;
-    let repair = 0;
-    for (;;) {
-      const member = this.#choose(notBefore, refused, scope, options);
-      if (member === undefined) {
-        if (this.#live().length === 0 || this.#fallback.length > 0) return this.#fallBack(request, options, number - 1, lastError);
-        // Every member's circuit open, and nowhere else to go: wait for the first to admit probes.
-        await this.#untilCircuitMoves(this.#circuitWaitOfLive(), scope, number - 1, lastError);
-        refused.clear();
-        continue;
-      }
-      const waitMs = Math.max(0, (notBefore.get(member) ?? 0) - this.#clock.now());
-      if (waitMs > 0) await sleep(this.#clock, waitMs, scope.signal);
-      const attempt = await this.#attempt(member, asked, number, repair, options, scope);
-      const { signal, deadlineMs } = scope;
-      const aborted = signal?.aborted === true;
-      const repaired = aborted ? undefined : repairAfter(attempt, asked, repairs, this.#maxRepairs, deadlineMs);
-      const outcome = repaired === undefined ? this.#judge(member, attempt, aborted) : { kind: 'repair' as const };
-      if (outcome.kind === 'again') {
-        const decision = this.#retry.next(attempt.error, number, previousDelayMs, attempt.atMs);
-        if (decision.retry) {
-          notBefore.set(member, attempt.atMs + decision.delayMs);
-          const next = this.#choose(notBefore, refused, scope, options);
-          const nextWaitMs = next === undefined ? 0 : Math.max(0, (notBefore.get(next) ?? 0) - attempt.atMs);
-          if (attempt.atMs + nextWaitMs > deadlineMs) outcome.kind = 'give-up';
-          else {
-            attempt.retryInMs = nextWaitMs;
-            previousDelayMs = decision.delayMs;
-          }
-        } else outcome.kind = 'give-up';
-        lastError = attempt.error;
-      }
-      if (attempt.called && tally !== undefined) {
-        tally.calls++;
-        tally.latencyMs += attempt.latencyMs;
-        tally.costNanoUsd += attempt.costNanoUsd;
-        if (attempt.repair > 0) tally.repairs++;
-      }
-      onAttempt?.(attempt);
-      switch (outcome.kind) {
-        case 'ok':
-          return { response: attempt.response!, attempts: number, servedBy: member.gate.name };
-        case 'aborted':
-          throw signal!.reason;
-        // Counted apart from the attempts, made at once, through whichever member is then best.
-        case 'repair':
-          asked = repaired!;
-          repair = ++repairs;
-          continue;
-        case 'again':
-          // A retry after an answer no repair mended asks afresh; after any other failure, the same again.
-          if (attempt.outcome === 'malformed') asked = request;
-          repair = 0;
-          number++;
-          continue;
-        // Not the call's doing: the member is gone or was down; the attempt is not counted.
-        case 'elsewhere':
-          if (attempt.outcome === 'circuit-open') refused.add(member);
-          lastError = attempt.error;
-          continue;
-        case 'fall-back':
-          return this.#fallBack(request, options, number, attempt.error);
-        case 'give-up': {
-          const reason = this.#retry.maxAttempts <= number ? 'exhausted' : isRetryable(attempt.error) ? 'deadline' : 'not-retryable';
-          if (this.#fallback.length > 0 && fallsBack(attempt.error)) return this.#fallBack(request, options, number, attempt.error);
-          throw new RetryError(number, attempt.error, reason);
-        }
-      }
-    }
-  }
-
-  /**
-   * What an attempt's end means for the call: done, try again (through whichever member is best),
-   * try elsewhere without counting it, go to the fallbacks, or give up. Drops a member that refused
-   * what no retry mends, marking the attempt so that the run does not stop for it while the pool
-   * has somewhere else to go.
-   */
-  #judge(member: Member, attempt: Attempt, aborted: boolean): { kind: 'ok' | 'aborted' | 'again' | 'elsewhere' | 'fall-back' | 'give-up' } {
-    if (attempt.response !== undefined) return { kind: 'ok' };
-    if (aborted) return { kind: 'aborted' };
-    const { error } = attempt;
-    if (isBrokenCircuitError(error)) return { kind: 'elsewhere' };
-    if (stopsRun(error)) {
-      if (!member.dropped) {
-        member.dropped = true;
-        this.#tell(member, 'dropped', error);
-        for (const listener of this.#circuitListeners) listener();
-      }
-      // The run stops for it only when the pool has nowhere left to send the call.
-      const elsewhere = this.#live().length > 0 || this.#fallback.length > 0;
-      if (elsewhere) attempt.dropped = true;
-      return { kind: elsewhere ? 'elsewhere' : 'give-up' };
-    }
-    if (isTooLongOrRefused(error)) return { kind: this.#fallback.length > 0 ? 'fall-back' : 'give-up' };
-    return isRetryable(error) ? { kind: 'again' } : { kind: 'give-up' };
-  }
-
-  async #attempt(
-    member: Member,
-    request: LlmRequest,
-    number: number,
-    repair: number,
-    options: GateCallOptions,
-    scope: CallScope,
-  ): Promise<Attempt> {
-    member.inFlight++;
-    member.choosing++;
-    let queued = false;
-    const onQueued = () => {
-      if (queued) return;
-      queued = true;
-      member.choosing--;
-    };
-    scope.onQueued = onQueued;
-    try {
-      return await attemptThrough(member.gate, request, number, repair, options, scope);
-    } finally {
-      // An attempt that ended before the limits (a breaker's refusal, the budget's) never queued.
-      onQueued();
-      scope.onQueued = undefined;
-      member.inFlight--;
-    }
-  }
-
-  /** Tries each fallback in turn with the call; rejects with the last one's failure, or the pool's when there is none. */
-  async #fallBack(request: LlmRequest, options: GateCallOptions, attempts: number, cause: unknown): Promise<PoolAnswer> {
-    let lastError: unknown = new RetryError(attempts, cause ?? new Error(`pool "${this.name}" has no member left`), 'not-retryable');
-    for (const route of this.#fallback) {
-      try {
-        const answer = await route.call(request, options);
-        return {
-          ...answer,
-          attempts: attempts + answer.attempts,
-          servedBy: answer.servedBy ?? route.name,
-        };
-      } catch (error) {
-        if (options.signal?.aborted === true || options.deadline?.signal?.aborted === true) throw error;
-        lastError = error;
-      }
-    }
-    throw lastError;
+    return this.#live().length > 0;
   }
 
   #live(): Member[] {
@@ -351,44 +142,36 @@ export class RoutePool implements Route {
   }
 
   /**
-   * The member the strategy puts the call on now; undefined when every live member's circuit is
-   * open. A half-open one may take it (its probe is how it comes back) unless it refused this call.
+   * The member the strategy puts the call's next attempt on now: `'wait'` when every live member's
+   * circuit is open (a half-open one may take it — its probe is how it comes back — unless it
+   * refused this call), `'none'` when none is left.
    */
-  #choose(
-    notBefore: ReadonlyMap<Member, number>,
-    refused: ReadonlySet<Member>,
-    scope: CallScope,
-    options: GateCallOptions,
-  ): Member | undefined {
+  choose(call: RouteCall): RouteChoice {
+    const live = this.#live();
+    if (live.length === 0) return 'none';
     const nowMs = this.#clock.now();
-    const open = this.#live().filter((member) => {
+    const open = live.filter((member) => {
       const waitMs = member.gate.circuitWaitMs();
-      return waitMs === 0 || (waitMs === Infinity && !refused.has(member));
+      return waitMs === 0 || (waitMs === Infinity && !call.refusedBy(member.gate));
     });
-    if (open.length === 0) return undefined;
+    if (open.length === 0) return 'wait';
     // A member this call has failed on goes last: another that can take it at all is likelier to
     // answer than one that just refused the connection or said its quota was spent.
-    const untried = open.filter((member) => !notBefore.has(member));
+    const untried = open.filter((member) => call.retryAtMs(member.gate) === undefined);
     if (untried.length > 0 && untried.length < open.length) open.splice(0, open.length, ...untried);
-    const waitOf = (member: Member) => Math.max(this.#grantWaitMs(member), (notBefore.get(member) ?? 0) - nowMs);
+    const waitOf = (member: Member) => Math.max(grantWaitMs(member.gate), (call.retryAtMs(member.gate) ?? 0) - nowMs);
     switch (this.strategy) {
       case 'weighted':
-        return this.#draw(open);
+        return this.#draw(open).gate;
       case 'ordered': {
         // In time: leaving this call and those after it what they are expected to take. A member
         // that grants just before the deadline would have the call time out in flight.
-        const withinMs =
-          scope.pending === undefined ? scope.deadlineMs - nowMs - (options.keepBeforeDeadlineMs ?? 0) : scope.pending.firstGrantWithinMs();
-        return open.find((member) => waitOf(member) <= withinMs) ?? soonest(open, waitOf);
+        const withinMs = call.withinMs();
+        return (open.find((member) => waitOf(member) <= withinMs) ?? soonest(open, waitOf)).gate;
       }
       case 'soonest':
-        return soonest(open, waitOf);
+        return soonest(open, waitOf).gate;
     }
-  }
-
-  /** Ms until `member`'s limits would grant one more call, behind the calls already chosen for it. */
-  #grantWaitMs(member: Member): number {
-    return member.gate.backlogMs(1 + member.choosing, member.gate.typicalCost());
   }
 
   #draw(members: readonly Member[]): Member {
@@ -406,35 +189,10 @@ export class RoutePool implements Route {
     return Math.min(...this.#live().map((member) => member.gate.circuitWaitMs()));
   }
 
-  /** Sleeps until a member's circuit may admit the call, or any circuit moves; gives up past the deadline. */
-  async #untilCircuitMoves(waitMs: number, scope: CallScope, attempts: number, lastError: unknown): Promise<void> {
-    const nowMs = this.#clock.now();
-    if (waitMs !== Infinity && nowMs + waitMs > scope.deadlineMs) throw new RetryError(attempts, lastError, 'deadline');
-    const { signal } = scope;
-    await new Promise<void>((resolve, reject) => {
-      const finish = (error?: unknown) => {
-        cancelTimer();
-        unsubscribe();
-        signal?.removeEventListener('abort', onAbort);
-        if (error === undefined) resolve();
-        else reject(error);
-      };
-      const onAbort = () => finish(signal!.reason);
-      const untilMs = Math.min(waitMs, scope.deadlineMs - nowMs);
-      const cancelTimer =
-        untilMs === Infinity
-          ? () => {}
-          : this.#clock.setTimer(untilMs, () => finish(waitMs > untilMs ? new RetryError(attempts, lastError, 'deadline') : undefined));
-      const unsubscribe = this.onCircuitChange(() => finish());
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
   /** What a call through the pool typically takes from its members' limits: the most any live member's calls take. */
   typicalCost(): CallCost {
     const live = this.#live();
-    if (live.length === 0) return this.#fallback[0]?.typicalCost() ?? { requests: 1, inputTokens: 0, outputTokens: 0 };
+    if (live.length === 0) return this.fallback[0]?.typicalCost() ?? { requests: 1, inputTokens: 0, outputTokens: 0 };
     let inputTokens = 0;
     let outputTokens = 0;
     for (const { gate } of live) {
@@ -452,9 +210,13 @@ export class RoutePool implements Route {
    */
   backlogMs(calls: number, perCall?: CallCost): number {
     const live = this.#live();
-    if (live.length === 0) return this.#fallback[0]?.backlogMs(calls, perCall) ?? Infinity;
+    if (live.length === 0) return this.fallback[0]?.backlogMs(calls, perCall) ?? Infinity;
     return combinedBacklogMs(
-      live.map((member) => (k: number) => member.gate.backlogMs(k + member.choosing, perCall)),
+      live.map(
+        ({ gate }) =>
+          (k: number) =>
+            gate.backlogMs(k + gate.arriving, perCall),
+      ),
       calls,
     );
   }
@@ -462,10 +224,10 @@ export class RoutePool implements Route {
   /** The soonest live member's circuit wait (0 when one is closed); with no member left, the first fallback's. */
   circuitWaitMs(): number {
     const live = this.#live();
-    if (live.length === 0) return this.#fallback[0]?.circuitWaitMs() ?? 0;
+    if (live.length === 0) return this.fallback[0]?.circuitWaitMs() ?? 0;
     const waitMs = this.#circuitWaitOfLive();
     // Every member down: a fallback may take the call meanwhile.
-    if (waitMs > 0 && this.#fallback.length > 0) return Math.min(waitMs, ...this.#fallback.map((route) => route.circuitWaitMs()));
+    if (waitMs > 0 && this.fallback.length > 0) return Math.min(waitMs, ...this.fallback.map((route) => route.circuitWaitMs()));
     return waitMs;
   }
 
@@ -474,7 +236,7 @@ export class RoutePool implements Route {
     this.#circuitListeners.add(listener);
     const stops = [
       ...this.#members.map((member) => member.gate.onCircuitChange(listener)),
-      ...this.#fallback.map((route) => route.onCircuitChange(listener)),
+      ...this.fallback.map((route) => route.onCircuitChange(listener)),
     ];
     return () => {
       this.#circuitListeners.delete(listener);
@@ -490,36 +252,21 @@ export class RoutePool implements Route {
   }
 }
 
-/** The member that would grant soonest; ties to the one with the fewest calls in flight, then to the first listed. */
+/** Ms until `gate`'s limits would grant one more call, behind the attempts already on their way to it. */
+function grantWaitMs(gate: CallGate): number {
+  return gate.backlogMs(1 + gate.arriving, gate.typicalCost());
+}
+
+/** The member that would grant soonest; ties to the one with the fewest attempts in flight, then to the first listed. */
 function soonest(members: readonly Member[], waitOf: (member: Member) => number): Member {
   let best = members[0]!;
   let bestMs = waitOf(best);
   for (const member of members.slice(1)) {
     const ms = waitOf(member);
-    if (ms < bestMs - EPSILON_MS || (Math.abs(ms - bestMs) <= EPSILON_MS && member.inFlight < best.inFlight)) {
+    if (ms < bestMs - EPSILON_MS || (Math.abs(ms - bestMs) <= EPSILON_MS && member.gate.inFlight < best.gate.inFlight)) {
       best = member;
       bestMs = ms;
     }
   }
   return best;
 }
-
-const isRetryable = (error: unknown): boolean =>
-  error !== null && typeof error === 'object' && (error as { retryable?: unknown }).retryable === true;
-
-/**
- * A request this model cannot take as it stands — too long for its context (413, or the vendors'
- * context-length codes), more than a member's limits hold at once — or an answer its content filter
- * refused: another vendor may take it.
- */
-function isTooLongOrRefused(error: unknown): boolean {
-  if (error instanceof RefusalError || isLimitTooSmallError(error)) return true;
-  return error instanceof BadRequestError && (error.status === 413 || /context|too long|maximum.*tokens/i.test(error.message));
-}
-
-/**
- * Failures a fallback may mend once the members' attempts are spent: the retried ones (429, 5xx,
- * timeouts, lost connections). Not a wait for the limits run out (no member could grant in time),
- * the budget, a request the provider refused as it stands.
- */
-const fallsBack = isRetryable;

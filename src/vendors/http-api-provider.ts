@@ -41,6 +41,8 @@ export abstract class HttpApiProvider implements Provider {
   readonly promptCacheRatios: PromptCacheRatios;
   /** Whether the vendor's token limits count the input tokens its prompt cache serves, from its defaults. */
   readonly limitsCountCacheReads: boolean;
+  /** True: the vendor's `decode` reads every answer with `readAnswer`, against its schema. */
+  readonly checksAnswers = true;
   readonly #sdk: BoundSdk;
   #ready: Promise<void> | undefined;
 

@@ -7,7 +7,7 @@ import { ROW_FRAMING_BYTES } from '../../src/batch/batch-cut.ts';
 import { runBatch, type BatchRunOptions, type BatchRunSummary } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { ServerError, type LlmRequest, type Provider } from '../../src/provider/provider.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
@@ -199,7 +199,7 @@ describe('runBatch: failed rows through the live path (fallback)', () => {
     // Every row of every batch errors: each goes live.
     const { api, submissions } = watched(clock, { provider: fixedProvider(clock, new ServerError('overloaded', { status: 529 })) });
     const live = fixedProvider(clock);
-    const fallback = new CallGate({ provider: live, limits: requestLimit(Infinity, 1), clock });
+    const fallback = gateCaller({ provider: live, limits: requestLimit(Infinity, 1), clock });
     const { summary, results } = await run(clock, { source: ARTICLES.slice(0, 2), api, fallback, price: PRICE });
     expect(summary).toMatchObject({ succeeded: 2, failed: 0, rowsFailed: 4, rowsLive: 4, rowsRetried: 0, batches: 2 });
     expect(submissions).toHaveLength(2);
@@ -216,7 +216,7 @@ describe('runBatch: failed rows through the live path (fallback)', () => {
     const clock = new ManualClock();
     const { api } = watched(clock, { provider: fixedProvider(clock, new ServerError('overloaded', { status: 529 })) });
     const refused = new ServerError('still down', { status: 503 });
-    const fallback = new CallGate({
+    const fallback = gateCaller({
       provider: fixedProvider(clock, refused),
       limits: requestLimit(Infinity, 1),
       clock,
@@ -235,7 +235,7 @@ describe('runBatch: failed rows through the live path (fallback)', () => {
     const clock = new ManualClock();
     const { api, submissions } = watched(clock, { provider: fixedProvider(clock, new ServerError('overloaded', { status: 529 })) });
     const live = fixedProvider(clock);
-    const fallback = new CallGate({ provider: live, limits: requestLimit(Infinity, 1), clock });
+    const fallback = gateCaller({ provider: live, limits: requestLimit(Infinity, 1), clock });
     // A summarize row's worst case at half price (~0.0013 USD) fits, at the live price (~0.0026) it does not: it goes again in a batch.
     const { summary } = await run(clock, { source: ARTICLES.slice(0, 1), api, fallback, price: PRICE, maxCostUsd: 0.002, maxAttempts: 2 });
     expect(live.calls).toHaveLength(0);

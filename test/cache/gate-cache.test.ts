@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
@@ -49,12 +49,12 @@ function setup(options: { budgetUsd?: number } = {}) {
   const limits = new LocalLimits({ limits: requestLimit(1, 1), clock });
   const cache = new MemoryCache();
   const budget = options.budgetUsd === undefined ? undefined : new LocalBudget({ maxUsd: options.budgetUsd });
-  const gate = new CallGate({ provider, limits, clock, price, budget, cache, retry: { backoff: () => 100 } });
+  const gate = gateCaller({ provider, limits, clock, price, budget, cache, retry: { backoff: () => 100 } });
   const events: AttemptEvent[] = [];
   return { clock, provider, limits, cache, budget, gate, events, onAttempt: (event: AttemptEvent) => events.push(event) };
 }
 
-describe('CallGate with an answer cache', () => {
+describe("a call through a provider's gate with an answer cache", () => {
   it('.call() - a kept answer makes no call and takes nothing from the limits or the budget', async () => {
     const { clock, provider, limits, budget, gate, events, onAttempt } = setup({ budgetUsd: 1 });
     const first = await drive(clock, gate.call(builtinRequest('summarize', '1'), { onAttempt }));
@@ -106,7 +106,7 @@ describe('CallGate with an answer cache', () => {
   it('.call() - a call under way that fails leaves the next waiting call to make its own', async () => {
     const { clock, provider, cache } = setup();
     const events: AttemptEvent[] = [];
-    const failing = new CallGate({
+    const failing = gateCaller({
       provider,
       limits: requestLimit(1000, 10),
       clock,
@@ -151,7 +151,7 @@ describe('CallGate with an answer cache', () => {
     const counting = new CountingProvider(clock);
     const provider: Provider = { name: 'opaque', call: (request, options) => counting.call(request, options) };
     const cache = new MemoryCache();
-    const gate = new CallGate({ provider, limits: requestLimit(1000, 10), clock, cache });
+    const gate = gateCaller({ provider, limits: requestLimit(1000, 10), clock, cache });
     await drive(clock, gate.call(builtinRequest('summarize', '1')));
     await drive(clock, gate.call(builtinRequest('summarize', '1')));
     expect(counting.calls).toBe(2);

@@ -1,5 +1,7 @@
-// An answer cache in a Map, for tests of what is in front of a store: it can be made to fail, and counts its calls.
+// An answer cache in a Map, for tests of what is in front of a store: it can be made to fail or to
+// write slowly, and counts its calls.
 import type { AnswerCache, CachedAnswer } from '../../src/cache/answer-cache.ts';
+import { sleep, type Clock } from '../../src/clock.ts';
 
 export class MemoryCache implements AnswerCache {
   readonly location = 'memory';
@@ -8,6 +10,12 @@ export class MemoryCache implements AnswerCache {
   puts = 0;
   /** While set, every get and put rejects with it. */
   failure: Error | undefined;
+  /** With `clock`: how long a put takes to commit, in ms; a get sees the answer only then (an LMDB write, a Redis round trip). */
+  readonly #commit: { readonly clock: Clock; readonly ms: number } | undefined;
+
+  constructor(commit?: { readonly clock: Clock; readonly ms: number }) {
+    this.#commit = commit;
+  }
 
   async get(key: string): Promise<CachedAnswer | undefined> {
     this.gets++;
@@ -18,6 +26,7 @@ export class MemoryCache implements AnswerCache {
   async put(key: string, answer: CachedAnswer): Promise<void> {
     this.puts++;
     if (this.failure !== undefined) throw this.failure;
+    if (this.#commit !== undefined) await sleep(this.#commit.clock, this.#commit.ms);
     this.entries.set(key, answer);
   }
 

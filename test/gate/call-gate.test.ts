@@ -13,6 +13,7 @@ import {
   type Provider,
 } from '../../src/provider/provider.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
@@ -26,12 +27,12 @@ function setup(script: Step[], rate = 10, burst = 1) {
   const provider = new ScriptedProvider({ name: 'p', clock, script });
   const limits = new LocalLimits({ limits: requestLimit(rate, burst), clock });
   const limiter = limits.bucket('requests')!;
-  const gate = new CallGate({ provider, limits, clock, retry: { backoff: noJitter } });
+  const gate = gateCaller({ provider, limits, clock, retry: { backoff: noJitter } });
   const events: AttemptEvent[] = [];
   return { clock, provider, limiter, gate, events, onAttempt: (e: AttemptEvent) => events.push(e) };
 }
 
-describe('CallGate', () => {
+describe("a call through a provider's gate (CallLoop over a ProviderRoute)", () => {
   it('.call() - takes a token before every attempt, retries included', async () => {
     const { clock, provider, gate, events, onAttempt } = setup(
       [{ latencyMs: 5, error: new ServerError() }, { latencyMs: 5, error: new ServerError() }, { latencyMs: 5 }],
@@ -91,7 +92,7 @@ describe('CallGate', () => {
       const clock = new ManualClock();
       const provider = new ScriptedProvider({ name: 'p', clock, script });
       const limits = new LocalLimits({ limits: requestLimit(10, 1), clock });
-      const gate = new CallGate({ provider, limits, clock, callTimeoutMs, retry: { backoff: noJitter } });
+      const gate = gateCaller({ provider, limits, clock, callTimeoutMs, retry: { backoff: noJitter } });
       // The article's deadline, as the pipeline's signal gives it: aborts with a TimeoutError at 3 s.
       const deadline = new AbortController();
       clock.setTimer(3000, () => deadline.abort(new TimeoutError('article timed out after 3000 ms', { timeoutMs: 3000 })));
@@ -122,10 +123,10 @@ describe('CallGate', () => {
         name: 'deaf',
         call: async () => {
           if (calls++ === 0) await new Promise((resolve) => clock.setTimer(10_000, () => resolve(undefined)));
-          return { output: { task: 'summarize' as const, summary: 's', keywords: [] } };
+          return { output: { summary: 's', keywords: [] } };
         },
       };
-      const gate = new CallGate({
+      const gate = gateCaller({
         provider: deaf,
         limits: new LocalLimits({ limits: requestLimit(10, 1), clock }),
         clock,
@@ -165,10 +166,10 @@ describe('CallGate', () => {
         name: 'p',
         call: async (_request: LlmRequest, options?: CallOptions): Promise<LlmResponse> => {
           timeouts.push(options?.timeoutMs);
-          return { output: { task: 'summarize', summary: 's', keywords: [] } };
+          return { output: { summary: 's', keywords: [] } };
         },
       };
-      const gate = new CallGate({
+      const gate = gateCaller({
         provider,
         limits: new LocalLimits({ limits: requestLimit(Infinity, 1), clock }),
         clock,

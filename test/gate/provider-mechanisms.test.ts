@@ -6,7 +6,7 @@ import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../.
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
@@ -22,7 +22,7 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 0.001, burst: 100 }], clock });
-    const gate = new CallGate({
+    const { gate, call } = gateCaller({
       provider,
       limits,
       breaker: { failureThreshold: 2, cooldownMs: 10_000 },
@@ -31,7 +31,7 @@ describe('CallGate - circuit breaker', () => {
     });
     const breaker = gate.breaker!;
     const events: AttemptEvent[] = [];
-    const { attempts } = await drive(clock, gate.call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
+    const { attempts } = await drive(clock, call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
     // Two 503s open it (at 100 ms, until 10,100 ms); the third attempt meets the open circuit after
     // its 100 ms backoff, waits out the rest of the cooldown (9,900 ms) and is the probe that
     // succeeds: still attempt 3 of 3.
@@ -53,7 +53,7 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { error: new ServerError() }] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const gate = new CallGate({
+    const { call } = gateCaller({
       provider,
       limits,
       breaker: { failureThreshold: 2, cooldownMs: 10_000 },
@@ -63,7 +63,7 @@ describe('CallGate - circuit breaker', () => {
     const events: AttemptEvent[] = [];
     const error = await drive(
       clock,
-      gate.call(request, { deadlineMs: 5000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e),
+      call(request, { deadlineMs: 5000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e),
     );
     expect(events.map((e) => e.outcome)).toEqual(['server-error', 'server-error', 'circuit-open']);
     expect(provider.calls).toHaveLength(2);
@@ -80,7 +80,7 @@ describe('CallGate - circuit breaker', () => {
     // The probe takes 3 s to answer; a backoff of 0 and no retry-after cap could spin a poll.
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, { latencyMs: 3000 }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const gate = new CallGate({
+    const { call } = gateCaller({
       provider,
       limits,
       breaker: { failureThreshold: 1, cooldownMs: 1000 },
@@ -89,10 +89,10 @@ describe('CallGate - circuit breaker', () => {
     });
     const events: AttemptEvent[] = [];
     const onAttempt = (e: AttemptEvent) => events.push(e);
-    const first = gate.call(request, { deadlineMs: 60_000, onAttempt });
+    const first = call(request, { deadlineMs: 60_000, onAttempt });
     // The first call's 503 opens the circuit at 0 ms; its retry waits out the cooldown and is the probe, at 1,000 ms.
     await clock.advance(1500);
-    const second = gate.call({ ...request, articleId: '2' }, { deadlineMs: 60_000, onAttempt });
+    const second = call({ ...request, articleId: '2' }, { deadlineMs: 60_000, onAttempt });
     await drive(clock, Promise.all([first, second]));
     const refused = events.filter((e) => e.outcome === 'circuit-open');
     // One refusal each: the first call's before the cooldown, the second's while the probe was out.
@@ -112,17 +112,17 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const gate = new CallGate({ provider, limits, breaker: { failureThreshold: 1, cooldownMs: 1000 }, clock });
+    const { gate, call } = gateCaller({ provider, limits, breaker: { failureThreshold: 1, cooldownMs: 1000 }, clock });
     const breaker = gate.breaker!;
     breaker.acquirePermit().failure();
     // Seen in a run: 1090.711147 + (20637.385201 − 1090.711147) > 20637.385201.
     clock.set(1090.711147);
     const probe = breaker.acquirePermit(); // half-open, the probe out
     const events: AttemptEvent[] = [];
-    const call = gate.call(request, { deadlineMs: 20637.385201, onAttempt: (e) => events.push(e) });
+    const made = call(request, { deadlineMs: 20637.385201, onAttempt: (e) => events.push(e) });
     await Promise.resolve();
     probe.success();
-    await drive(clock, call);
+    await drive(clock, made);
     expect(events.map((e) => e.outcome)).toEqual(['circuit-open', 'ok']);
   });
 
@@ -130,7 +130,7 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new ServerError() }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 100 }], clock });
-    const gate = new CallGate({
+    const { call } = gateCaller({
       provider,
       limits,
       breaker: { failureThreshold: 1, cooldownMs: 1000 },
@@ -138,7 +138,7 @@ describe('CallGate - circuit breaker', () => {
       retry: { backoff: () => 0, maxRetryAfterMs: 0, maxAttempts: 2 },
     });
     const events: AttemptEvent[] = [];
-    await drive(clock, gate.call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
+    await drive(clock, call(request, { deadlineMs: 60_000, onAttempt: (e) => events.push(e) }));
     expect(events.map((e) => [e.outcome, e.attempt, e.atMs])).toEqual([
       ['server-error', 1, 0],
       ['circuit-open', 2, 0],
@@ -150,18 +150,16 @@ describe('CallGate - circuit breaker', () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 2, burst: 1 }], clock });
-    const gate = new CallGate({ provider, limits, breaker: { failureThreshold: 1 }, clock });
+    const { gate, call } = gateCaller({ provider, limits, breaker: { failureThreshold: 1 }, clock });
     const breaker = gate.breaker!;
     limits.bucket('requests')!.tryAcquire(1);
     const controller = new AbortController();
     const events: AttemptEvent[] = [];
-    const call = gate
-      .call(request, { signal: controller.signal, deadlineMs: 1000, onAttempt: (e) => events.push(e) })
-      .catch((e: unknown) => e);
+    const made = call(request, { signal: controller.signal, deadlineMs: 1000, onAttempt: (e) => events.push(e) }).catch((e: unknown) => e);
     limits.bucket('requests')!.setRate(0.5); // an adaptive cut elsewhere pushes the queue back
     clock.setTimer(1000, () => controller.abort(new TimeoutError('article timed out')));
     await clock.advance(1500);
-    await call;
+    await made;
     expect(events).toMatchObject([{ outcome: 'limiter-timeout', called: false }]);
     expect(provider.calls).toHaveLength(0);
     expect(breaker.state.kind).toBe('closed');
@@ -170,7 +168,7 @@ describe('CallGate - circuit breaker', () => {
   it('does not count 429s as failures', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 10 }) }] });
-    const gate = new CallGate({
+    const { gate, call } = gateCaller({
       provider,
       limits: new LocalLimits({ limits: [{ kind: 'requests', rate: 1000, burst: 10 }], clock }),
       breaker: { failureThreshold: 1 },
@@ -179,7 +177,7 @@ describe('CallGate - circuit breaker', () => {
     const breaker = gate.breaker!;
     await drive(
       clock,
-      gate.call(request).catch(() => {}),
+      call(request).catch(() => {}),
     );
     expect(breaker.state.kind).toBe('closed');
   });
@@ -276,7 +274,7 @@ describe('CallGate - token limits', () => {
     const provider = {
       name: 'p',
       call: async () => ({
-        output: { task: 'summarize' as const, summary: 's', keywords: [] },
+        output: { summary: 's', keywords: [] },
         usage: { inputTokens: 90, outputTokens: 10 },
       }),
     };
@@ -287,9 +285,9 @@ describe('CallGate - token limits', () => {
       ],
       clock,
     });
-    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 100, maxOutputTokens: 300 });
+    const { call } = gateCaller({ provider, limits, clock, estimateInputTokens: () => 100, maxOutputTokens: 300 });
     const events: AttemptEvent[] = [];
-    await gate.call(request, { onAttempt: (e) => events.push(e) });
+    await call(request, { onAttempt: (e) => events.push(e) });
     expect(limits.bucket('tokens')!.tokens()).toBe(900);
     expect(events[0]!.usage).toEqual({ inputTokens: 90, outputTokens: 10 });
   });
@@ -304,8 +302,8 @@ describe('CallGate - token limits', () => {
       ],
       clock,
     });
-    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 400, maxOutputTokens: 256 });
-    const error = await gate.call(request).catch((e: unknown) => e);
+    const { call } = gateCaller({ provider, limits, clock, estimateInputTokens: () => 400, maxOutputTokens: 256 });
+    const error = await call(request).catch((e: unknown) => e);
     expect((error as RetryError).reason).toBe('not-retryable');
     expect(String((error as RetryError).lastError)).toMatch(/needs 656 tokens but the tokens limit allows at most 500/);
     expect(provider.calls).toHaveLength(0);
@@ -319,16 +317,16 @@ describe('CallGate - headers and adaptive rate', () => {
     const provider = {
       name: 'p',
       call: async () => ({
-        output: { task: 'summarize' as const, summary: 's', keywords: [] },
+        output: { summary: 's', keywords: [] },
         headers: formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 100, remaining, resetMs: 1000 }]),
       }),
     };
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1, burst: 10 }], clock });
-    const gate = new CallGate({ provider, limits, clock, syncHeaders: true });
-    await gate.call(request);
+    const { call } = gateCaller({ provider, limits, clock, syncHeaders: true });
+    await call(request);
     expect(limits.bucket('requests')!.tokens()).toBe(3);
     remaining = 50;
-    await gate.call(request);
+    await call(request);
     expect(limits.bucket('requests')!.tokens()).toBe(2);
   });
 
@@ -340,10 +338,10 @@ describe('CallGate - headers and adaptive rate', () => {
       script: [{ error: new RateLimitError('429', { retryAfterMs: Number.NaN }) }, {}],
     });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
-    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const { gate, call } = gateCaller({ provider, limits, adaptive: {}, clock });
     const adaptive = gate.adaptive!;
     const events: AttemptEvent[] = [];
-    const { attempts } = await drive(clock, gate.call(request, { onAttempt: (e) => events.push(e) }));
+    const { attempts } = await drive(clock, call(request, { onAttempt: (e) => events.push(e) }));
     expect(attempts).toBe(2);
     expect(events.map((e) => e.outcome)).toEqual(['rate-limited', 'ok']);
     expect(adaptive.decreases).toBe(1);
@@ -360,13 +358,13 @@ describe('CallGate - headers and adaptive rate', () => {
       clock,
     });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
-    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const { gate, call } = gateCaller({ provider, limits, adaptive: {}, clock });
     const adaptive = gate.adaptive!;
-    await drive(clock, gate.call(request));
+    await drive(clock, call(request));
     expect(limits.rate).toBe(5);
     expect(adaptive.decreases).toBe(0);
     // 20 more calls at the stated rate draw no 429.
-    for (let i = 0; i < 20; i++) await drive(clock, gate.call(request));
+    for (let i = 0; i < 20; i++) await drive(clock, call(request));
     expect(provider.rateLimited).toBe(0);
   });
 
@@ -375,9 +373,9 @@ describe('CallGate - headers and adaptive rate', () => {
     const provider = new ScriptedProvider({ name: 'p', clock, script: [{ error: new RateLimitError('429', { retryAfterMs: 50 }) }, {}] });
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 20, burst: 1 }], clock });
     const bucket = limits.bucket('requests')!;
-    const gate = new CallGate({ provider, limits, adaptive: {}, clock });
+    const { gate, call } = gateCaller({ provider, limits, adaptive: {}, clock });
     const adaptive = gate.adaptive!;
-    await drive(clock, gate.call(request));
+    await drive(clock, call(request));
     expect(adaptive.decreases).toBe(1);
     expect(bucket.rate).toBeLessThan(20);
   });

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { AdaptiveRate, type AdaptiveRateOptions, type RateChangeEvent } from '../../src/quota/adaptive-rate.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { isRateLimitError } from '../../src/provider/provider.ts';
@@ -545,13 +545,13 @@ describe('AdaptiveRate from a cold start', () => {
     const clock = new ManualClock();
     const limits = new LocalLimits({ limits: requestLimit(40, 5), clock });
     const provider = new SimulatedProvider({ minLatencyMs: 200, maxLatencyMs: 800, quota: { rate: 20, burst: 5 }, seed, clock });
-    const gate = new CallGate({ provider, limits, adaptive: {}, clock, retry: { maxAttempts: 1000 } });
+    const { call } = gateCaller({ provider, limits, adaptive: {}, clock, retry: { maxAttempts: 1000 } });
     const calls = 300;
     let next = 0;
     let lastSuccessMs = 0;
     const worker = async () => {
       while (next < calls) {
-        await gate.call(builtinRequest('sentiment', String(next++), 'T', 'Fine.'));
+        await call(builtinRequest('sentiment', String(next++), 'T', 'Fine.'));
         lastSuccessMs = clock.now();
       }
     };

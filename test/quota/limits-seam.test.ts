@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { AdaptiveRate } from '../../src/quota/adaptive-rate.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import type { CallCost, LimitAcquireOptions, LimitGrant, LimitKind, LimitSpec, ProviderLimits } from '../../src/quota/provider-limits.ts';
 import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
@@ -68,9 +68,17 @@ describe('ProviderLimits: another implementation stands in without touching the 
     });
     const limits = new RemoteLimits(clock, 10);
     const adaptive = new AdaptiveRate({ limits, clock });
-    const gate = new CallGate({ provider, limits, adaptive, clock, syncHeaders: true, estimateInputTokens: () => 40, maxOutputTokens: 60 });
+    const { gate, call } = gateCaller({
+      provider,
+      limits,
+      adaptive,
+      clock,
+      syncHeaders: true,
+      estimateInputTokens: () => 40,
+      maxOutputTokens: 60,
+    });
 
-    const { attempts } = await drive(clock, gate.call(request, { deadlineMs: 1000, rank: 7 }));
+    const { attempts } = await drive(clock, call(request, { deadlineMs: 1000, rank: 7 }));
 
     expect(attempts).toBe(2);
     expect(limits.acquired).toHaveLength(2);
@@ -89,11 +97,11 @@ describe('ProviderLimits: another implementation stands in without touching the 
   it('a refusal from the limits ends the attempt as a limiter timeout, the provider never called', async () => {
     const clock = new ManualClock();
     const provider = new ScriptedProvider({ name: 'remote', clock });
-    const gate = new CallGate({ provider, limits: new RemoteLimits(clock, 0), clock, estimateInputTokens: () => 1 });
+    const { call } = gateCaller({ provider, limits: new RemoteLimits(clock, 0), clock, estimateInputTokens: () => 1 });
     const outcomes: string[] = [];
     await drive(
       clock,
-      gate.call(request, { onAttempt: (event) => outcomes.push(event.outcome) }).catch(() => {}),
+      call(request, { onAttempt: (event) => outcomes.push(event.outcome) }).catch(() => {}),
     );
     expect(outcomes).toEqual(['limiter-timeout']);
     expect(provider.calls).toHaveLength(0);

@@ -24,9 +24,7 @@ class HookedProvider implements Provider {
   async call(request: LlmRequest): Promise<LlmResponse> {
     this.callsAtMs.push(performance.now());
     await this.onCall(this.callsAtMs.length);
-    return request.task === 'summarize'
-      ? { output: { task: 'summarize', summary: 's', keywords: ['k'] } }
-      : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+    return request.task === 'summarize' ? { output: { summary: 's', keywords: ['k'] } } : { output: { sentiment: 'neutral', score: 0 } };
   }
 }
 
@@ -40,9 +38,7 @@ class LatencyProvider implements Provider {
   async call(request: LlmRequest): Promise<LlmResponse> {
     this.callsAtMs.push(performance.now());
     await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
-    return request.task === 'summarize'
-      ? { output: { task: 'summarize', summary: 's', keywords: ['k'] } }
-      : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+    return request.task === 'summarize' ? { output: { summary: 's', keywords: ['k'] } } : { output: { sentiment: 'neutral', score: 0 } };
   }
 }
 

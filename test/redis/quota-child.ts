@@ -46,8 +46,8 @@ class CountingProvider implements Provider {
     await response.arrayBuffer();
     if (response.status === 429) throw new RateLimitError('rate limited (429)', { retryAfterMs: 50 });
     return request.task === 'summarize'
-      ? { output: { task: 'summarize', summary: `summary of ${request.articleId}`, keywords: ['k'] } }
-      : { output: { task: 'sentiment', sentiment: 'neutral', score: 0 } };
+      ? { output: { summary: `summary of ${request.articleId}`, keywords: ['k'] } }
+      : { output: { sentiment: 'neutral', score: 0 } };
   }
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { usageNanoUsd, withCachePrices, worstCaseNanoUsd } from '../../src/gate/call-cost.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
@@ -150,9 +150,9 @@ describe('CallGate prices the prompt cache at its provider’s ratios', () => {
       call: async () => ({ output: { label: 'rain' }, usage }),
     };
     const budget = new LocalBudget({ maxUsd: 1 });
-    const gate = new CallGate({ provider, limits: requestLimit(Infinity, 1), price: { inputPerMTok: 3, outputPerMTok: 15 }, budget });
+    const { call } = gateCaller({ provider, limits: requestLimit(Infinity, 1), price: { inputPerMTok: 3, outputPerMTok: 15 }, budget });
     const costs: (number | undefined)[] = [];
-    await gate.call(request(LONG_HEAD, 'Rain.'), { onAttempt: (event) => costs.push(event.costUsd) });
+    await call(request(LONG_HEAD, 'Rain.'), { onAttempt: (event) => costs.push(event.costUsd) });
     const nano = 12 * 3000 + 1500 * 300 + 5 * 15_000;
     expect(costs).toEqual([nano / 1e9]);
     expect(budget.spentUsd).toBeCloseTo(nano / 1e9, 12);
@@ -168,8 +168,8 @@ describe('the limits settle on what the vendor counts', () => {
       limitsCountCacheReads,
       call: async () => ({ output: { label: 'rain' }, usage: { inputTokens: 1512, outputTokens: 5, cacheReadTokens: 1500 } }),
     };
-    const gate = new CallGate({ provider, limits, clock, estimateInputTokens: () => 2000 });
-    await gate.call(request(LONG_HEAD, 'Rain.'));
+    const { call } = gateCaller({ provider, limits, clock, estimateInputTokens: () => 2000 });
+    await call(request(LONG_HEAD, 'Rain.'));
     return 10_000 - limits.bucket('input-tokens')!.tokens();
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
-import { CallGate } from '../../src/gate/call-gate.ts';
+import { gateCaller } from '../gate-caller.ts';
 import { LocalBudget, NANO_USD } from '../../src/quota/budget.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { readAnswer } from '../../src/provider/answer.ts';
@@ -38,7 +38,7 @@ class UnfitModel implements Provider {
 function setup(unfit: number, options: { maxRepairs?: number; maxAttempts?: number; budget?: LocalBudget } = {}) {
   const clock = new ManualClock();
   const provider = new UnfitModel(clock, unfit);
-  const gate = new CallGate({
+  const gate = gateCaller({
     provider,
     limits: requestLimit(Infinity, 1),
     clock,
@@ -52,7 +52,7 @@ function setup(unfit: number, options: { maxRepairs?: number; maxAttempts?: numb
   return { clock, provider, gate, events, tally, onAttempt: (event: AttemptEvent) => void events.push(event) };
 }
 
-describe('CallGate - repairs', () => {
+describe('the call loop - repairs', () => {
   it('asks again at once with the unfit answer as the assistant’s turn and its problems as the user’s, counted apart from the attempts, and paid', async () => {
     const budget = new LocalBudget({ maxUsd: 10 });
     const { clock, provider, gate, events, tally, onAttempt } = setup(1, { budget });

@@ -1,5 +1,5 @@
 import { MalformedOutputError, type LlmRequest } from '../provider/provider.ts';
-import type { Attempt } from './attempt.ts';
+import type { GateAttempt } from '../gate/attempt.ts';
 
 /**
  * The request that repairs an unfit answer, as instructor re-asks: the conversation so far, then the
@@ -23,11 +23,11 @@ export function repairRequest(request: LlmRequest, error: unknown): LlmRequest |
 
 /**
  * The repair to make after `attempt`, or undefined: only an unfit answer is repaired, at most
- * `maxRepairs` times a call (`repairs` made so far), and only before its deadline. A gate and a pool
- * decide it alike: a repair is asked at once, apart from the retries and their count.
+ * `maxRepairs` times a call (`repairs` made so far), and only before its deadline: a repair is asked
+ * at once, apart from the retries and their count.
  */
 export function repairAfter(
-  attempt: Attempt,
+  attempt: GateAttempt,
   asked: LlmRequest,
   repairs: number,
   maxRepairs: number,
