@@ -23,15 +23,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  AnthropicProvider,
-  generateArticles,
-  OpenAiProvider,
-  type Provider,
-  type RunSummary,
-  runPipeline,
-  SimulatedProvider,
-} from '../src/index.ts';
+import { generateArticles, type Provider, type RunSummary, runPipeline, SimulatedProvider } from '../src/index.ts';
+import { AnthropicProvider, OpenAiProvider } from '../src/vendors/index.ts';
 import { requestLimit } from '../src/quota/provider-limits.ts';
 import { formatRatio } from './lib/format.ts';
 import { startServe } from './lib/serve.ts';

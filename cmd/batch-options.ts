@@ -1,12 +1,17 @@
 // --batch's flags and their checks: light, loaded with every run; the run itself (batch.ts) is loaded when --batch is given.
 import { type Command, Option } from 'commander';
 // From their own modules rather than the batch entry, which would bring the batch run into every
-// run's start-up: a live run loads its flags, not the run.
-import { ANTHROPIC_BATCH_CAPS } from '../src/batch/anthropic-batch-api.ts';
+// run's start-up: a live run loads its flags, not the run; the vendors' caps from the registry.
 import { BATCH_DEFAULTS } from '../src/batch/batch-run-options.ts';
 import { formatDuration } from '../src/mechanisms.ts';
+import { VENDORS } from '../src/vendors/registry.ts';
 import { duration, integer, oneOf } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
+
+/** The vendors with a Batch API, by what help calls them, with their caps. */
+const BATCHED = Object.values(VENDORS).flatMap((vendor) =>
+  vendor.batch === undefined ? [] : [{ label: vendor.defaults.label, maxRows: vendor.batch.maxRows, maxBytes: vendor.batch.maxBytes }],
+);
 
 export interface BatchFlags {
   batch: boolean;
@@ -66,8 +71,9 @@ export function addBatchOptions(command: Command): Command {
     .addOption(
       new Option(
         '--batch-size <n>',
-        "with --batch: rows per batch at most (default: the vendor's cap, OpenAI's 50,000, Anthropic's 100,000); a batch is also cut at the vendor's 200 MB / 256 MB",
-      ).argParser(integer(1, ANTHROPIC_BATCH_CAPS.maxRows)),
+        `with --batch: rows per batch at most (default: the vendor's cap, ${BATCHED.map(({ label, maxRows }) => `${label}'s ${withCommas(maxRows)}`).join(', ')}); ` +
+          `a batch is also cut at the vendor's ${BATCHED.map(({ maxBytes }) => `${maxBytes / 1e6} MB`).join(' / ')}`,
+      ).argParser(integer(1, Math.max(...BATCHED.map(({ maxRows }) => maxRows)))),
     )
     .addOption(
       new Option(

@@ -1,19 +1,12 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
-import {
-  AnthropicBatchApi,
-  OpenAiBatchApi,
-  runBatch,
-  SimulatedBatchApi,
-  takeUpBatch,
-  type BatchApi,
-  type BatchRunState,
-} from '../src/batch/index.ts';
+import { runBatch, SimulatedBatchApi, takeUpBatch, type BatchApi, type BatchRunState } from '../src/batch/index.ts';
 import { CallGate, CallLoop, ProviderRoute, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
-// The vendors' defaults (base URL, model): what a Batch API of the flags' provider is made with.
-import { HTTP_PROVIDER_DEFAULTS } from '../src/vendors/registry.ts';
+// The registry, not news-processor/vendors: a vendor's Batch API is loaded from it when a run uses
+// it (the entry would bring every vendor's into the batch run's chunk).
+import { isHttpProviderType, VENDORS } from '../src/vendors/registry.ts';
 import type { BatchFlags } from './batch-options.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
@@ -33,14 +26,14 @@ export async function runBatchCommand(
 ): Promise<number> {
   const output = flags.output!;
   const provider = flags.provider ?? 'simulated';
-  if (provider === 'azure')
-    throw new UsageError('--batch runs with --provider=openai, --provider=anthropic or the simulated provider; not azure yet');
+  if (isHttpProviderType(provider) && VENDORS[provider].batch === undefined)
+    throw new UsageError(`--batch: provider type ${provider} has no Batch API`);
   const live = flags.batchFallback === 'live';
   // The live path's limits only where rows may take it: a batch's own calls are the provider's to pace.
   const setups = live ? await providerSetups(flags, flags.rate, flags.burst) : await providerSetups(flags, Infinity, 1);
   const setup = setups.providers[0]!;
   const tasks = await loadTasks(flags);
-  const api = batchApi(flags, provider, setup.provider, setups.keyVariables);
+  const api = await batchApi(flags, provider, setup.provider, setups.keyVariables);
   const batch = { name: api.name, model: api.model, maxOutputTokens: flags.maxOutputTokens };
   const plan = checkedPlan({ providers: setups.providers, tasks, batch });
   if (flags.batchSize !== undefined && api.maxRows !== undefined && flags.batchSize > api.maxRows) {
@@ -171,23 +164,24 @@ export async function runBatchCommand(
   }
 }
 
-/** The Batch API of the flags' provider: the vendor's through its SDK, or one in this process over the simulation. */
-function batchApi(
+/** The Batch API of the flags' provider: its vendor's (loaded now, its SDK on first use), or one in this process over the simulation. */
+async function batchApi(
   flags: Partial<ClientFlags>,
   type: ProviderType,
   provider: Provider,
   keyVariables: ReadonlyMap<string, string>,
-): BatchApi {
-  if (type === 'simulated') return new SimulatedBatchApi({ provider });
-  // providerSetups has read and checked the key already.
+): Promise<BatchApi> {
+  if (!isHttpProviderType(type)) return new SimulatedBatchApi({ provider });
+  const { defaults, batch } = VENDORS[type];
+  // providerSetups has read and checked the key already; runBatchCommand, that the vendor has a Batch API.
   const apiKey = process.env[keyVariables.get(provider.name)!]!.trim();
-  const defaults = HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'];
-  const options = { apiKey, baseUrl: flags.baseUrl ?? defaults.baseUrl!, model: flags.model ?? defaults.model!, name: provider.name };
-  return type === 'anthropic' ? new AnthropicBatchApi(options) : new OpenAiBatchApi(options);
+  const create = await batch!.load();
+  return create({ apiKey, baseUrl: flags.baseUrl ?? defaults.baseUrl!, model: flags.model ?? defaults.model!, name: provider.name });
 }
 
 /** Where a batch is cancelled, `ID` standing for its id. */
 function cancelUrl(flags: Partial<ClientFlags>, type: ProviderType): string {
-  const base = flags.baseUrl ?? HTTP_PROVIDER_DEFAULTS[type as 'openai' | 'anthropic'].baseUrl;
-  return type === 'anthropic' ? `${base}/v1/messages/batches/ID/cancel` : `${base}/batches/ID/cancel`;
+  if (!isHttpProviderType(type)) return '';
+  const { defaults, batch } = VENDORS[type];
+  return batch!.cancelUrl(flags.baseUrl ?? defaults.baseUrl!);
 }

@@ -5,21 +5,15 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 // made of, each vendor's choices and defaults.
 import {
   HTTP_PROVIDER_DEFAULTS,
+  VENDORS,
   PROVIDER_DEFAULTS,
   PROVIDER_TYPES,
   isEnvVariableName,
   isHttpProviderType,
   type HttpProviderType,
 } from '../src/vendors/registry.ts';
-import {
-  createHttpProvider,
-  type HttpProviderDefaults,
-  type Provider,
-  type ProviderConfig,
-  type ProviderType,
-  type RunStop,
-} from '../src/index.ts';
-import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials } from '../src/vendors/http-api.ts';
+import { createHttpProvider, type Provider, type ProviderConfig, type ProviderType, type RunStop } from '../src/index.ts';
+import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials, type HttpProviderDefaults } from '../src/vendors/http-api.ts';
 import { oneOf } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -47,25 +41,56 @@ function perVendor(pick: (defaults: HttpProviderDefaults) => string | undefined)
     .join(', ');
 }
 
+/** The command's `--help` examples that show a vendor, each vendor's own. */
+export const VENDOR_HELP_EXAMPLES: readonly string[] = Object.values(VENDORS).flatMap((vendor) => vendor.helpExamples ?? []);
+
+/** The vendors' defaults, in the registry's order. */
+const VENDOR_DEFAULTS = Object.values(HTTP_PROVIDER_DEFAULTS);
+
+/** `a, b or c`. */
+function orList(items: readonly string[]): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
+}
+
+/** The vendors that take an API version, as `--provider=…` flags. */
+function apiVersionProviders(): string {
+  return orList(VENDOR_DEFAULTS.filter((defaults) => defaults.takesApiVersion === true).map((defaults) => `--provider=${defaults.name}`));
+}
+
+/** An API version as the vendors that take one spell it. */
+const API_VERSION_EXAMPLE = VENDOR_DEFAULTS.find((defaults) => defaults.apiVersionExample !== undefined)?.apiVersionExample;
+
 /** Adds --provider, --model, --base-url and --api-key-env. */
 export function addClientOptions(command: Command): Command {
   return command
     .addOption(
-      new Option('--provider <type>', `what to call: ${PROVIDER_TYPES.join(', ')} (openai also means any OpenAI-compatible server)`)
+      new Option(
+        '--provider <type>',
+        `what to call: ${PROVIDER_TYPES.join(', ')}${VENDOR_DEFAULTS.filter((defaults) => defaults.alsoMeans !== undefined)
+          .map((defaults) => ` (${defaults.name} also means ${defaults.alsoMeans})`)
+          .join('')}`,
+      )
         .argParser(oneOf(PROVIDER_TYPES))
         .default(PROVIDER_DEFAULTS.type),
     )
-    .addOption(new Option('--model <name>', `model to ask; Azure's deployment (default ${perVendor((d) => d.model)})`).argParser(modelName))
+    .addOption(
+      new Option(
+        '--model <name>',
+        `model to ask${VENDOR_DEFAULTS.filter((defaults) => defaults.fileNames !== undefined)
+          .map((defaults) => `; ${defaults.label}'s ${defaults.fileNames!.model}`)
+          .join('')} (default ${perVendor((d) => d.model)})`,
+      ).argParser(modelName),
+    )
     .addOption(
       new Option(
         '--base-url <url>',
-        `API base URL; OpenAI-compatible ones end in /v1, Anthropic's is the host root, Azure's the resource's endpoint (default ${perVendor((d) => d.baseUrl)})`,
+        `API base URL; ${VENDOR_DEFAULTS.map((defaults) => defaults.baseUrlHint).join(', ')} (default ${perVendor((d) => d.baseUrl)})`,
       ).argParser(httpUrl),
     )
     .addOption(
       new Option(
         '--api-version <version>',
-        "Azure OpenAI's api-version, e.g. 2024-10-21 (with --provider=azure, which needs it)",
+        `the API version, e.g. ${API_VERSION_EXAMPLE} (with ${apiVersionProviders()}, which needs it)`,
       ).argParser(modelName),
     )
     .addOption(
@@ -159,10 +184,10 @@ export function validateClientFlags(
       throw new UsageError(`--provider=${flags.provider} needs --model: its ${defaults.fileNames?.model ?? 'model'}, which has no default`);
     }
     if (defaults.takesApiVersion === true && flags.apiVersion === undefined) {
-      throw new UsageError(`--provider=${flags.provider} needs --api-version (e.g. 2024-10-21)`);
+      throw new UsageError(`--provider=${flags.provider} needs --api-version (e.g. ${defaults.apiVersionExample})`);
     }
     if (defaults.takesApiVersion !== true && flags.apiVersion !== undefined) {
-      throw new UsageError(`--api-version applies to --provider=azure only`);
+      throw new UsageError(`--api-version applies to ${apiVersionProviders()} only`);
     }
     return;
   }
@@ -217,6 +242,14 @@ function keyFrom(env: Environment, variable: string, why: string, optional: bool
 }
 
 /**
+ * What the base URLs look like where a person may give another than the default: a vendor with
+ * none is given its own (Azure's endpoint), whose shape `--help` says.
+ */
+const BASE_URL_HINTS = VENDOR_DEFAULTS.filter((defaults) => defaults.baseUrl !== undefined)
+  .map((defaults) => defaults.baseUrlHint)
+  .join(', ');
+
+/**
  * The one line a run stopped by a provider ends with: which provider, what it answered (the
  * status is in the message), and what a person must do before running again.
  */
@@ -227,7 +260,7 @@ export function formatStop(stop: RunStop, keyVariable: string | undefined): stri
       : stop.type === 'QuotaExhaustedError'
         ? "add credit or raise the account's quota"
         : (stop.type === 'BadRequestError' && stop.message.startsWith('404')) || stop.type === 'NotAnApiError'
-          ? "check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model"
+          ? `check --base-url (${BASE_URL_HINTS}) and --model`
           : 'see the message';
   return `error: provider "${stop.provider}" stopped the run: ${stop.message}; ${fix}, then run again (finished results are kept)`;
 }

@@ -19,7 +19,7 @@ import {
 import type { RunPlan } from '../src/plan.ts';
 import { countRedone, OutputError, ResultsFileError } from '../src/sinks/index.ts';
 import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
-import { addClientOptions, formatStop, validateClientFlags, type ClientFlags } from './client-options.ts';
+import { addClientOptions, formatStop, validateClientFlags, VENDOR_HELP_EXAMPLES, type ClientFlags } from './client-options.ts';
 import { dryRun, dryRunOption, validateDryRunFlags, type DryRunFlags } from './dry-run.ts';
 import { formatAttempt, formatPoolChange, formatResult, formatSummary, plural } from './format.ts';
 import { expectedFields, openInput } from './input.ts';
@@ -69,9 +69,7 @@ banner goes to stdout; installed, \`npx news-processor\`):
   $ news-processor --config fixtures/providers/two-providers.json --articles=40 --max-attempts=6 --timeout=10s   two providers
   $ news-processor --articles=200 --rate=20 --output run.jsonl --resume     again after Ctrl-C: only what did not succeed
   $ cat fixtures/articles.jsonl | news-processor --input - --rate=10 --quiet     articles from a pipe
-  $ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)
-  $ news-processor --provider=openai --base-url http://localhost:11434/v1 --model llama3.2 --api-key-env OLLAMA_KEY
-  $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
+${VENDOR_HELP_EXAMPLES.map((line) => `  ${line}\n`).join('')}  $ news-processor bench --rate=1000,3,2 --burst=3,1,1 --chart bench.svg        compare settings
 
 Durations are Go's: 500ms, 1.5s, 2m3.5s, 1h30m (units ns, us, ms, s, m, h).
 

@@ -1,6 +1,5 @@
 // What a run's flags build: the simulated provider, each provider's limits, breaker and price, or the providers file's.
 import {
-  HttpApiProvider,
   loadProvidersConfig,
   requestLimit,
   SIMULATED_DEFAULTS,
@@ -16,6 +15,8 @@ import {
   providerSetupProblem,
 } from '../src/index.ts';
 import { loadTokenizer } from '../src/plan.ts';
+// Not from news-processor/vendors, whose Batch APIs would load with every run.
+import { HttpApiProvider } from '../src/vendors/http-api-provider.ts';
 import { httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { UsageError } from './usage-error.ts';

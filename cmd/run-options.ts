@@ -3,7 +3,24 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
 import { parseOutageWindow, PROFILE_NAMES } from '../src/testing/index.ts';
 import { BREAKER_DEFAULTS, HEADER_STYLES, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
+// The vendors' registry: each one's prompt-cache ratios, which the price flags' help states.
+import { HTTP_PROVIDER_DEFAULTS } from '../src/vendors/registry.ts';
 import { accepting, duration, integer, oneOf, rate, type ValueParser } from './parse-values.ts';
+
+/**
+ * What each vendor's prompt cache bills its reads or writes at, as `--help` says the default:
+ * `× 0.1 for Anthropic, × 0.5 for OpenAI and Azure OpenAI, × 1 for others`.
+ */
+function ratioDefaults(which: 'read' | 'write'): string {
+  const byRatio = new Map<number, string[]>();
+  for (const { label, promptCacheRatios } of Object.values(HTTP_PROVIDER_DEFAULTS)) {
+    const ratio = promptCacheRatios[which];
+    if (ratio !== 1) byRatio.set(ratio, [...(byRatio.get(ratio) ?? []), label]);
+  }
+  const named = [...byRatio].sort(([a], [b]) => a - b);
+  const and = (labels: readonly string[]) => (labels.length < 2 ? labels[0] : `${labels.slice(0, -1).join(', ')} and ${labels.at(-1)}`);
+  return [...named.map(([ratio, labels]) => `× ${ratio} for ${and(labels)}`), '× 1 for others'].join(', ');
+}
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -195,14 +212,14 @@ export function addRunOptions(command: Command, rateOptions: readonly Option[], 
       new Option(
         '--price-cached-input <usd>',
         "the price per million input tokens read from the provider's prompt cache, USD " +
-          '(default: the input price × 0.1 for Anthropic, × 0.5 for OpenAI and Azure, × 1 for others)',
+          `(default: the input price ${ratioDefaults('read')})`,
       ).argParser(usd),
     )
     .addOption(
       new Option(
         '--price-cache-write <usd>',
         "the price per million input tokens written to the provider's prompt cache, USD " +
-          "(default: the input price × 1.25 for Anthropic's 5-minute cache, × 1 for others)",
+          `(default: the input price ${ratioDefaults('write')})`,
       ).argParser(usd),
     )
     .addOption(

@@ -1,6 +1,7 @@
-// `news-processor serve`: the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs.
+// `news-processor serve`: the simulated provider as an HTTP server speaking each vendor's API (the registry's dialects).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
+import { VENDORS } from '../src/vendors/registry.ts';
 import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
@@ -36,19 +37,20 @@ interface ServeFlags {
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
+/** The vendors `serve` speaks, in the registry's order. */
+const SERVED = Object.values(VENDORS).flatMap((vendor) =>
+  vendor.serve === undefined ? [] : [{ label: vendor.defaults.label, ...vendor.serve }],
+);
+
 const EXAMPLES = `
-Routes: POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and
-POST /v1/messages/count_tokens (Anthropic), GET /v1/responses/ID, GET /v1/models[/ID], GET /healthz,
-GET /metrics (Prometheus); each chat route answers whole or streamed (stream: true). Both Batch APIs:
-OpenAI's POST /v1/files (purpose=batch), GET|DELETE /v1/files/ID, GET /v1/files/ID/content, POST|GET
-/v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel; Anthropic's POST|GET /v1/messages/batches,
-GET|DELETE /v1/messages/batches/ID, GET /v1/messages/batches/ID/results, POST …/ID/cancel. A batch's
-rows are answered as the live routes answer them, finishing spread over --batch-duration. The API key is
-Authorization: Bearer KEY (OpenAI) or x-api-key: KEY (Anthropic); any key is accepted unless --api-keys or
---api-keys-file name the ones that are (any other gets the vendor's 401, as a wrong key does). Each key has
-its own quota, which the vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute,
-at most --burst at once). Answers to any JSON schema vary with the prompt and --seed, the same request
-getting the same answer.
+Routes, each vendor's API as the vendor has it:
+${SERVED.map(({ label, summary }) => `  ${label}: ${summary}.`).join('\n')}
+And GET /v1/models[/ID], GET /healthz, GET /metrics (Prometheus). Each chat route answers whole or streamed (stream: true);
+a batch's rows are answered as the live routes answer them, finishing spread over --batch-duration. Any key is accepted
+unless --api-keys or --api-keys-file name the ones that are (any other gets the vendor's 401, as a wrong key does). Each
+key has its own quota, which the vendor's rate-limit headers state per minute (--rate=10 is 600 requests a minute, at
+most --burst at once). Answers to any JSON schema vary with the prompt and --seed, the same request getting the same
+answer.
 
 Examples:
   $ news-processor serve                                        on http://127.0.0.1:8080, 10 requests/s per key
@@ -62,6 +64,11 @@ Examples:
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second
 one exits at once. Exit codes: 0 stopped cleanly, 2 bad usage or the address cannot be had.`;
+
+/** `a, b and c`. */
+function andList(items: readonly string[]): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
 
 /** Output tokens per second: a number > 0, or `inf` to send a stream at once. */
 const tokensPerSecond = accepting("a number > 0, or 'inf' for all at once", (text) => {
@@ -84,7 +91,7 @@ const share = accepting('0 to 1', (text) => {
 export function buildServeCommand(onExit: (code: number) => void): Command {
   const command = new Command('serve')
     .description(
-      'Run the simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs, with a quota per API key: ' +
+      `Run the simulated provider as an HTTP server speaking the ${andList(SERVED.map(({ label }) => label))} APIs, with a quota per API key: ` +
         'an offline stand-in for a real provider, for this tool and for any code written against the official SDKs.',
     )
     .addOption(new Option('--host <host>', 'address to listen on').default(LLM_SERVER_DEFAULTS.host))
@@ -111,7 +118,7 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option(
         '--lenient-schemas',
-        "take any schema marked strict, as other OpenAI-compatible servers do, instead of OpenAI's strict-mode rules",
+        "take any schema marked strict, as other compatible servers do, instead of enforcing the vendor's strict-mode rules",
       ).default(false),
     );
   command
@@ -140,7 +147,7 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option(
         '--outage <window>',
-        'answer 503 (529 on the Anthropic route), and cut the streams under way, in this window after start, e.g. 2s..8s',
+        "answer as a provider down does (503, or the vendor's own overloaded status), and cut the streams under way, in this window after start, e.g. 2s..8s",
       ).argParser(outageWindow),
     )
     .addOption(
@@ -156,13 +163,13 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option(
         '--batch-queue-tokens <tokens>',
-        "input tokens one API key may have enqueued in batches not yet ended: OpenAI's batch fails with token_limit_exceeded, Anthropic's is refused with 429 (default: no limit)",
+        'input tokens one API key may have enqueued in batches not yet ended: a batch past it is refused as its vendor refuses one (default: no limit)',
       ).argParser(integer(1)),
     )
     .addOption(
       new Option(
         '--prompt-cache-ttl <duration>',
-        "how long the simulated prompt cache keeps a prefix after its last use, per key: Anthropic's cache_control prefixes, OpenAI's prompts of 1,024 tokens or more; 0s for none",
+        "how long the simulated prompt cache keeps a prefix after its last use, per key, as each vendor caches (a prefix the request marks, or a prompt past the vendor's minimum); 0s for none",
       )
         .argParser(duration({ allowZero: true }))
         .default(LLM_SERVER_DEFAULTS.promptCacheTtlMs, formatDuration(LLM_SERVER_DEFAULTS.promptCacheTtlMs)),

@@ -25,6 +25,7 @@ export const ENTRY_POINTS: readonly { readonly name: string; readonly declaratio
   { name: 'news-processor-server', declarations: 'dist/src/server/index.d.ts' },
   { name: 'news-processor-bench', declarations: 'dist/src/bench/index.d.ts' },
   { name: 'news-processor-testing', declarations: 'dist/src/testing/index.d.ts' },
+  { name: 'news-processor-vendors', declarations: 'dist/src/vendors/index.d.ts' },
 ]);
 
 export const REPORT_FOLDER = join(ROOT, 'docs', 'api');

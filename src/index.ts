@@ -157,24 +157,17 @@ export type {
   PromptCacheRatios,
   RetriedFailureOptions,
 } from './provider/provider.ts';
+export type { RateLimitSignals, LimitStatus } from './provider/rate-limit-signals.ts';
 export { SimulatedProvider, SIMULATED_DEFAULTS } from './simulator/simulated.ts';
 export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './simulator/simulated.ts';
-export { HttpApiProvider } from './vendors/http-api-provider.ts';
-export { OpenAiProvider } from './vendors/openai/openai-provider.ts';
-export { AnthropicProvider } from './vendors/anthropic/anthropic-provider.ts';
-export { AzureOpenAiProvider } from './vendors/azure/azure-provider.ts';
-export { createHttpProvider, VENDORS } from './vendors/registry.ts';
-export type { Vendor } from './vendors/vendor.ts';
-export type { SdkBinding } from './vendors/http-api-provider.ts';
-export type { BoundSdk, ResponseMeta } from './vendors/sdk-wire.ts';
-export type { HeaderFormat, HeaderFields } from './vendors/header-fields.ts';
-export type { ErrorBody } from './vendors/http-api.ts';
+// A vendor's provider by its type; each vendor's own classes are news-processor/vendors'.
+export { createHttpProvider } from './vendors/registry.ts';
 export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
-export type { HttpProviderOptions, HttpProviderDefaults, HttpProviderSettings } from './vendors/http-api.ts';
+export type { HttpProviderOptions } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
 export { MissingPackageError, loadOptional } from './optional-package.ts';
-export type { OptionalPackage } from './optional-package.ts';
+export type { OptionalPackage, PackageSpec } from './optional-package.ts';
 
 // Configuration: the providers file.
 export { loadProvidersConfig, parseProvidersConfig, ConfigError } from './config/providers-config.ts';

@@ -4,11 +4,10 @@ import { brandedGuard } from './error-brand.ts';
  * The packages a feature loads only when it is used. They are optional peer dependencies: a user
  * who needs the token bucket or the middleware installs none of them, and one who needs a feature
  * is told, in one line, which package to install. The versions are those the package is tested
- * with (a test holds them to `package.json`'s `peerDependencies`).
+ * with (a test holds them to `package.json`'s `peerDependencies`). A vendor's SDK is the vendor's
+ * to name: its folder under `src/vendors/` gives its {@link PackageSpec}.
  */
 export type OptionalPackage =
-  | 'openai'
-  | '@anthropic-ai/sdk'
   | 'ioredis'
   | 'bullmq'
   | 'gpt-tokenizer'
@@ -22,8 +21,6 @@ export type OptionalPackage =
   | '@opentelemetry/sdk-node';
 
 export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Object.freeze({
-  openai: '6.49.0',
-  '@anthropic-ai/sdk': '1.14.0',
   ioredis: '6.0.0',
   bullmq: '6.7.0',
   'gpt-tokenizer': '4.0.0',
@@ -37,19 +34,32 @@ export const OPTIONAL_PACKAGES: Readonly<Record<OptionalPackage, string>> = Obje
   '@opentelemetry/sdk-node': '0.223.0',
 });
 
+/** An optional package by name, and the version the package is tested with: a vendor's SDK, as its folder names it. */
+export interface PackageSpec {
+  /** The name to install (`npm install NAME@VERSION`). */
+  readonly name: string;
+  /** The version the package is tested with (`package.json`'s devDependency, `^` it in peerDependencies). */
+  readonly version: string;
+}
+
 /** A feature was used whose package is not installed. Its message names the package and the command that installs it. */
 export class MissingPackageError extends Error {
   /** The class's name, which messages, logs and results show. */
   override readonly name = 'MissingPackageError';
 
+  /** The package to install. */
+  readonly packageName: string;
+
   constructor(
-    /** The package to install. */
-    readonly packageName: OptionalPackage,
-    /** What needs it, as the message says it: `the OpenAI provider`. */
+    /** The package to install: one of the package's own, or a vendor's SDK with its version. */
+    pkg: OptionalPackage | PackageSpec,
+    /** What needs it, as the message says it: `the vendor's provider`. */
     readonly feature: string,
     cause?: unknown,
   ) {
-    super(`${feature} needs the ${packageName} package: npm install ${packageName}@${OPTIONAL_PACKAGES[packageName]}`, { cause });
+    const { name, version } = typeof pkg === 'string' ? { name: pkg, version: OPTIONAL_PACKAGES[pkg] } : pkg;
+    super(`${feature} needs the ${name} package: npm install ${name}@${version}`, { cause });
+    this.packageName = name;
   }
 }
 
@@ -61,11 +71,11 @@ export const isMissingPackageError = brandedGuard(MissingPackageError, 'MissingP
  * Any other failure (a package that is there but broken) is passed on as it is. `load` is the
  * caller's own `() => import('name')`, so that bundlers and type checkers see a literal specifier.
  */
-export async function loadOptional<T>(packageName: OptionalPackage, feature: string, load: () => Promise<T>): Promise<T> {
+export async function loadOptional<T>(pkg: OptionalPackage | PackageSpec, feature: string, load: () => Promise<T>): Promise<T> {
   try {
     return await load();
   } catch (error) {
-    if (isNotFound(error, packageName)) throw new MissingPackageError(packageName, feature, error);
+    if (isNotFound(error, typeof pkg === 'string' ? pkg : pkg.name)) throw new MissingPackageError(pkg, feature, error);
     throw error;
   }
 }

@@ -7,7 +7,5 @@ export type { BatchTakenUp } from './batch-resume.ts';
 export type { BatchApi, BatchRow, SubmittedBatch, BatchProgress, BatchEvent, RowOutcome } from './batch-api.ts';
 // What a BatchApi of one's own throws when the provider's queue refuses a batch: the run submits it again later.
 export { BatchQueueFullError, isBatchQueueFullError } from './batch-api.ts';
-export { OpenAiBatchApi, OPENAI_BATCH_CAPS, type OpenAiBatchApiOptions } from './openai-batch-api.ts';
-export { AnthropicBatchApi, ANTHROPIC_BATCH_CAPS, type AnthropicBatchApiOptions } from './anthropic-batch-api.ts';
 export { SimulatedBatchApi, type SimulatedBatchApiOptions } from './simulated-batch-api.ts';
 export { customIdOf } from './custom-id.ts';

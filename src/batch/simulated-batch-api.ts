@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../clock.ts';
-import { TimeoutError, type LlmRequest, type LlmResponse, type Provider } from '../provider/provider.ts';
-import { VENDORS } from '../vendors/registry.ts';
+import { readAnswer } from '../provider/answer.ts';
+import { TimeoutError, type LlmRequest, type LlmResponse, type Provider, type TokenUsage } from '../provider/provider.ts';
+import { sharedPart } from '../vendors/shared-part.ts';
 import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
 
 /** What answers the rows of a {@link SimulatedBatchApi}, and how long a batch takes. */
@@ -23,9 +24,29 @@ interface HeldBatch {
 }
 
 /**
+ * What a row of a simulated batch carries: the prompt and the conversation after it, the schema
+ * (one object a task, serialized once a batch) and the output cap — as much as a vendor's body
+ * carries, so that a batch's bytes are sized as a real one's are.
+ */
+interface SimulatedRowBody {
+  readonly task: string;
+  readonly prompt: string;
+  readonly messages?: LlmRequest['messages'];
+  readonly schema: object;
+  readonly maxOutputTokens: number;
+}
+
+/** What a simulated batch's row answered: the output as the model's JSON text, and the usage. */
+interface SimulatedAnswerBody {
+  readonly output: string;
+  readonly usage?: TokenUsage | undefined;
+}
+
+/**
  * A Batch API in this process over a provider (the simulated one): a batch ends `durationMs` after
- * its submission, each row answered by the provider and carried as OpenAI's body, so the run reads
- * it exactly as it reads a real batch's. Its batches live as long as the object: nothing to resume.
+ * its submission, each row answered by the provider and carried as the model's JSON text, read back
+ * — checked against its schema — as a real batch's answer is. Its batches live as long as the
+ * object: nothing to resume.
  */
 export class SimulatedBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.name} */
@@ -49,12 +70,15 @@ export class SimulatedBatchApi implements BatchApi {
 
   /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
-    return VENDORS.openai.encode(request, this.name, maxOutputTokens);
+    const { task, prompt, messages, schema } = request;
+    const body: SimulatedRowBody = { task, prompt, messages, schema: sharedPart(schema as object), maxOutputTokens };
+    return body;
   }
 
-  /** {@inheritDoc BatchApi.decode} */
-  decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
-    return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
+  /** {@inheritDoc BatchApi.decode} (The output is not cut off: the provider answered whole.) */
+  async decode(request: LlmRequest, body: object, _maxOutputTokens?: number): Promise<LlmResponse> {
+    const { output, usage } = body as Partial<SimulatedAnswerBody>;
+    return { output: await readAnswer(request, output, { usage }), usage };
   }
 
   /** {@inheritDoc BatchApi.submit} */
@@ -102,13 +126,8 @@ export class SimulatedBatchApi implements BatchApi {
     );
     try {
       const { output, usage } = await this.#provider.call(row.request, { signal: timeout.signal });
-      return {
-        customId: row.customId,
-        body: {
-          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: JSON.stringify(output), refusal: null } }],
-          usage: { prompt_tokens: usage?.inputTokens ?? 0, completion_tokens: usage?.outputTokens ?? 0 },
-        },
-      };
+      const body: SimulatedAnswerBody = { output: JSON.stringify(output), usage: usage ?? { inputTokens: 0, outputTokens: 0 } };
+      return { customId: row.customId, body };
     } catch (error) {
       return { customId: row.customId, error: `${(error as Error).name}: ${(error as Error).message}` };
     } finally {

@@ -220,8 +220,27 @@ function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
   };
 }
 
-/** A provider's fields that say what it is and how it is called. */
-const CLIENT_FIELDS = ['type', 'baseUrl', 'model', 'apiKeyEnv', 'maxConcurrent', 'endpoint', 'deployment', 'apiVersion'] as const;
+/** The vendors that take an API version (`apiVersion` in the file). */
+const VERSIONED = Object.values(HTTP_PROVIDER_DEFAULTS).filter((defaults) => defaults.takesApiVersion === true);
+
+/**
+ * A provider's fields that say what it is and how it is called: every vendor's — the names a vendor
+ * gives its base URL and model (`fileNames`), `apiVersion` where one takes it — so that a field of
+ * another vendor's is refused by name rather than as unknown.
+ */
+const CLIENT_FIELDS: readonly string[] = [
+  ...new Set([
+    'type',
+    'baseUrl',
+    'model',
+    'apiKeyEnv',
+    'maxConcurrent',
+    ...Object.values(HTTP_PROVIDER_DEFAULTS).flatMap((defaults) =>
+      defaults.fileNames === undefined ? [] : [defaults.fileNames.baseUrl, defaults.fileNames.model],
+    ),
+    ...(VERSIONED.length > 0 ? ['apiVersion'] : []),
+  ]),
+];
 
 function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<ProviderConfig, 'type' | 'api' | 'maxConcurrent'> {
   const type = o.type === undefined ? PROVIDER_DEFAULTS.type : at.choice(o.type, `${path}.type`, PROVIDER_TYPES);
@@ -260,10 +279,14 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
     at.fail(`${path}.apiKeyEnv`, 'an environment variable name (letters, digits, _)', o.apiKeyEnv);
   }
   if (defaults.takesApiVersion === true && (typeof o.apiVersion !== 'string' || o.apiVersion.trim() === '')) {
-    at.fail(`${path}.apiVersion`, `an API version such as "2024-10-21" (an "${type}" provider needs one)`, o.apiVersion);
+    at.fail(`${path}.apiVersion`, `an API version such as "${defaults.apiVersionExample}" (an "${type}" provider needs one)`, o.apiVersion);
   }
   if (defaults.takesApiVersion !== true && o.apiVersion !== undefined)
-    at.fail(`${path}.apiVersion`, `nothing on an "${type}" provider (it is Azure's)`, o.apiVersion);
+    at.fail(
+      `${path}.apiVersion`,
+      `nothing on an "${type}" provider (it is ${VERSIONED.map((versioned) => versioned.label).join("'s, ")}'s)`,
+      o.apiVersion,
+    );
   const api = {
     baseUrl: (baseUrl as string | undefined) ?? defaults.baseUrl!,
     model: (model as string | undefined) ?? defaults.model!,

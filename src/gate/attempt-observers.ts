@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AdaptiveRate } from '../quota/adaptive-rate.ts';
 import type { ProviderLimits } from '../quota/provider-limits.ts';
 import { retryAfterHint } from '../retry/retry.ts';
-import type { ParsedRateLimitHeaders } from '../vendors/rate-limit-headers.ts';
+import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
 import type { Attempt, AttemptOutcome } from './attempt.ts';
 
 /** Something that acts on how an attempt ended: settles the grant, tells the breaker, adapts the rate. */
@@ -85,7 +85,7 @@ export function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObse
 }
 
 /** The request limit the headers state, in requests per second (their limit over their window); undefined when they state none. */
-function statedRequestRate(info: ParsedRateLimitHeaders | undefined): number | undefined {
+function statedRequestRate(info: RateLimitSignals | undefined): number | undefined {
   const stated = info?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
   return stated === undefined || !(stated.limit! > 0) ? undefined : (stated.limit! * 1000) / stated.windowMs!;
 }

@@ -17,11 +17,12 @@ import {
   isTruncatedOutputError,
   type LlmRequest,
   type LlmResponse,
+  type Provider,
   type RequestFraming,
   type ResponseHeaders,
   type TokenUsage,
 } from '../provider/provider.ts';
-import { parseRateLimitHeaders, type ParsedRateLimitHeaders } from '../vendors/rate-limit-headers.ts';
+import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
 import { billedUsage, usageNanoUsd, worstCaseNanoUsd } from './call-cost.ts';
 import type { ProviderPrice } from './provider-options.ts';
 
@@ -168,10 +169,12 @@ export class Attempt implements GateAttempt {
     startMs: number,
     price: ProviderPrice | undefined,
     maxOutputTokens: number,
-    framing: RequestFraming | undefined,
+    /** The provider the attempt calls: its framing, and how it reads its headers (`rateLimits`). */
+    target: Pick<Provider, 'framing' | 'rateLimits'>,
   ) {
+    this.#limitsOf = target;
     this.price = price;
-    this.#framing = framing;
+    this.#framing = target.framing;
     this.maxOutputTokens = maxOutputTokens;
     this.provider = provider;
     this.request = request;
@@ -182,18 +185,20 @@ export class Attempt implements GateAttempt {
     this.waitStartMs = startMs;
   }
 
-  #rateLimitInfo: ParsedRateLimitHeaders | undefined;
+  #rateLimitInfo: RateLimitSignals | undefined;
+  /** The provider, which reads its headers in its own dialect (`rateLimits`); none states no limits. */
+  readonly #limitsOf: Pick<Provider, 'rateLimits'>;
 
   /** The headers the provider answered with, on a response or on an error. */
   get headers(): ResponseHeaders | undefined {
     return this.response?.headers ?? (this.error as { headers?: ResponseHeaders } | undefined)?.headers;
   }
 
-  /** What those headers say of the limits, read once for every observer that asks. */
-  get rateLimitInfo(): ParsedRateLimitHeaders | undefined {
+  /** What those headers say of the limits, as the provider reads them, once for every observer that asks. */
+  get rateLimitInfo(): RateLimitSignals | undefined {
     const headers = this.headers;
-    if (headers === undefined) return undefined;
-    this.#rateLimitInfo ??= parseRateLimitHeaders(headers);
+    if (headers === undefined || this.#limitsOf.rateLimits === undefined) return undefined;
+    this.#rateLimitInfo ??= this.#limitsOf.rateLimits(headers);
     return this.#rateLimitInfo;
   }
 

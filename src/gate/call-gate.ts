@@ -291,7 +291,7 @@ export class CallGate {
       this.clock.now(),
       this.price,
       maxOutputTokens,
-      this.provider.framing,
+      this.provider,
     );
     attempt.repair = repair;
     this.#inFlightCount++;

@@ -1,5 +1,6 @@
 import { brandedGuard } from '../error-brand.ts';
 import type { JsonSchema } from './json-schema.ts';
+import type { RateLimitSignals } from './rate-limit-signals.ts';
 
 /**
  * What the pipeline asks of an LLM provider, and the typed failures it may answer with.
@@ -70,7 +71,7 @@ export interface TokenUsage {
 
 /**
  * HTTP response headers as a provider received them, names lower-case (`retry-after`,
- * `x-ratelimit-remaining-requests`, …); read them with `parseRateLimitHeaders()`.
+ * `x-ratelimit-remaining-requests`, …); the provider reads them (`Provider.rateLimits`).
  */
 export type ResponseHeaders = Readonly<Record<string, string>>;
 
@@ -200,6 +201,14 @@ export interface Provider {
    * sees it. A provider that loads nothing has none.
    */
   ready?(): Promise<void>;
+  /**
+   * What a response's (or a failure's) headers say of the provider's limits — how long to wait,
+   * each limit and what is left of it — read in its own dialect (OpenAI's `x-ratelimit-*`,
+   * Anthropic's `anthropic-ratelimit-*`, the IETF fields…): what the gate's header sync and adaptive
+   * rate hear. Never throws on a header value. A provider without it states no limits (a custom
+   * provider relaying a vendor's headers reads them with `parseRateLimitHeaders`).
+   */
+  rateLimits?(headers: ResponseHeaders): RateLimitSignals;
 }
 
 /** What a provider knows about a failure besides its message. */

@@ -1,6 +1,7 @@
 import type { TokenUsage } from '../provider/provider.ts';
 import { expected } from '../validation/checks.ts';
 import { brandedGuard } from '../error-brand.ts';
+import { LIMIT_KINDS, type LimitKind } from '../provider/rate-limit-signals.ts';
 
 /**
  * The seam between the call gate and whatever keeps a provider's quota: an in-process
@@ -8,13 +9,8 @@ import { brandedGuard } from '../error-brand.ts';
  * gate, the adaptive rate and header sync talk to this interface only.
  */
 
-/**
- * What a limit counts: requests, or LLM tokens — all, input only, output only. The words are the
- * providers' own (OpenAI's `…-tokens`, Anthropic's `…-input-tokens`, an IETF policy's `qu`).
- */
-export type LimitKind = 'requests' | 'tokens' | 'input-tokens' | 'output-tokens';
-
-export const LIMIT_KINDS: readonly LimitKind[] = Object.freeze(['requests', 'tokens', 'input-tokens', 'output-tokens'] as LimitKind[]);
+// What a limit counts is the provider contract's word: its limits are stated in those kinds.
+export { LIMIT_KINDS, type LimitKind } from '../provider/rate-limit-signals.ts';
 
 /** One limit of a provider: requests, or LLM tokens (all, input only, output only). */
 export interface LimitSpec {

@@ -4,7 +4,7 @@
  * tokens a stream sends one by one.
  */
 
-import type { AnswerChoice, ChatRequest, FinishReason } from './chat-api.ts';
+import type { AnswerChoice, ChatRequest, FinishReason } from '../vendors/serve/chat-api.ts';
 import { tokenLogprobs } from './token-logprobs.ts';
 
 /** The tokenizer's three operations the answer needs. */

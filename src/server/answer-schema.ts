@@ -2,7 +2,7 @@ import type { JsonSchema } from '../provider/json-schema.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import type { SchemaAnswers } from '../simulator/schema-answers.ts';
 import { knownTask } from '../simulator/simulated-answers.ts';
-import type { ChatRequest } from './chat-api.ts';
+import type { ChatRequest } from '../vendors/serve/chat-api.ts';
 import { withDescribedConstraints } from './described-constraints.ts';
 import { schemaInPrompt } from './prompt-schema.ts';
 

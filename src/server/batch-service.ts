@@ -1,19 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { SimulatedProvider } from '../simulator/simulated.ts';
-import { anthropicApi } from './anthropic-api.ts';
-import { AnthropicBatches } from './anthropic-batches.ts';
-import type { RowAnswer } from './batch-runner.ts';
+import type { RowAnswer } from '../vendors/serve/batch-job.ts';
+import { type ChatAnswer, type ChatApi, type ChatRequest, isInvalidRequestError } from '../vendors/serve/chat-api.ts';
+import type { BatchServices } from '../vendors/serve/dialect.ts';
+import { isRefusal, Refusal } from '../vendors/serve/exchange.ts';
+import { FileStore } from '../vendors/serve/file-store.ts';
 import type { Draft } from './answer-choices.ts';
-import { type ChatAnswer, type ChatApi, type ChatRequest, InvalidRequestError } from './chat-api.ts';
-import { Refusal } from './exchange.ts';
-import type { Prepared } from './server-parts.ts';
-import { randomUUID } from 'node:crypto';
-import { FileStore } from './file-store.ts';
 import type { LlmServerSimulation } from './llm-server-options.ts';
-import { openAiApi } from './openai-api.ts';
-import { OpenAiBatches } from './openai-batches.ts';
 import { rowFailures } from './refusals.ts';
-import { responsesApi } from './responses-api.ts';
+import type { Prepared } from './server-parts.ts';
 
 /** The steps of the server's live chat routes a batch's rows go through. */
 export interface RowSteps {
@@ -40,15 +36,15 @@ export interface BatchSettings {
 }
 
 /**
- * Both vendors' Batch APIs of one server: the files kept on disk, OpenAI's batches and Anthropic's
- * message batches, and the simulated provider their rows are answered by — the live one's seed, no
- * latency, and its rate limits and hangs as the 5xx rows a batch has instead.
+ * What the vendors' Batch APIs of one server run on: the files kept on disk, and the simulated
+ * provider their rows are answered by — the live one's seed, no latency, and its rate limits and
+ * hangs as the 5xx rows a batch has instead. Each vendor's dialect keeps its own batches over it.
  */
 export class BatchService {
   readonly files = new FileStore();
-  readonly openAi: OpenAiBatches;
-  readonly anthropic: AnthropicBatches;
   readonly maxBatchBytes: number;
+  /** What a dialect's batches are made with. */
+  readonly services: BatchServices;
 
   constructor(settings: BatchSettings, steps: RowSteps) {
     const { simulation, clock } = settings;
@@ -60,7 +56,7 @@ export class BatchService {
       name: 'serve-batches',
       clock,
     });
-    const services = {
+    this.services = {
       files: this.files,
       timing: { clock, durationMs: settings.durationMs, windowMs: settings.windowMs },
       queueTokens: settings.queueTokens,
@@ -70,14 +66,7 @@ export class BatchService {
         work.catch(steps.failed);
       },
     };
-    this.openAi = new OpenAiBatches(services, { '/v1/chat/completions': openAiApi, '/v1/responses': responsesApi });
-    this.anthropic = new AnthropicBatches(services, anthropicApi);
     this.maxBatchBytes = settings.maxBatchBytes;
-  }
-
-  /** Batches and rows by status, for `/metrics`. */
-  counts() {
-    return { openai: this.openAi.counts(), anthropic: this.anthropic.counts() };
   }
 }
 
@@ -97,7 +86,7 @@ async function answerRow(steps: RowSteps, provider: SimulatedProvider, api: Chat
     const answer = steps.complete(prepared.request, draft);
     return { statusCode: 200, requestId: `req_${requestId}`, body: api.respond(prepared.request, answer, requestId) };
   } catch (error) {
-    if (!(error instanceof Refusal)) throw error;
+    if (!isRefusal(error)) throw error;
     const { status, body: failure } = api.fail(error.failure, `req_${requestId}`);
     return { statusCode: status, requestId: `req_${requestId}`, body: failure };
   }
@@ -108,7 +97,7 @@ function inputTokens(steps: RowSteps, api: ChatApi, body: unknown): number {
   try {
     return steps.promptTokens(api, body);
   } catch (error) {
-    if (error instanceof InvalidRequestError) return 0;
+    if (isInvalidRequestError(error)) return 0;
     throw error;
   }
 }

@@ -8,7 +8,7 @@
  */
 
 import type { JsonSchema } from '../provider/json-schema.ts';
-import { isRecord } from './chat-api.ts';
+import { isRecord } from '../vendors/serve/chat-api.ts';
 
 /** The keywords taken back from descriptions: those that narrow a value (not `not`, not `$schema`). */
 const KEYWORDS = [

@@ -1,5 +1,6 @@
-// `news-processor/server`: the simulated provider as an HTTP server speaking the OpenAI and
-// Anthropic APIs, with a quota per API key. Needs the `gpt-tokenizer` and `prom-client` packages.
+// `news-processor/server`: the simulated provider as an HTTP server speaking the APIs of the
+// vendors the registry lists (each one's dialect is in its folder), with a quota per API key.
+// Needs the `gpt-tokenizer` and `prom-client` packages.
 
 export { LlmServer, LLM_SERVER_DEFAULTS } from './llm-server.ts';
 export type { LlmServerOptions, LlmServerSimulation, ListenOptions } from './llm-server.ts';

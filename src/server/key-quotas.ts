@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
-import { formatRateLimitHeaders, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
-import { Refusal, type Exchange, type LimitContext } from './exchange.ts';
+import { writeRateLimitHeaders, type LimitSnapshot } from '../vendors/header-fields.ts';
+import { Refusal, type Exchange, type LimitContext } from '../vendors/serve/exchange.ts';
 
 /** The whole requests a per-minute limit states: rounded down, so a client taking it as its rate is never over. */
 const PER_MINUTE_EPSILON = 1e-9;
@@ -64,7 +64,7 @@ export class KeyQuotas {
       status.push({ kind: 'tokens', limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs });
     }
     const retryAfterMs = limits.retryAfterMs !== undefined && Number.isFinite(limits.retryAfterMs) ? limits.retryAfterMs : undefined;
-    const headers = formatRateLimitHeaders(exchange.api.headerStyle, status, retryAfterMs);
+    const headers = writeRateLimitHeaders(exchange.api.headers, status, retryAfterMs, Date.now());
     if (!exchange.api.retryAfterMs) delete headers['retry-after-ms'];
     return headers;
   }

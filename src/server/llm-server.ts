@@ -1,7 +1,8 @@
 /**
- * The simulated provider as an HTTP server speaking the OpenAI and Anthropic APIs, with a quota
- * per API key — an offline stand-in for a real provider, for this pipeline and for anyone's code
- * written against the official SDKs or the frameworks built on them.
+ * The simulated provider as an HTTP server speaking the vendors' APIs — each vendor's dialect,
+ * from its folder, mounted over the steps every route shares — with a quota per API key: an
+ * offline stand-in for a real provider, for this pipeline and for anyone's code written against
+ * the official SDKs or the frameworks built on them.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -14,25 +15,32 @@ import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import { BadRequestError, isMalformedOutputError } from '../provider/provider.ts';
 import { OUTAGE_PROFILE_WINDOW, SimulatedProvider, type OutageWindow } from '../simulator/simulated.ts';
 import { checkInteger, checkObject, checkString } from '../validation/checks.ts';
-import { countTokensPrompt } from './anthropic-api.ts';
 import { answerChoice, unfitDraft, type Draft } from './answer-choices.ts';
-import type { ChatAnswer, ChatApi, ChatRequest, Failure, ParseOptions } from './chat-api.ts';
+import {
+  isInvalidRequestError,
+  type ChatAnswer,
+  type ChatApi,
+  type ChatRequest,
+  type Failure,
+  type ParseOptions,
+} from '../vendors/serve/chat-api.ts';
 import { readBody } from './request-body.ts';
 import { ResponseStore } from './response-store.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { keyFingerprint } from './server-metrics.ts';
 import { StreamFaults } from './stream-faults.ts';
 import { writeStream } from './stream-writer.ts';
-import { ClientGone, Refusal, type Exchange, type LimitContext } from './exchange.ts';
+import { ClientGone, isRefusal, Refusal, type Exchange, type LimitContext } from '../vendors/serve/exchange.ts';
 import { LLM_SERVER_DEFAULTS, serverSettings, type ListenOptions, type LlmServerOptions } from './llm-server-options.ts';
-import { matchRoute, type RouteHandler } from './routes.ts';
+import { RouteTable, SERVER_ROUTES, type ServerStep } from './routes.ts';
 import { promptedSchema, schemaToAnswer, SUMMARY_SCHEMA, taskOfAnswer } from './answer-schema.ts';
-import type { StoredFile } from './file-store.ts';
+import type { StoredFile } from '../vendors/serve/file-store.ts';
+import { FileAnswer, type ServeHost } from '../vendors/serve/dialect.ts';
+import { loadDialects } from './dialects.ts';
 import { BatchService } from './batch-service.ts';
 import { KeyQuotas } from './key-quotas.ts';
 import { PromptCache } from './prompt-cache.ts';
 import { loadServerParts, type Loaded, type Prepared } from './server-parts.ts';
-import { batchHandlers, FileAnswer } from './batch-routes.ts';
 import { asRefusal, simulatedFailure } from './refusals.ts';
 
 export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type LlmServerSimulation } from './llm-server-options.ts';
@@ -41,10 +49,11 @@ export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type Ll
 const CLIENT_CLOSED = 499;
 
 /**
- * An HTTP server that answers OpenAI's `POST /v1/chat/completions` and `POST /v1/responses`, and
- * Anthropic's `POST /v1/messages` (each whole or streamed) as the simulated provider would, plus
- * `POST /v1/messages/count_tokens`, `GET /v1/responses/{id}`, `GET /v1/models[/{id}]`, `GET
- * /healthz` and `GET /metrics` (Prometheus). Every chat request goes through the same steps:
+ * An HTTP server that answers each registered vendor's routes as its dialect words them — OpenAI's
+ * `POST /v1/chat/completions` and `POST /v1/responses`, Anthropic's `POST /v1/messages` (each whole
+ * or streamed), their Batch APIs, … — with the simulated provider's answers, plus `GET
+ * /v1/models[/{id}]`, `GET /healthz` and `GET /metrics` (Prometheus). Every chat request goes
+ * through the same steps:
  *
  * 1. needs an API key (`Authorization: Bearer …`, or `x-api-key` on the Anthropic route), one of
  *    `apiKeys` when those are given: 401 without, or with another;
@@ -71,8 +80,12 @@ export class LlmServer {
   /** Each API key's quotas: requests, and tokens with a token limit. */
   readonly #quotas: KeyQuotas;
   readonly #provider: SimulatedProvider;
-  /** Both vendors' Batch APIs: their files, batches and the provider their rows are answered by. */
+  /** What the vendors' Batch APIs run on: their files, and the provider their rows are answered by. */
   readonly #batches: BatchService;
+  /** What the dialects' handlers are lent. */
+  readonly #host: ServeHost;
+  /** The dialects' routes and the server's own, once loaded. */
+  #routes: RouteTable | undefined;
   readonly #outage: OutageWindow | undefined;
   readonly #promptCache: PromptCache;
   readonly #createdAtMs: number;
@@ -133,6 +146,16 @@ export class LlmServer {
     this.#apiKeys = settings.apiKeys === undefined ? undefined : new Set(settings.apiKeys);
     this.#maxKeyLabels = settings.maxKeyLabels;
     this.#logger = settings.logger;
+    this.#host = {
+      keyed: (exchange, options, work) => this.#keyed(exchange, options, work),
+      readBody: (exchange, maxBytes) => this.#readBody(exchange, maxBytes),
+      readJson: (exchange, maxBytes) => this.#readJson(exchange, maxBytes),
+      maxBodyBytes: this.#maxBodyBytes,
+      maxBatchBytes: this.#batches.maxBatchBytes,
+      countTokens: (text) => this.#loaded!.tokenizer.encode(text).length,
+      keptAnswer: (key, id) => this.#responses.find(key, id)?.body,
+      batches: this.#batches.services,
+    };
     const listener = (req: IncomingMessage, res: ServerResponse) => void this.#handle(req, res);
     this.#server = createServer(listener);
     // Answering `Expect: 100-continue` ourselves lets an oversized upload be refused before it is sent.
@@ -185,16 +208,25 @@ export class LlmServer {
     return this.#closing;
   }
 
-  #load(): Promise<Loaded> {
+  /** The registry's dialects mounted on this server, then what answering needs (ajv, prom-client, the tokenizer). */
+  async #load(): Promise<Loaded> {
+    const dialects = await loadDialects();
+    const mounted = dialects.map(({ type, dialect }) => ({ type, mounted: dialect.mount(this.#host) }));
+    this.#routes = new RouteTable(
+      [...mounted.flatMap(({ mounted }) => mounted.routes), ...SERVER_ROUTES],
+      dialects.map(({ dialect }) => dialect),
+    );
+    const batched = mounted.filter(({ mounted }) => mounted.batchCounts !== undefined);
     return loadServerParts(
       this.#maxKeyLabels,
       (key) => ({ requests: this.#quotas.requests.take(key, 0).remaining, tokens: this.#quotas.tokens?.take(key, 0).remaining }),
-      () => this.#batches.counts(),
+      () => Object.fromEntries(batched.map(({ type, mounted }) => [type, mounted.batchCounts!()])),
+      batched.map(({ type, mounted }) => ({ label: type, name: mounted.batchApiName ?? type })),
     );
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { spec, id, api, label } = matchRoute(req.method, req.url, req.headers);
+    const { spec, id, api, label } = this.#routes!.match(req.method, req.url, req.headers);
     const exchange: Exchange = {
       req,
       res,
@@ -212,7 +244,9 @@ export class LlmServer {
         const path = (req.url ?? '/').split('?', 1)[0]!;
         return this.#fail(exchange, { kind: 'not-found', message: `Invalid URL (${req.method} ${path})` });
       }
-      return await this.#handlers[spec.handler](exchange, id);
+      const handle = spec.handle;
+      if (typeof handle === 'function') return await handle(exchange, id);
+      return await (handle === 'chat' ? this.#chat(exchange) : this.#steps[handle](exchange, id));
     } catch (error) {
       this.#logger.error({ err: error, requestId: exchange.requestId }, 'request failed');
       if (res.headersSent) res.destroy();
@@ -222,38 +256,34 @@ export class LlmServer {
     }
   }
 
-  /** What each kind of route runs (see `ROUTES`). */
-  readonly #handlers: Readonly<Record<RouteHandler, (exchange: Exchange, id: string) => void | Promise<void>>> = {
-    chat: (exchange) => this.#chat(exchange),
-    'count-tokens': (exchange) => this.#countTokens(exchange),
-    'retrieve-response': (exchange, id) => this.#retrieveResponse(exchange, id),
+  /** What the server's own routes run (see `SERVER_ROUTES`). */
+  readonly #steps: Readonly<Record<ServerStep, (exchange: Exchange, id: string) => void | Promise<void>>> = {
     models: (exchange) => this.#answerKeyed(exchange, () => exchange.api.models(this.#models)),
     model: (exchange, id) => this.#answerKeyed(exchange, () => exchange.api.model(id)),
     health: (exchange) => this.#send(exchange, 200, { status: 'ok' }),
     metrics: (exchange) => this.#scrape(exchange),
-    ...batchHandlers({
-      route: (exchange, options, work) => this.#batchRoute(exchange, options, work),
-      readBody: (exchange, maxBytes) => this.#readBody(exchange, maxBytes),
-      readJson: (exchange, maxBytes) => this.#readJson(exchange, maxBytes),
-      openAi: () => this.#batches.openAi,
-      anthropic: () => this.#batches.anthropic,
-      maxBatchBytes: () => this.#batches.maxBatchBytes,
-    }),
   };
 
   /**
-   * A batch route: needs a key; an upload (a file, a batch made) also takes a request from the
-   * key's quota and has the batch routes' larger body cap. `work` answers with a body, or a kept
-   * file to stream.
+   * A dialect's route that needs a key (see `ServeHost.keyed`): with `maxBodyBytes`, 413 by the
+   * declared length; with `admit`, a request from the key's quota. `work` answers with a body, or a
+   * kept file to stream; a request its API refuses as it stands is the 400 in its words.
    */
-  async #batchRoute(exchange: Exchange, { upload = false }: { readonly upload?: boolean }, work: (key: string) => unknown): Promise<void> {
+  async #keyed(
+    exchange: Exchange,
+    { admit = false, maxBodyBytes }: { readonly admit?: boolean; readonly maxBodyBytes?: number },
+    work: (key: string) => unknown,
+  ): Promise<void> {
     try {
       this.#authenticate(exchange);
-      if (upload) {
-        if (Number(exchange.req.headers['content-length']) > this.#batches.maxBatchBytes) throw this.#tooLarge(this.#batches.maxBatchBytes);
-        this.#quotas.admit(exchange.key!);
+      if (maxBodyBytes !== undefined && Number(exchange.req.headers['content-length']) > maxBodyBytes) throw this.#tooLarge(maxBodyBytes);
+      if (admit) this.#quotas.admit(exchange.key!);
+      let answer: unknown;
+      try {
+        answer = await work(exchange.key!);
+      } catch (error) {
+        throw isInvalidRequestError(error) ? asRefusal(exchange.api, error) : error;
       }
-      const answer = await work(exchange.key!);
       if (answer instanceof FileAnswer) await this.#sendFile(exchange, answer.file, answer.type);
       else this.#send(exchange, 200, answer, this.#quotas.headers(exchange, {}));
     } catch (error) {
@@ -483,44 +513,9 @@ export class LlmServer {
 
   /** What a step's throw becomes: the refusal answered, or 499 for a client gone; anything else is the server's own error. */
   #answerStop(exchange: Exchange, error: unknown): void {
-    if (error instanceof Refusal) this.#fail(exchange, error.failure, error.limits);
+    if (isRefusal(error)) this.#fail(exchange, error.failure, error.limits);
     else if (error instanceof ClientGone) this.#finish(exchange, CLIENT_CLOSED);
     else throw error;
-  }
-
-  /**
-   * `count_tokens`: the prompt's tokens as a message with this body would count them. Anthropic
-   * limits it apart from messages; here it takes nothing from the key's quota.
-   */
-  async #countTokens(exchange: Exchange): Promise<void> {
-    try {
-      this.#authenticate(exchange);
-      this.#refuseDeclaredOversize(exchange);
-      const body = await this.#readJson(exchange);
-      let prompt: string;
-      try {
-        prompt = countTokensPrompt(body);
-      } catch (error) {
-        throw asRefusal(exchange.api, error);
-      }
-      const inputTokens = this.#loaded!.tokenizer.encode(prompt).length;
-      this.#send(exchange, 200, { input_tokens: inputTokens }, this.#quotas.headers(exchange, {}));
-    } catch (error) {
-      this.#answerStop(exchange, error);
-    }
-  }
-
-  /** A response the key was given before, as it was given; 404 for one it was not (or that is no longer kept). */
-  #retrieveResponse(exchange: Exchange, id: string): void {
-    try {
-      this.#authenticate(exchange);
-      const kept = this.#responses.find(exchange.key!, id);
-      if (kept === undefined)
-        throw new Refusal({ kind: 'not-found', message: `Response with id '${id}' not found.`, param: 'response_id' });
-      this.#send(exchange, 200, kept.body, this.#quotas.headers(exchange, {}));
-    } catch (error) {
-      this.#answerStop(exchange, error);
-    }
   }
 
   /** A read-only route that needs a key and takes nothing from its quota. */

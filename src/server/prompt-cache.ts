@@ -1,21 +1,16 @@
 /**
  * The vendors' prompt caches as `serve` simulates them, per API key, each entry kept for a TTL from
- * its last use: Anthropic's, which caches the prefix a request marks with `cache_control` when it
- * reaches the model's minimum (a first request writes it, the next ones within the TTL read it);
- * OpenAI's, which caches any prompt of 1,024 tokens or more by itself, routed by
- * `prompt_cache_key`, and serves the longest prefix a later prompt shares with it in steps of 128
- * tokens (it reports no writes).
+ * its last use, as the request's dialect describes its cache (`ChatRequest.cachePrefix`): a prefix
+ * the request marks (Anthropic's `cache_control`), cached when it reaches the model's minimum — a
+ * first request writes it, the next ones within the TTL read it; or the whole prompt cached by
+ * itself past a minimum (OpenAI's 1,024 tokens), routed by a key, a later prompt served the longest
+ * prefix it shares with it in the vendor's steps (it reports no writes).
  */
 
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
-import { minCacheTokens } from '../vendors/anthropic/defaults.ts';
-import { OPENAI_MIN_CACHE_TOKENS } from '../vendors/openai/defaults.ts';
 import type { Tokenizer } from './answer-choices.ts';
-import type { CachePrefix, ChatAnswer, ChatRequest } from './chat-api.ts';
-
-/** OpenAI serves a cached prefix in steps of this many tokens (its prompt-caching guide). */
-const OPENAI_CACHE_STEP_TOKENS = 128;
+import type { ChatAnswer, ChatRequest } from '../vendors/serve/chat-api.ts';
 
 interface Entry {
   expiresAtMs: number;
@@ -46,20 +41,20 @@ export class PromptCache {
     const nowMs = this.#clock.now();
     if (prefix.kind === 'marked') {
       const tokens = Math.min(tokenizer.encode(prefix.text).length, answer.inputTokens);
-      if (tokens < minCacheTokens(request.model)) return answer;
+      if (tokens < prefix.minTokens) return answer;
       const at = entryKey(apiKey, request.model, `${prefix.identity}\n${prefix.text}`);
       const hit = this.#live(at, nowMs) !== undefined;
       this.#keep(at, { expiresAtMs: nowMs + this.#ttlMs });
       return hit ? { ...answer, cacheReadTokens: tokens } : { ...answer, cacheWriteTokens: tokens };
     }
     const tokens = tokenizer.encode(request.promptText);
-    if (tokens.length < OPENAI_MIN_CACHE_TOKENS) return answer;
+    if (tokens.length < prefix.minTokens) return answer;
     const at = entryKey(apiKey, request.model, prefix.key);
     const cached = this.#live(at, nowMs)?.tokens;
     this.#keep(at, { expiresAtMs: nowMs + this.#ttlMs, tokens });
     if (cached === undefined) return answer;
     const shared = sharedPrefix(cached, tokens);
-    const served = shared < OPENAI_MIN_CACHE_TOKENS ? 0 : shared - (shared % OPENAI_CACHE_STEP_TOKENS);
+    const served = shared < prefix.minTokens ? 0 : shared - (shared % prefix.stepTokens);
     return served === 0 ? answer : { ...answer, cacheReadTokens: Math.min(served, answer.inputTokens) };
   }
 
@@ -87,31 +82,4 @@ function sharedPrefix(a: readonly number[], b: readonly number[]): number {
   let at = 0;
   while (at < length && a[at] === b[at]) at++;
   return at;
-}
-
-/**
- * Anthropic's marked prefix in a Messages body: the text of the system prompt's and the messages'
- * blocks up to the last one marked `cache_control` (tools before them count towards its identity);
- * undefined when none is marked.
- */
-export function markedPrefix(body: Readonly<Record<string, unknown>>): CachePrefix | undefined {
-  const texts: string[] = [];
-  let marked: string | undefined;
-  const visit = (content: unknown) => {
-    if (typeof content === 'string') texts.push(content);
-    else if (Array.isArray(content))
-      for (const block of content) {
-        const { type, text, cache_control: mark } = (block ?? {}) as Record<string, unknown>;
-        if (type === 'text' && typeof text === 'string') texts.push(text);
-        if (mark !== undefined && mark !== null) marked = texts.join('\n');
-      }
-  };
-  visit(body.system);
-  for (const message of Array.isArray(body.messages) ? body.messages : []) visit((message as Record<string, unknown> | null)?.content);
-  return marked === undefined ? undefined : { kind: 'marked', text: marked, identity: JSON.stringify(body.tools ?? null) };
-}
-
-/** OpenAI's prompt cache for a chat or Responses body: every prompt, routed by `prompt_cache_key`. */
-export function automaticPrefix(body: Readonly<Record<string, unknown>>): CachePrefix {
-  return { kind: 'automatic', key: typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : '' };
 }

@@ -1,5 +1,5 @@
 import type { JsonSchema } from '../provider/json-schema.ts';
-import { isRecord } from './chat-api.ts';
+import { isRecord } from '../vendors/serve/chat-api.ts';
 
 /**
  * A JSON schema the prompt gives for the answer, in a fenced ```json block (LangChain's format

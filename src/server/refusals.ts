@@ -1,12 +1,12 @@
 import { isRateLimitError, isServerError, isTimeoutError } from '../provider/provider.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { FAILURE_PROFILES, type FailureProfile, type ProfileName } from '../simulator/simulated.ts';
-import { type ChatApi, type Failure, InvalidRequestError } from './chat-api.ts';
-import { Refusal } from './exchange.ts';
+import { type ChatApi, type Failure, isInvalidRequestError } from '../vendors/serve/chat-api.ts';
+import { Refusal } from '../vendors/serve/exchange.ts';
 
 /** A request the API refused as it stands, or a schema it cannot answer, as the 400 that says so. */
 export function asRefusal(api: ChatApi, error: unknown): Refusal {
-  if (error instanceof InvalidRequestError) {
+  if (isInvalidRequestError(error)) {
     return new Refusal({ kind: 'invalid-request', message: error.message, param: error.param, code: error.code });
   }
   if (error instanceof SchemaError) {

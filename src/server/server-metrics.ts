@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { loadOptional } from '../optional-package.ts';
+import type { BatchCounts } from '../vendors/serve/dialect.ts';
 import type { StreamOutcome } from './stream-writer.ts';
 
 /** What the token gauge reads: the whole tokens a key has left, per limit. */
 export type RemainingTokens = (key: string) => { readonly requests: number; readonly tokens?: number | undefined };
 
-/** One API's batches and their rows, counted by status in that API's words. */
-export interface BatchCounts {
-  readonly batches: Record<string, number>;
-  readonly rows: Record<string, number>;
-}
-
-/** What the batch gauges read: each batch API's counts, by its name (`openai`, `anthropic`). */
+/** What the batch gauges read: each batch API's counts, by its vendor's name (the `api` label). */
 export type BatchCensus = () => Readonly<Record<string, BatchCounts>>;
 
 /** The label of requests whose key came after the first `maxKeyLabels`. */
@@ -41,7 +36,13 @@ export class ServerMetrics {
   readonly #labels = new Map<string, string>();
   readonly #maxKeyLabels: number;
 
-  private constructor(prom: typeof import('prom-client'), maxKeyLabels: number, remaining: RemainingTokens, census: BatchCensus) {
+  private constructor(
+    prom: typeof import('prom-client'),
+    maxKeyLabels: number,
+    remaining: RemainingTokens,
+    census: BatchCensus,
+    batchApis: readonly { readonly label: string; readonly name: string }[],
+  ) {
     this.#maxKeyLabels = maxKeyLabels;
     this.#registry = new prom.Registry();
     const registers = [this.#registry];
@@ -94,7 +95,7 @@ export class ServerMetrics {
       });
     batchGauge(
       'serve_batches',
-      "Batches kept, by API (openai: the Batch API; anthropic: Message Batches) and status in that API's words.",
+      `Batches kept, by API (${batchApis.map(({ label, name }) => `${label}: ${name}`).join('; ')}) and status in that API's words.`,
       'batches',
     );
     batchGauge(
@@ -105,12 +106,19 @@ export class ServerMetrics {
   }
 
   /** Loads prom-client on first use: a server that is never started never pays for it. */
-  static async create(maxKeyLabels: number, remaining: RemainingTokens, census: BatchCensus): Promise<ServerMetrics> {
+  static async create(
+    maxKeyLabels: number,
+    remaining: RemainingTokens,
+    census: BatchCensus,
+    /** Each Batch API's `api` label and what its vendor calls it, for the help text. */
+    batchApis: readonly { readonly label: string; readonly name: string }[],
+  ): Promise<ServerMetrics> {
     return new ServerMetrics(
       await loadOptional('prom-client', "the server's /metrics", () => import('prom-client')),
       maxKeyLabels,
       remaining,
       census,
+      batchApis,
     );
   }
 

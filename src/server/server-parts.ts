@@ -2,7 +2,7 @@ import { loadOptional } from '../optional-package.ts';
 import type { JsonSchema } from '../provider/json-schema.ts';
 import { SchemaAnswers } from '../simulator/schema-answers.ts';
 import type { Tokenizer } from './answer-choices.ts';
-import type { ChatRequest } from './chat-api.ts';
+import type { ChatRequest } from '../vendors/serve/chat-api.ts';
 import { LLM_SERVER_DEFAULTS } from './llm-server-options.ts';
 import { ServerMetrics } from './server-metrics.ts';
 
@@ -28,10 +28,11 @@ export async function loadServerParts(
   maxKeyLabels: number,
   remaining: Parameters<typeof ServerMetrics.create>[1],
   batchCounts: Parameters<typeof ServerMetrics.create>[2],
+  batchApis: Parameters<typeof ServerMetrics.create>[3],
 ): Promise<Loaded> {
   const [schemas, metrics, tokenizer] = await Promise.all([
     SchemaAnswers.create(LLM_SERVER_DEFAULTS.maxSchemas),
-    ServerMetrics.create(maxKeyLabels, remaining, batchCounts),
+    ServerMetrics.create(maxKeyLabels, remaining, batchCounts, batchApis),
     loadOptional('gpt-tokenizer', 'the server (it counts tokens)', () => import('gpt-tokenizer')),
   ]);
   return {

@@ -1,5 +1,5 @@
 import { createRandom } from '../simulator/random.ts';
-import type { StreamEvent } from './chat-api.ts';
+import type { StreamEvent } from '../vendors/serve/chat-api.ts';
 
 /**
  * The mid-stream fault (`failMidStream`): a share of streams whose connection drops after some of

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { sleep, type Clock } from '../clock.ts';
-import { formatEvent, type StreamEvent } from './chat-api.ts';
+import { formatEvent, type StreamEvent } from '../vendors/serve/chat-api.ts';
 
 /** How a stream ended: every event sent; the client went away; the connection dropped (the fault); the provider went down midway. */
 export type StreamOutcome = 'completed' | 'client-closed' | 'dropped' | 'failed';

@@ -6,7 +6,7 @@
  */
 
 import { createRandom } from '../simulator/random.ts';
-import type { TokenLogprob } from './chat-api.ts';
+import type { TokenLogprob } from '../vendors/serve/chat-api.ts';
 
 /** Tokens that stand in for the alternatives a model weighed: common ones, as a real top list shows. */
 const ALTERNATIVES = [' the', ',', '.', ' a', ' and', ' of', ' to', ' in', ' is', ' that', ' it', ' for', ' on', ' with', ' as', ' was'];

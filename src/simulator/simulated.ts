@@ -21,11 +21,18 @@ import {
   type ResponseHeaders,
 } from '../provider/provider.ts';
 import { createRandom } from './random.ts';
-import { HEADER_STYLES, formatRateLimitHeaders, type HeaderStyle, type LimitSnapshot } from '../vendors/rate-limit-headers.ts';
+import {
+  HEADER_STYLES,
+  formatRateLimitHeaders,
+  parseRateLimitHeaders,
+  type HeaderStyle,
+  type LimitSnapshot,
+} from '../vendors/rate-limit-headers.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, checkString, expected, show } from '../validation/checks.ts';
 import { SchemaError } from '../provider/schema-validators.ts';
 import { simulatedAnswer } from './simulated-answers.ts';
 import { readAnswer } from '../provider/answer.ts';
+import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
 
 /** How often, per call, the simulated provider fails and how. The probabilities sum to at most 1. */
 export interface FailureProfile {
@@ -353,6 +360,12 @@ export class SimulatedProvider implements Provider {
 
   #inOutage(elapsedMs: number): boolean {
     return this.#outage !== undefined && elapsedMs >= this.#outage.startMs && elapsedMs < this.#outage.endMs;
+  }
+
+  /** What its headers say, read in the style it writes them in (nothing without one). */
+  rateLimits(headers: ResponseHeaders): RateLimitSignals {
+    if (this.#headerStyle === undefined) return { limits: [] };
+    return parseRateLimitHeaders(headers, { styles: [this.#headerStyle], nowMs: this.#epochMs + this.#elapsedMs() });
   }
 
   /** The headers to send now, in the configured style; undefined without one. */

@@ -1,5 +1,7 @@
 import { sleep, type Clock } from '../clock.ts';
-import type { CallOptions, LlmOutput, LlmRequest, LlmResponse, Provider } from '../provider/provider.ts';
+import type { CallOptions, LlmOutput, LlmRequest, LlmResponse, Provider, ResponseHeaders } from '../provider/provider.ts';
+import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
+import { parseRateLimitHeaders } from '../vendors/rate-limit-headers.ts';
 import { valueForSchema } from '../simulator/schema-value.ts';
 
 /** One scripted answer: an error to throw, or output after `latencyMs`; `hang` waits for the abort. */
@@ -45,6 +47,11 @@ export class ScriptedProvider implements Provider {
   answerIdentity(request: LlmRequest, maxOutputTokens: number): unknown {
     const { task, articleId, prompt, schema } = request;
     return { scripted: this.name, task, articleId, prompt, schema, maxOutputTokens };
+  }
+
+  /** What a step's headers (an error's) say, read in any style: a script may stand in for any vendor. */
+  rateLimits(headers: ResponseHeaders): RateLimitSignals {
+    return parseRateLimitHeaders(headers);
   }
 
   /** Plays the next step: after its latency answers (a fixed answer for the built-in tasks, one made from the schema for others), rejects with its error, or hangs until aborted. */

@@ -1,4 +1,4 @@
-import type { LimitKind } from '../quota/provider-limits.ts';
+import type { LimitKind, LimitStatus, RateLimitSignals } from '../provider/rate-limit-signals.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 
 /**
@@ -10,25 +10,7 @@ import { RETRY_DEFAULTS } from '../retry/retry.ts';
 /** OpenAI's and Anthropic's limits are per minute. */
 export const VENDOR_WINDOW_MS = 60_000;
 
-/** One limit as the headers describe it; a field the headers lacked, or got wrong, is absent. */
-export interface LimitStatus {
-  /** Which limit the headers describe: requests, tokens, input or output tokens. */
-  kind: LimitKind;
-  /** The quota: how many the window admits. */
-  limit?: number;
-  /** How many the window still admits. */
-  remaining?: number;
-  /** Ms until the window resets / the limit is full again, capped at `maxRetryAfterMs`. */
-  resetMs?: number;
-  /** The IETF policy the figures belong to (`"default"` in `RateLimit: "default";r=50`); other styles have none. */
-  policy?: string;
-  /**
-   * The window `limit` counts over, in ms: a minute for OpenAI's and Anthropic's limits (requests
-   * and tokens per minute), the policy's `w` for the IETF draft; absent when the headers do not say.
-   * `limit / windowMs` is the provider's stated rate.
-   */
-  windowMs?: number;
-}
+export type { LimitStatus };
 
 /**
  * Headers to parse: a plain record (names in any case; Node's `IncomingHttpHeaders` fits, arrays
@@ -102,6 +84,25 @@ export function collectFields(headers: HeaderSource | undefined): Map<string, st
   return fields;
 }
 
+/**
+ * The headers `format` writes for `status` (checked by the caller), after `retry-after` (whole
+ * seconds, rounded up) and `retry-after-ms` when `retryAfterMs` is given. Names lower-case.
+ */
+export function writeRateLimitHeaders(
+  format: HeaderFormat,
+  status: readonly LimitSnapshot[],
+  retryAfterMs: number | undefined,
+  nowMs: number,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (retryAfterMs !== undefined) {
+    headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
+    headers['retry-after-ms'] = String(Math.ceil(retryAfterMs));
+  }
+  format.write(headers, status, nowMs);
+  return headers;
+}
+
 /** The first value of a singleton field (a repeated one is a protocol error; the first is the usual pick). */
 export function first(context: HeaderFields, name: string): string | undefined {
   return context.fields.get(name)?.[0];
@@ -122,6 +123,23 @@ export function retryAfterOf(
   maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs,
 ): number | undefined {
   return parseRetryAfter({ fields: collectFields(headers), nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) });
+}
+
+/**
+ * What `headers` say in any of `formats` — each limit they state, in the formats' order — and the
+ * wait `retry-after` asks for; durations capped at `maxRetryAfterMs`. Never throws on a header value.
+ */
+export function readRateLimits(
+  formats: readonly HeaderFormat[],
+  headers: HeaderSource | undefined,
+  nowMs = Date.now(),
+  maxRetryAfterMs: number = RETRY_DEFAULTS.maxRetryAfterMs,
+): RateLimitSignals {
+  const fields: HeaderFields = { fields: collectFields(headers), nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) };
+  const signals: RateLimitSignals = { limits: formats.flatMap((format) => format.parse(fields)) };
+  const retryAfterMs = parseRetryAfter(fields);
+  if (retryAfterMs !== undefined) signals.retryAfterMs = retryAfterMs;
+  return signals;
 }
 
 export function parseRetryAfter(context: HeaderFields): number | undefined {

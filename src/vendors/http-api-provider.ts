@@ -7,13 +7,22 @@ import type {
   Provider,
   ProviderTarget,
   RequestFraming,
+  ResponseHeaders,
 } from '../provider/provider.ts';
+import type { JsonSchema } from '../provider/json-schema.ts';
+import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
+import { readRateLimits, type HeaderFormat } from './header-fields.ts';
+import { IETF_HEADERS } from './ietf-rate-limit-headers.ts';
 import type { BoundSdk } from './sdk-wire.ts';
 
-/** A vendor's SDK as a provider is made from it: its defaults, and its wire bound to the settings (`bindSdk`). */
+/** A vendor's SDK as a provider is made from it: its defaults, its dialect, and its wire bound to the settings (`bindSdk`). */
 export interface SdkBinding {
   /** The vendor's defaults: name, base URL, model, key variable. */
   readonly defaults: HttpProviderDefaults;
+  /** The vendor's rate-limit headers, which its responses carry. */
+  readonly headers: HeaderFormat;
+  /** Why the vendor's API would refuse a schema, in its words; undefined when it takes it. @default takes every schema */
+  readonly schemaProblem?: ((schema: JsonSchema) => string | undefined) | undefined;
   /** Binds the SDK to a provider's settings: what its calls go through. */
   bind(settings: HttpProviderSettings): BoundSdk;
 }
@@ -44,17 +53,22 @@ export abstract class HttpApiProvider implements Provider {
   /** True: the vendor's `decode` reads every answer with `readAnswer`, against its schema. */
   readonly checksAnswers = true;
   readonly #sdk: BoundSdk;
+  /** The vendor's headers, then the IETF draft's, which any server (a proxy in front) may add. */
+  readonly #headerFormats: readonly HeaderFormat[];
+  readonly #schemaProblem: ((schema: JsonSchema) => string | undefined) | undefined;
   #ready: Promise<void> | undefined;
 
   protected constructor(options: HttpProviderOptions, sdk: SdkBinding) {
     const settings = httpProviderSettings(options, sdk.defaults);
     ({ name: this.name, model: this.model, baseUrl: this.baseUrl } = settings);
     this.#api = sdk.defaults.name;
-    this.target = targetOf(sdk.defaults.name, settings);
+    this.target = targetOf(sdk.defaults.genAiProviderName, settings);
     this.framing = sdk.defaults.framing;
     this.promptCacheRatios = sdk.defaults.promptCacheRatios;
     this.limitsCountCacheReads = sdk.defaults.limitsCountCacheReads;
     this.#sdk = sdk.bind(settings);
+    this.#headerFormats = sdk.headers === IETF_HEADERS ? [IETF_HEADERS] : [sdk.headers, IETF_HEADERS];
+    this.#schemaProblem = sdk.schemaProblem;
   }
 
   /**
@@ -81,6 +95,16 @@ export abstract class HttpApiProvider implements Provider {
     return this.#sdk.call(request, options);
   }
 
+  /** Why the vendor's API would refuse `schema` (OpenAI's strict mode: every schema goes in it), in its words; undefined when it takes it. */
+  schemaProblem(schema: JsonSchema): string | undefined {
+    return this.#schemaProblem?.(schema);
+  }
+
+  /** What the headers say of the limits in the vendor's dialect (and the IETF draft's), and the wait `retry-after` asks for. */
+  rateLimits(headers: ResponseHeaders): RateLimitSignals {
+    return readRateLimits(this.#headerFormats, headers);
+  }
+
   /**
    * The vendor's API, the base URL and the body a call sends (the model, the prompt, the schema,
    * the output cap: the vendor's `encode`). The base URL is there because the same model name may
@@ -92,8 +116,7 @@ export abstract class HttpApiProvider implements Provider {
 }
 
 /**
- * The vendor's API by its default provider name (`openai`, `anthropic`: the names the GenAI
- * conventions give them), the model, and the server the base URL points at, its port spelled out.
+ * The vendor's API by the name the GenAI conventions give it (`gen_ai.provider.name`), the model, and the server the base URL points at, its port spelled out.
  */
 function targetOf(vendor: string, settings: HttpProviderSettings): ProviderTarget {
   const url = new URL(settings.baseUrl);

@@ -5,6 +5,7 @@
  */
 
 import { retryAfterOf } from './header-fields.ts';
+import { RETRY_DEFAULTS } from '../retry/retry.ts';
 import { checkObject, checkString, expected } from '../validation/checks.ts';
 import {
   AuthenticationError,
@@ -42,20 +43,33 @@ export interface HttpProviderOptions {
    * @default the vendor's (`OPENAI_DEFAULTS.baseUrl`, …); Azure has none
    */
   readonly baseUrl?: string | undefined;
-  /** Azure OpenAI's `api-version` (`2024-10-21`): required there, taken by no other vendor. @default none */
+  /** The API version, for a vendor that takes one (Azure OpenAI's `api-version`, `2024-10-21`): required there, refused elsewhere. @default none */
   readonly apiVersion?: string | undefined;
 }
 
 /** What an HTTP API is unless told otherwise. */
 export interface HttpProviderDefaults {
-  /** The name the provider goes by unless told otherwise. */
+  /** The name the provider goes by unless told otherwise: the vendor's `type`. */
   readonly name: string;
+  /** The vendor as messages and help name it (`OpenAI`, `Azure OpenAI`). */
+  readonly label: string;
+  /**
+   * `gen_ai.provider.name`, as the OpenTelemetry GenAI conventions list the vendor (`openai`,
+   * `anthropic`, `gcp.gemini`): what tracing names its calls by, and part of a task's fingerprint.
+   */
+  readonly genAiProviderName: string;
   /** Where the API is; undefined when each user's differs and must be given (Azure's endpoint). */
   readonly baseUrl: string | undefined;
   /** The model asked; undefined when it must be given (Azure's deployment). */
   readonly model: string | undefined;
   /** Whether the API takes an `apiVersion` (required then): Azure OpenAI's `api-version`. @default false */
   readonly takesApiVersion?: boolean | undefined;
+  /** An API version it takes, as help and messages show one (`2024-10-21`). @default none */
+  readonly apiVersionExample?: string | undefined;
+  /** What its base URL looks like, as help and a run stopped by a 404 say it (`Anthropic's is the host root`). */
+  readonly baseUrlHint: string;
+  /** What else the `type` reaches, as `--provider`'s help says it (`any OpenAI-compatible server`). @default nothing else */
+  readonly alsoMeans?: string | undefined;
   /** What the providers file calls `baseUrl` and `model` for this vendor (Azure's `endpoint`, `deployment`). @default the same names */
   readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
@@ -78,7 +92,7 @@ export interface HttpProviderSettings {
   readonly model: string;
   /** The API's base URL. */
   readonly baseUrl: string;
-  /** Azure OpenAI's `api-version`; undefined for the vendors that take none. */
+  /** The API version (Azure OpenAI's `api-version`); undefined for the vendors that take none. */
   readonly apiVersion: string | undefined;
 }
 
@@ -104,8 +118,7 @@ export function httpProviderSettings(options: HttpProviderOptions, defaults: Htt
     throw expected('baseUrl', `given (${defaults.name} has no default: name the ${defaults.fileNames?.baseUrl ?? 'base URL'})`, baseUrl);
   }
   if (defaults.takesApiVersion === true) checkString('apiVersion', apiVersion);
-  else if (apiVersion !== undefined)
-    throw expected('apiVersion', `left out (${defaults.name} takes none: it is Azure OpenAI's)`, apiVersion);
+  else if (apiVersion !== undefined) throw expected('apiVersion', `left out (${defaults.name} takes none)`, apiVersion);
   if (!isHttpUrl(baseUrl)) throw expected('baseUrl', 'an http:// or https:// URL', maskCredentials(String(baseUrl)));
   if (hasCredentials(baseUrl))
     throw expected('baseUrl', 'a URL without a user name or password (the key is apiKey)', maskCredentials(baseUrl));
@@ -192,6 +205,17 @@ export interface ErrorBody {
   readonly codes: readonly unknown[];
   /** The error's message, as the vendor wrote it. */
   readonly message: unknown;
+  /**
+   * What the failure is when the body says it and the status does not: a key refused with a 400
+   * (a reason such as `API_KEY_INVALID`), a rate limit answered with another status.
+   * @default what the status says
+   */
+  readonly means?: 'refused-key' | 'rate-limited' | undefined;
+  /**
+   * The wait the body asks for, in ms (a `RetryInfo` detail's `retryDelay`), for a vendor that says
+   * it there rather than in `retry-after`; the header wins when both say. @default none
+   */
+  readonly retryAfterMs?: number | undefined;
 }
 
 interface FailureContext {
@@ -248,13 +272,14 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
 
 /**
  * The failure an HTTP error status means, with the body's codes deciding between a rate limit and
- * an empty account (OpenAI's `insufficient_quota`), and `x-should-retry: false` obeyed.
+ * an empty account (OpenAI's `insufficient_quota`), the body's own word where the status says too
+ * little (a key refused with a 400, a wait in the body), and `x-should-retry: false` obeyed.
  */
 function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
   const codes = body.codes.filter((code): code is string => typeof code === 'string' && code !== '');
   const said = typeof body.message === 'string' && body.message !== '' ? `: ${blankOut(body.message, apiKey)}` : '';
   const options = { status, headers };
-  if (status === 401 || status === 403) {
+  if (status === 401 || status === 403 || body.means === 'refused-key') {
     // The provider's message may quote the key, even masked: only its code is kept.
     const code = codes[0];
     return new AuthenticationError(`${status} the API key was refused${code === undefined ? '' : ` (${code})`}`, options);
@@ -263,10 +288,16 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
     return new QuotaExhaustedError(`${status} no credit or quota left on the account${said}`, options);
   }
   const retryable = headers['x-should-retry'] === 'false' ? false : undefined;
-  const retryAfterMs = retryAfterOf(headers);
-  if (status === 429) return new RateLimitError(`429 rate limited${said}`, { ...options, retryAfterMs, retryable });
+  const retryAfterMs = retryAfterOf(headers) ?? bodyWaitMs(body.retryAfterMs);
+  if (status === 429 || body.means === 'rate-limited')
+    return new RateLimitError(`${status} rate limited${said}`, { ...options, retryAfterMs, retryable });
   if (status >= 500) return new ServerError(`${status} server error${said}`, { ...options, retryAfterMs, retryable });
   return new BadRequestError(`${status} request rejected${said}`, options);
+}
+
+/** A wait an error body asks for, when it is one, capped as a header's is. */
+function bodyWaitMs(ms: number | undefined): number | undefined {
+  return typeof ms === 'number' && ms >= 0 ? Math.min(ms, RETRY_DEFAULTS.maxRetryAfterMs) : undefined;
 }
 
 /**

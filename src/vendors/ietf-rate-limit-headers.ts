@@ -1,4 +1,4 @@
-import { LIMIT_KINDS, type LimitKind } from '../quota/provider-limits.ts';
+import { LIMIT_KINDS, type LimitKind } from '../provider/rate-limit-signals.ts';
 import { ietfPolicyMember, ietfStatusMember } from '../middleware/ietf-headers.ts';
 import {
   first,

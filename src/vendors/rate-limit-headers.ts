@@ -1,15 +1,7 @@
-import type { LimitKind } from '../quota/provider-limits.ts';
+import type { LimitKind, RateLimitSignals } from '../provider/rate-limit-signals.ts';
 import { RETRY_DEFAULTS } from '../retry/retry.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkObject, checkOneOf, expected } from '../validation/checks.ts';
-import {
-  collectFields,
-  parseRetryAfter,
-  type HeaderFields,
-  type HeaderFormat,
-  type HeaderSource,
-  type LimitSnapshot,
-  type LimitStatus,
-} from './header-fields.ts';
+import { readRateLimits, writeRateLimitHeaders, type HeaderFormat, type HeaderSource, type LimitSnapshot } from './header-fields.ts';
 import { IETF_HEADERS } from './ietf-rate-limit-headers.ts';
 import { VENDORS, type HttpProviderType } from './registry.ts';
 
@@ -54,17 +46,8 @@ const READ_FORMATS: readonly HeaderFormat[] = [...new Set(Object.values(HEADER_F
 export const isHeaderStyle = (value: unknown): value is HeaderStyle =>
   typeof value === 'string' && (HEADER_STYLES as readonly string[]).includes(value);
 
-/** What `parseRateLimitHeaders()` read from one response's headers: how long to wait, and every limit they describe. */
-export interface ParsedRateLimitHeaders {
-  /** How long the server asked the client to wait, in ms, capped; absent when it did not ask (readably). */
-  retryAfterMs?: number;
-  /**
-   * Every limit the headers describe: OpenAI's, then Anthropic's, then the IETF ones, each in
-   * {@link LIMIT_KINDS} order (IETF in the policies' order). Several may share a kind (IETF policies,
-   * a proxy adding its own); the most restrictive is the caller's pick.
-   */
-  limits: LimitStatus[];
-}
+/** What `parseRateLimitHeaders()` read from one response's headers: how long to wait, and every limit they describe (in {@link LIMIT_KINDS} order per style: OpenAI's, then Anthropic's, then the IETF ones). */
+export type ParsedRateLimitHeaders = RateLimitSignals;
 
 /** What `parseRateLimitHeaders()` takes besides the headers: the time dates are read against, and the longest wait believed. */
 export interface ParseRateLimitHeadersOptions {
@@ -72,6 +55,8 @@ export interface ParseRateLimitHeadersOptions {
   readonly nowMs?: number;
   /** The longest duration believed, in ms; longer ones (and dates further out) read as this. @default RETRY_DEFAULTS.maxRetryAfterMs */
   readonly maxRetryAfterMs?: number;
+  /** The styles read (a provider knows its own). @default HEADER_STYLES (every style) */
+  readonly styles?: readonly HeaderStyle[];
 }
 
 /** What `formatRateLimitHeaders()` takes besides the limits: the time resets are written against. */
@@ -82,7 +67,7 @@ export interface FormatRateLimitHeadersOptions {
 
 /**
  * Reads retry-after and rate-limit status from response headers of any of the supported styles
- * (several may be present at once). `headers` may be undefined (no headers: nothing known).
+ * (several may be present at once), or of `options.styles` only. `headers` may be undefined (no headers: nothing known).
  * Throws `TypeError` only for bad `options`, never for a header value.
  */
 export function parseRateLimitHeaders(
@@ -90,14 +75,13 @@ export function parseRateLimitHeaders(
   options: ParseRateLimitHeadersOptions = {},
 ): ParsedRateLimitHeaders {
   checkObject('options', options);
-  const { nowMs = Date.now(), maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs } = options;
+  const { nowMs = Date.now(), maxRetryAfterMs = RETRY_DEFAULTS.maxRetryAfterMs, styles } = options;
   checkNumber('nowMs', nowMs, { unit: 'Unix epoch ms' });
   checkDurationMs('maxRetryAfterMs', maxRetryAfterMs);
-  const fields: HeaderFields = { fields: collectFields(headers), nowMs, capMs: (ms) => Math.min(ms, maxRetryAfterMs) };
-  const info: ParsedRateLimitHeaders = { limits: READ_FORMATS.flatMap((format) => format.parse(fields)) };
-  const retryAfterMs = parseRetryAfter(fields);
-  if (retryAfterMs !== undefined) info.retryAfterMs = retryAfterMs;
-  return info;
+  if (styles !== undefined && !Array.isArray(styles)) throw expected('styles', 'an array of header styles', styles);
+  for (const style of styles ?? []) checkOneOf('each style', style, HEADER_STYLES);
+  const formats = styles === undefined ? READ_FORMATS : [...new Set(styles.map((style: HeaderStyle) => HEADER_FORMATS[style]))];
+  return readRateLimits(formats, headers, nowMs, maxRetryAfterMs);
 }
 
 /**
@@ -124,14 +108,8 @@ export function formatRateLimitHeaders(
     seen.add(snapshot.kind);
   }
 
-  const headers: Record<string, string> = {};
-  if (retryAfterMs !== undefined) {
-    checkDurationMs('retryAfterMs', retryAfterMs);
-    headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
-    headers['retry-after-ms'] = String(Math.ceil(retryAfterMs));
-  }
-  HEADER_FORMATS[style].write(headers, status, nowMs);
-  return headers;
+  if (retryAfterMs !== undefined) checkDurationMs('retryAfterMs', retryAfterMs);
+  return writeRateLimitHeaders(HEADER_FORMATS[style], status, retryAfterMs, nowMs);
 }
 
 function checkSnapshot(style: HeaderStyle, snapshot: LimitSnapshot): void {

@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BatchApi, BatchRow, RowOutcome } from '../../src/batch/batch-api.ts';
 import { customIdOf } from '../../src/batch/custom-id.ts';
-import { OpenAiBatchApi } from '../../src/batch/openai-batch-api.ts';
+import { OpenAiBatchApi } from '../../src/vendors/openai/batch-api.ts';
+import { VENDORS } from '../../src/vendors/registry.ts';
 import { runBatch, type BatchRunState } from '../../src/batch/run-batch.ts';
 import { planRun } from '../../src/pipeline/run-plan.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
@@ -166,7 +167,7 @@ describe('runBatch', () => {
     const server = new LlmServer({ batchDurationMs: 100 });
     servers.push(server);
     const url = await server.listen({ port: 0 });
-    const api = new OpenAiBatchApi({ apiKey: 'sk-batch', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' });
+    const api = new OpenAiBatchApi({ apiKey: 'sk-batch', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' }, VENDORS.openai);
     // Stopped once the first batch is recorded: the state holds it, pending.
     const stop = new AbortController();
     let saved: BatchRunState | undefined;
@@ -197,7 +198,7 @@ describe('runBatch', () => {
     const server = new LlmServer({ batchDurationMs: 10 });
     servers.push(server);
     const url = await server.listen({ port: 0 });
-    const api = new OpenAiBatchApi({ apiKey: 'sk-upload', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' });
+    const api = new OpenAiBatchApi({ apiKey: 'sk-upload', baseUrl: `${url}/v1`, model: 'gpt-4o-mini' }, VENDORS.openai);
     const texts = ['Zürich — 東京 \u2028 "quoted" \\ done', 'plain', '🙂 emoji and \r\n line ends'];
     const rows: BatchRow[] = texts.map((text, index) => {
       const request = { task: 'summarize', articleId: `a${index}`, prompt: text, schema: { type: 'object' } };

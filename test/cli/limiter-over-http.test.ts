@@ -2,7 +2,8 @@
 // against `news-processor serve` holding each key to R per second, burst 3.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { type LlmRequest, OpenAiProvider } from '../../src/index.ts';
+import type { LlmRequest } from '../../src/index.ts';
+import { OpenAiProvider } from '../../src/vendors/index.ts';
 import { keyFingerprint } from '../../src/server/server-metrics.ts';
 import { type CliRun, linesOf, runCli, startCli } from './run-cli.ts';
 import { builtinRequest } from '../requests.ts';

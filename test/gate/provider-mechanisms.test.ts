@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { RateLimitError, ServerError, TimeoutError, type LlmRequest } from '../../src/provider/provider.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
-import { formatRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
+import { formatRateLimitHeaders, parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { gateCaller } from '../gate-caller.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
@@ -320,6 +320,8 @@ describe('CallGate - headers and adaptive rate', () => {
         output: { summary: 's', keywords: [] },
         headers: formatRateLimitHeaders('openai', [{ kind: 'requests', limit: 100, remaining, resetMs: 1000 }]),
       }),
+      // A provider of one's own says how its headers read: here, OpenAI's.
+      rateLimits: (headers: Readonly<Record<string, string>>) => parseRateLimitHeaders(headers, { styles: ['openai'] }),
     };
     const limits = new LocalLimits({ limits: [{ kind: 'requests', rate: 1, burst: 10 }], clock });
     const { call } = gateCaller({ provider, limits, clock, syncHeaders: true });

@@ -2,9 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import type { LlmRequest } from '../../src/provider/provider.ts';
 import type { Tokenizer } from '../../src/server/answer-choices.ts';
-import type { ChatAnswer, ChatRequest } from '../../src/server/chat-api.ts';
+import type { ChatAnswer, ChatRequest } from '../../src/vendors/serve/chat-api.ts';
 import { LlmServer } from '../../src/server/index.ts';
-import { markedPrefix, PromptCache } from '../../src/server/prompt-cache.ts';
+import { PromptCache } from '../../src/server/prompt-cache.ts';
+import { minCacheTokens } from '../../src/vendors/anthropic/defaults.ts';
+import { markedPrefix } from '../../src/vendors/anthropic/serve-messages.ts';
+import { automaticPrefix } from '../../src/vendors/openai/serve-chat.ts';
 import { encodeAnthropic } from '../../src/vendors/anthropic/encode.ts';
 import { encodeOpenAi } from '../../src/vendors/openai/encode.ts';
 import { post } from './http.ts';
@@ -38,14 +41,20 @@ function anthropic(head: string, rest: string, model = 'claude-sonnet-4-5'): { r
   };
   const promptText = `${head}\n${rest}`;
   return {
-    request: { model, promptText, lastUserText: promptText, shape: SHAPE, cachePrefix: markedPrefix(body) },
+    request: { model, promptText, lastUserText: promptText, shape: SHAPE, cachePrefix: markedPrefix(body, minCacheTokens(model)) },
     answer: { ...ANSWER, inputTokens: WORDS.encode(promptText).length },
   };
 }
 
 function openAi(prompt: string, key = 'task-a'): { request: ChatRequest; answer: ChatAnswer } {
   return {
-    request: { model: 'gpt-4.1-mini', promptText: prompt, lastUserText: prompt, shape: SHAPE, cachePrefix: { kind: 'automatic', key } },
+    request: {
+      model: 'gpt-4.1-mini',
+      promptText: prompt,
+      lastUserText: prompt,
+      shape: SHAPE,
+      cachePrefix: automaticPrefix({ prompt_cache_key: key }),
+    },
     answer: { ...ANSWER, inputTokens: WORDS.encode(prompt).length },
   };
 }

@@ -1,13 +1,11 @@
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  AnthropicProvider,
   AuthenticationError,
   BadRequestError,
   createHttpProvider,
   MalformedOutputError,
   NetworkError,
-  OpenAiProvider,
   QuotaExhaustedError,
   RateLimitError,
   RefusalError,
@@ -17,6 +15,7 @@ import {
   type LlmRequest,
   type Provider,
 } from '../../src/index.ts';
+import { AnthropicProvider, OpenAiProvider } from '../../src/vendors/index.ts';
 import {
   type Cue,
   RATE_LIMIT_HEADERS,

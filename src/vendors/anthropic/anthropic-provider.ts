@@ -1,42 +1,15 @@
-import type { Anthropic } from '@anthropic-ai/sdk';
-import { loadOptional } from '../../optional-package.ts';
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
-import { sdkClientOptions, type HttpProviderOptions } from '../http-api.ts';
-import { bindSdk, WARM_UP_ANSWER, WARM_UP_REQUEST, type SdkWire } from '../sdk-wire.ts';
-import { decodeAnthropic } from './decode.ts';
+import type { HttpProviderOptions } from '../http-api.ts';
+import { bindSdk } from '../sdk-wire.ts';
+import { ANTHROPIC_WIRE } from './anthropic-wire.ts';
 import { ANTHROPIC_DEFAULTS } from './defaults.ts';
-import { encodeAnthropic, type AnthropicBody } from './encode.ts';
-import { readAnthropicErrorBody } from './errors.ts';
+import { ANTHROPIC_HEADERS } from './rate-limit-headers.ts';
 
-/**
- * The Anthropic Messages API through the official `@anthropic-ai/sdk`, loaded when a provider is
- * made (not when the library is imported), its own retries off.
- */
-const ANTHROPIC_WIRE: SdkWire<Anthropic, AnthropicBody> = {
+const ANTHROPIC_SDK: SdkBinding = {
   defaults: ANTHROPIC_DEFAULTS,
-  load: async (settings) => {
-    const sdk = await loadOptional('@anthropic-ai/sdk', 'the Anthropic provider', () => import('@anthropic-ai/sdk'));
-    // No webhook key: the SDK would otherwise look for one in the environment.
-    return { client: new sdk.Anthropic({ ...sdkClientOptions(settings), webhookKey: null }), errors: sdk };
-  },
-  encode: encodeAnthropic,
-  post: (client, body, options) => client.messages.create(body, options).withResponse(),
-  decode: decodeAnthropic,
-  /** A message answering the warm-up call, its tool used: the fields the SDK and the decoder read. */
-  cannedAnswer: (): Record<string, unknown> => ({
-    id: 'warm-up',
-    type: 'message',
-    role: 'assistant',
-    model: 'warm-up',
-    content: [{ type: 'tool_use', id: 'warm-up', name: WARM_UP_REQUEST.task, input: WARM_UP_ANSWER }],
-    stop_reason: 'tool_use',
-    stop_sequence: null,
-    usage: { input_tokens: 0, output_tokens: 0 },
-  }),
-  readErrorBody: readAnthropicErrorBody,
+  headers: ANTHROPIC_HEADERS,
+  bind: (settings) => bindSdk(ANTHROPIC_WIRE, settings),
 };
-
-const ANTHROPIC_SDK: SdkBinding = { defaults: ANTHROPIC_DEFAULTS, bind: (settings) => bindSdk(ANTHROPIC_WIRE, settings) };
 
 /**
  * A provider over the Anthropic Messages API (`POST {baseUrl}/v1/messages`) through the official

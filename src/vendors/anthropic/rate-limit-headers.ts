@@ -1,4 +1,4 @@
-import { LIMIT_KINDS } from '../../quota/provider-limits.ts';
+import { LIMIT_KINDS } from '../../provider/rate-limit-signals.ts';
 import {
   first,
   parseCount,

@@ -3,7 +3,9 @@ import { loadOptional } from '../../optional-package.ts';
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
 import type { HttpProviderOptions, HttpProviderSettings } from '../http-api.ts';
 import type { OpenAiBody } from '../openai/encode.ts';
-import { OPENAI_WIRE } from '../openai/openai-wire.ts';
+import { OPENAI_SDK_PACKAGE, OPENAI_WIRE } from '../openai/openai-wire.ts';
+import { OPENAI_HEADERS } from '../openai/rate-limit-headers.ts';
+import { strictSchemaProblem } from '../openai/strict-schema.ts';
 import { bindSdk, type SdkWire } from '../sdk-wire.ts';
 import { AZURE_DEFAULTS } from './defaults.ts';
 
@@ -34,7 +36,7 @@ const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
   ...OPENAI_WIRE,
   defaults: AZURE_DEFAULTS,
   load: async (settings) => {
-    const sdk = await loadOptional('openai', 'the Azure OpenAI provider', () => import('openai'));
+    const sdk = await loadOptional(OPENAI_SDK_PACKAGE, 'the Azure OpenAI provider', () => import('openai'));
     const make = (fetch?: AzureFetch): AzureOpenAI => {
       const client = new sdk.AzureOpenAI(azureClientOptions(settings, fetch));
       // `withOptions` would make a client without the api-version: the warm-up's copy is made as this one is.
@@ -44,7 +46,16 @@ const AZURE_WIRE: SdkWire<AzureOpenAI, OpenAiBody> = {
   },
 };
 
-const AZURE_SDK: SdkBinding = { defaults: AZURE_DEFAULTS, bind: (settings) => bindSdk(AZURE_WIRE, settings) };
+const AZURE_SDK: SdkBinding = {
+  defaults: AZURE_DEFAULTS,
+  headers: OPENAI_HEADERS,
+  // OpenAI's request, strict mode and all, at a deployment of one's own.
+  schemaProblem: (schema) => {
+    const problem = strictSchemaProblem(schema);
+    return problem === undefined ? undefined : `Azure OpenAI's strict mode refuses its schema: ${problem}`;
+  },
+  bind: (settings) => bindSdk(AZURE_WIRE, settings),
+};
 
 /**
  * A provider over an Azure OpenAI deployment: `baseUrl` is the resource's endpoint

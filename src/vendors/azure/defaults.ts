@@ -6,10 +6,19 @@ import { OPENAI_DEFAULTS } from '../openai/defaults.ts';
  */
 export const AZURE_DEFAULTS = Object.freeze({
   name: 'azure',
+  label: 'Azure OpenAI',
+  /**
+   * What traces and the tasks' fingerprints have named Azure's calls by since its first release; the
+   * conventions' newer `azure.ai.openai` would make every Azure task of a run resumed across the
+   * change look changed.
+   */
+  genAiProviderName: 'azure',
   /** Each resource's own (`https://NAME.openai.azure.com`): must be given. */
   baseUrl: undefined,
   /** The deployment, which names the model: must be given. */
   model: undefined,
+  baseUrlHint: "Azure's is the resource's endpoint",
+  apiVersionExample: '2024-10-21',
   /** The environment variable the command line and the providers file read the key from (the `api-key` header). */
   apiKeyEnv: 'AZURE_OPENAI_API_KEY',
   /** Every request names the API version (`?api-version=2024-10-21`). */

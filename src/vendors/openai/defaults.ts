@@ -1,10 +1,16 @@
 /** What an OpenAI provider is unless told otherwise. */
 export const OPENAI_DEFAULTS = Object.freeze({
   name: 'openai',
+  label: 'OpenAI',
+  /** The OpenTelemetry GenAI conventions' name for it. */
+  genAiProviderName: 'openai',
   /** Where the API is; an OpenAI-compatible server's URL ends in `/v1` too (vLLM, Ollama, LiteLLM). */
   baseUrl: 'https://api.openai.com/v1',
   /** A small model that answers in strict structured output. */
   model: 'gpt-4.1-mini',
+  baseUrlHint: "an OpenAI-compatible server's ends in /v1",
+  /** What else `--provider=openai` reaches. */
+  alsoMeans: 'any OpenAI-compatible server',
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'OPENAI_API_KEY',
   /**
@@ -23,6 +29,3 @@ export const OPENAI_DEFAULTS = Object.freeze({
   /** OpenAI's token limits count every prompt token, cached or not. */
   limitsCountCacheReads: true,
 });
-
-/** The fewest prompt tokens OpenAI caches: prompts of 1,024 tokens or more, cached in steps of 128 (its prompt-caching guide). */
-export const OPENAI_MIN_CACHE_TOKENS = 1024;

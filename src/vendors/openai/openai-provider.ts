@@ -1,12 +1,17 @@
 import { HttpApiProvider, type SdkBinding } from '../http-api-provider.ts';
 import type { HttpProviderOptions } from '../http-api.ts';
-import type { JsonSchema } from '../../provider/json-schema.ts';
-import { strictSchemaProblem } from '../../provider/strict-schema.ts';
 import { bindSdk } from '../sdk-wire.ts';
 import { OPENAI_DEFAULTS } from './defaults.ts';
 import { OPENAI_WIRE } from './openai-wire.ts';
+import { OPENAI_HEADERS } from './rate-limit-headers.ts';
+import { openAiSchemaProblem } from './strict-schema.ts';
 
-const OPENAI_SDK: SdkBinding = { defaults: OPENAI_DEFAULTS, bind: (settings) => bindSdk(OPENAI_WIRE, settings) };
+const OPENAI_SDK: SdkBinding = {
+  defaults: OPENAI_DEFAULTS,
+  headers: OPENAI_HEADERS,
+  schemaProblem: openAiSchemaProblem,
+  bind: (settings) => bindSdk(OPENAI_WIRE, settings),
+};
 
 /**
  * A provider over the OpenAI chat completions API (`POST {baseUrl}/chat/completions`), or any
@@ -19,11 +24,5 @@ const OPENAI_SDK: SdkBinding = { defaults: OPENAI_DEFAULTS, bind: (settings) => 
 export class OpenAiProvider extends HttpApiProvider {
   constructor(options: HttpProviderOptions) {
     super(options, OPENAI_SDK);
-  }
-
-  /** Every schema goes in strict mode, which answers one it does not take with a 400 on every call. */
-  schemaProblem(schema: JsonSchema): string | undefined {
-    const problem = strictSchemaProblem(schema);
-    return problem === undefined ? undefined : `OpenAI's strict mode refuses its schema: ${problem}`;
   }
 }

@@ -1,5 +1,5 @@
 import type { OpenAI } from 'openai';
-import { loadOptional } from '../../optional-package.ts';
+import { loadOptional, type PackageSpec } from '../../optional-package.ts';
 import { sdkClientOptions } from '../http-api.ts';
 import { WARM_UP_ANSWER, type SdkWire } from '../sdk-wire.ts';
 import { decodeOpenAi } from './decode.ts';
@@ -9,6 +9,9 @@ import { readOpenAiErrorBody } from './errors.ts';
 
 // Apart from the provider class, so that the SDK's types stay out of the declarations the package's root ships.
 
+/** OpenAI's official SDK, an optional peer (Azure OpenAI's client is in it too): the version the package is tested with. */
+export const OPENAI_SDK_PACKAGE: PackageSpec = Object.freeze({ name: 'openai', version: '6.49.0' });
+
 /**
  * The OpenAI chat completions API through the official `openai` SDK, loaded when a provider is
  * made (not when the library is imported), its own retries off. Azure OpenAI's wire is this one with
@@ -17,7 +20,7 @@ import { readOpenAiErrorBody } from './errors.ts';
 export const OPENAI_WIRE: SdkWire<OpenAI, OpenAiBody> = {
   defaults: OPENAI_DEFAULTS,
   load: async (settings) => {
-    const sdk = await loadOptional('openai', 'the OpenAI provider', () => import('openai'));
+    const sdk = await loadOptional(OPENAI_SDK_PACKAGE, 'the OpenAI provider', () => import('openai'));
     return { client: new sdk.OpenAI(sdkClientOptions(settings)), errors: sdk };
   },
   encode: encodeOpenAi,

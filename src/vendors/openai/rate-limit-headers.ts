@@ -1,4 +1,4 @@
-import type { LimitKind } from '../../quota/provider-limits.ts';
+import type { LimitKind } from '../../provider/rate-limit-signals.ts';
 import { formatDuration, parseDuration } from '../../validation/duration.ts';
 import {
   first,

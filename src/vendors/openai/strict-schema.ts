@@ -7,8 +7,8 @@
  * refuses (openai-node's `lib/transform`), and `oneOf` (strict mode takes `anyOf` only).
  */
 
-import type { JsonSchema } from './json-schema.ts';
-import { isRecord } from './json-schema.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
+import { isRecord } from '../../provider/json-schema.ts';
 
 const UNSUPPORTED_KEYWORDS = [
   '$anchor',
@@ -106,4 +106,13 @@ function tuple(context: Context): string {
 
 function pythonString(text: string): string {
   return text.includes("'") && !text.includes('"') ? `"${text}"` : `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+/**
+ * Why OpenAI would refuse `schema` as a task's (every task is sent in strict mode), in OpenAI's
+ * words: what a run says before its first call rather than meeting a 400 on every one.
+ */
+export function openAiSchemaProblem(schema: JsonSchema): string | undefined {
+  const problem = strictSchemaProblem(schema);
+  return problem === undefined ? undefined : `OpenAI's strict mode refuses its schema: ${problem}`;
 }

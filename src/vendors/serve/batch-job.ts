@@ -8,7 +8,7 @@
  */
 
 import { setImmediate as turn } from 'node:timers/promises';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../../clock.ts';
 import type { FileStore, StoredFile } from './file-store.ts';
 
 /** A row of a batch: its custom id and the body of the request it carries. */

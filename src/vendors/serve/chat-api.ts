@@ -1,12 +1,14 @@
 /**
- * What the server's APIs have in common: a chat request reduced to what the answer depends on,
- * the answer, and what each API words in its own way — parsing, the response, the stream's events
- * and the failures.
+ * What the APIs `serve` speaks have in common: a chat request reduced to what the answer depends
+ * on, the answer, and what each API words in its own way — parsing, the response, the stream's
+ * events and the failures. Each vendor's dialect (in its folder) implements {@link ChatApi}; the
+ * server runs every chat route through the same steps and asks the route's API at each one that differs.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HeaderStyle } from '../vendors/rate-limit-headers.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
+import { brandedGuard } from '../../error-brand.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
+import type { HeaderFormat } from '../header-fields.ts';
 
 /** What the answer must be: free text, any JSON object, a value fitting a schema, or a call of a tool. */
 export type AnswerShape =
@@ -15,12 +17,19 @@ export type AnswerShape =
   | { readonly kind: 'schema'; readonly name: string; readonly schema: JsonSchema }
   | { readonly kind: 'tool'; readonly name: string; readonly schema: JsonSchema };
 
-/** How a request asks for the prompt cache, in its API's terms. */
+/** How a request asks for the prompt cache, in its API's terms, with the vendor's minimums. */
 export type CachePrefix =
-  /** Anthropic's: the text up to the last block marked `cache_control`; `identity` what else precedes it (the tools). */
-  | { readonly kind: 'marked'; readonly text: string; readonly identity: string }
-  /** OpenAI's: the whole prompt, routed by `prompt_cache_key` (`''` without one). */
-  | { readonly kind: 'automatic'; readonly key: string };
+  /**
+   * A prefix the request marks (Anthropic's `cache_control`): the text up to the last block marked;
+   * `identity` what else precedes it (the tools); cached when it has `minTokens` or more.
+   */
+  | { readonly kind: 'marked'; readonly text: string; readonly identity: string; readonly minTokens: number }
+  /**
+   * The whole prompt, cached by itself once it has `minTokens` or more, routed by `key` (OpenAI's
+   * `prompt_cache_key`, `''` without one); a later prompt is served the longest prefix it shares
+   * with it, in steps of `stepTokens`.
+   */
+  | { readonly kind: 'automatic'; readonly key: string; readonly minTokens: number; readonly stepTokens: number };
 
 /** A chat request as the server acts on it, whichever API it came through. */
 export interface ChatRequest {
@@ -116,7 +125,7 @@ export type FailureKind =
   | 'timeout'
   | 'server-error';
 
-/** The HTTP status of each failure, as both APIs answer it (Anthropic says "overloaded" with 529). */
+/** The HTTP status of each failure, as most APIs answer it (a dialect may differ: Anthropic says "overloaded" with 529). */
 export const FAILURE_STATUS: Readonly<Record<FailureKind, number>> = Object.freeze({
   'invalid-request': 400,
   authentication: 401,
@@ -152,6 +161,9 @@ export class InvalidRequestError extends Error {
   }
 }
 
+/** Whether `value` is an {@link InvalidRequestError}: what a dialect throws for a request its API refuses, the server answers as its 400. */
+export const isInvalidRequestError = brandedGuard(InvalidRequestError, 'InvalidRequestError');
+
 /** How requests are read: whether OpenAI's strict-mode schema rules are enforced, and what the key was answered before. */
 export interface ParseOptions {
   /** Take any schema with `strict: true`, as other OpenAI-compatible servers do. */
@@ -169,8 +181,10 @@ export interface ParseOptions {
  * each one that differs.
  */
 export interface ChatApi {
-  readonly name: 'openai' | 'anthropic' | 'responses';
-  readonly headerStyle: HeaderStyle;
+  /** Names the API in messages (`openai`, `responses`). */
+  readonly name: string;
+  /** The vendor's rate-limit headers, which every answer to an accepted key carries. */
+  readonly headers: HeaderFormat;
   /** The response header that carries the request's id. */
   readonly requestIdHeader: string;
   /** Whether a 429 also says `retry-after-ms` (OpenAI does; Anthropic says whole seconds only). */
@@ -201,7 +215,13 @@ export interface ChatApi {
   keptAs?(request: ChatRequest, id: string): string | undefined;
 }
 
-export { isRecord } from '../provider/json-schema.ts';
+/**
+ * Whether `value` is a JSON object (not an array, not null). The provider contract has its own; the
+ * dialects keep theirs so that, loaded only by `serve`, they share no module with a plain run.
+ */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
 
 /** The JSON type of a value, as error messages name it. */
 export function jsonType(value: unknown): string {

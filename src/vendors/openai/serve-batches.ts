@@ -7,36 +7,14 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import type { ChatApi } from './chat-api.ts';
-import { isRecord, jsonType } from './chat-api.ts';
-import { Refusal } from './exchange.ts';
-import type { FileStore, StoredFile } from './file-store.ts';
-import { randomId } from './file-store.ts';
-import {
-  type BatchEnd,
-  BatchJob,
-  type BatchPhase,
-  type BatchRow,
-  type BatchTiming,
-  type EndedRow,
-  type RowAnswer,
-} from './batch-runner.ts';
-import { pageOf } from './batch-list.ts';
-import type { BatchCounts } from './server-metrics.ts';
-
-/** What the batch routes need of the server: its files, its timing and queue limit, and a row answered as the live route answers it. */
-export interface BatchServices {
-  readonly files: FileStore;
-  readonly timing: BatchTiming;
-  /** Input tokens a key may have enqueued; undefined for no limit. */
-  readonly queueTokens: number | undefined;
-  /** Work that goes on after the answer (a validation, files being written): its failure is the server's to log. */
-  background(work: Promise<void>): void;
-  /** The row's body answered as the route of `api` answers it live. */
-  answerRow(api: ChatApi, body: unknown): Promise<RowAnswer>;
-  /** The input tokens of a request with this body (0 when the API would refuse it). */
-  inputTokens(api: ChatApi, body: unknown): number;
-}
+import { type BatchEnd, BatchJob, type BatchPhase, type BatchRow, type EndedRow } from '../serve/batch-job.ts';
+import { pageLimit, pageOf } from '../serve/batch-list.ts';
+import type { ChatApi } from '../serve/chat-api.ts';
+import { isRecord, jsonType } from '../serve/chat-api.ts';
+import type { BatchCounts, BatchServices } from '../serve/dialect.ts';
+import { Refusal } from '../serve/exchange.ts';
+import type { StoredFile } from '../serve/file-store.ts';
+import { randomId } from '../serve/file-store.ts';
 
 /** OpenAI's limit of requests in one batch file. */
 const MAX_ROWS = 50_000;
@@ -48,8 +26,7 @@ const MAX_METADATA_KEY = 64;
 const MAX_METADATA_VALUE = 512;
 /** The purposes OpenAI takes for an upload; serve keeps files for batches only. */
 const PURPOSES = ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'];
-/** The page size of `GET /v1/batches`, unless `limit` says otherwise (1 to 100). */
-const DEFAULT_PAGE = 20;
+/** The largest page of `GET /v1/batches` (`limit`, 20 unless it says). */
 const MAX_PAGE = 100;
 
 /** One line the validation refused, as `errors.data[]` lists it. */
@@ -439,16 +416,6 @@ function checkMetadata(metadata: unknown): void {
       );
     }
   }
-}
-
-/** `limit` of a list: a whole number from 1 to `max`, 20 when absent. */
-export function pageLimit(text: string | null, max: number): number {
-  if (text === null) return DEFAULT_PAGE;
-  const limit = Number(text);
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
-    throw invalid(`Invalid 'limit': expected an integer from 1 to ${max}, got '${text}'.`, 'limit');
-  }
-  return limit;
 }
 
 function invalid(message: string, param?: string): Refusal {

@@ -6,15 +6,14 @@
  * `canceled` and `expired` rows. A request's other faults are found when it runs: an errored row.
  */
 
-import type { ChatApi } from './chat-api.ts';
-import { isRecord, jsonType } from './chat-api.ts';
-import { Refusal } from './exchange.ts';
-import type { StoredFile } from './file-store.ts';
-import { randomId } from './file-store.ts';
-import { type BatchEnd, BatchJob, type EndedRow } from './batch-runner.ts';
-import { pageOf } from './batch-list.ts';
-import { type BatchServices, pageLimit } from './openai-batches.ts';
-import type { BatchCounts } from './server-metrics.ts';
+import { type BatchEnd, BatchJob, type EndedRow } from '../serve/batch-job.ts';
+import { pageLimit, pageOf } from '../serve/batch-list.ts';
+import type { ChatApi } from '../serve/chat-api.ts';
+import { isRecord, jsonType } from '../serve/chat-api.ts';
+import type { BatchCounts, BatchServices } from '../serve/dialect.ts';
+import { Refusal } from '../serve/exchange.ts';
+import type { StoredFile } from '../serve/file-store.ts';
+import { randomId } from '../serve/file-store.ts';
 
 /** Anthropic's limit of requests in one batch. */
 const MAX_REQUESTS = 100_000;

@@ -1,7 +1,5 @@
 import type { Anthropic } from '@anthropic-ai/sdk';
-import { loadOptional } from '../optional-package.ts';
-import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
-import { VENDORS } from '../vendors/registry.ts';
+import { loadOptional } from '../../optional-package.ts';
 import {
   BatchQueueFullError,
   type BatchApi,
@@ -9,22 +7,12 @@ import {
   type BatchRow,
   type RowOutcome,
   type SubmittedBatch,
-} from './batch-api.ts';
-
-/** Anthropic's caps on one batch: 100,000 requests, a request of 256 MB. */
-export const ANTHROPIC_BATCH_CAPS = Object.freeze({ maxRows: 100_000, maxBytes: 256_000_000 });
+} from '../../provider/batch-api.ts';
+import type { LlmRequest, LlmResponse, PromptCacheRatios } from '../../provider/provider.ts';
+import type { Vendor, VendorBatchApiOptions } from '../vendor.ts';
 
 /** Where {@link AnthropicBatchApi} sends its batches, with which key and model. */
-export interface AnthropicBatchApiOptions {
-  /** The API key, sent only in the request's auth header. */
-  readonly apiKey: string;
-  /** The API's base URL (the host root). */
-  readonly baseUrl: string;
-  /** The model every row asks. */
-  readonly model: string;
-  /** Names the provider in results and messages. @default "anthropic" */
-  readonly name?: string | undefined;
-}
+export type AnthropicBatchApiOptions = VendorBatchApiOptions;
 
 /**
  * Anthropic's Message Batches through the official `@anthropic-ai/sdk`: rows sent as `requests[]`
@@ -37,28 +25,39 @@ export class AnthropicBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
-  readonly promptCacheRatios = VENDORS.anthropic.defaults.promptCacheRatios;
+  readonly promptCacheRatios: PromptCacheRatios;
   /** {@inheritDoc BatchApi.maxRows} */
-  readonly maxRows = ANTHROPIC_BATCH_CAPS.maxRows;
+  readonly maxRows: number | undefined;
   /** {@inheritDoc BatchApi.maxBytes} */
-  readonly maxBytes = ANTHROPIC_BATCH_CAPS.maxBytes;
+  readonly maxBytes: number | undefined;
   readonly #options: AnthropicBatchApiOptions;
+  /** The vendor whose request bodies the rows carry: its encode, decode, defaults and SDK package. */
+  readonly #vendor: Vendor;
   #client: Promise<Anthropic> | undefined;
 
-  constructor(options: AnthropicBatchApiOptions) {
+  /**
+   * `vendor`: whose requests the rows are (`VENDORS.anthropic`, or one whose wire is the same) —
+   * handed over rather than imported, so that this module, loaded only by a run that batches, shares
+   * no module with a plain run (in the command's bundle, each would cut the run's chunks in more).
+   */
+  constructor(options: AnthropicBatchApiOptions, vendor: Vendor) {
     this.#options = options;
+    this.#vendor = vendor;
     this.model = options.model;
-    this.name = options.name ?? 'anthropic';
+    this.name = options.name ?? vendor.defaults.name;
+    this.promptCacheRatios = vendor.defaults.promptCacheRatios;
+    this.maxRows = vendor.batch?.maxRows;
+    this.maxBytes = vendor.batch?.maxBytes;
   }
 
   /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
-    return VENDORS.anthropic.encode(request, this.#options.model, maxOutputTokens);
+    return this.#vendor.encode(request, this.#options.model, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
-    return VENDORS.anthropic.decode(request, body, { headers: {} }, maxOutputTokens);
+    return this.#vendor.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.submit} */
@@ -113,7 +112,7 @@ export class AnthropicBatchApi implements BatchApi {
   }
 
   #sdk(): Promise<Anthropic> {
-    this.#client ??= loadOptional('@anthropic-ai/sdk', 'the Anthropic Message Batches API', () => import('@anthropic-ai/sdk')).then(
+    this.#client ??= loadOptional(this.#vendor.sdkPackage, 'the Anthropic Message Batches API', () => import('@anthropic-ai/sdk')).then(
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       (sdk) => new sdk.Anthropic({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off', webhookKey: null }),
     );

@@ -6,8 +6,7 @@
  * what it answered). Keys, headers and errors are OpenAI's, as on its Chat Completions route.
  */
 
-import { automaticPrefix } from './prompt-cache.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerChoice,
   type AnswerShape,
@@ -20,11 +19,9 @@ import {
   type StreamEvent,
   isRecord,
   jsonType,
-} from './chat-api.ts';
-import { checkStrict, logprobOf, openAiApi, openAiErrorBody } from './openai-api.ts';
+} from '../serve/chat-api.ts';
 import {
   type FieldRules,
-  OPENAI_FIELD_WORDS,
   aBoolean,
   aNumber,
   aString,
@@ -34,7 +31,17 @@ import {
   oneOf,
   read,
   refused,
-} from './request-fields.ts';
+} from '../serve/request-fields.ts';
+import {
+  automaticPrefix,
+  checkStrict,
+  logprobOf,
+  openAiChatApi,
+  openAiErrorBody,
+  type OpenAiServeParts,
+  type StrictRules,
+} from './serve-chat.ts';
+import { OPENAI_FIELD_WORDS } from './serve-field-words.ts';
 
 /** OpenAI refuses a smaller output limit. */
 const MIN_OUTPUT_TOKENS = 16;
@@ -74,121 +81,124 @@ const FIELDS: FieldRules = {
   prompt: refused('is not supported by serve: it keeps no prompt templates.'),
 };
 
-/** The Responses API. */
-export const responsesApi: ChatApi = {
-  ...openAiApi,
-  name: 'responses',
-  schemaParam: 'text.format.schema',
+/** OpenAI's Responses API: its Chat Completions' keys, headers and errors, its own requests, answers and streams. */
+export function openAiResponsesApi(parts: OpenAiServeParts): ChatApi {
+  const api: ChatApi = {
+    ...openAiChatApi(parts),
+    name: 'responses',
+    schemaParam: 'text.format.schema',
 
-  parse(body, options) {
-    if (!isRecord(body)) throw new InvalidRequestError(`Invalid request body: expected a JSON object, but got ${jsonType(body)}.`);
-    const { model, input, instructions } = body;
-    if (model === undefined) throw new InvalidRequestError("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
-    if (typeof model !== 'string' || model === '') throw OPENAI_FIELD_WORDS.wrongType('model', 'string', model);
-    checkFields(body, FIELDS, OPENAI_FIELD_WORDS);
-    if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
-      throw OPENAI_FIELD_WORDS.wrongType('instructions', 'string', instructions);
-    }
-    const conversation = readInput(input);
-    const earlier = readPrevious(body.previous_response_id, options.previousResponse);
-    const texts = [earlier, typeof instructions === 'string' ? instructions : undefined, ...conversation.texts].filter(
-      (text) => text !== undefined,
-    );
-    const store = body.store === undefined || body.store === null ? true : body.store;
-    if (typeof store !== 'boolean') throw OPENAI_FIELD_WORDS.wrongType('store', 'boolean', store);
-    return {
-      model,
-      promptText: texts.join('\n'),
-      lastUserText: conversation.lastUserText,
-      cachePrefix: automaticPrefix(body),
-      shape: answerShape(body, conversation.afterToolResult, options.lenientSchemas),
-      maxOutputTokens: readMaxOutputTokens(body.max_output_tokens),
-      stream: readStream(body),
-      logprobs: readLogprobs(body),
-      echo: {
-        instructions: instructions ?? null,
-        max_output_tokens: body.max_output_tokens ?? null,
-        previous_response_id: body.previous_response_id ?? null,
-        store,
-        temperature: body.temperature ?? 1,
-        top_p: body.top_p ?? 1,
-        text: { format: isRecord(body.text) && isRecord(body.text.format) ? body.text.format : { type: 'text' }, verbosity: 'medium' },
-        tools: body.tools ?? [],
-        tool_choice: body.tool_choice ?? 'auto',
-        parallel_tool_calls: body.parallel_tool_calls ?? true,
-        metadata: body.metadata ?? {},
-        user: body.user ?? null,
-        top_logprobs: body.top_logprobs ?? 0,
-        truncation: body.truncation ?? 'disabled',
-      },
-    };
-  },
-
-  respond(request, answer, id) {
-    return responseObject(request, answer, id, statusOf(answer.choices[0]!));
-  },
-
-  stream(request, answer, id) {
-    const [choice] = answer.choices;
-    const item = outputItem(request, choice!, id);
-    const events: StreamEvent[] = [];
-    const push = (type: string, data: Record<string, unknown>, tokens = 0) =>
-      events.push({ event: type, data: JSON.stringify({ type, sequence_number: events.length, ...data }), tokens });
-    const started = responseObject(request, answer, id, 'in_progress');
-    push('response.created', { response: { ...started, output: [], usage: null } });
-    push('response.in_progress', { response: { ...started, output: [], usage: null } });
-    const at = { item_id: item.id, output_index: 0 };
-    if (item.type === 'function_call') {
-      push('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
-      for (const piece of choice!.pieces) push('response.function_call_arguments.delta', { ...at, delta: piece }, 1);
-      push('response.function_call_arguments.done', { ...at, arguments: item.arguments, name: item.name });
-    } else {
-      const [part] = item.content;
-      const emptyPart = { ...part, text: '', logprobs: [] };
-      push('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
-      push('response.content_part.added', { ...at, content_index: 0, part: emptyPart });
-      choice!.pieces.forEach((piece, index) => {
-        const logprob = choice!.logprobs?.[index];
-        push(
-          'response.output_text.delta',
-          { ...at, content_index: 0, delta: piece, logprobs: logprob === undefined ? [] : [logprobOf(logprob)] },
-          1,
-        );
-      });
-      push('response.output_text.done', { ...at, content_index: 0, text: part!.text, logprobs: part!.logprobs });
-      push('response.content_part.done', { ...at, content_index: 0, part });
-    }
-    push('response.output_item.done', { output_index: 0, item });
-    const finished = responseObject(request, answer, id, statusOf(choice!));
-    push(finished.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: finished });
-    return events;
-  },
-
-  streamFailure(failure: Failure, requestId: string) {
-    const error = openAiErrorBody(failure).error;
-    // Sent after the events that went out; its number only has to come after theirs.
-    return {
-      event: 'response.failed',
-      data: JSON.stringify({
-        type: 'response.failed',
-        sequence_number: Number.MAX_SAFE_INTEGER,
-        response: {
-          id: `resp_${requestId.replace(/^req_/, '')}`,
-          object: 'response',
-          status: 'failed',
-          error: { code: error.type, message: failure.message },
-          output: [],
-          usage: null,
+    parse(body, options) {
+      if (!isRecord(body)) throw new InvalidRequestError(`Invalid request body: expected a JSON object, but got ${jsonType(body)}.`);
+      const { model, input, instructions } = body;
+      if (model === undefined) throw new InvalidRequestError("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
+      if (typeof model !== 'string' || model === '') throw OPENAI_FIELD_WORDS.wrongType('model', 'string', model);
+      checkFields(body, FIELDS, OPENAI_FIELD_WORDS);
+      if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') {
+        throw OPENAI_FIELD_WORDS.wrongType('instructions', 'string', instructions);
+      }
+      const conversation = readInput(input);
+      const earlier = readPrevious(body.previous_response_id, options.previousResponse);
+      const texts = [earlier, typeof instructions === 'string' ? instructions : undefined, ...conversation.texts].filter(
+        (text) => text !== undefined,
+      );
+      const store = body.store === undefined || body.store === null ? true : body.store;
+      if (typeof store !== 'boolean') throw OPENAI_FIELD_WORDS.wrongType('store', 'boolean', store);
+      return {
+        model,
+        promptText: texts.join('\n'),
+        lastUserText: conversation.lastUserText,
+        cachePrefix: automaticPrefix(body),
+        shape: answerShape(body, conversation.afterToolResult, options.lenientSchemas ? undefined : parts.strictSchemaProblem),
+        maxOutputTokens: readMaxOutputTokens(body.max_output_tokens),
+        stream: readStream(body),
+        logprobs: readLogprobs(body),
+        echo: {
+          instructions: instructions ?? null,
+          max_output_tokens: body.max_output_tokens ?? null,
+          previous_response_id: body.previous_response_id ?? null,
+          store,
+          temperature: body.temperature ?? 1,
+          top_p: body.top_p ?? 1,
+          text: { format: isRecord(body.text) && isRecord(body.text.format) ? body.text.format : { type: 'text' }, verbosity: 'medium' },
+          tools: body.tools ?? [],
+          tool_choice: body.tool_choice ?? 'auto',
+          parallel_tool_calls: body.parallel_tool_calls ?? true,
+          metadata: body.metadata ?? {},
+          user: body.user ?? null,
+          top_logprobs: body.top_logprobs ?? 0,
+          truncation: body.truncation ?? 'disabled',
         },
-      }),
-      tokens: 0,
-    };
-  },
+      };
+    },
 
-  keptAs(request, id) {
-    return request.echo?.store === false ? undefined : responseId(id);
-  },
-};
+    respond(request, answer, id) {
+      return responseObject(request, answer, id, statusOf(answer.choices[0]!));
+    },
+
+    stream(request, answer, id) {
+      const [choice] = answer.choices;
+      const item = outputItem(request, choice!, id);
+      const events: StreamEvent[] = [];
+      const push = (type: string, data: Record<string, unknown>, tokens = 0) =>
+        events.push({ event: type, data: JSON.stringify({ type, sequence_number: events.length, ...data }), tokens });
+      const started = responseObject(request, answer, id, 'in_progress');
+      push('response.created', { response: { ...started, output: [], usage: null } });
+      push('response.in_progress', { response: { ...started, output: [], usage: null } });
+      const at = { item_id: item.id, output_index: 0 };
+      if (item.type === 'function_call') {
+        push('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
+        for (const piece of choice!.pieces) push('response.function_call_arguments.delta', { ...at, delta: piece }, 1);
+        push('response.function_call_arguments.done', { ...at, arguments: item.arguments, name: item.name });
+      } else {
+        const [part] = item.content;
+        const emptyPart = { ...part, text: '', logprobs: [] };
+        push('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
+        push('response.content_part.added', { ...at, content_index: 0, part: emptyPart });
+        choice!.pieces.forEach((piece, index) => {
+          const logprob = choice!.logprobs?.[index];
+          push(
+            'response.output_text.delta',
+            { ...at, content_index: 0, delta: piece, logprobs: logprob === undefined ? [] : [logprobOf(logprob)] },
+            1,
+          );
+        });
+        push('response.output_text.done', { ...at, content_index: 0, text: part!.text, logprobs: part!.logprobs });
+        push('response.content_part.done', { ...at, content_index: 0, part });
+      }
+      push('response.output_item.done', { output_index: 0, item });
+      const finished = responseObject(request, answer, id, statusOf(choice!));
+      push(finished.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: finished });
+      return events;
+    },
+
+    streamFailure(failure: Failure, requestId: string) {
+      const error = openAiErrorBody(failure).error;
+      // Sent after the events that went out; its number only has to come after theirs.
+      return {
+        event: 'response.failed',
+        data: JSON.stringify({
+          type: 'response.failed',
+          sequence_number: Number.MAX_SAFE_INTEGER,
+          response: {
+            id: `resp_${requestId.replace(/^req_/, '')}`,
+            object: 'response',
+            status: 'failed',
+            error: { code: error.type, message: failure.message },
+            output: [],
+            usage: null,
+          },
+        }),
+        tokens: 0,
+      };
+    },
+
+    keptAs(request, id) {
+      return request.echo?.store === false ? undefined : responseId(id);
+    },
+  };
+  return api;
+}
 
 const responseId = (id: string) => `resp_${id}`;
 
@@ -349,8 +359,8 @@ function readLogprobs(body: Record<string, unknown>): ChatRequest['logprobs'] {
 }
 
 /** The answer's shape from `tools` / `tool_choice` and `text.format`; `afterToolResult` when the last item is a function's output. */
-function answerShape(body: Record<string, unknown>, afterToolResult: boolean, lenientSchemas: boolean): AnswerShape {
-  const tool = chosenTool(body, afterToolResult, lenientSchemas);
+function answerShape(body: Record<string, unknown>, afterToolResult: boolean, strict: StrictRules | undefined): AnswerShape {
+  const tool = chosenTool(body, afterToolResult, strict);
   if (tool !== undefined) return tool;
   const { text } = body;
   if (text === undefined || text === null) return { kind: 'text' };
@@ -378,8 +388,8 @@ function answerShape(body: Record<string, unknown>, afterToolResult: boolean, le
       if (!isRecord(format.schema))
         throw new InvalidRequestError("Missing required parameter: 'text.format.schema'.", 'text.format.schema');
       const schema = format.schema as JsonSchema;
-      if (format.strict === true && !lenientSchemas)
-        checkStrict(schema, `response_format '${format.name}'`, 'text.format.schema', 'invalid_json_schema');
+      if (format.strict === true && strict !== undefined)
+        checkStrict(strict, schema, `response_format '${format.name}'`, 'text.format.schema', 'invalid_json_schema');
       return { kind: 'schema', name: format.name, schema };
     }
     default:
@@ -392,7 +402,7 @@ function answerShape(body: Record<string, unknown>, afterToolResult: boolean, le
  * with `required` and with `auto` (the default) unless the last item is a function's output.
  * Function tools are strict unless they say otherwise, as the Responses API has them.
  */
-function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, lenientSchemas: boolean): AnswerShape | undefined {
+function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, strict: StrictRules | undefined): AnswerShape | undefined {
   const { tools, tool_choice: choice = 'auto' } = body;
   if (tools === undefined || tools === null) return undefined;
   if (!Array.isArray(tools)) throw OPENAI_FIELD_WORDS.wrongType('tools', 'array', tools);
@@ -409,8 +419,8 @@ function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, len
       throw new InvalidRequestError("Missing required parameter: 'tools[0].name'.", `tools[${index}].name`);
     const parameters = tool.parameters ?? { type: 'object', properties: {}, additionalProperties: false };
     if (!isRecord(parameters)) throw OPENAI_FIELD_WORDS.wrongType(`tools[${index}].parameters`, 'object', parameters);
-    if (tool.strict !== false && !lenientSchemas) {
-      checkStrict(parameters as JsonSchema, `function '${tool.name}'`, `tools[${index}].parameters`, 'invalid_function_parameters');
+    if (tool.strict !== false && strict !== undefined) {
+      checkStrict(strict, parameters as JsonSchema, `function '${tool.name}'`, `tools[${index}].parameters`, 'invalid_function_parameters');
     }
     return { kind: 'tool' as const, name: tool.name, schema: parameters as JsonSchema };
   });

@@ -1,28 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { OpenAI } from 'openai';
-import { loadOptional } from '../optional-package.ts';
-import type { LlmRequest, LlmResponse } from '../provider/provider.ts';
-import { VENDORS } from '../vendors/registry.ts';
-import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from './batch-api.ts';
+import { loadOptional } from '../../optional-package.ts';
+import type { BatchApi, BatchProgress, BatchRow, RowOutcome, SubmittedBatch } from '../../provider/batch-api.ts';
+import type { LlmRequest, LlmResponse, PromptCacheRatios } from '../../provider/provider.ts';
+import type { Vendor, VendorBatchApiOptions } from '../vendor.ts';
 
-/** OpenAI's caps on one batch: 50,000 requests, an input file of 200 MB. */
-export const OPENAI_BATCH_CAPS = Object.freeze({ maxRows: 50_000, maxBytes: 200_000_000 });
+/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
+export type OpenAiBatchApiOptions = VendorBatchApiOptions;
 
 /** The endpoint every row of a batch calls: chat completions, as a live call does. */
 const ENDPOINT = '/v1/chat/completions';
 const ENDED = new Set(['completed', 'failed', 'expired', 'cancelled']);
-
-/** Where {@link OpenAiBatchApi} sends its batches, with which key and model. */
-export interface OpenAiBatchApiOptions {
-  /** The API key, sent only in the request's auth header. */
-  readonly apiKey: string;
-  /** The API's base URL (`…/v1`). */
-  readonly baseUrl: string;
-  /** The model every row asks. */
-  readonly model: string;
-  /** Names the provider in results and messages. @default "openai" */
-  readonly name?: string | undefined;
-}
 
 /** One line of an output or error file. */
 interface OutputLine {
@@ -42,28 +30,39 @@ export class OpenAiBatchApi implements BatchApi {
   /** {@inheritDoc BatchApi.model} */
   readonly model: string;
   /** {@inheritDoc BatchApi.promptCacheRatios} */
-  readonly promptCacheRatios = VENDORS.openai.defaults.promptCacheRatios;
+  readonly promptCacheRatios: PromptCacheRatios;
   /** {@inheritDoc BatchApi.maxRows} */
-  readonly maxRows = OPENAI_BATCH_CAPS.maxRows;
+  readonly maxRows: number | undefined;
   /** {@inheritDoc BatchApi.maxBytes} */
-  readonly maxBytes = OPENAI_BATCH_CAPS.maxBytes;
+  readonly maxBytes: number | undefined;
   readonly #options: OpenAiBatchApiOptions;
+  /** The vendor whose request bodies the rows carry: its encode, decode, defaults and SDK package. */
+  readonly #vendor: Vendor;
   #client: Promise<{ client: OpenAI }> | undefined;
 
-  constructor(options: OpenAiBatchApiOptions) {
+  /**
+   * `vendor`: whose requests the rows are (`VENDORS.openai`, or one whose wire is the same) —
+   * handed over rather than imported, so that this module, loaded only by a run that batches, shares
+   * no module with a plain run (in the command's bundle, each would cut the run's chunks in more).
+   */
+  constructor(options: OpenAiBatchApiOptions, vendor: Vendor) {
     this.#options = options;
+    this.#vendor = vendor;
     this.model = options.model;
-    this.name = options.name ?? 'openai';
+    this.name = options.name ?? vendor.defaults.name;
+    this.promptCacheRatios = vendor.defaults.promptCacheRatios;
+    this.maxRows = vendor.batch?.maxRows;
+    this.maxBytes = vendor.batch?.maxBytes;
   }
 
   /** {@inheritDoc BatchApi.encode} */
   encode(request: LlmRequest, maxOutputTokens: number): object {
-    return VENDORS.openai.encode(request, this.#options.model, maxOutputTokens);
+    return this.#vendor.encode(request, this.#options.model, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.decode} */
   decode(request: LlmRequest, body: object, maxOutputTokens: number): Promise<LlmResponse> {
-    return VENDORS.openai.decode(request, body, { headers: {} }, maxOutputTokens);
+    return this.#vendor.decode(request, body, { headers: {} }, maxOutputTokens);
   }
 
   /** {@inheritDoc BatchApi.submit} */
@@ -108,7 +107,7 @@ export class OpenAiBatchApi implements BatchApi {
   }
 
   #sdk(): Promise<{ client: OpenAI }> {
-    this.#client ??= loadOptional('openai', 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
+    this.#client ??= loadOptional(this.#vendor.sdkPackage, 'the OpenAI Batch API', () => import('openai')).then((sdk) => ({
       // The SDK's own retries on: a poll that meets a blip tries again rather than ending the wait.
       client: new sdk.OpenAI({ apiKey: this.#options.apiKey, baseURL: this.#options.baseUrl, logLevel: 'off' }),
     }));

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
+import type { RateLimitDecision } from '../../limiter/keyed-limiter.ts';
+import { brandedGuard } from '../../error-brand.ts';
 import type { ChatApi, Failure } from './chat-api.ts';
 
 /** One request on its way through the server. */
@@ -35,6 +36,9 @@ export class Refusal extends Error {
     super(failure.message);
   }
 }
+
+/** Whether `value` is a {@link Refusal}: what a dialect's handler throws, the server answers in the route's words. */
+export const isRefusal = brandedGuard(Refusal, 'Refusal');
 
 /** The client went away before the answer: nothing to send, counted as 499. */
 export class ClientGone extends Error {

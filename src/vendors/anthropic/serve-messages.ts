@@ -5,10 +5,10 @@
  * errors in Anthropic's shapes.
  */
 
-import type { JsonSchema } from '../provider/json-schema.ts';
-import { markedPrefix } from './prompt-cache.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerShape,
+  type CachePrefix,
   type ChatAnswer,
   type ChatApi,
   FAILURE_STATUS,
@@ -20,18 +20,10 @@ import {
   isRecord,
   jsonType,
   readTokenLimit,
-} from './chat-api.ts';
-import {
-  ANTHROPIC_FIELD_WORDS,
-  type FieldRules,
-  aNumber,
-  anInteger,
-  anObject,
-  checkFields,
-  oneOf,
-  read,
-  refused,
-} from './request-fields.ts';
+} from '../serve/chat-api.ts';
+import { type FieldRules, aNumber, anInteger, anObject, checkFields, oneOf, read, refused } from '../serve/request-fields.ts';
+import type { HeaderFormat } from '../header-fields.ts';
+import { ANTHROPIC_FIELD_WORDS } from './serve-field-words.ts';
 
 // Anthropic's "overloaded" is 529: what a busy or failing API answers there.
 const STATUS = { ...FAILURE_STATUS, overloaded: 529 };
@@ -75,121 +67,137 @@ const FIELDS: FieldRules = {
   output_format: refused('use output_config.format'),
 };
 
-export const anthropicApi: ChatApi = {
-  name: 'anthropic',
-  headerStyle: 'anthropic',
-  requestIdHeader: 'request-id',
-  retryAfterMs: false,
-  missingKeyMessage: 'x-api-key header is required',
-  refusedKeyMessage: () => 'invalid x-api-key',
-  schemaParam: 'tools',
+/**
+ * What Anthropic's dialect is made with from the rest of its vendor's folder — modules a plain run
+ * loads too, handed over rather than imported, so that the dialect's chunk of the command's bundle
+ * shares none of them.
+ */
+export interface AnthropicServeParts {
+  /** Anthropic's rate-limit headers. */
+  readonly headers: HeaderFormat;
+  /** The fewest tokens of a marked prefix a model caches. */
+  readonly minCacheTokens: (model: string) => number;
+}
 
-  keyOf(headers) {
-    const key = headers['x-api-key'];
-    if (typeof key === 'string' && key.trim() !== '') return key.trim();
-    return bearerToken(headers);
-  },
+/** Anthropic's Messages API. */
+export function anthropicMessagesApi(parts: AnthropicServeParts): ChatApi {
+  return {
+    name: 'anthropic',
+    headers: parts.headers,
+    requestIdHeader: 'request-id',
+    retryAfterMs: false,
+    missingKeyMessage: 'x-api-key header is required',
+    refusedKeyMessage: () => 'invalid x-api-key',
+    schemaParam: 'tools',
 
-  parse(body) {
-    if (!isRecord(body)) throw new InvalidRequestError(`Input should be a valid dictionary, got ${jsonType(body)}`);
-    if (body.max_tokens === undefined) {
-      for (const field of ['model', 'messages']) if (body[field] === undefined) throw requiredField(field);
-      throw requiredField('max_tokens');
-    }
-    const prompt = readPrompt(body, FIELDS);
-    const maxOutputTokens = readTokenLimit(body, 'max_tokens');
-    if (body.stream !== undefined && typeof body.stream !== 'boolean')
-      throw ANTHROPIC_FIELD_WORDS.wrongType('stream', 'boolean', body.stream);
-    return {
-      ...prompt,
-      cachePrefix: markedPrefix(body),
-      maxOutputTokens,
-      stop: readStopSequences(body.stop_sequences),
-      stream: body.stream === true ? { includeUsage: true } : undefined,
-    };
-  },
+    keyOf(headers) {
+      const key = headers['x-api-key'];
+      if (typeof key === 'string' && key.trim() !== '') return key.trim();
+      return bearerToken(headers);
+    },
 
-  respond(request, answer, id) {
-    const [choice] = answer.choices;
-    const { shape } = request;
-    const content =
-      shape.kind === 'tool'
-        ? // A tool call cut off is incomplete: its input never finished, so it comes empty.
-          [{ type: 'tool_use', id: toolUseId(id), name: shape.name, input: choice!.finish === 'length' ? {} : choice!.value }]
-        : [{ type: 'text', text: choice!.content }];
-    return {
-      id: messageId(id),
-      type: 'message',
-      role: 'assistant',
-      model: request.model,
-      content,
-      stop_reason: stopReason(choice!.finish),
-      stop_sequence: choice!.stopSequence ?? null,
-      usage: { ...inputUsage(answer), output_tokens: answer.outputTokens },
-    };
-  },
+    parse(body) {
+      if (!isRecord(body)) throw new InvalidRequestError(`Input should be a valid dictionary, got ${jsonType(body)}`);
+      if (body.max_tokens === undefined) {
+        for (const field of ['model', 'messages']) if (body[field] === undefined) throw requiredField(field);
+        throw requiredField('max_tokens');
+      }
+      const prompt = readPrompt(body, FIELDS);
+      const maxOutputTokens = readTokenLimit(body, 'max_tokens');
+      if (body.stream !== undefined && typeof body.stream !== 'boolean')
+        throw ANTHROPIC_FIELD_WORDS.wrongType('stream', 'boolean', body.stream);
+      return {
+        ...prompt,
+        cachePrefix: markedPrefix(body, parts.minCacheTokens(prompt.model)),
+        maxOutputTokens,
+        stop: readStopSequences(body.stop_sequences),
+        stream: body.stream === true ? { includeUsage: true } : undefined,
+      };
+    },
 
-  stream(request, answer, id) {
-    const [choice] = answer.choices;
-    const { shape } = request;
-    const event = (type: string, data: Record<string, unknown>, tokens = 0): StreamEvent => ({
-      event: type,
-      data: JSON.stringify({ type, ...data }),
-      tokens,
-    });
-    const block = shape.kind === 'tool' ? { type: 'tool_use', id: toolUseId(id), name: shape.name, input: {} } : { type: 'text', text: '' };
-    return [
-      event('message_start', {
-        message: {
-          id: messageId(id),
-          type: 'message',
-          role: 'assistant',
-          model: request.model,
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { ...inputUsage(answer), output_tokens: 0 },
-        },
-      }),
-      event('content_block_start', { index: 0, content_block: block }),
-      event('ping', {}),
-      ...choice!.pieces.map((piece) =>
-        event(
-          'content_block_delta',
-          {
-            index: 0,
-            delta: shape.kind === 'tool' ? { type: 'input_json_delta', partial_json: piece } : { type: 'text_delta', text: piece },
+    respond(request, answer, id) {
+      const [choice] = answer.choices;
+      const { shape } = request;
+      const content =
+        shape.kind === 'tool'
+          ? // A tool call cut off is incomplete: its input never finished, so it comes empty.
+            [{ type: 'tool_use', id: toolUseId(id), name: shape.name, input: choice!.finish === 'length' ? {} : choice!.value }]
+          : [{ type: 'text', text: choice!.content }];
+      return {
+        id: messageId(id),
+        type: 'message',
+        role: 'assistant',
+        model: request.model,
+        content,
+        stop_reason: stopReason(choice!.finish),
+        stop_sequence: choice!.stopSequence ?? null,
+        usage: { ...inputUsage(answer), output_tokens: answer.outputTokens },
+      };
+    },
+
+    stream(request, answer, id) {
+      const [choice] = answer.choices;
+      const { shape } = request;
+      const event = (type: string, data: Record<string, unknown>, tokens = 0): StreamEvent => ({
+        event: type,
+        data: JSON.stringify({ type, ...data }),
+        tokens,
+      });
+      const block =
+        shape.kind === 'tool' ? { type: 'tool_use', id: toolUseId(id), name: shape.name, input: {} } : { type: 'text', text: '' };
+      return [
+        event('message_start', {
+          message: {
+            id: messageId(id),
+            type: 'message',
+            role: 'assistant',
+            model: request.model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { ...inputUsage(answer), output_tokens: 0 },
           },
-          1,
+        }),
+        event('content_block_start', { index: 0, content_block: block }),
+        event('ping', {}),
+        ...choice!.pieces.map((piece) =>
+          event(
+            'content_block_delta',
+            {
+              index: 0,
+              delta: shape.kind === 'tool' ? { type: 'input_json_delta', partial_json: piece } : { type: 'text_delta', text: piece },
+            },
+            1,
+          ),
         ),
-      ),
-      event('content_block_stop', { index: 0 }),
-      event('message_delta', {
-        delta: { stop_reason: stopReason(choice!.finish), stop_sequence: choice!.stopSequence ?? null },
-        usage: { output_tokens: answer.outputTokens },
-      }),
-      event('message_stop', {}),
-    ];
-  },
+        event('content_block_stop', { index: 0 }),
+        event('message_delta', {
+          delta: { stop_reason: stopReason(choice!.finish), stop_sequence: choice!.stopSequence ?? null },
+          usage: { output_tokens: answer.outputTokens },
+        }),
+        event('message_stop', {}),
+      ];
+    },
 
-  streamFailure(failure) {
-    return {
-      event: 'error',
-      data: JSON.stringify({ type: 'error', error: { type: ERROR_TYPES[failure.kind], message: failure.message } }),
-      tokens: 0,
-    };
-  },
+    streamFailure(failure) {
+      return {
+        event: 'error',
+        data: JSON.stringify({ type: 'error', error: { type: ERROR_TYPES[failure.kind], message: failure.message } }),
+        tokens: 0,
+      };
+    },
 
-  fail(failure, requestId) {
-    return { status: STATUS[failure.kind], body: anthropicErrorBody(failure, requestId) };
-  },
+    fail(failure, requestId) {
+      return { status: STATUS[failure.kind], body: anthropicErrorBody(failure, requestId) };
+    },
 
-  models(ids) {
-    return { data: ids.map(modelObject), has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null };
-  },
+    models(ids) {
+      return { data: ids.map(modelObject), has_more: false, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null };
+    },
 
-  model: modelObject,
-};
+    model: modelObject,
+  };
+}
 
 /** The prompt `POST /v1/messages/count_tokens` counts: the same text a message with this body is counted on. */
 export function countTokensPrompt(body: unknown): string {
@@ -342,4 +350,27 @@ function outputFormat(config: unknown): AnswerShape {
     throw new InvalidRequestError('output_config.format.schema: Field required', 'output_config.format.schema');
   }
   return { kind: 'schema', name: 'output', schema: format.schema as JsonSchema };
+}
+
+/**
+ * Anthropic's marked prefix in a Messages body: the text of the system prompt's and the messages'
+ * blocks up to the last one marked `cache_control` (tools before them count towards its identity),
+ * cached when it has `minTokens` (the model's minimum); undefined when none is marked.
+ */
+export function markedPrefix(body: Readonly<Record<string, unknown>>, minTokens: number): CachePrefix | undefined {
+  const texts: string[] = [];
+  let marked: string | undefined;
+  const visit = (content: unknown) => {
+    if (typeof content === 'string') texts.push(content);
+    else if (Array.isArray(content))
+      for (const block of content) {
+        const { type, text, cache_control: mark } = (block ?? {}) as Record<string, unknown>;
+        if (type === 'text' && typeof text === 'string') texts.push(text);
+        if (mark !== undefined && mark !== null) marked = texts.join('\n');
+      }
+  };
+  visit(body.system);
+  for (const message of Array.isArray(body.messages) ? body.messages : []) visit((message as Record<string, unknown> | null)?.content);
+  if (marked === undefined) return undefined;
+  return { kind: 'marked', text: marked, identity: JSON.stringify(body.tools ?? null), minTokens };
 }

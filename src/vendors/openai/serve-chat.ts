@@ -5,10 +5,10 @@
  * probabilities; answers and errors in OpenAI's shapes.
  */
 
-import { automaticPrefix } from './prompt-cache.ts';
-import type { JsonSchema } from '../provider/json-schema.ts';
+import type { JsonSchema } from '../../provider/json-schema.ts';
 import {
   type AnswerShape,
+  type CachePrefix,
   type ChatAnswer,
   type ChatApi,
   type ChatRequest,
@@ -22,10 +22,9 @@ import {
   isRecord,
   jsonType,
   readTokenLimit,
-} from './chat-api.ts';
+} from '../serve/chat-api.ts';
 import {
   type FieldRules,
-  OPENAI_FIELD_WORDS,
   aBoolean,
   aNumber,
   aString,
@@ -35,8 +34,9 @@ import {
   oneOf,
   read,
   refused,
-} from './request-fields.ts';
-import { strictSchemaProblem } from '../provider/strict-schema.ts';
+} from '../serve/request-fields.ts';
+import { OPENAI_FIELD_WORDS } from './serve-field-words.ts';
+import type { HeaderFormat } from '../header-fields.ts';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 /** OpenAI's caps: stop sequences per request, choices, alternatives per token. */
@@ -83,167 +83,190 @@ const FIELDS: FieldRules = {
   function_call: refused("is deprecated and not supported by serve: use 'tool_choice'."),
 };
 
-export const openAiApi: ChatApi = {
-  name: 'openai',
-  headerStyle: 'openai',
-  requestIdHeader: 'x-request-id',
-  retryAfterMs: true,
-  missingKeyMessage:
-    "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY).",
-  schemaParam: 'response_format.json_schema.schema',
+/** A strict mode's rules: why it refuses a schema, as its 400 says it; undefined when it takes it. */
+export type StrictRules = (schema: JsonSchema) => string | undefined;
 
-  keyOf: bearerToken,
+/**
+ * What OpenAI's dialect is made with from the rest of its vendor's folder — modules a plain run
+ * loads too, handed over rather than imported, so that the dialect's chunk of the command's bundle
+ * shares none of them (each shared module would cut the run's own into more chunks).
+ */
+export interface OpenAiServeParts {
+  /** OpenAI's rate-limit headers. */
+  readonly headers: HeaderFormat;
+  /** OpenAI's strict-mode rules for a schema (`response_format` and function tools marked `strict`). */
+  readonly strictSchemaProblem: StrictRules;
+}
 
-  refusedKeyMessage: (key) =>
-    `Incorrect API key provided: ${maskedKey(key)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+/** OpenAI's Chat Completions API. */
+export function openAiChatApi(parts: OpenAiServeParts): ChatApi {
+  const api: ChatApi = {
+    name: 'openai',
+    headers: parts.headers,
+    requestIdHeader: 'x-request-id',
+    retryAfterMs: true,
+    missingKeyMessage:
+      "You didn't provide an API key. Provide it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY).",
+    schemaParam: 'response_format.json_schema.schema',
 
-  parse(body, options) {
-    if (!isRecord(body)) throw new InvalidRequestError(`Invalid request body: expected a JSON object, but got ${jsonType(body)}.`);
-    const { model, messages } = body;
-    if (model === undefined) throw new InvalidRequestError('you must provide a model parameter', 'model');
-    if (typeof model !== 'string' || model === '') {
-      throw new InvalidRequestError(`Invalid type for 'model': expected a non-empty string, but got ${jsonType(model)}.`, 'model');
-    }
-    if (messages === undefined)
-      throw new InvalidRequestError("Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
-    if (!Array.isArray(messages)) {
-      throw new InvalidRequestError(
-        `Invalid type for 'messages': expected an array of objects, but got ${jsonType(messages)}.`,
-        'messages',
-      );
-    }
-    if (messages.length === 0) {
-      throw new InvalidRequestError("Invalid 'messages': empty array. Expected an array with minimum length 1.", 'messages', 'empty_array');
-    }
-    const texts: string[] = [];
-    let lastUserText = '';
-    let answered = false;
-    messages.forEach((message, index) => {
-      const where = `messages[${index}]`;
-      if (!isRecord(message))
-        throw new InvalidRequestError(`Invalid type for '${where}': expected an object, but got ${jsonType(message)}.`, where);
-      if (typeof message.role !== 'string' || !ROLES.includes(message.role)) {
+    keyOf: bearerToken,
+
+    refusedKeyMessage: (key) =>
+      `Incorrect API key provided: ${maskedKey(key)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+
+    parse(body, options) {
+      if (!isRecord(body)) throw new InvalidRequestError(`Invalid request body: expected a JSON object, but got ${jsonType(body)}.`);
+      const { model, messages } = body;
+      if (model === undefined) throw new InvalidRequestError('you must provide a model parameter', 'model');
+      if (typeof model !== 'string' || model === '') {
+        throw new InvalidRequestError(`Invalid type for 'model': expected a non-empty string, but got ${jsonType(model)}.`, 'model');
+      }
+      if (messages === undefined)
+        throw new InvalidRequestError("Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
+      if (!Array.isArray(messages)) {
         throw new InvalidRequestError(
-          `Invalid value for '${where}.role': expected one of ${ROLES.map((role) => `'${role}'`).join(', ')}.`,
-          `${where}.role`,
+          `Invalid type for 'messages': expected an array of objects, but got ${jsonType(messages)}.`,
+          'messages',
         );
       }
-      const text = contentText(message.content, `${where}.content`, message.role === 'assistant');
-      texts.push(text);
-      if (message.role === 'user') lastUserText = text;
-      if (message.role === 'assistant') answered = true;
-    });
-    checkFields(body, FIELDS, OPENAI_FIELD_WORDS);
-    const maxTokens = readTokenLimit(body, 'max_tokens');
-    // The newer field wins when a request gives both.
-    const maxOutputTokens = readTokenLimit(body, 'max_completion_tokens') ?? maxTokens;
-    const last = messages.at(-1) as Record<string, unknown>;
-    return {
-      model,
-      promptText: texts.join('\n'),
-      lastUserText,
-      ...(answered ? { answered } : {}),
-      cachePrefix: automaticPrefix(body),
-      shape: answerShape(body, last.role === 'tool', options.lenientSchemas),
-      maxOutputTokens,
-      choices: readChoices(body.n),
-      stop: readStop(body.stop),
-      stream: readStream(body),
-      logprobs: readLogprobs(body),
-    };
-  },
+      if (messages.length === 0) {
+        throw new InvalidRequestError(
+          "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+          'messages',
+          'empty_array',
+        );
+      }
+      const texts: string[] = [];
+      let lastUserText = '';
+      let answered = false;
+      messages.forEach((message, index) => {
+        const where = `messages[${index}]`;
+        if (!isRecord(message))
+          throw new InvalidRequestError(`Invalid type for '${where}': expected an object, but got ${jsonType(message)}.`, where);
+        if (typeof message.role !== 'string' || !ROLES.includes(message.role)) {
+          throw new InvalidRequestError(
+            `Invalid value for '${where}.role': expected one of ${ROLES.map((role) => `'${role}'`).join(', ')}.`,
+            `${where}.role`,
+          );
+        }
+        const text = contentText(message.content, `${where}.content`, message.role === 'assistant');
+        texts.push(text);
+        if (message.role === 'user') lastUserText = text;
+        if (message.role === 'assistant') answered = true;
+      });
+      checkFields(body, FIELDS, OPENAI_FIELD_WORDS);
+      const maxTokens = readTokenLimit(body, 'max_tokens');
+      // The newer field wins when a request gives both.
+      const maxOutputTokens = readTokenLimit(body, 'max_completion_tokens') ?? maxTokens;
+      const last = messages.at(-1) as Record<string, unknown>;
+      return {
+        model,
+        promptText: texts.join('\n'),
+        lastUserText,
+        ...(answered ? { answered } : {}),
+        cachePrefix: automaticPrefix(body),
+        shape: answerShape(body, last.role === 'tool', options.lenientSchemas ? undefined : parts.strictSchemaProblem),
+        maxOutputTokens,
+        choices: readChoices(body.n),
+        stop: readStop(body.stop),
+        stream: readStream(body),
+        logprobs: readLogprobs(body),
+      };
+    },
 
-  respond(request, answer, id) {
-    const { shape } = request;
-    return {
-      id: `chatcmpl-${id}`,
-      object: 'chat.completion',
-      created: answer.createdSeconds,
-      model: request.model,
-      choices: answer.choices.map((choice, index) => ({
-        index,
-        message:
-          shape.kind === 'tool'
-            ? { role: 'assistant', content: null, refusal: null, tool_calls: [toolCall(shape.name, id, index, choice.content)] }
-            : { role: 'assistant', content: choice.content, refusal: null },
-        logprobs: choice.logprobs === undefined ? null : { content: choice.logprobs.map(logprobOf), refusal: null },
-        finish_reason: finishReason(choice.finish),
-      })),
-      usage: usageOf(answer),
-      system_fingerprint: null,
-    };
-  },
-
-  stream(request, answer, id) {
-    const { shape } = request;
-    const includeUsage = request.stream?.includeUsage === true;
-    const chunk = (choices: unknown[], usage?: unknown): string =>
-      JSON.stringify({
+    respond(request, answer, id) {
+      const { shape } = request;
+      return {
         id: `chatcmpl-${id}`,
-        object: 'chat.completion.chunk',
+        object: 'chat.completion',
         created: answer.createdSeconds,
         model: request.model,
-        system_fingerprint: null,
-        choices,
-        ...(includeUsage ? { usage: usage ?? null } : {}),
-      });
-    const events: StreamEvent[] = answer.choices.map((_, index) => ({
-      data: chunk([
-        {
+        choices: answer.choices.map((choice, index) => ({
           index,
-          delta:
+          message:
             shape.kind === 'tool'
-              ? { role: 'assistant', content: null, tool_calls: [{ index: 0, ...toolCall(shape.name, id, index, '') }] }
-              : { role: 'assistant', content: '', refusal: null },
-          logprobs: null,
-          finish_reason: null,
-        },
-      ]),
-      tokens: 0,
-    }));
-    const longest = Math.max(...answer.choices.map((choice) => choice.pieces.length));
-    for (let position = 0; position < longest; position++) {
-      answer.choices.forEach((choice, index) => {
-        const piece = choice.pieces[position];
-        if (piece === undefined) return;
-        const delta = shape.kind === 'tool' ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece };
-        const logprob = choice.logprobs?.[position];
-        events.push({
-          data: chunk([
-            {
-              index,
-              delta,
-              logprobs: logprob === undefined ? null : { content: [logprobOf(logprob)], refusal: null },
-              finish_reason: null,
-            },
-          ]),
-          // The choices are generated side by side: a position is one step of the pacing, whatever their number.
-          tokens: index === 0 || answer.choices[0]!.pieces[position] === undefined ? 1 : 0,
+              ? { role: 'assistant', content: null, refusal: null, tool_calls: [toolCall(shape.name, id, index, choice.content)] }
+              : { role: 'assistant', content: choice.content, refusal: null },
+          logprobs: choice.logprobs === undefined ? null : { content: choice.logprobs.map(logprobOf), refusal: null },
+          finish_reason: finishReason(choice.finish),
+        })),
+        usage: usageOf(answer),
+        system_fingerprint: null,
+      };
+    },
+
+    stream(request, answer, id) {
+      const { shape } = request;
+      const includeUsage = request.stream?.includeUsage === true;
+      const chunk = (choices: unknown[], usage?: unknown): string =>
+        JSON.stringify({
+          id: `chatcmpl-${id}`,
+          object: 'chat.completion.chunk',
+          created: answer.createdSeconds,
+          model: request.model,
+          system_fingerprint: null,
+          choices,
+          ...(includeUsage ? { usage: usage ?? null } : {}),
         });
+      const events: StreamEvent[] = answer.choices.map((_, index) => ({
+        data: chunk([
+          {
+            index,
+            delta:
+              shape.kind === 'tool'
+                ? { role: 'assistant', content: null, tool_calls: [{ index: 0, ...toolCall(shape.name, id, index, '') }] }
+                : { role: 'assistant', content: '', refusal: null },
+            logprobs: null,
+            finish_reason: null,
+          },
+        ]),
+        tokens: 0,
+      }));
+      const longest = Math.max(...answer.choices.map((choice) => choice.pieces.length));
+      for (let position = 0; position < longest; position++) {
+        answer.choices.forEach((choice, index) => {
+          const piece = choice.pieces[position];
+          if (piece === undefined) return;
+          const delta = shape.kind === 'tool' ? { tool_calls: [{ index: 0, function: { arguments: piece } }] } : { content: piece };
+          const logprob = choice.logprobs?.[position];
+          events.push({
+            data: chunk([
+              {
+                index,
+                delta,
+                logprobs: logprob === undefined ? null : { content: [logprobOf(logprob)], refusal: null },
+                finish_reason: null,
+              },
+            ]),
+            // The choices are generated side by side: a position is one step of the pacing, whatever their number.
+            tokens: index === 0 || answer.choices[0]!.pieces[position] === undefined ? 1 : 0,
+          });
+        });
+      }
+      answer.choices.forEach((choice, index) => {
+        events.push({ data: chunk([{ index, delta: {}, logprobs: null, finish_reason: finishReason(choice.finish) }]), tokens: 0 });
       });
-    }
-    answer.choices.forEach((choice, index) => {
-      events.push({ data: chunk([{ index, delta: {}, logprobs: null, finish_reason: finishReason(choice.finish) }]), tokens: 0 });
-    });
-    if (includeUsage) events.push({ data: chunk([], usageOf(answer)), tokens: 0 });
-    events.push({ data: '[DONE]', tokens: 0 });
-    return events;
-  },
+      if (includeUsage) events.push({ data: chunk([], usageOf(answer)), tokens: 0 });
+      events.push({ data: '[DONE]', tokens: 0 });
+      return events;
+    },
 
-  streamFailure(failure, requestId) {
-    return { data: JSON.stringify(openAiApi.fail(failure, requestId).body), tokens: 0 };
-  },
+    streamFailure(failure, requestId) {
+      return { data: JSON.stringify(api.fail(failure, requestId).body), tokens: 0 };
+    },
 
-  fail(failure) {
-    return { status: FAILURE_STATUS[failure.kind], body: openAiErrorBody(failure) };
-  },
+    fail(failure) {
+      return { status: FAILURE_STATUS[failure.kind], body: openAiErrorBody(failure) };
+    },
 
-  models(ids) {
-    return { object: 'list', data: ids.map(modelObject) };
-  },
+    models(ids) {
+      return { object: 'list', data: ids.map(modelObject) };
+    },
 
-  model: modelObject,
-};
+    model: modelObject,
+  };
+  return api;
+}
 
 /** OpenAI's error body, shared with its Responses API. */
 export function openAiErrorBody(failure: Failure): { error: Record<string, unknown> } {
@@ -377,8 +400,8 @@ function readLogprobs(body: Record<string, unknown>): ChatRequest['logprobs'] {
 }
 
 /** The answer's shape from `tools` / `tool_choice` and `response_format`; `afterToolResult` when the last message is a tool's. */
-function answerShape(body: Record<string, unknown>, afterToolResult: boolean, lenientSchemas: boolean): AnswerShape {
-  const tool = chosenTool(body, afterToolResult, lenientSchemas);
+function answerShape(body: Record<string, unknown>, afterToolResult: boolean, strict: StrictRules | undefined): AnswerShape {
+  const tool = chosenTool(body, afterToolResult, strict);
   if (tool !== undefined) return tool;
   const format = body.response_format;
   if (format === undefined || format === null) return { kind: 'text' };
@@ -405,7 +428,7 @@ function answerShape(body: Record<string, unknown>, afterToolResult: boolean, le
         );
       }
       const schema = spec.schema as JsonSchema;
-      if (spec.strict === true && !lenientSchemas) checkStrict(schema, `response_format '${spec.name}'`, 'response_format');
+      if (spec.strict === true && strict !== undefined) checkStrict(strict, schema, `response_format '${spec.name}'`, 'response_format');
       return { kind: 'schema', name: spec.name, schema };
     }
     default:
@@ -417,8 +440,8 @@ function answerShape(body: Record<string, unknown>, afterToolResult: boolean, le
 }
 
 /** Throws OpenAI's 400 when strict mode would not take `schema`; `what` names it as OpenAI's message does. */
-export function checkStrict(schema: JsonSchema, what: string, param: string, code?: string): void {
-  const problem = strictSchemaProblem(schema);
+export function checkStrict(strict: StrictRules, schema: JsonSchema, what: string, param: string, code?: string): void {
+  const problem = strict(schema);
   if (problem !== undefined) throw new InvalidRequestError(`Invalid schema for ${what}: ${problem}`, param, code);
 }
 
@@ -427,7 +450,7 @@ export function checkStrict(schema: JsonSchema, what: string, param: string, cod
  * (the default) the first too — a stand-in exercises the tool path — unless the last message is a
  * tool's result, which is answered in words.
  */
-function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, lenientSchemas: boolean): AnswerShape | undefined {
+function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, strict: StrictRules | undefined): AnswerShape | undefined {
   const { tools, tool_choice: choice = 'auto' } = body;
   if (tools === undefined || tools === null) return undefined;
   if (!Array.isArray(tools)) throw new InvalidRequestError("Invalid type for 'tools': expected an array.", 'tools');
@@ -441,8 +464,9 @@ function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, len
     }
     const parameters = spec.parameters ?? { type: 'object', properties: {} };
     if (!isRecord(parameters)) throw new InvalidRequestError(`Invalid 'tools[${index}].function.parameters': expected an object.`);
-    if (spec.strict === true && !lenientSchemas) {
+    if (spec.strict === true && strict !== undefined) {
       checkStrict(
+        strict,
         parameters as JsonSchema,
         `function '${spec.name}'`,
         `tools[${index}].function.parameters`,
@@ -463,4 +487,19 @@ function chosenTool(body: Record<string, unknown>, afterToolResult: boolean, len
     );
   }
   return named;
+}
+
+/** The fewest prompt tokens OpenAI caches: prompts of 1,024 tokens or more (its prompt-caching guide)… */
+const MIN_CACHE_TOKENS = 1024;
+/** …served in steps of this many tokens. */
+const CACHE_STEP_TOKENS = 128;
+
+/** OpenAI's prompt cache for a chat or Responses body: every prompt of 1,024 tokens or more, routed by `prompt_cache_key`. */
+export function automaticPrefix(body: Readonly<Record<string, unknown>>): CachePrefix {
+  return {
+    kind: 'automatic',
+    key: typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : '',
+    minTokens: MIN_CACHE_TOKENS,
+    stepTokens: CACHE_STEP_TOKENS,
+  };
 }

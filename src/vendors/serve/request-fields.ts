@@ -5,7 +5,7 @@
  * refused too: no request parameter is ever ignored without a word.
  */
 
-import { InvalidRequestError, isRecord, jsonType } from './chat-api.ts';
+import { type InvalidRequestError, isRecord } from './chat-api.ts';
 
 export type FieldRule =
   | { readonly kind: 'read' }
@@ -75,58 +75,3 @@ function checkField(field: string, value: unknown, rule: Exclude<FieldRule, { ki
       throw words.refused(field, rule.why);
   }
 }
-
-/** OpenAI's wording, shared by its Chat Completions and Responses APIs. */
-export const OPENAI_FIELD_WORDS: FieldWords = {
-  unknown: (field) => new InvalidRequestError(`Unrecognized request argument supplied: ${field}`, field, 'unknown_parameter'),
-  wrongType: (field, expected, value) =>
-    new InvalidRequestError(
-      `Invalid type for '${field}': expected ${openAiTypeName(expected)}, but got ${openAiTypeName(jsonType(value))} instead.`,
-      field,
-      'invalid_type',
-    ),
-  outOfRange: (field, bound, limit, value) =>
-    new InvalidRequestError(
-      `Invalid '${field}': ${Number.isInteger(limit) ? 'integer' : 'decimal'} ${bound === 'min' ? 'below minimum' : 'above maximum'} value. Expected a value ${bound === 'min' ? '>=' : '<='} ${limit}, but got ${value} instead.`,
-      field,
-      bound === 'min' ? 'integer_below_min_value' : 'integer_above_max_value',
-    ),
-  notOneOf: (field, values, value) =>
-    new InvalidRequestError(
-      `Invalid value: ${JSON.stringify(value)}. Supported values are: ${values.map((v) => `'${String(v)}'`).join(', ')}.`,
-      field,
-      'invalid_value',
-    ),
-  refused: (field, why) => new InvalidRequestError(`Unsupported parameter: '${field}' ${why}`, field, 'unsupported_parameter'),
-};
-
-function openAiTypeName(type: string): string {
-  switch (type) {
-    case 'number':
-      return 'a decimal';
-    case 'integer':
-      return 'an integer';
-    case 'object':
-      return 'an object';
-    case 'array':
-      return 'an array';
-    case 'null':
-      return 'null';
-    default:
-      return `a ${type}`;
-  }
-}
-
-/** Anthropic's (pydantic's) wording. */
-export const ANTHROPIC_FIELD_WORDS: FieldWords = {
-  unknown: (field) => new InvalidRequestError(`${field}: Extra inputs are not permitted`, field),
-  wrongType: (field, expected, _value) => {
-    const what = { number: 'a valid number', integer: 'a valid integer', object: 'a valid dictionary', array: 'a valid list' }[expected];
-    return new InvalidRequestError(`${field}: Input should be ${what ?? `a valid ${expected}`}`, field);
-  },
-  outOfRange: (field, bound, limit) =>
-    new InvalidRequestError(`${field}: Input should be ${bound === 'min' ? 'greater' : 'less'} than or equal to ${limit}`, field),
-  notOneOf: (field, values) =>
-    new InvalidRequestError(`${field}: Input should be ${values.map((v) => `'${String(v)}'`).join(' or ')}`, field),
-  refused: (field, why) => new InvalidRequestError(`${field}: ${why}`, field),
-};
