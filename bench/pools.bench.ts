@@ -20,6 +20,7 @@ import {
   NetworkError,
   requestLimit,
   runPipeline,
+  RunEvents,
   SimulatedProvider,
   type CallOptions,
   type LlmRequest,
@@ -134,7 +135,8 @@ async function run(strategy: PoolStrategy, kill: boolean, seed: number): Promise
   /** Calls (article and task) whose attempt on the killed member failed after the kill. */
   const moved = new Set<string>();
   let takeoverMs: number | undefined;
-  const onAttempt = (event: PipelineAttemptEvent) => {
+  const events = new RunEvents();
+  events.on('attempt', (event: PipelineAttemptEvent) => {
     attempts += event.called ? 1 : 0;
     const call = `${event.articleId}/${event.task}`;
     if (event.outcome === 'ok') {
@@ -143,7 +145,7 @@ async function run(strategy: PoolStrategy, kill: boolean, seed: number): Promise
       if (takeoverMs === undefined && moved.has(call) && event.provider !== KILLED) takeoverMs = performance.now() - killed.killedAtMs!;
     } else if (event.provider === KILLED && killed.killedAtMs !== undefined) moved.add(call);
     if (event.outcome === 'rate-limited') rateLimitedAt.push(event.sentAtMs!);
-  };
+  });
   const summary = await runPipeline({
     source: generateArticles(ARTICLES, { seed }),
     total: ARTICLES,
@@ -156,7 +158,7 @@ async function run(strategy: PoolStrategy, kill: boolean, seed: number): Promise
     pools: [{ name: 'gpt', members: MEMBERS.map((member) => member.name), strategy }],
     routes: { summarize: 'gpt', sentiment: 'gpt' },
     workers: WORKERS,
-    onAttempt,
+    events,
   });
   clearTimeout(killTimer);
   sends.sort((a, b) => a - b);

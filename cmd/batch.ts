@@ -1,7 +1,7 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
 import { runBatch, SimulatedBatchApi, takeUpBatch, type BatchApi, type BatchRunState } from '../src/batch/index.ts';
-import { CallGate, CallLoop, ProviderRoute, type Provider, type ProviderType } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
 // The registry, not news-processor/vendors: a vendor's Batch API is loaded from it when a run uses
@@ -10,6 +10,7 @@ import { isHttpProviderType, VENDORS } from '../src/vendors/registry.ts';
 import type { BatchFlags } from './batch-options.ts';
 import type { ClientFlags } from './client-options.ts';
 import { formatMs, plural } from './format.ts';
+import { batchProgressLine } from './progress.ts';
 import { expectedFields, openInput } from './input.ts';
 import { priceOf, providerSetups } from './provider-setup.ts';
 import { startRunReport, type ReportFlags } from './report-options.ts';
@@ -49,9 +50,8 @@ export async function runBatchCommand(
       )
     : undefined;
   // Before anything is read, written or submitted: a report that cannot be written stops the run here.
-  const report = await startRunReport(flags, { providers: setups.providers, tasks, budget: undefined }, (text) =>
-    process.stderr.write(`${text}\n`),
-  );
+  const events = new RunEvents();
+  const report = await startRunReport(flags, events, { providers: setups.providers }, (text) => process.stderr.write(`${text}\n`));
   const store = JsonlResultStore.at(output);
   let resume: BatchRunState | undefined;
   let redo: ReadonlyMap<string, readonly string[]> = new Map();
@@ -108,16 +108,12 @@ export async function runBatchCommand(
       },
       onResult: (result) => {
         countRedone(redo, result, redone);
-        report?.onResult(result);
         return store.write(result);
       },
-      onBatch: report?.onBatch,
+      events,
       onProgress: (progress) => {
         if (!talk || progress.length === 0) return;
-        const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
-        const done = progress.reduce((sum, batch) => sum + batch.completed + batch.failed, 0);
-        const failed = progress.reduce((sum, batch) => sum + batch.failed, 0);
-        const line = `batches: ${progress.length} in flight (${progress.map((batch) => batch.status).join(', ')}), ${done}/${rows} rows done, ${failed} failed`;
+        const line = batchProgressLine(progress);
         if (line !== said) process.stderr.write(`${line}\n`);
         said = line;
       },
@@ -125,9 +121,7 @@ export async function runBatchCommand(
     await store.close();
     // The articles run again have a newer line below their earlier one: each is folded into its last.
     if (redo.size > 0) await store.compact();
-    const reportLine = await report?.end(
-      summary.interrupted ? 'interrupted' : summary.budgetStopped ? 'stopped by --max-cost' : 'finished',
-    );
+    const reportLine = await report?.finish();
     if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
     const pending = last?.pending ?? [];
     if (!summary.interrupted && pending.length === 0 && summary.left === 0 && !summary.unread) await store.state.clear();

@@ -2,7 +2,7 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CancelledError } from '../src/index.ts';
+import { CancelledError, RunEvents, type RunCounts } from '../src/index.ts';
 // Not an entry's: its types are vega's, a package the library's declarations do not require.
 import { loadChartRenderer } from '../src/bench/chart-renderer.ts';
 import {
@@ -149,11 +149,16 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
 
   const showProgress = !flags.quiet;
   let progress = '';
-  let calls = 0;
+  // The run's counts, as its tally keeps them: each run of the sweep brings its own.
+  let tally: RunCounts | undefined;
+  const events = new RunEvents();
+  events.on('runStarted', (run) => {
+    tally = run.counts;
+  });
   let runStartedMs = performance.now();
   const drawProgress = () => {
     if (showProgress && progress !== '')
-      terminal.status(`${progress} · ${plural(calls, 'call')} · ${formatMs(performance.now() - runStartedMs)}`);
+      terminal.status(`${progress} · ${plural(tally?.calls().calls ?? 0, 'call')} · ${formatMs(performance.now() - runStartedMs)}`);
   };
   const progressTimer = setInterval(drawProgress, 250);
 
@@ -173,13 +178,11 @@ async function bench(flags: BenchFlags, command: Command): Promise<number> {
       signal: controller.signal,
       onRunStart: ({ setting, repeat, run, runs }) => {
         progress = `run ${run}/${runs}: ${settingLabel(setting)}, repeat ${repeat}/${flags.repeat}`;
-        calls = 0;
+        tally = undefined;
         runStartedMs = performance.now();
         drawProgress();
       },
-      onAttempt: (event) => {
-        if (event.called) calls++;
-      },
+      events,
     });
   } finally {
     clearInterval(progressTimer);

@@ -1,4 +1,4 @@
-import type { ArticleResult, PipelineAttemptEvent, Percentiles, PoolMemberChange, RunSummary } from '../src/index.ts';
+import type { ArticleResult, CallCounts, PipelineAttemptEvent, Percentiles, PoolMemberChange, RunSummary } from '../src/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 
 /** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */
@@ -134,13 +134,15 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
         : plural(summary.articles, 'article');
   const lines = [
     `Rate limit=${limits} | ${articles} | Succeeded:${summary.succeeded} Failed:${summary.failed} | ${formatMs(summary.elapsedMs)}`,
-    `Calls: ${summary.calls} | Retries: ${summary.retries} | ` +
+    `Calls: ${summary.calls}${summary.answered === summary.calls ? '' : ` (${summary.answered} answered)`} | Retries: ${summary.retries} | ` +
       // Only unfit answers bring them: shown when there were any.
       (summary.repairs > 0 ? `Repairs: ${summary.repairs} | ` : '') +
       `429s received: ${summary.rateLimited} | ` +
       `5xx: ${summary.serverErrors} | Timeouts: ${summary.timeouts} | ` +
-      // Only a provider over a network has them: shown when there were any, as `Not started` is.
-      (summary.networkErrors > 0 ? `Network errors: ${summary.networkErrors} | ` : '') +
+      // The rarer ways a call fails: shown when there were any, as `Not started` is.
+      RARE_FAILURES.filter(([field]) => summary[field] > 0)
+        .map(([field, label]) => `${label}: ${summary[field]} | `)
+        .join('') +
       `Dead letters: ${summary.deadLetters} | Cancelled: ${summary.cancelled}` +
       (notStarted !== null && notStarted > 0 ? ` | Not started: ${notStarted}` : ''),
     formatBound(summary),
@@ -149,9 +151,9 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     const notable = summary.providers.length > 1 || p.countsTokens || p.breakerOpens > 0 || p.rateCuts > 0 || p.circuitRejections > 0;
     if (!notable) continue;
     const parts = [
-      `${plural(p.calls, 'call')} (${p.achievedRate.toFixed(2)}/s)`,
+      `${callsText(p)} (${p.achievedRate.toFixed(2)}/s)`,
       `429s ${p.rateLimited}`,
-      ...(p.networkErrors > 0 ? [`network errors ${p.networkErrors}`] : []),
+      ...rareFailures(p),
       `retries ${p.retries}`,
       `breaker opened ${p.breakerOpens}× (${p.circuitRejections} refused)`,
     ];
@@ -161,20 +163,24 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
     lines.push(`Provider ${p.name}: ${parts.join(' | ')}`);
   }
   for (const pool of summary.pools ?? []) {
+    // What each member served: its calls answered, not those that failed.
     const shares = pool.members.map((name) => {
-      const calls = summary.providers.find((p) => p.name === name)?.calls ?? 0;
-      return `${name} ${pool.calls === 0 ? 0 : Math.round((calls * 100) / pool.calls)}%`;
+      const answered = summary.providers.find((p) => p.name === name)?.answered ?? 0;
+      const dropped = pool.dropped.some((each) => each.member === name) ? ' dropped' : '';
+      return `${name} ${pool.answered === 0 ? 0 : Math.round((answered * 100) / pool.answered)}%${dropped}`;
     });
+    const calls = pool.answered === pool.calls ? plural(pool.calls, 'call') : `${plural(pool.calls, 'call')}, ${pool.answered} answered`;
     lines.push(
-      `Pool ${pool.name}: ${plural(pool.calls, 'call')} (${shares.join(', ')}) | combined ${formatRate(pool.rate)}/s burst ${pool.burst}`,
+      `Pool ${pool.name}: ${calls} (${shares.join(', ')}) | combined ${formatRate(pool.rate)}/s burst ${pool.burst}${droppedText(summary, pool)}`,
     );
   }
   for (const t of summary.tasks) {
     const parts = [
-      plural(t.calls, 'call'),
+      callsText(t),
       `retries ${t.retries}`,
       ...(t.repairs > 0 ? [`repairs ${t.repairs}`] : []),
       `429s ${t.rateLimited}`,
+      ...rareFailures(t),
       ...(t.calls === 0 ? [] : [`latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`]),
       `tokens ${t.tokensUsed}`,
       ...(t.costUsd === undefined ? [] : [formatUsd(t.costUsd)]),
@@ -205,6 +211,29 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
   if (reasons.length > 0) lines.push(`Failure reasons: ${reasons.map(([type, count]) => `${type} ${count}`).join(', ')}`);
   if (summary.interrupted) lines.push('Interrupted: intake stopped; the articles in flight were cancelled.');
   return lines;
+}
+
+/** The ways a call fails that most runs never see, each shown only when it happened: with 429s, 5xx and timeouts they add up to the calls not answered. */
+const RARE_FAILURES: readonly (readonly [keyof CallCounts, string])[] = [
+  ['networkErrors', 'Network errors'],
+  ['refused', 'Refused (key, account)'],
+  ['unfit', 'Unfit answers'],
+  ['cancelledCalls', 'Calls cancelled'],
+  ['otherErrors', 'Other failures'],
+];
+
+/** `12 calls`, or `12 calls, 9 answered` when some were not: what the columns after it add up to. */
+function callsText(counts: CallCounts): string {
+  return counts.answered === counts.calls ? plural(counts.calls, 'call') : `${plural(counts.calls, 'call')}, ${counts.answered} answered`;
+}
+
+/** The rarer failures of a provider's or a task's calls that happened, as its line says them: `refused 10`. */
+function rareFailures(counts: CallCounts): string[] {
+  const shown = counts.serverErrors + counts.timeouts > 0 ? [`5xx ${counts.serverErrors}`, `timeouts ${counts.timeouts}`] : [];
+  return [
+    ...shown,
+    ...RARE_FAILURES.filter(([field]) => counts[field] > 0).map(([field, label]) => `${label.toLowerCase()} ${counts[field]}`),
+  ];
 }
 
 /**
@@ -241,8 +270,8 @@ function formatBound(summary: RunSummary): string {
   const pool = summary.pools?.find((each) => each.rateFloorMs === summary.rateFloorMs && each.rateFloorMs > 0);
   if (summary.boundBy === 'rate' && pool !== undefined) {
     why =
-      `the rate of pool ${pool.name}: (${pool.calls} calls − its members' bursts ${pool.burst}) / their ${formatRate(pool.rate)}/s = ` +
-      `${formatMs(pool.rateFloorMs)}, + last call ${formatMs(pool.lastCallLatencyMs)}`;
+      `the rate of pool ${pool.name}: (${pool.calls} calls − its members' bursts ${pool.burst}) / their ${formatRate(pool.rate)}/s` +
+      `${droppedText(summary, pool)} = ${formatMs(pool.rateFloorMs)}, + last call ${formatMs(pool.lastCallLatencyMs)}`;
   } else if (summary.boundBy === 'rate') {
     const limited = summary.providers.filter((p) => p.rate !== Infinity);
     const p = limited.reduce((a, b) => (b.rateFloorMs + b.lastCallLatencyMs > a.rateFloorMs + a.lastCallLatencyMs ? b : a));
@@ -260,6 +289,18 @@ function formatBound(summary: RunSummary): string {
     why = `the workers: the articles' critical paths / ${plural(summary.workers, 'worker')}`;
   }
   return `${before}Least possible: ${formatMs(summary.leastElapsedMs)}, bound by ${why} | Efficiency: ${(summary.efficiency * 100).toFixed(1)}%${after}`;
+}
+
+/** `, 5/s once key-b was dropped at 120ms`: a pool's rate from each drop on, which bounds the run from then. */
+function droppedText(summary: RunSummary, pool: NonNullable<RunSummary['pools']>[number]): string {
+  let rate = pool.rate;
+  return [...pool.dropped]
+    .sort((a, b) => a.atMs - b.atMs)
+    .map(({ member, atMs }) => {
+      rate -= summary.providers.find((p) => p.name === member)?.rate ?? 0;
+      return `, ${formatRate(rate)}/s once ${member} was dropped at ${formatMs(atMs)}`;
+    })
+    .join('');
 }
 
 function formatPercentiles(p: Percentiles): string {

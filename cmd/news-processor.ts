@@ -9,7 +9,7 @@ import {
   runPipeline,
   type AnswerCache,
   type Budget,
-  type RunObserver,
+  RunEvents,
   type RunStop,
   type RunSummary,
   ConfigError,
@@ -206,8 +206,10 @@ async function run(flags: MainFlags): Promise<number> {
     // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
     const budgetFor = (earlierUsd: number) =>
       runBudget(flags, shared === undefined ? undefined : { connection: shared.connection, logger }, earlierUsd);
-    const observers = telemetry === undefined ? [] : [telemetry.observer];
-    return await runWith(flags, { ...setups, plan, budgetFor, cache, observers }, logger, shared);
+    // Tracing follows the run from its first event; the progress line, the report and the lines of each attempt join it in runWith.
+    const events = new RunEvents();
+    if (telemetry !== undefined) events.observe(telemetry.observer);
+    return await runWith(flags, { ...setups, plan, budgetFor, cache, events }, logger, shared);
   } finally {
     await cache?.close();
     await shared?.close();
@@ -318,7 +320,7 @@ async function runWith(
     readonly plan: RunPlan;
     readonly budgetFor: (earlierUsd: number) => Budget | undefined;
     readonly cache: AnswerCache | undefined;
-    readonly observers: readonly RunObserver[];
+    readonly events: RunEvents;
   },
   logger: Logger,
   shared: SharedLimits | undefined,
@@ -349,8 +351,12 @@ async function runWith(
     'stopping intake, cancelling calls in flight',
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-  const progress = new Progress(terminal, total, setups.pools);
-  const report = await startRunReport(flags, { providers, pools: setups.pools, tasks, budget }, (text) => terminal.notice(text));
+  const { events } = setups;
+  const progress = new Progress(terminal, total);
+  events.observe(progress);
+  events.on('poolChange', (change) => terminal.notice(formatPoolChange(change)));
+  if (printLines) events.on('attempt', (event) => terminal.line(formatAttempt(event, flags.maxAttempts)));
+  const report = await startRunReport(flags, events, { providers, pools: setups.pools }, (text) => terminal.notice(text));
 
   let summary: RunSummary;
   let outputError: OutputError | undefined;
@@ -366,10 +372,6 @@ async function runWith(
       providers,
       routes,
       pools: setups.pools,
-      onPoolChange: (change) => {
-        progress.poolChange(change);
-        terminal.notice(formatPoolChange(change));
-      },
       tasks,
       plan,
       budget,
@@ -380,16 +382,8 @@ async function runWith(
       maxRepairs: flags.maxRepairs,
       logger,
       signal: controller.signal,
-      onSend: report?.onSend,
-      observers: setups.observers,
-      onAttempt: (event) => {
-        report?.onAttempt(event);
-        progress.attempt(event);
-        if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
-      },
+      events,
       onResult: async (result) => {
-        report?.onResult(result);
-        progress.result(result);
         countRedone(output.redo, result, redone);
         const field = result.error?.field;
         if (field !== undefined) {
@@ -461,7 +455,7 @@ async function runWith(
     await new Promise<void>((resolve) => output.human.write('', () => resolve()));
   }
   // After the summary: the figures first, the page (a second or two to draw) after them.
-  const reportLine = await report?.finish(summary);
+  const reportLine = await report?.finish();
   if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
   const { code, line } = ending({ ...run, stdout: stdoutState() });
   if (line !== undefined) process.stderr.write(`${line}\n`);

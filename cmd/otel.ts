@@ -20,6 +20,7 @@ export function otelOption(): Option {
 
 /** The SDK started, and what reports the run to it. */
 export interface Telemetry {
+  /** Follows a run: observe the run's events with it (`events.observe`). */
   readonly observer: RunObserver;
   /**
    * Sends what is not sent yet — the last spans, the metrics' final values — and stops the SDK.

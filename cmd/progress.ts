@@ -1,55 +1,44 @@
 import { formatDuration } from '../src/mechanisms.ts';
-import type { PoolMemberChange } from '../src/index.ts';
+import type { RunCounts, RunObserver, RunStart } from '../src/index.ts';
+import type { BatchProgress } from '../src/batch/index.ts';
 import { plural } from './format.ts';
 import type { Terminal } from './terminal.ts';
 
 /** A pool as the progress line shows it: each member's calls and, when it is not taking them, why. */
 interface PoolProgress {
   readonly name: string;
-  readonly members: readonly { readonly name: string; calls: number; state: 'up' | 'down' | 'dropped' }[];
+  readonly members: readonly { readonly name: string; readonly calls: number; readonly state: 'up' | 'down' | 'dropped' }[];
 }
 
-/** The progress line of a run on a terminal, redrawn four times a second once the run has gone a second. */
-export class Progress {
-  #finished = 0;
-  #failed = 0;
-  #calls = 0;
-  readonly #pools: readonly PoolProgress[];
+/**
+ * The progress line of a run on a terminal, redrawn four times a second once the run has gone a
+ * second: what the run's tally counts as it stands. Observe the run's events with it.
+ */
+export class Progress implements RunObserver {
+  #tally: RunCounts | undefined;
   readonly #startedMs = performance.now();
   readonly #timer: NodeJS.Timeout;
 
-  /** `pools`: the run's pools, each member shown with its calls and state. */
-  constructor(
-    terminal: Terminal,
-    total: number | undefined,
-    pools: readonly { readonly name: string; readonly members: readonly string[] }[] = [],
-  ) {
-    this.#pools = pools.map((pool) => ({
-      name: pool.name,
-      members: pool.members.map((name) => ({ name, calls: 0, state: 'up' as const })),
-    }));
+  constructor(terminal: Terminal, total: number | undefined) {
     this.#timer = setInterval(() => {
       const elapsedMs = performance.now() - this.#startedMs;
-      if (elapsedMs >= 1000) terminal.status(progressLine(elapsedMs, this.#finished, total, this.#calls, this.#failed, this.#pools));
+      const tally = this.#tally;
+      if (elapsedMs < 1000 || tally === undefined) return;
+      const { succeeded, failed, cancelled } = tally.articles;
+      const pools = tally.pools.map((pool) => ({
+        name: pool.name,
+        members: pool.members.map((member) => ({
+          name: member.name,
+          calls: tally.providers.get(member.name)?.calls ?? 0,
+          state: member.state,
+        })),
+      }));
+      terminal.status(progressLine(elapsedMs, succeeded + failed + cancelled, total, tally.calls().calls, failed, pools));
     }, 250);
   }
 
-  attempt(event: { readonly called: boolean; readonly provider: string }): void {
-    if (!event.called) return;
-    this.#calls++;
-    // A provider may be a member of several pools: its calls are shown in each.
-    for (const pool of this.#pools) for (const member of pool.members) if (member.name === event.provider) member.calls++;
-  }
-
-  /** A member went down, came back, or was dropped. */
-  poolChange(change: PoolMemberChange): void {
-    const member = this.#pools.find((pool) => pool.name === change.pool)?.members.find((each) => each.name === change.member);
-    if (member !== undefined && member.state !== 'dropped') member.state = change.change === 'back' ? 'up' : change.change;
-  }
-
-  result(result: { readonly status: string }): void {
-    this.#finished++;
-    if (result.status === 'failed') this.#failed++;
+  runStarted(run: RunStart): void {
+    this.#tally = run.counts;
   }
 
   stop(): void {
@@ -80,4 +69,28 @@ export function progressLine(
     fields.push(`${pool.name}[${members.join(' ')}]`);
   }
   return fields.join(' · ');
+}
+
+/**
+ * A batch run's poll in a line: the batches still running at the provider and those that have
+ * ended there — their results being read back — each with the vendor's words for how they stand,
+ * then their rows: `batches: 1 running (in_progress), 2 ended (completed ×2), 150/300 rows done, 0 failed`.
+ */
+export function batchProgressLine(progress: readonly BatchProgress[]): string {
+  const running = progress.filter((batch) => !batch.ended);
+  const ended = progress.filter((batch) => batch.ended);
+  const parts = [];
+  if (running.length > 0) parts.push(`${running.length} running (${statuses(running)})`);
+  if (ended.length > 0) parts.push(`${ended.length} ended (${statuses(ended)}), being read back`);
+  const rows = progress.reduce((sum, batch) => sum + batch.total, 0);
+  const done = progress.reduce((sum, batch) => sum + batch.completed + batch.failed, 0);
+  const failed = progress.reduce((sum, batch) => sum + batch.failed, 0);
+  return `batches: ${parts.join(', ')}, ${done}/${plural(rows, 'row')} done, ${failed} failed`;
+}
+
+/** The statuses of some batches, each once, with how many have it when more than one: `in_progress ×2, finalizing`. */
+function statuses(batches: readonly BatchProgress[]): string {
+  const counts = new Map<string, number>();
+  for (const batch of batches) counts.set(batch.status, (counts.get(batch.status) ?? 0) + 1);
+  return [...counts].map(([status, count]) => (count === 1 ? status : `${status} ×${count}`)).join(', ');
 }

@@ -2,7 +2,7 @@
 //   enqueue · worker · status · collect · retry-failed · drain · obliterate
 import { Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { CancelledError, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult, type RunObserver, type TaskSet } from '../src/index.ts';
+import { CancelledError, RunEvents, SIMULATED_DEFAULTS, type AnswerCache, type ArticleResult, type TaskSet } from '../src/index.ts';
 import type { RunPlan } from '../src/plan.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { type ArticleQueue, isQueueNotFoundError, QUEUE_WORKER_DEFAULTS, runQueueWorker, type QueueStatus } from '../src/queue/index.ts';
@@ -176,8 +176,9 @@ async function work(flags: WorkerFlags): Promise<number> {
     cache = await openCache(flags, logger);
     queue = await openQueueOn(shared.connection, flags);
     const budget = runBudget(flags, { connection: shared.connection, logger });
-    const observers = telemetry === undefined ? [] : [telemetry.observer];
-    return await workOn(queue, flags, { ...setups, plan, tasks: plan.tasks, budget, cache, observers }, logger);
+    const events = new RunEvents();
+    if (telemetry !== undefined) events.observe(telemetry.observer);
+    return await workOn(queue, flags, { ...setups, plan, tasks: plan.tasks, budget, cache, events }, logger);
   } catch (error) {
     // Gone between the look at start and the worker's own.
     throw isQueueNotFoundError(error) ? notFoundUsage(error) : error;
@@ -197,7 +198,7 @@ async function workOn(
     readonly tasks: TaskSet;
     readonly budget: ReturnType<typeof runBudget>;
     readonly cache: AnswerCache | undefined;
-    readonly observers: readonly RunObserver[];
+    readonly events: RunEvents;
   },
   logger: Logger,
 ): Promise<number> {
@@ -210,8 +211,12 @@ async function workOn(
     `taking no more jobs; the calls under way have ${formatDuration(flags.grace)}, then their jobs go back to the queue`,
     (signal) => new CancelledError(`interrupted (${signal})`),
   );
-  const progress = new Progress(terminal, undefined, setups.pools);
-  const report = await startRunReport(flags, { ...setups, budget: setups.budget }, (text) => terminal.notice(text));
+  const { events } = setups;
+  const progress = new Progress(terminal, undefined);
+  events.observe(progress);
+  events.on('poolChange', (change) => terminal.notice(formatPoolChange(change)));
+  if (printLines) events.on('attempt', (event) => terminal.line(formatAttempt(event, flags.maxAttempts)));
+  const report = await startRunReport(flags, events, setups, (text) => terminal.notice(text));
   if (printLines) terminal.notice(`worker on queue ${queue.name} at ${queue.redis.url}: ${plural(flags.workers, 'article')} at a time`);
   let summary: Awaited<ReturnType<typeof runQueueWorker>>;
   try {
@@ -220,15 +225,11 @@ async function workOn(
       providers: setups.providers,
       routes: setups.routes,
       pools: setups.pools,
-      onPoolChange: (change) => {
-        progress.poolChange(change);
-        terminal.notice(formatPoolChange(change));
-      },
       tasks: setups.tasks,
       plan: setups.plan,
       budget: setups.budget,
       cache: setups.cache,
-      observers: setups.observers,
+      events,
       workers: flags.workers,
       timeoutMs: flags.timeout,
       retry: { maxAttempts: flags.maxAttempts },
@@ -242,15 +243,7 @@ async function workOn(
       redisGiveUpMs: flags.redisGiveUp,
       // Said as it happens, whatever --quiet says: the worker is not stuck, it is waiting.
       onRedisChange: ({ available, message }) => terminal.notice(`${available ? 'notice' : 'warning'}: ${message}`),
-      onSend: report?.onSend,
-      onAttempt: (event) => {
-        report?.onAttempt(event);
-        progress.attempt(event);
-        if (printLines) terminal.line(formatAttempt(event, flags.maxAttempts));
-      },
       onResult: (result: ArticleResult) => {
-        report?.onResult(result);
-        progress.result(result);
         if (printLines) terminal.line(formatResult(result));
       },
     });
@@ -286,7 +279,7 @@ async function workOn(
     }
     process.stdout.write(`${printLines ? '\n' : ''}${lines.join('\n')}\n`);
   }
-  const reportLine = await report?.finish(summary);
+  const reportLine = await report?.finish();
   if (reportLine !== undefined) process.stderr.write(`${reportLine}\n`);
   if (summary.queueLost !== undefined) {
     process.stderr.write(`error: ${queue.notFound(summary.queueLost).message}; the worker stopped: enqueue the input again to run it\n`);

@@ -3,17 +3,7 @@ import { stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { systemClock } from '../src/mechanisms.ts';
-import type {
-  ArticleResult,
-  Budget,
-  LlmRequest,
-  PipelineAttemptEvent,
-  PoolSetup,
-  ProviderSetup,
-  RunSummary,
-  TaskSet,
-} from '../src/index.ts';
-import type { BatchEvent } from '../src/batch/index.ts';
+import type { PoolSetup, ProviderSetup, RunEvents } from '../src/index.ts';
 import { integer } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -52,33 +42,29 @@ export function validateReportFlags(flags: ReportFlags, fromCli: (field: string)
   if (fromCli('dashboardHost') && flags.dashboard === undefined) throw new UsageError('--dashboard-host applies with --dashboard');
 }
 
-/** The run's observers for the report and the dashboard, and what to do when it ends. */
+/** The report and the dashboard of a run, following its events. */
 export interface RunReport {
-  readonly onSend: (request: LlmRequest) => void;
-  readonly onAttempt: (event: PipelineAttemptEvent) => void;
-  readonly onResult: (result: ArticleResult) => void;
-  /** A batch run's batches, as they are submitted and end. */
-  readonly onBatch: (event: BatchEvent) => void;
-  /** Writes the report (when asked), sends the dashboard's last page and stops it; returns the line that says where the report is. */
-  finish(summary: RunSummary): Promise<string | undefined>;
-  /** As `finish`, for a run without a pipeline summary (a batch run) that ended as `ending` says (`finished`, `interrupted`). */
-  end(ending: string): Promise<string | undefined>;
-  /** Stops the dashboard without a summary (the run failed). */
+  /**
+   * Once the run has ended (its `runEnded` told): writes the report (when asked), sends the
+   * dashboard's last page and stops it; returns the line that says where the report is.
+   */
+  finish(): Promise<string | undefined>;
+  /** Stops the dashboard without an end (the run failed). */
   close(): Promise<void>;
 }
 
 /**
- * Starts what --report and --dashboard ask for, before the run: the packages are loaded, the
- * report's folder checked and the dashboard listening (its URL said through `notice`) before any
- * call, so that none of them fails after an hour's run. Undefined when neither was asked for.
+ * Starts what --report and --dashboard ask for, before the run, following `events`: the packages
+ * are loaded, the report's folder checked and the dashboard listening (its URL said through
+ * `notice`) before any call, so that none of them fails after an hour's run. Undefined when
+ * neither was asked for.
  */
 export async function startRunReport(
   flags: ReportFlags,
+  events: RunEvents,
   run: {
     readonly providers: readonly ProviderSetup[];
     readonly pools?: readonly PoolSetup[] | undefined;
-    readonly tasks: TaskSet;
-    readonly budget: Budget | undefined;
   },
   notice: (text: string) => void,
 ): Promise<RunReport | undefined> {
@@ -104,8 +90,6 @@ export async function startRunReport(
       limits: 'specs' in setup.limits ? setup.limits.specs : setup.limits,
     })),
     pools: run.pools,
-    tasks: run.tasks.tasks.map((task) => task.name),
-    budget: run.budget,
   });
   const dashboard =
     flags.dashboard === undefined
@@ -119,27 +103,20 @@ export async function startRunReport(
           },
         );
   if (dashboard !== undefined) notice(`dashboard: ${dashboard.url}`);
-  const write = async () => {
-    await dashboard?.close();
-    if (path === undefined) return undefined;
-    const startMs = performance.now();
-    const page = await renderReportPage(recorder.record(), { title: TITLE });
-    await writeFile(path, page);
-    return `Report: ${path} (${Math.ceil(Buffer.byteLength(page) / 1024)} KiB, written in ${Math.round(performance.now() - startMs)} ms)`;
-  };
+  const stopFollowing = events.observe(recorder);
   return {
-    onSend: recorder.onSend,
-    onAttempt: recorder.onAttempt,
-    onResult: recorder.onResult,
-    onBatch: recorder.onBatch,
-    finish(summary) {
-      recorder.finish(summary);
-      return write();
+    async finish() {
+      stopFollowing();
+      await dashboard?.close();
+      if (path === undefined) return undefined;
+      const startMs = performance.now();
+      const page = await renderReportPage(recorder.record(), { title: TITLE });
+      await writeFile(path, page);
+      return `Report: ${path} (${Math.ceil(Buffer.byteLength(page) / 1024)} KiB, written in ${Math.round(performance.now() - startMs)} ms)`;
     },
-    end(ending) {
-      recorder.end(ending);
-      return write();
+    close: async () => {
+      stopFollowing();
+      await dashboard?.close();
     },
-    close: async () => dashboard?.close(),
   };
 }

@@ -10,8 +10,32 @@
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, PIPELINE_DEFAULTS, CancelledError, RunStoppedError } from './pipeline/run.ts';
 export type { PipelineOptions } from './pipeline/run.ts';
-// Observers of a run (tracing, reports): told of each step, acting on none.
-export type { PipelineAttemptEvent, RunObserver, ObservedRun } from './pipeline/run-observer.ts';
+// A run's events, one typed stream a live run and a batch run tell alike (a progress line, a report,
+// tracing: they watch and act on nothing), and the counts all of them read, made once.
+export { RunEvents } from './pipeline/run-events.ts';
+export type {
+  RunEventListeners,
+  RunEventName,
+  RunObserver,
+  RunStart,
+  RunEnd,
+  ArticleEnd,
+  PoolChange,
+  BatchEvent,
+  BudgetEvent,
+  PipelineAttemptEvent,
+} from './pipeline/run-events.ts';
+export type {
+  RunCounts,
+  CallTally,
+  CallColumn,
+  ProviderTally,
+  TaskTally,
+  PoolTally,
+  PoolMemberTally,
+  ArticleTally,
+  TallyWatcher,
+} from './pipeline/run-tally.ts';
 // Tracing: an observer reporting through @opentelemetry/api after the GenAI conventions (a no-op without it).
 export { createOtelObserver, OTEL_OBSERVER_DEFAULTS } from './telemetry/otel-observer.ts';
 export type { OtelObserverOptions } from './telemetry/otel-observer.ts';

@@ -32,11 +32,12 @@ describe('the package entry points', () => {
   });
 
   // 61: the call loop (CallLoop) and the one-provider route (ProviderRoute) joined the gate and the pool,
-  // the seams a route of one's own and a direct call are made of.
-  it('the root stays lean: at most 61 values, the mechanisms in news-processor/mechanisms', async () => {
+  // the seams a route of one's own and a direct call are made of; 62: RunEvents, what a run's progress
+  // line, report and tracing follow.
+  it('the root stays lean: at most 62 values, the mechanisms in news-processor/mechanisms', async () => {
     const root = await import('../src/index.ts');
     const mechanisms = await import('../src/mechanisms.ts');
-    expect(Object.keys(root).length).toBeLessThanOrEqual(61);
+    expect(Object.keys(root).length).toBeLessThanOrEqual(62);
     for (const name of ['TokenBucket', 'CircuitBreaker', 'ManualClock', 'createBackoff', 'parseDuration', 'parseRateLimitHeaders']) {
       expect(root, name).not.toHaveProperty(name);
       expect(mechanisms, name).toHaveProperty(name);

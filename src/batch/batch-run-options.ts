@@ -8,7 +8,8 @@ import type { LlmRequest } from '../provider/provider.ts';
 import type { RouteCaller } from '../route/route.ts';
 import type { Article } from '../sources/article.ts';
 import type { TaskSet } from '../tasks/task-set.ts';
-import type { BatchApi, BatchEvent, BatchProgress } from './batch-api.ts';
+import type { RunEvents } from '../pipeline/run-events.ts';
+import type { BatchApi, BatchProgress } from './batch-api.ts';
 
 /** What a batch run does unless told otherwise. */
 export const BATCH_DEFAULTS = Object.freeze({
@@ -120,8 +121,12 @@ export interface BatchRunOptions {
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
   /** Told each poll of the batches in flight. @default none */
   readonly onProgress?: ((progress: readonly BatchProgress[]) => void) | undefined;
-  /** Told each batch as this run submits it and as it ends, read back (a resumed run's batches only as they end). @default none */
-  readonly onBatch?: ((event: BatchEvent) => void) | undefined;
+  /**
+   * Where the run tells its start (with its tally), each article's start and result, each batch
+   * as this run submits it and as it ends, read back (a resumed run's batches only as they end),
+   * and its end — as a live run tells its steps. @default none
+   */
+  readonly events?: RunEvents | undefined;
   /** Abort to stop waiting: the batches keep running at the provider, recorded in the state. @default none */
   readonly signal?: AbortSignal | undefined;
   /** Time source of the polls. @default systemClock */

@@ -12,6 +12,7 @@ import { requestFor, type TaskSet } from '../tasks/task-set.ts';
 import { MissingFieldError } from '../tasks/template.ts';
 import { checkDurationMs, checkInteger, checkNumber } from '../validation/checks.ts';
 import { isBatchQueueFullError, type BatchApi, type BatchRow, type RowOutcome } from './batch-api.ts';
+import { batchTelling } from './batch-telling.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { changedTasks } from '../tasks/task-fingerprint.ts';
@@ -138,6 +139,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       const entry: Entry = { article, fields, outputs, customIds: {}, calls: 0, callMs: 0, costNanoUsd: 0 };
       entries.set(article.id, entry);
+      told?.articleStarted(article);
       toScan.add(entry);
     }
   };
@@ -147,6 +149,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     await source.return?.();
     return true;
   };
+  const told = batchTelling(options.events, clock);
   // Everything a resumed state holds is read first: its rows in flight are read back into their articles.
   await readMore();
   if (stale.size > 0) {
@@ -222,6 +225,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     };
     if (entry.error === undefined) succeeded++;
     else failed++;
+    told?.result(result);
     await options.onResult?.(result);
   };
 
@@ -294,7 +298,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
       pending = [...pending, { ...batch, customIds: chunk.map((row) => row.customId), inputTokens: cut.tokens }];
       tokensRoom -= cut.tokens;
-      options.onBatch?.({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
+      told?.batch({ type: 'submitted', batchId: batch.batchId, atMs: clock.now(), rows: chunk.length, status: 'submitted' });
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
@@ -322,7 +326,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     liveLeft = unbudgeted ? Infinity : budgetLeft(pending.filter((batch) => !done.includes(batch)));
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
-      options.onBatch?.({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
+      told?.batch({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
       if (queueFull === true) {
         const chunk = batch.customIds.flatMap((customId) => heldRows.get(customId) ?? []);
         batches--;
@@ -541,6 +545,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     }
   }
 
+  told?.ended(options.signal?.aborted === true, budgetStopped);
   return {
     succeeded,
     failed,

@@ -3,6 +3,7 @@ import type { Article } from '../sources/article.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
 import type { ProviderSetup } from '../gate/provider-options.ts';
 import { runPipeline, type PipelineOptions } from '../pipeline/run.ts';
+import { RunEvents } from '../pipeline/run-events.ts';
 
 /** One limiter setting to measure. */
 export interface BenchSetting {
@@ -123,7 +124,7 @@ export interface SweepRunStart {
 
 /** What `runSweep()` takes: the settings to compare, how often to run each, and the pipeline options every run shares. */
 export interface SweepOptions
-  extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'onAttempt'> {
+  extends Pick<PipelineOptions, 'tasks' | 'routes' | 'workers' | 'timeoutMs' | 'retry' | 'clock' | 'logger' | 'events'> {
   /** The rate and burst settings to run, in the order the table lists them. */
   readonly settings: readonly BenchSetting[];
   /** Runs per setting. @default 3 */
@@ -163,6 +164,7 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
   const results: SettingResult[] = [];
   const runs = settings.length * repeat;
   const keepTimeline = options.timeline ?? true;
+  const events = options.events ?? new RunEvents();
   for (const [settingIndex, setting] of settings.entries()) {
     const settingRuns: BenchRun[] = [];
     let grantsMs: number[] = [];
@@ -170,6 +172,12 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
       options.onRunStart?.({ setting, settingIndex, repeat: r, run: settingIndex * repeat + r, runs });
       const grants: number[] = [];
       const startMs = clock.now();
+      const stopListening =
+        keepTimeline && r === 1
+          ? events.on('attempt', (event) => {
+              if (event.called) grants.push(event.atMs - event.latencyMs - startMs);
+            })
+          : undefined;
       const summary = await runPipeline({
         source: options.createSource(),
         providers: options.createProviders(setting),
@@ -181,11 +189,8 @@ export async function runSweep(options: SweepOptions): Promise<SweepResult> {
         retry: options.retry,
         logger: options.logger,
         signal,
-        onAttempt: (event) => {
-          if (keepTimeline && r === 1 && event.called) grants.push(event.atMs - event.latencyMs - startMs);
-          options.onAttempt?.(event);
-        },
-      });
+        events,
+      }).finally(stopListening);
       if (summary.interrupted) break;
       settingRuns.push(runFigures(r, summary));
       if (r === 1) grantsMs = grants.sort((a, b) => a - b);

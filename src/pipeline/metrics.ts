@@ -1,41 +1,10 @@
 import type { GateFigures } from '../gate/call-gate.ts';
-import type { AttemptEvent } from '../gate/attempt.ts';
-import { NANO_USD, type Budget } from '../quota/budget.ts';
-import { rateFloorMs } from '../quota/rate-history.ts';
-import { Histogram } from './histogram.ts';
-import type { ArticleResult } from './result.ts';
+import { NANO_USD } from '../quota/budget.ts';
+import { rateFloorMs, type RateSince } from '../quota/rate-history.ts';
+import type { CallCounts, Percentiles } from './call-counts.ts';
+import { CALL_COLUMNS, type CallTally, type RunCounts } from './run-tally.ts';
 
-/** A distribution in ms: its median, 95th and 99th percentiles, and its largest value. */
-export interface Percentiles {
-  /** The median. */
-  readonly p50: number;
-  /** The 95th percentile. */
-  readonly p95: number;
-  /** The 99th percentile. */
-  readonly p99: number;
-  /** The largest value. */
-  readonly max: number;
-}
-
-/** What calls came to, one count per outcome: a provider's, and the whole run's (the sum over its providers). */
-export interface CallCounts {
-  /** Attempts that reached a provider, retries included: each took one token. */
-  readonly calls: number;
-  /** Attempts that failed and were followed by another. */
-  readonly retries: number;
-  /** Attempts the provider refused with a 429. */
-  readonly rateLimited: number;
-  /** Attempts the provider answered with a 5xx. */
-  readonly serverErrors: number;
-  /** Attempts the provider did not answer in time. */
-  readonly timeouts: number;
-  /** Calls that could not reach the provider or lost the connection (refused, reset, DNS, TLS). */
-  readonly networkErrors: number;
-}
-
-/** No call yet: where every count starts. */
-const NO_CALLS: CallCounts = Object.freeze({ calls: 0, retries: 0, rateLimited: 0, serverErrors: 0, timeouts: 0, networkErrors: 0 });
-const COUNTS = Object.keys(NO_CALLS) as (keyof CallCounts)[];
+export type { CallCounts, Percentiles } from './call-counts.ts';
 
 /** Per-provider call figures. */
 export interface ProviderFigures extends CallCounts {
@@ -86,18 +55,28 @@ export interface PoolFigures {
   readonly members: readonly string[];
   /** Attempts its members made, retries included. */
   readonly calls: number;
-  /** The members' request rates added up, calls per second (`Infinity` when one has none). */
+  /** Of those, the calls its members answered: what each member served. */
+  readonly answered: number;
+  /** The members' request rates added up at the start, calls per second (`Infinity` when one has none). */
   readonly rate: number;
   /** The members' bursts added up. */
   readonly burst: number;
-  /** `(calls − burst) / rate`: however the calls were spread, no schedule grants the last sooner, in ms. */
+  /**
+   * The members dropped (they refused the key, the account), each with when, in ms since the run's
+   * start: from then on its rate no longer counts in the pool's.
+   */
+  readonly dropped: readonly { readonly member: string; readonly atMs: number }[];
+  /**
+   * However the calls were spread, no schedule grants the last sooner, in ms: `(calls − burst)` at the
+   * members' rates added up — each member's from the start until it was dropped.
+   */
   readonly rateFloorMs: number;
   /** The latency of the call its members granted last, in ms. */
   readonly lastCallLatencyMs: number;
 }
 
 /** Per-task call figures. */
-export interface TaskFigures extends Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'> {
+export interface TaskFigures extends CallCounts {
   /** The task these figures are for. */
   readonly name: string;
   /** Of the calls, the repairs: asked again with an unfit answer and its problems (apart from the retries). */
@@ -208,294 +187,177 @@ export interface RunSummary extends CallCounts {
   readonly promptCache?: { readonly readTokens: number; readonly writeTokens: number };
 }
 
-type Counting<T> = { -readonly [K in keyof T]: T[K] };
-
-interface TaskCounters extends Counting<Pick<CallCounts, 'calls' | 'retries' | 'rateLimited'>> {
-  repairs: number;
-  readonly latency: Histogram;
-  tokensUsed: number;
-  costNanoUsd: number;
-  priced: boolean;
-}
-
-interface ProviderCounters extends Counting<CallCounts> {
-  readonly priced: boolean;
-  costNanoUsd: number;
-  tokensUsed: number;
-  circuitRejections: number;
-  lastGrantMs: number;
-  lastCallLatencyMs: number;
+/** How a run ended, as its summary states it. */
+export interface RunEnding {
+  /** The caller's signal stopped the run (Ctrl-C). */
+  readonly interrupted: boolean;
+  /** What stopped the run early, if something did. */
+  readonly stoppedBy?: RunStop | undefined;
 }
 
 /**
- * Collects attempt events and article results into a {@link RunSummary}. Memory is constant in
- * the number of calls: latencies go into fixed-size histograms.
+ * The run's figures from its tally at `endMs`, with each provider's gate figures as they stand
+ * then: the counts as the tally made them, the bounds on the elapsed time worked out from them.
  */
-export class Metrics {
-  readonly #startMs: number;
-  readonly #workers: number;
-  readonly #providers = new Map<string, ProviderCounters>();
-  readonly #latency = new Histogram();
-  readonly #wait = new Histogram();
-  readonly #failureReasons = new Map<string, number>();
-  readonly #total: number | undefined;
-  readonly #tasks = new Map<string, TaskCounters>();
-  readonly #budget: Budget | undefined;
-  readonly #priced: boolean;
-  /** Each pool's members: their calls are bounded by the pool's combined limits, not each member's. */
-  readonly #pools: readonly { readonly name: string; readonly members: readonly string[] }[];
-  #articles = 0;
-  #succeeded = 0;
-  #failed = 0;
-  #cancelled = 0;
-  #wastedCalls = 0;
-  #repairs = 0;
-  /** The articles' critical paths added up, for the workers bound. */
-  #pathMs = 0;
-  /** The longest article's critical path, for the latency bound. */
-  #longestPathMs = 0;
-  /** Whether an answer cache is in front of the calls: the summary then counts its hits. */
-  readonly #cached: boolean;
-  #cacheHits = 0;
-  #savedNanoUsd = 0;
-  readonly #promptCache = { readTokens: 0, writeTokens: 0 };
-
-  constructor(options: {
-    readonly startMs: number;
-    readonly workers: number;
-    readonly providers: readonly string[];
-    /** Articles the source holds, when known. */
-    readonly total?: number | undefined;
-    /** The run's tasks, in order, each with its provider's name. */
-    readonly tasks?: readonly { readonly name: string; readonly provider: string }[] | undefined;
-    /** The providers with a price: their calls, and their tasks', say what they cost. */
-    readonly priced?: readonly string[] | undefined;
-    /** Pools of providers: the rate bound counts each pool's members' limits together. */
-    readonly pools?: readonly { readonly name: string; readonly members: readonly string[] }[] | undefined;
-    readonly budget?: Budget | undefined;
-    /** Whether an answer cache is in front of the calls. @default false */
-    readonly cached?: boolean | undefined;
-  }) {
-    this.#cached = options.cached === true;
-    this.#pools = options.pools ?? [];
-    const priced = new Set(options.priced ?? []);
-    this.#priced = priced.size > 0;
-    this.#startMs = options.startMs;
-    this.#workers = options.workers;
-    this.#total = options.total;
-    this.#budget = options.budget;
-    for (const { name, provider } of options.tasks ?? []) {
-      this.#tasks.set(name, {
-        calls: 0,
-        retries: 0,
-        repairs: 0,
-        rateLimited: 0,
-        latency: new Histogram(),
-        tokensUsed: 0,
-        costNanoUsd: 0,
-        priced: priced.has(provider),
-      });
-    }
-    for (const name of options.providers) {
-      this.#providers.set(name, {
-        priced: priced.has(name),
-        costNanoUsd: 0,
-        tokensUsed: 0,
-        circuitRejections: 0,
-        ...NO_CALLS,
-        lastGrantMs: 0,
-        lastCallLatencyMs: 0,
-      });
+export function summarizeRun(tally: RunCounts, endMs: number, ending: RunEnding, gates: readonly GateFigures[]): RunSummary {
+  const startMs = tally.startMs;
+  const elapsedMs = endMs - startMs;
+  const providers: ProviderFigures[] = [];
+  const total = tally.calls();
+  const pooled = new Set(tally.pools.flatMap((pool) => pool.members.map((member) => member.name)));
+  let floorMs = 0;
+  let rateBoundMs = 0;
+  const gateOf = new Map(gates.map((gate) => [gate.provider, gate]));
+  for (const gate of gates) {
+    const c = tally.providers.get(gate.provider);
+    if (c === undefined) continue;
+    const { rate, burst } = requestLimitOf(gate);
+    // At the rates the limits allowed over time where this process saw every move, else the configured one.
+    const providerFloorMs = rateFloorMs(gate.rates ?? [{ atMs: startMs, rate }], startMs, c.calls, burst);
+    providers.push({
+      name: gate.provider,
+      rate,
+      burst,
+      ...callCounts(c),
+      tokensUsed: c.inputTokens + c.outputTokens,
+      ...(tally.priced(gate.provider) && { costUsd: c.costNanoUsd / NANO_USD }),
+      circuitRejections: c.circuitRejections,
+      lastGrantMs: c.lastGrantMs,
+      lastCallLatencyMs: c.lastCallLatencyMs,
+      rateFloorMs: providerFloorMs,
+      achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
+      breakerOpens: gate.breakerOpens,
+      finalRate: gate.rate,
+      adaptive: gate.adaptive,
+      countsTokens: gate.countsTokens,
+      rateCuts: gate.rateCuts,
+    });
+    // The provider that could finish last bounds the run; a pool's member, with the pool's (below).
+    if (pooled.has(gate.provider)) continue;
+    if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
+      rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
+      floorMs = providerFloorMs;
     }
   }
-
-  recordAttempt(event: AttemptEvent): void {
-    const counters = this.#providers.get(event.provider);
-    if (counters === undefined) return;
-    // A refusal of the circuit waited for nothing: its wait for the circuit is not the limiter's.
-    if (event.outcome === 'circuit-open') counters.circuitRejections++;
-    else this.#wait.record(event.waitMs);
-    // An attempt that never got its token made no call.
-    if (!event.called) return;
-    const tokens = event.usage === undefined ? 0 : event.usage.inputTokens + event.usage.outputTokens;
-    counters.tokensUsed += tokens;
-    this.#promptCache.readTokens += event.usage?.cacheReadTokens ?? 0;
-    this.#promptCache.writeTokens += event.usage?.cacheWriteTokens ?? 0;
-    counters.calls++;
-    if (event.retryInMs !== undefined) counters.retries++;
-    if (event.repair > 0) this.#repairs++;
-    const task = this.#tasks.get(event.task);
-    if (task !== undefined) {
-      task.calls++;
-      task.tokensUsed += tokens;
-      task.latency.record(event.latencyMs);
-      if (event.retryInMs !== undefined) task.retries++;
-      if (event.repair > 0) task.repairs++;
-      if (event.outcome === 'rate-limited') task.rateLimited++;
-    }
-    if (event.costUsd !== undefined) {
-      const nano = Math.round(event.costUsd * NANO_USD);
-      counters.costNanoUsd += nano;
-      if (task !== undefined) task.costNanoUsd += nano;
-    }
-    if (event.outcome === 'rate-limited') counters.rateLimited++;
-    else if (event.outcome === 'server-error') counters.serverErrors++;
-    else if (event.outcome === 'timeout') counters.timeouts++;
-    else if (event.outcome === 'network-error') counters.networkErrors++;
-    this.#latency.record(event.latencyMs);
-    const grantMs = event.atMs - event.latencyMs - this.#startMs;
-    if (grantMs >= counters.lastGrantMs) {
-      counters.lastGrantMs = grantMs;
-      counters.lastCallLatencyMs = event.latencyMs;
-    }
-  }
-
-  recordStarted(): void {
-    this.#articles++;
-  }
-
-  /** An article's end, with its critical path (`ProcessedArticle.pathMs`) and what its answers from the cache saved. */
-  recordResult(result: ArticleResult, pathMs: number, savedNanoUsd = 0): void {
-    this.#cacheHits += result.cached?.length ?? 0;
-    this.#savedNanoUsd += savedNanoUsd;
-    this.#pathMs += pathMs;
-    if (pathMs > this.#longestPathMs) this.#longestPathMs = pathMs;
-    if (result.status === 'succeeded') this.#succeeded++;
-    else if (result.status === 'cancelled') this.#cancelled++;
-    else {
-      this.#failed++;
-      this.#wastedCalls += result.attempts;
-      const reason = result.error?.type ?? 'Error';
-      this.#failureReasons.set(reason, (this.#failureReasons.get(reason) ?? 0) + 1);
-    }
-  }
-
-  /** The run's figures at `endMs`, with each provider's gate figures as they stand then. */
-  summary(
-    endMs: number,
-    ending: { readonly interrupted: boolean; readonly stoppedBy?: RunStop | undefined },
-    gates: readonly GateFigures[],
-  ): RunSummary {
-    const providers: ProviderFigures[] = [];
-    const total: Counting<CallCounts> = { ...NO_CALLS };
-    let floorMs = 0;
-    let rateBoundMs = 0;
-    const elapsedMs = endMs - this.#startMs;
-    const pooled = new Set(this.#pools.flatMap((pool) => pool.members));
-    for (const gate of gates) {
-      const c = this.#providers.get(gate.provider);
-      if (c === undefined) continue;
-      const requests = gate.limits.find((limit) => limit.kind === 'requests');
-      const rate = requests?.rate ?? Infinity;
-      const burst = requests?.burst ?? 0;
-      // At the rates the limits allowed over time where this process saw every move, else the configured one.
-      const providerFloorMs = rateFloorMs(gate.rates ?? [{ atMs: this.#startMs, rate }], this.#startMs, c.calls, burst);
-      const { costNanoUsd, priced, ...counts } = c;
-      providers.push({
-        name: gate.provider,
-        rate,
-        burst,
-        ...counts,
-        ...(priced === true && { costUsd: costNanoUsd / NANO_USD }),
-        rateFloorMs: providerFloorMs,
-        achievedRate: elapsedMs > 0 ? (c.calls * 1000) / elapsedMs : 0,
-        breakerOpens: gate.breakerOpens,
-        finalRate: gate.rate,
-        adaptive: gate.adaptive,
-        countsTokens: gate.countsTokens,
-        rateCuts: gate.rateCuts,
-      });
-      for (const count of COUNTS) total[count] += c[count];
-      // The provider that could finish last bounds the run; a pool's member, with the pool's (below).
-      if (pooled.has(gate.provider)) continue;
-      if (providerFloorMs > 0 && Number.isFinite(providerFloorMs) && providerFloorMs + c.lastCallLatencyMs > rateBoundMs) {
-        rateBoundMs = providerFloorMs + c.lastCallLatencyMs;
-        floorMs = providerFloorMs;
+  // A pool's calls could have gone to any member: no schedule grants the last of them before the
+  // members' calls less their bursts, at their rates added up — however they were spread. A member
+  // dropped adds its rate only until then (or its last grant, were that later).
+  const poolFigures: PoolFigures[] = [];
+  for (const pool of tally.pools) {
+    let calls = 0;
+    let answered = 0;
+    let burst = 0;
+    let last = { lastGrantMs: -Infinity, lastCallLatencyMs: 0 };
+    const histories: RateSince[][] = [];
+    const dropped: { member: string; atMs: number }[] = [];
+    for (const member of pool.members) {
+      const c = tally.providers.get(member.name);
+      const gate = gateOf.get(member.name);
+      if (c === undefined || gate === undefined) continue;
+      const limit = requestLimitOf(gate);
+      calls += c.calls;
+      answered += c.answered;
+      burst += limit.burst;
+      if (c.calls > 0 && c.lastGrantMs > last.lastGrantMs) last = c;
+      const moves = [...(gate.rates ?? [{ atMs: startMs, rate: limit.rate }])];
+      if (member.droppedAtMs !== undefined) {
+        dropped.push({ member: member.name, atMs: member.droppedAtMs });
+        moves.push({ atMs: startMs + Math.max(member.droppedAtMs, c.calls > 0 ? c.lastGrantMs : 0), rate: 0 });
       }
+      histories.push(moves);
     }
-    // A pool's calls could have gone to any member: no schedule grants the last of them before the
-    // members' calls less their bursts, at their rates added up — however they were spread.
-    const poolFigures: PoolFigures[] = [];
-    for (const pool of this.#pools) {
-      let poolCalls = 0;
-      let poolBurst = 0;
-      let poolRate = 0;
-      let last = { lastGrantMs: -Infinity, lastCallLatencyMs: 0 };
-      for (const member of pool.members) {
-        const c = this.#providers.get(member);
-        const figures = providers.find((p) => p.name === member);
-        if (c === undefined || figures === undefined) continue;
-        poolCalls += c.calls;
-        poolBurst += figures.burst;
-        poolRate += figures.rate;
-        if (c.calls > 0 && c.lastGrantMs > last.lastGrantMs) last = c;
-      }
-      const poolFloorMs = rateFloorMs([{ atMs: this.#startMs, rate: poolRate }], this.#startMs, poolCalls, poolBurst);
-      poolFigures.push({
-        name: pool.name,
-        members: pool.members,
-        calls: poolCalls,
-        rate: poolRate,
-        burst: poolBurst,
-        rateFloorMs: poolFloorMs,
-        lastCallLatencyMs: last.lastCallLatencyMs,
-      });
-      if (poolFloorMs > 0 && Number.isFinite(poolFloorMs) && poolFloorMs + last.lastCallLatencyMs > rateBoundMs) {
-        rateBoundMs = poolFloorMs + last.lastCallLatencyMs;
-        floorMs = poolFloorMs;
-      }
+    const rates = addedRates(histories, startMs);
+    const poolFloorMs = rateFloorMs(rates, startMs, calls, burst);
+    poolFigures.push({
+      name: pool.name,
+      members: pool.members.map((member) => member.name),
+      calls,
+      answered,
+      rate: rates[0]?.rate ?? 0,
+      burst,
+      dropped,
+      rateFloorMs: poolFloorMs,
+      lastCallLatencyMs: last.lastCallLatencyMs,
+    });
+    if (poolFloorMs > 0 && Number.isFinite(poolFloorMs) && poolFloorMs + last.lastCallLatencyMs > rateBoundMs) {
+      rateBoundMs = poolFloorMs + last.lastCallLatencyMs;
+      floorMs = poolFloorMs;
     }
-    const lowerBoundsMs = { rate: rateBoundMs, latency: this.#longestPathMs, workers: this.#pathMs / this.#workers };
-    const [boundBy, leastMs] = (Object.entries(lowerBoundsMs) as [BoundBy, number][]).reduce((a, b) => (b[1] > a[1] ? b : a));
-    return {
-      articles: this.#articles,
-      succeeded: this.#succeeded,
-      failed: this.#failed,
-      cancelled: this.#cancelled,
-      deadLetters: this.#failed,
-      ...total,
-      repairs: this.#repairs,
-      elapsedMs,
-      rateFloorMs: floorMs,
-      lowerBoundsMs,
-      leastElapsedMs: leastMs,
-      boundBy: leastMs > 0 ? boundBy : null,
-      efficiency: elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
-      wastedCalls: this.#wastedCalls,
-      notStarted: this.#total === undefined ? null : Math.max(0, this.#total - this.#articles),
-      workers: this.#workers,
-      interrupted: ending.interrupted,
-      stoppedBy: ending.stoppedBy,
-      callLatencyMs: percentiles(this.#latency),
-      limiterWaitMs: percentiles(this.#wait),
-      failureReasons: Object.fromEntries(this.#failureReasons),
-      providers,
-      tasks: [...this.#tasks].map(([name, t]) => ({
-        name,
-        calls: t.calls,
-        retries: t.retries,
-        repairs: t.repairs,
-        rateLimited: t.rateLimited,
-        latencyMs: t.latency.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latency.quantile(0.5), p95: t.latency.quantile(0.95) },
-        tokensUsed: t.tokensUsed,
-        ...(t.priced && { costUsd: t.costNanoUsd / NANO_USD }),
-      })),
-      ...(poolFigures.length > 0 && { pools: poolFigures }),
-      ...(this.#priced && { costUsd: [...this.#providers.values()].reduce((sum, p) => sum + p.costNanoUsd, 0) / NANO_USD }),
-      ...(this.#budget !== undefined && { budget: { maxUsd: this.#budget.maxUsd, spentUsd: this.#budget.spentUsd } }),
-      ...(this.#cached && { cacheHits: this.#cacheHits }),
-      ...(this.#cached && this.#priced && { cacheSavedUsd: this.#savedNanoUsd / NANO_USD }),
-      ...(this.#promptCache.readTokens + this.#promptCache.writeTokens > 0 && { promptCache: { ...this.#promptCache } }),
-    };
   }
+  const lowerBoundsMs = { rate: rateBoundMs, latency: tally.longestPathMs, workers: tally.pathMs / tally.workers };
+  const [boundBy, leastMs] = (Object.entries(lowerBoundsMs) as [BoundBy, number][]).reduce((a, b) => (b[1] > a[1] ? b : a));
+  const articles = tally.articles;
+  const { readTokens, writeTokens } = tally.promptCache;
+  return {
+    articles: articles.started,
+    succeeded: articles.succeeded,
+    failed: articles.failed,
+    cancelled: articles.cancelled,
+    deadLetters: articles.failed,
+    ...callCounts(total),
+    repairs: total.repairs,
+    elapsedMs,
+    rateFloorMs: floorMs,
+    lowerBoundsMs,
+    leastElapsedMs: leastMs,
+    boundBy: leastMs > 0 ? boundBy : null,
+    efficiency: elapsedMs > 0 && leastMs > 0 ? leastMs / elapsedMs : null,
+    wastedCalls: tally.wastedCalls,
+    notStarted: tally.total === undefined ? null : Math.max(0, tally.total - articles.started),
+    workers: tally.workers,
+    interrupted: ending.interrupted,
+    stoppedBy: ending.stoppedBy,
+    callLatencyMs: tally.latencyMs(),
+    limiterWaitMs: tally.waitMs(),
+    failureReasons: Object.fromEntries(tally.failureReasons),
+    providers,
+    tasks: [...tally.tasks.values()].map((t) => ({
+      name: t.name,
+      ...callCounts(t),
+      repairs: t.repairs,
+      latencyMs: pick(tally.latencyMs(t.name)),
+      tokensUsed: t.inputTokens + t.outputTokens,
+      ...(tally.taskPriced(t.name) && { costUsd: t.costNanoUsd / NANO_USD }),
+    })),
+    ...(poolFigures.length > 0 && { pools: poolFigures }),
+    ...(tally.anyPriced && { costUsd: total.costNanoUsd / NANO_USD }),
+    ...(tally.budget !== undefined && { budget: { maxUsd: tally.budget.maxUsd, spentUsd: tally.budget.spentUsd } }),
+    ...(tally.cached && { cacheHits: tally.cacheHits }),
+    ...(tally.cached && tally.anyPriced && { cacheSavedUsd: tally.savedNanoUsd / NANO_USD }),
+    ...(readTokens + writeTokens > 0 && { promptCache: { readTokens, writeTokens } }),
+  };
 }
 
-function percentiles(histogram: Histogram): Percentiles {
-  if (histogram.count === 0) return { p50: 0, p95: 0, p99: 0, max: 0 };
-  return {
-    p50: histogram.quantile(0.5),
-    p95: histogram.quantile(0.95),
-    p99: histogram.quantile(0.99),
-    max: histogram.max,
-  };
+/** The counts of `tally` alone, in the summary's order. */
+function callCounts(tally: CallTally): CallCounts {
+  const counts: Record<string, number> = { calls: tally.calls };
+  for (const column of CALL_COLUMNS) counts[column] = tally[column];
+  counts.retries = tally.retries;
+  return counts as unknown as CallCounts;
+}
+
+/** A gate's request limit: calls per second (`Infinity` without one) and its burst (0 without one). */
+function requestLimitOf(gate: GateFigures): { rate: number; burst: number } {
+  const requests = gate.limits.find((limit) => limit.kind === 'requests');
+  return { rate: requests?.rate ?? Infinity, burst: requests?.burst ?? 0 };
+}
+
+/** Several rates over time added up, as one history of moves from `startMs`. */
+export function addedRates(histories: readonly (readonly RateSince[])[], startMs: number): RateSince[] {
+  const instants = [...new Set([startMs, ...histories.flatMap((moves) => moves.map((move) => Math.max(startMs, move.atMs)))])].sort(
+    (a, b) => a - b,
+  );
+  return instants.map((atMs) => ({ atMs, rate: histories.reduce((sum, moves) => sum + rateAt(moves, atMs), 0) }));
+}
+
+/** The rate of `moves` in force at `atMs` (the first's before it). */
+function rateAt(moves: readonly RateSince[], atMs: number): number {
+  let rate = moves[0]?.rate ?? 0;
+  for (const move of moves) if (move.atMs <= atMs) rate = move.rate;
+  return rate;
+}
+
+/** The median and the 95th percentile alone. */
+function pick({ p50, p95 }: Percentiles): { p50: number; p95: number } {
+  return { p50, p95 };
 }

@@ -19,14 +19,16 @@ import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkInteger, checkNumber, checkOneOf, expected } from '../validation/checks.ts';
 import { Admission } from './admission.ts';
 import { LatencyEstimate } from './latency-estimate.ts';
-import { Metrics, type RunStop, type RunSummary } from './metrics.ts';
+import { summarizeRun, type RunStop, type RunSummary } from './metrics.ts';
 import { ownRoutes } from './own-routes.ts';
 import { runPool } from './pool.ts';
 import { articleDeadlines, processArticle, type ProcessorOptions } from './processor.ts';
 import { limitsUnreachable, STOP_RULES, type WatchedRun } from './stop-rules.ts';
 import { checkPlan, planRun, type RunPlan } from './run-plan.ts';
 import type { ArticleResult } from './result.ts';
-import type { PipelineAttemptEvent, RunObserver } from './run-observer.ts';
+import { budgetTelling } from './budget-events.ts';
+import { RunEvents, type PipelineAttemptEvent } from './run-events.ts';
+import { RunTally } from './run-tally.ts';
 
 /** What a run does unless told otherwise. */
 export const PIPELINE_DEFAULTS = Object.freeze({
@@ -103,8 +105,6 @@ export interface PipelineOptions {
    * rather than worked out again. @default planned from these options
    */
   readonly plan?: RunPlan | undefined;
-  /** Told each pool member that goes down, comes back, or is dropped (a refused key). @default none */
-  readonly onPoolChange?: ((change: PoolMemberChange) => void) | undefined;
   /**
    * The run's money: every call holds its worst case at its provider's `price` first, so the run
    * never spends more; when the next call cannot be covered, intake stops (`stoppedBy.by` is
@@ -137,19 +137,12 @@ export interface PipelineOptions {
   readonly signal?: AbortSignal | undefined;
   /** Told each article's result as it ends; awaited, so a slow writer slows intake rather than buffering. @default none */
   readonly onResult?: ((result: ArticleResult) => void | Promise<void>) | undefined;
-  /** Told after every attempt, with the worker slot that made it. @default none */
-  readonly onAttempt?: ((event: PipelineAttemptEvent) => void) | undefined;
   /**
-   * Told as each attempt goes to the provider, granted and before any answer (`onAttempt` is told
-   * once it has ended): a call is paid for from here, even if the process dies before it answers.
-   * @default none
+   * Where the run tells each of its steps — its start with its counts, each article's start and
+   * result, each send and attempt, pool changes, the budget's moves, its end — for a progress line,
+   * a report, tracing, or anything else that watches and acts on nothing. @default none
    */
-  readonly onSend?: ((request: LlmRequest) => void) | undefined;
-  /**
-   * Told of every step of the run — its start, each article's start and end, each attempt, its
-   * end — as tracing, a report or a live page need it; they act on nothing. @default none
-   */
-  readonly observers?: readonly RunObserver[] | undefined;
+  readonly events?: RunEvents | undefined;
   /**
    * What the run does when its limits cannot be reached (a shared quota's Redis went away):
    * `"stop"` — intake stops (`stoppedBy.by` is `"limits"`) and the articles in flight fail with
@@ -179,6 +172,9 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   checkOneOf('limitsLost', limitsLost, ['stop', 'cancel'] as const);
   if (options.providers.length === 0) throw expected('providers', 'at least one provider', options.providers);
 
+  const events = options.events ?? new RunEvents();
+  // Told through the stream only when something listens: a run's every call holds and settles.
+  const budget = options.budget !== undefined && events.listens('budget') ? budgetTelling(options.budget, events, clock) : options.budget;
   const gatesByName = new Map<string, CallGate>();
   const watchedGates: { gate: CallGate; giveUpAfterMs: number }[] = [];
   for (const setup of options.providers) {
@@ -186,11 +182,15 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     if (gatesByName.has(name)) throw expected('provider names', 'unique', `"${name}" twice`);
     const giveUpAfterMs = setup.breaker?.giveUpAfterMs ?? PIPELINE_DEFAULTS.giveUpAfterMs;
     checkNumber(`the breaker's giveUpAfterMs of "${name}"`, giveUpAfterMs, { min: 0, finite: false, unit: 'ms' });
-    const gate = new CallGate({ ...setup, budget: options.budget, clock, logger: options.logger });
+    const gate = new CallGate({ ...setup, budget, clock, logger: options.logger });
     gatesByName.set(name, gate);
     watchedGates.push({ gate, giveUpAfterMs });
   }
-  const routesByName = poolRoutes(options, gatesByName, clock);
+  const routesByName = poolRoutes(options, gatesByName, clock, (change) => {
+    const told = { ...change, atMs: clock.now() };
+    tally.poolChange(told);
+    events.emit('poolChange', told);
+  });
   const plan = options.plan ?? planRun(options);
   checkPlan(plan, options);
   const { tasks, fingerprints } = plan;
@@ -210,26 +210,28 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
   const pricedNames = [...gatesByName.values()].filter((gate) => gate.price !== undefined).map((gate) => gate.name);
   const priced = pricedNames.length > 0;
   for (const pool of pools) if (pool.members.some((member) => pricedNames.includes(member))) pricedNames.push(pool.name);
-  const metrics = new Metrics({
-    startMs: clock.now(),
+  const startMs = clock.now();
+  const tally = new RunTally({
+    clock,
+    startMs,
     workers,
     providers: [...gatesByName.keys()],
-    tasks: tasks.tasks.map((task) => ({ name: task.name, provider: routes.get(task.name)!.name })),
+    tasks: tasks.tasks.map((task) => ({ name: task.name, route: routes.get(task.name)!.name })),
     priced: pricedNames,
     pools: pools.map(({ name, members }) => ({ name, members })),
     total: options.total,
     budget: options.budget,
     cached: options.cache !== undefined,
   });
-  const { onResult, onAttempt } = options;
-  const observers = options.observers ?? [];
-  for (const observer of observers) {
-    observer.runStarted?.({
-      providers: new Map([...gatesByName.values()].map(({ provider }) => [provider.name, provider])),
-      budget: options.budget,
-      clock,
-    });
-  }
+  const { onResult } = options;
+  events.emit('runStarted', {
+    mode: 'live',
+    providers: new Map([...gatesByName.values()].map(({ provider }) => [provider.name, provider])),
+    budget: options.budget,
+    clock,
+    startMs,
+    counts: tally,
+  });
   // The caller's signal, or the run's own stop: a provider that refuses the key ends intake too.
   const stop = new AbortController();
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
@@ -279,12 +281,20 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       else intake.abort(found.cause);
     }),
   );
+  // Found once: every attempt of the run is told through these.
+  const tellAttempt = events.teller('attempt');
+  const tellSend = events.teller('send');
+  const tellArticleStarted = events.teller('articleStarted');
+  const tellResult = events.teller('result');
   const recordAttempt = (event: AttemptEvent) => {
-    metrics.recordAttempt(event);
+    tally.attempt(event);
     if (event.called) latency.record(event.latencyMs);
     for (const listener of attemptListeners) listener(event);
-    for (const observer of observers) observer.attempt?.(event as PipelineAttemptEvent);
-    onAttempt?.(event as PipelineAttemptEvent);
+    tellAttempt(event as PipelineAttemptEvent);
+  };
+  const recordSend = (request: LlmRequest) => {
+    tally.send();
+    tellSend(request);
   };
   // One options object per worker slot, made when the slot first runs: the per-article path
   // allocates little, and slots a run never fills cost nothing.
@@ -302,7 +312,7 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
       signal,
       workerId,
       onAttempt: recordAttempt,
-      onSend: options.onSend,
+      onSend: recordSend,
       admission,
       expectedCallMs,
       firstGrantWithinMs,
@@ -313,11 +323,12 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     await runPool(
       options.source,
       async (article, workerId) => {
-        metrics.recordStarted();
-        for (const observer of observers) observer.articleStarted?.(article, workerId);
+        tally.articleStarted();
+        tellArticleStarted(article, workerId);
         const { result, pathMs, savedNanoUsd } = await processArticle(article, optionsFor(workerId));
-        metrics.recordResult(result, pathMs, savedNanoUsd);
-        for (const observer of observers) observer.articleEnded?.(result);
+        const end = { pathMs, savedNanoUsd };
+        tally.result(result, end);
+        tellResult(result, end);
         if (result.status === 'failed') logger.warn({ id: result.id, error: result.error }, 'article failed');
         await onResult?.(result);
       },
@@ -337,13 +348,21 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
     deadlines.dispose();
   }
 
-  const summary = metrics.summary(
-    clock.now(),
-    { interrupted: options.signal?.aborted === true, stoppedBy },
+  const endMs = clock.now();
+  const interrupted = options.signal?.aborted === true;
+  const summary = summarizeRun(
+    tally,
+    endMs,
+    { interrupted, stoppedBy },
     [...gatesByName.values()].map((gate) => gate.figures()),
   );
   logger.info({ succeeded: summary.succeeded, failed: summary.failed, cancelled: summary.cancelled }, 'run finished');
-  for (const observer of observers) observer.runEnded?.(summary);
+  events.emit('runEnded', {
+    ending: stoppedBy !== undefined ? 'stopped' : interrupted ? 'interrupted' : 'finished',
+    stoppedBy: stoppedBy?.by,
+    atMs: endMs,
+    summary,
+  });
   return summary;
 }
 
@@ -351,7 +370,12 @@ export async function runPipeline(options: PipelineOptions): Promise<RunSummary>
  * Every route a task may name: each provider's, over its gate, and each pool (its fallbacks built
  * first). Throws a `TypeError` naming the field for pools that cannot work ({@link poolSetupProblem}).
  */
-function poolRoutes(options: PipelineOptions, gates: ReadonlyMap<string, CallGate>, clock: Clock): Map<string, Route> {
+function poolRoutes(
+  options: PipelineOptions,
+  gates: ReadonlyMap<string, CallGate>,
+  clock: Clock,
+  onMemberChange: (change: PoolMemberChange) => void,
+): Map<string, Route> {
   const pools = options.pools ?? [];
   const problem = poolSetupProblem(pools, [...gates.keys()]);
   if (problem !== undefined) throw expected(problem.field, problem.expected, problem.value);
@@ -369,7 +393,7 @@ function poolRoutes(options: PipelineOptions, gates: ReadonlyMap<string, CallGat
       fallback: (setup.fallback ?? []).map(build),
       clock,
       logger: options.logger,
-      onMemberChange: options.onPoolChange,
+      onMemberChange,
     });
     routes.set(name, pool);
     return pool;

@@ -5,6 +5,7 @@ import { isLimiterUnavailableError, LimiterUnavailableError } from '../limiter/l
 import { loadOptional } from '../optional-package.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
 import { PIPELINE_DEFAULTS, runPipeline, type PipelineOptions } from '../pipeline/run.ts';
+import { RunEvents } from '../pipeline/run-events.ts';
 import type { RunStop, RunSummary } from '../pipeline/metrics.ts';
 import type { Article } from '../sources/article.ts';
 import { checkDurationMs, checkObject } from '../validation/checks.ts';
@@ -332,6 +333,18 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
   }
 
   const running = worker.run();
+  const events = options.events ?? new RunEvents();
+  const stopListening = events.observe({
+    // Counted as it is sent, not when it answers: a worker killed mid-call has paid for it.
+    send: (request) => queue.countCall(jobIdOf(request.articleId)),
+    attempt: (event) => {
+      // The limits may see a Redis that stopped answering before the worker's own connection does.
+      if (isLimiterUnavailableError(event.error) && outage === undefined) {
+        const why = event.error.message;
+        void answers(client).then((yes) => yes || lost(why));
+      }
+    },
+  });
   let summary: RunSummary;
   try {
     summary = await runPipeline({
@@ -339,19 +352,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
       source: inbox,
       signal: pipelineSignal,
       limitsLost: 'cancel',
-      // Counted as it is sent, not when it answers: a worker killed mid-call has paid for it.
-      onSend: (request) => {
-        queue.countCall(jobIdOf(request.articleId));
-        options.onSend?.(request);
-      },
-      onAttempt: (event) => {
-        // The limits may see a Redis that stopped answering before the worker's own connection does.
-        if (isLimiterUnavailableError(event.error) && outage === undefined) {
-          const why = event.error.message;
-          void answers(client).then((yes) => yes || lost(why));
-        }
-        options.onAttempt?.(event);
-      },
+      events,
       onResult: async (result) => {
         await options.onResult?.(result);
         settleTaken(result.id, result);
@@ -359,6 +360,7 @@ export async function runQueueWorker(options: QueueWorkerOptions): Promise<Queue
     });
   } finally {
     // The pipeline ended on its own (a stop rule, the caller's signal): nothing more is taken.
+    stopListening();
     stop();
     clearTimeout(graceTimer);
     clearTimeout(drainTimer);

@@ -12,6 +12,8 @@ export interface ReportChart {
 
 const WIDTH_PX = 460;
 const HEIGHT_PX = 200;
+/** A series' line, px. */
+const LINE_WIDTH_PX = 1.5;
 /** The limits' lines are dashed, in their series' colour. */
 const LIMIT_DASH = [6, 4];
 
@@ -88,7 +90,20 @@ function timeAxis(record: RunRecord) {
   } as const;
 }
 
-/** The seconds a bucket covers: a whole bucket, or the part of the last one the run has reached. */
+/**
+ * The buckets a chart draws: every one once the run has ended — the last as far as the run went —
+ * but while it goes, only those whole: the second still filling would read as a drop.
+ */
+function shownBuckets(record: RunRecord): number {
+  return record.ended ? record.buckets : Math.min(record.buckets, Math.floor(record.elapsedMs / record.bucketMs));
+}
+
+/** Where the charts' lines end, s: the run's end, or while it goes the end of the last whole bucket. */
+function shownUntilS(record: RunRecord): number {
+  return record.ended ? record.elapsedMs / 1000 : (shownBuckets(record) * record.bucketMs) / 1000;
+}
+
+/** The seconds a bucket covers: a whole bucket, or the part of the last one an ended run reached. */
 function bucketSeconds(record: RunRecord, index: number): number {
   const startMs = index * record.bucketMs;
   return Math.max(1, Math.min(record.bucketMs, record.elapsedMs - startMs)) / 1000;
@@ -96,21 +111,42 @@ function bucketSeconds(record: RunRecord, index: number): number {
 
 /** Rows `{ t, series, value }` of a series scaled per bucket (by `perBucket(value, index)`), plus a closing point at the end. */
 function rows(record: RunRecord, key: string, series: string, perBucket: (value: number, index: number) => number) {
-  const values = record.series[key] ?? [];
+  const values = (record.series[key] ?? []).slice(0, shownBuckets(record));
   const out = values.map((value, index) => ({ t: (index * record.bucketMs) / 1000, series, value: perBucket(value, index) }));
-  if (out.length > 0) out.push({ ...out.at(-1)!, t: Math.max(out.at(-1)!.t, record.elapsedMs / 1000) });
+  if (out.length > 0) out.push({ ...out.at(-1)!, t: Math.max(out.at(-1)!.t, shownUntilS(record)) });
   return out;
 }
 
-/** A line chart over time, a step line per series, with each limit as a dashed rule in its series' colour. */
+/**
+ * The y scale of values that may all be 0 (nothing yet, nothing of the kind): from 0 to 1 then,
+ * rather than a span of nothing, whose ticks read `0.000000`.
+ */
+function yScale(values: readonly number[]): { scale?: { domain: [number, number] } } {
+  return values.some((value) => value > 0) ? {} : { scale: { domain: [0, 1] } };
+}
+
+/** A limit drawn on a time chart: a level (`value`), or what it allowed at each moment (`values`, a point per bucket). */
+interface DrawnLimit {
+  readonly series: string;
+  readonly label: string;
+  readonly value?: number;
+  readonly values?: readonly { readonly t: number; readonly value: number }[];
+}
+
+/**
+ * A line chart over time, a step line per series, with each limit dashed in its series' colour: a
+ * level as a rule, a limit that moves as a step line of its own. `strokes` gives series a dash
+ * and a width of their own, where lines of several series may lie on one another.
+ */
 function timeChart(
   record: RunRecord,
   id: string,
   title: string,
   yTitle: string,
   data: readonly { t: number; series: string; value: number }[],
-  limits: readonly { series: string; value: number; label: string }[],
+  limits: readonly DrawnLimit[],
   mark: 'line' | 'area' = 'line',
+  strokes?: ReadonlyMap<string, { readonly dash: readonly number[]; readonly widthPx: number }>,
 ): ReportChart {
   const names = [...new Set([...data.map((d) => d.series), ...limits.map((l) => l.series)])];
   const color = {
@@ -120,27 +156,68 @@ function timeChart(
     scale: { domain: names },
     legend: { orient: 'bottom', columns: 3, labelLimit: 300 },
   };
-  const layers: Record<string, unknown>[] = [
-    {
-      data: { values: data },
-      mark:
-        mark === 'line'
-          ? { type: 'line', interpolate: 'step-after', strokeWidth: 1.5 }
-          : { type: 'area', interpolate: 'step-after', opacity: 0.6 },
-      encoding: { x: timeAxis(record), y: { field: 'value', type: 'quantitative', title: yTitle }, color },
-    },
-  ];
-  if (limits.length > 0) {
+  const levels = limits.filter((limit) => limit.values === undefined).map(({ series, value, label }) => ({ series, value: value!, label }));
+  const moving = limits.filter((limit) => limit.values !== undefined);
+  const movingRows = moving.flatMap(({ series, values }) => values!.map(({ t, value }) => ({ t, series, value })));
+  const y = {
+    field: 'value',
+    type: 'quantitative',
+    title: yTitle,
+    ...yScale([...data.map((d) => d.value), ...levels.map((l) => l.value), ...movingRows.map((row) => row.value)]),
+  };
+  // Series that may lie on one another, each drawn in a dash of its own (solid otherwise)…
+  const stroke =
+    strokes === undefined
+      ? {}
+      : {
+          strokeDash: {
+            field: 'series',
+            type: 'nominal',
+            title: null,
+            scale: { domain: names, range: names.map((name) => [...(strokes.get(name)?.dash ?? [1, 0])]) },
+          },
+        };
+  // …and those wider than a line drawn first, as a band the others lie on.
+  const wide = [...(strokes ?? [])].filter(([, { widthPx }]) => widthPx > LINE_WIDTH_PX);
+  const layers: Record<string, unknown>[] = wide.map(([series, { widthPx }]) => ({
+    data: { values: data.filter((d) => d.series === series) },
+    mark: { type: 'line', interpolate: 'step-after', strokeWidth: widthPx },
+    encoding: { x: timeAxis(record), y, color },
+  }));
+  layers.push({
+    data: { values: data },
+    mark:
+      mark === 'line'
+        ? { type: 'line', interpolate: 'step-after', strokeWidth: LINE_WIDTH_PX }
+        : { type: 'area', interpolate: 'step-after', opacity: 0.6 },
+    encoding: { x: timeAxis(record), y, color, ...stroke },
+  });
+  if (levels.length > 0) {
     layers.push(
       {
-        data: { values: limits },
+        data: { values: levels },
         mark: { type: 'rule', strokeDash: LIMIT_DASH, strokeWidth: 1.5 },
         encoding: { y: { field: 'value', type: 'quantitative' }, color },
       },
       {
-        data: { values: limits },
+        data: { values: levels },
         mark: { type: 'text', align: 'left', baseline: 'bottom', dx: 4, dy: -2, fontSize: 10 },
         encoding: { x: { datum: 0, type: 'quantitative' }, y: { field: 'value', type: 'quantitative' }, text: { field: 'label' }, color },
+      },
+    );
+  }
+  if (moving.length > 0) {
+    const labels = moving.flatMap(({ series, values, label }) => (values!.length === 0 ? [] : [{ ...values!.at(-1)!, series, label }]));
+    layers.push(
+      {
+        data: { values: movingRows },
+        mark: { type: 'line', interpolate: 'step-after', strokeDash: LIMIT_DASH, strokeWidth: 1.5 },
+        encoding: { x: timeAxis(record), y: { field: 'value', type: 'quantitative' }, color },
+      },
+      {
+        data: { values: labels },
+        mark: { type: 'text', align: 'right', baseline: 'bottom', dy: -2, fontSize: 10 },
+        encoding: { x: { field: 't', type: 'quantitative' }, y: { field: 'value', type: 'quantitative' }, text: { field: 'label' }, color },
       },
     );
   }
@@ -167,7 +244,7 @@ function perSecond(record: RunRecord) {
  */
 function callsChart(record: RunRecord): ReportChart {
   const data = record.providers.flatMap((p) => rows(record, seriesKey(p.name, 'calls'), p.name, perSecond(record)));
-  const limits = record.providers.flatMap((p) => {
+  const limits: DrawnLimit[] = record.providers.flatMap((p) => {
     const limit = limitOf(p.limits, 'requests');
     return limit === undefined ? [] : [{ series: p.name, value: limit.rate, label: `${p.name} limit ${round(limit.rate)}/s` }];
   });
@@ -199,10 +276,16 @@ const TOKEN_SERIES: readonly { kind: LimitKind; name: string; keys: readonly str
   { kind: 'output-tokens', name: 'output tokens', keys: ['output-tokens'] },
 ];
 
-/** Tokens per minute as the providers reported them, against each token limit (a limit per second times 60). */
+/**
+ * Tokens in the minute up to each moment as the providers reported them, against what each token
+ * limit allowed in that minute: a token bucket lets its burst go at once on top of its rate, so in
+ * a window of `w` it allows `burst + rate·w` — the first minute's line climbs from the burst, and a
+ * minute with its burst in it may pass `rate·60` without the limit broken.
+ */
 function tokensChart(record: RunRecord): ReportChart | undefined {
   const data: { t: number; series: string; value: number }[] = [];
-  const limits: { series: string; value: number; label: string }[] = [];
+  const limits: DrawnLimit[] = [];
+  const shown = shownBuckets(record);
   for (const p of record.providers) {
     for (const { kind, name, keys } of TOKEN_SERIES) {
       const limit = limitOf(p.limits, kind);
@@ -212,16 +295,21 @@ function tokensChart(record: RunRecord): ReportChart | undefined {
       const sums = sumSeries(
         record,
         keys.map((key) => seriesKey(p.name, key)),
-      );
+      ).slice(0, shown);
       data.push(...perMinute(record, sums).map((value, index) => ({ t: (index * record.bucketMs) / 1000, series, value })));
-      if (limit !== undefined) limits.push({ series, value: limit.rate * 60, label: `${series} limit ${round(limit.rate * 60)}/min` });
+      if (limit !== undefined) {
+        const values = sums.map((_, index) => ({ t: (index * record.bucketMs) / 1000, value: allowedPerMinute(record, limit, index) }));
+        if (values.length > 0) values.push({ ...values.at(-1)!, t: Math.max(values.at(-1)!.t, shownUntilS(record)) });
+        const label = `${series} limit ${round(limit.rate * 60)}/min + burst ${round(limit.burst)}`;
+        limits.push({ series, label, values });
+      }
     }
   }
   if (limits.length === 0 && data.every((d) => d.value === 0)) return undefined;
   return timeChart(
     record,
     'tokens',
-    'Tokens in the minute up to each moment, against the per-minute token limits',
+    'Tokens in the minute up to each moment, against what the token limits allowed in it',
     'tokens per minute',
     data,
     limits,
@@ -243,6 +331,17 @@ function perMinute(record: RunRecord, sums: readonly number[]): number[] {
   });
 }
 
+/**
+ * What a token bucket of `limit` allowed in the window {@link perMinute} counts at bucket `index`:
+ * `burst + rate·w`, `w` the window's length — the minute, or the run so far while it is shorter —
+ * scaled down to a minute as the tokens are where a bucket is longer.
+ */
+function allowedPerMinute(record: RunRecord, limit: { readonly rate: number; readonly burst: number }, index: number): number {
+  if (record.bucketMs >= 60_000) return ((limit.burst + (limit.rate * record.bucketMs) / 1000) * 60_000) / record.bucketMs;
+  const windowMs = Math.min(60_000, (index + 1) * record.bucketMs);
+  return limit.burst + (limit.rate * windowMs) / 1000;
+}
+
 function sumSeries(record: RunRecord, keys: readonly string[]): number[] {
   const sums = new Array<number>(record.buckets).fill(0);
   for (const key of keys) {
@@ -251,21 +350,40 @@ function sumSeries(record: RunRecord, keys: readonly string[]): number[] {
   return sums;
 }
 
-/** 429s, retries and errors per bucket, per provider when there are several, and the articles that failed. */
+/**
+ * The dash and width of each kind of trouble: where a 429 is retried at once, its line and the
+ * retries' are one, and both must show — the 429s wide and solid, the retries dashed over them.
+ */
+const TROUBLE_STROKES: Readonly<Record<string, { readonly dash: readonly number[]; readonly widthPx: number }>> = {
+  '429s': { dash: [1, 0], widthPx: 4 },
+  retries: { dash: [6, 3], widthPx: 1.5 },
+  repairs: { dash: [2, 2], widthPx: 1.5 },
+  errors: { dash: [1, 0], widthPx: 1.5 },
+};
+
+/** 429s, retries, repairs and errors per bucket, per provider when there are several, and the articles that failed. */
 function troubleChart(record: RunRecord): ReportChart {
   const several = record.providers.length > 1;
+  const strokes = new Map<string, { readonly dash: readonly number[]; readonly widthPx: number }>();
   const data = record.providers.flatMap((p) =>
     (
       [
         ['rate-limited', '429s'],
         ['retries', 'retries'],
+        ['repairs', 'repairs'],
         ['errors', 'errors'],
       ] as const
-    ).flatMap(([key, name]) => rows(record, seriesKey(p.name, key), several ? `${p.name} ${name}` : name, (value) => value)),
+    ).flatMap(([key, name]) => {
+      // Repairs only where an answer was unfit: a line of zeros says nothing.
+      if (key === 'repairs' && !(record.series[seriesKey(p.name, key)] ?? []).some((value) => value > 0)) return [];
+      const series = several ? `${p.name} ${name}` : name;
+      strokes.set(series, TROUBLE_STROKES[name]!);
+      return rows(record, seriesKey(p.name, key), series, (value) => value);
+    }),
   );
   data.push(...rows(record, 'failed', 'failed articles', (value) => value));
   const per = formatDuration(record.bucketMs);
-  return timeChart(record, 'trouble', `429s, retries, errors and failed articles (per ${per})`, `per ${per}`, data, []);
+  return timeChart(record, 'trouble', `429s, retries, errors and failed articles (per ${per})`, `per ${per}`, data, [], 'line', strokes);
 }
 
 function inFlightChart(record: RunRecord): ReportChart {
@@ -287,7 +405,7 @@ function costChart(record: RunRecord): ReportChart | undefined {
   if (record.totals.costUsd === undefined && record.budget === undefined) return undefined;
   let spent = record.budget?.spentBeforeUsd ?? 0;
   const data = rows(record, 'cost-nano-usd', 'spent', (nano) => (spent += nano / 1e9));
-  const limits =
+  const limits: DrawnLimit[] =
     record.budget === undefined ? [] : [{ series: 'budget', value: record.budget.maxUsd, label: `budget $${record.budget.maxUsd}` }];
   return timeChart(record, 'cost', 'Money spent against the budget (USD, cumulative)', 'USD', data, limits);
 }
@@ -307,7 +425,7 @@ function distributionChart(id: string, title: string, bins: readonly RecordedBin
       mark: { type: 'bar', color: '#4c78a8' },
       encoding: {
         x: { field: 'bin', type: 'ordinal', title: 'duration', sort: values.map((v) => v.bin), axis: { labelAngle: -30 } },
-        y: { field: 'count', type: 'quantitative', title: unit },
+        y: { field: 'count', type: 'quantitative', title: unit, ...yScale(values.map((value) => value.count)) },
         tooltip: [{ field: 'bin' }, { field: 'count' }],
       },
     },

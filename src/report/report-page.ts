@@ -110,7 +110,10 @@ function liveFigures(record: RunRecord): string {
     ['articles ended', `${t.articles}: ${t.succeeded} succeeded, ${t.failed} failed, ${t.cancelled} cancelled`],
   ];
   if (record.batches === undefined) {
-    rows.push(['calls', `${t.calls} (${t.retries} retries, ${t.rateLimited} answered 429), ${t.inFlight} in flight now`]);
+    rows.push([
+      'calls',
+      `${t.calls} (${t.retries} retries, ${t.repairs} repairs, ${t.rateLimited} answered 429), ${t.inFlight} in flight now`,
+    ]);
     rows.push(['tokens', String(t.tokensUsed)]);
   } else {
     const running = record.batches.filter((batch) => batch.toMs === null).length;
@@ -145,8 +148,14 @@ function summaryFigures(summary: RunSummary): string {
     ],
     [
       'calls',
-      `${summary.calls}: ${summary.retries} retries, ${summary.rateLimited} answered 429, ${summary.serverErrors} server errors, ` +
-        `${summary.timeouts} timeouts, ${summary.networkErrors} network errors; ${summary.wastedCalls} for articles that failed`,
+      // How each call ended, adding up to the calls; then what they were.
+      `${summary.calls}: ${summary.answered} answered, ${summary.rateLimited} answered 429, ${summary.serverErrors} server errors, ` +
+        `${summary.timeouts} timeouts, ${summary.networkErrors} network errors` +
+        (summary.refused > 0 ? `, ${summary.refused} refused (key, account)` : '') +
+        (summary.unfit > 0 ? `, ${summary.unfit} unfit answers` : '') +
+        (summary.cancelledCalls > 0 ? `, ${summary.cancelledCalls} cancelled` : '') +
+        (summary.otherErrors > 0 ? `, ${summary.otherErrors} other failures` : '') +
+        `; ${summary.retries} retries, ${summary.repairs} repairs; ${summary.wastedCalls} for articles that failed`,
     ],
     ['call latency', percentiles(summary.callLatencyMs)],
     ['limiter wait', percentiles(summary.limiterWaitMs)],
@@ -173,11 +182,12 @@ function tasksTable(record: RunRecord): string {
   // A batch run's rows are no live calls: the table would be all zeros.
   if (tasks.length === 0 || record.batches !== undefined) return '';
   const priced = tasks.some((task) => task.costUsd !== undefined);
-  const head = ['task', 'calls', 'retries', '429s', 'latency p50', 'latency p95', 'tokens', ...(priced ? ['cost'] : [])];
+  const head = ['task', 'calls', 'retries', 'repairs', '429s', 'latency p50', 'latency p95', 'tokens', ...(priced ? ['cost'] : [])];
   const rows = tasks.map((task) => [
     task.name,
     String(task.calls),
     String(task.retries),
+    String(task.repairs),
     String(task.rateLimited),
     milliseconds(task.latencyMs.p50),
     milliseconds(task.latencyMs.p95),
@@ -208,7 +218,8 @@ function providersTable(summary: RunSummary): string {
     `${rate(p.achievedRate)}/s`,
     seconds(p.rateFloorMs),
     String(p.rateLimited),
-    String(p.serverErrors + p.timeouts + p.networkErrors),
+    // Every call that failed but for a 429 (a column of its own) or the run's own stop.
+    String(p.calls - p.answered - p.rateLimited - p.cancelledCalls),
     String(p.breakerOpens),
     p.adaptive ? `${rate(p.finalRate)}/s (${p.rateCuts} cuts)` : '',
     ...(priced ? [p.costUsd === undefined ? '' : formatUsd(p.costUsd)] : []),

@@ -1,12 +1,11 @@
 import type { Clock } from '../clock.ts';
-import type { BatchEvent } from '../batch/batch-api.ts';
 import type { AttemptEvent } from '../gate/attempt.ts';
-import { NANO_USD, type Budget } from '../quota/budget.ts';
+import { NANO_USD } from '../quota/budget.ts';
 import type { LimitSpec } from '../quota/provider-limits.ts';
-import { Histogram } from '../pipeline/histogram.ts';
 import type { RunSummary } from '../pipeline/metrics.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
-import type { LlmRequest } from '../provider/provider.ts';
+import type { BatchEvent, RunEnd, RunObserver, RunStart } from '../pipeline/run-events.ts';
+import { isErrorAttempt, isRepair, isRetried, type CallColumn, type RunCounts } from '../pipeline/run-tally.ts';
 import { checkClock, checkInteger, checkDurationMs } from '../validation/checks.ts';
 import { Distribution } from './distribution.ts';
 import { TimeBuckets, type BucketColumn } from './time-buckets.ts';
@@ -36,18 +35,12 @@ export interface RecordedPool {
 }
 
 export interface RunRecorderOptions {
-  /** The clock of the run's events (`PipelineOptions.clock`). @default none: required */
+  /** The clock of the run's events (`PipelineOptions.clock`): what "now" is while the run goes. @default none: required */
   readonly clock: Clock;
-  /** The run's start on that clock, ms. @default clock.now() */
-  readonly startMs?: number | undefined;
   /** The providers (pool members each one) whose calls are drawn against their limits. */
   readonly providers: readonly RecordedProvider[];
   /** The pools of the providers, each drawn beside its members. @default none */
   readonly pools?: readonly RecordedPool[] | undefined;
-  /** The tasks, in order, for the table per task. @default none (a row per task as its first call ends) */
-  readonly tasks?: readonly string[] | undefined;
-  /** The run's money: what is spent is drawn against it, from what was spent before the run. @default none */
-  readonly budget?: Budget | undefined;
   /** The finest grain of the series, ms. @default RUN_RECORDER_DEFAULTS.bucketMs */
   readonly bucketMs?: number | undefined;
   /** Buckets per series at most. @default RUN_RECORDER_DEFAULTS.maxBuckets */
@@ -60,6 +53,8 @@ export interface RecordedTask {
   /** Attempts that reached a provider, retries included. */
   readonly calls: number;
   readonly retries: number;
+  /** Of the calls, the repairs: asked again with an unfit answer and its problems. */
+  readonly repairs: number;
   readonly rateLimited: number;
   readonly latencyMs: { readonly p50: number; readonly p95: number };
   readonly tokensUsed: number;
@@ -90,8 +85,9 @@ export interface RecordedBatch {
 /**
  * Everything a report shows, as plain JSON: the series, one value per bucket of `bucketMs` from the
  * run's start, under keys `<provider>\u0000<what>` per provider (`calls`, `rate-limited`, `retries`,
- * `errors`, `input-tokens`, `output-tokens`) and `<what>` for the run (`in-flight`, the peak of
- * each bucket; `cost-nano-usd`; `succeeded`, `failed`, `cancelled`).
+ * `repairs`, `errors`, `input-tokens`, `output-tokens`) and `<what>` for the run (`in-flight`, the
+ * peak of each bucket; `cost-nano-usd`; `succeeded`, `failed`, `cancelled`). The counts are the
+ * run's own (`RunStart.counts`), placed in time.
  */
 export interface RunRecord {
   /** When the run started, wall time (ISO 8601). */
@@ -115,6 +111,7 @@ export interface RunRecord {
     readonly cancelled: number;
     readonly calls: number;
     readonly retries: number;
+    readonly repairs: number;
     readonly rateLimited: number;
     readonly inFlight: number;
     readonly tokensUsed: number;
@@ -123,6 +120,8 @@ export interface RunRecord {
   };
   /** The budget, and what of it was spent before the run began, USD. */
   readonly budget?: { readonly maxUsd: number; readonly spentBeforeUsd: number };
+  /** Whether the run has ended: the last bucket is then whole as far as the run went, not a second still filling. */
+  readonly ended: boolean;
   /** The run's summary, once it has ended (a report); absent while it goes (the dashboard) and for a batch run. */
   readonly summary?: RunSummary;
   /** The batches of a batch run, in the order submitted; absent for a live run. */
@@ -137,48 +136,35 @@ export interface RunRecord {
 export const seriesKey = (provider: string, what: string): string => `${provider}\u0000${what}`;
 
 /** What is counted per provider, each a series of its own. */
-type ProviderSeries = 'calls' | 'rate-limited' | 'retries' | 'errors' | 'input-tokens' | 'output-tokens';
-
-interface TaskCounters {
-  calls: number;
-  retries: number;
-  rateLimited: number;
-  tokensUsed: number;
-  costNanoUsd: number;
-  priced: boolean;
-  readonly latency: Histogram;
-}
-
-/** Outcomes that are no fault of the call: a run stopping, a 429 (counted on its own). */
-const NOT_ERRORS = new Set(['ok', 'rate-limited', 'aborted']);
+type ProviderSeries = 'calls' | 'rate-limited' | 'retries' | 'repairs' | 'errors' | 'input-tokens' | 'output-tokens';
 
 /**
- * An observer of a run that keeps what its report draws, in memory that does not grow with the
- * run: the series in a {@link TimeBuckets} (a second per bucket, widened as the run grows past
- * `maxBuckets`), the latencies and waits in fixed bins, a row per task. Give its `onSend`,
- * `onAttempt` and `onResult` to the run (`runPipeline`'s options of those names), `finish` it with
- * the summary, and read it with `record()` at any time — while the run goes too.
+ * What a report shows of a run, kept as it goes in memory that does not grow with the run: the
+ * run's counts are its own (`RunStart.counts`), read as they stand; the recorder places them in
+ * time — the series in a {@link TimeBuckets} (a second per bucket, widened as the run grows past
+ * `maxBuckets`), the latencies and waits in fixed bins — and keeps a batch run's batches. Observe
+ * the run's events with it (`events.observe(recorder)`) before the run starts, and read it with
+ * `record()` at any time — while the run goes too.
  */
-export class RunRecorder {
+export class RunRecorder implements RunObserver {
   readonly #clock: Clock;
-  readonly #startMs: number;
-  readonly #startedAt: string;
-  readonly #buckets: TimeBuckets;
+  readonly #bucketMs: number;
+  readonly #maxBuckets: number;
   readonly #providers: readonly RecordedProvider[];
   readonly #pools: readonly RecordedPool[];
-  readonly #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
-  readonly #tasks = new Map<string, TaskCounters>();
+  #run:
+    | { readonly tally: RunCounts; readonly startedAt: string; readonly buckets: TimeBuckets; readonly stopWatching: () => void }
+    | undefined;
+  #budget: { readonly maxUsd: number; readonly spentBeforeUsd: number } | undefined;
   readonly #providerColumns = new Map<string, (what: ProviderSeries) => BucketColumn>();
   readonly #latency = new Distribution();
   readonly #wait = new Distribution();
-  readonly #inFlight;
-  readonly #cost;
-  readonly #articles;
+  #inFlight: BucketColumn | undefined;
+  #cost: BucketColumn | undefined;
+  #articles: Record<ArticleResult['status'], BucketColumn> | undefined;
   #inFlightNow = 0;
   /** When the gauge last moved. */
-  #inFlightSinceMs: number;
-  #totals = { articles: 0, succeeded: 0, failed: 0, cancelled: 0, calls: 0, retries: 0, rateLimited: 0, tokensUsed: 0, costNanoUsd: 0 };
-  #priced = false;
+  #inFlightSinceMs = 0;
   #summary: RunSummary | undefined;
   #ending: string | undefined;
   /** A batch run's batches by id: a few per run (tens of thousands of rows each). */
@@ -192,83 +178,46 @@ export class RunRecorder {
     checkDurationMs('bucketMs', bucketMs, { positive: true });
     checkInteger('maxBuckets', maxBuckets, 2);
     this.#clock = options.clock;
-    this.#startMs = options.startMs ?? options.clock.now();
-    this.#startedAt = new Date(Date.now() - (options.clock.now() - this.#startMs)).toISOString();
-    this.#inFlightSinceMs = this.#startMs;
-    this.#buckets = new TimeBuckets(this.#startMs, bucketMs, maxBuckets);
+    this.#bucketMs = bucketMs;
+    this.#maxBuckets = maxBuckets;
     this.#providers = options.providers.map(({ name, limits }) => ({
       name,
       limits: limits.map(({ kind, rate, burst }) => ({ kind, rate, burst })),
     }));
     this.#pools = (options.pools ?? []).map(({ name, members }) => ({ name, members: [...members] }));
-    this.#budget = options.budget === undefined ? undefined : { maxUsd: options.budget.maxUsd, spentBeforeUsd: options.budget.spentUsd };
-    for (const task of options.tasks ?? []) this.#task(task);
-    this.#inFlight = this.#buckets.column('in-flight', 'max');
-    this.#cost = this.#buckets.column('cost-nano-usd', 'sum');
-    this.#articles = {
-      succeeded: this.#buckets.column('succeeded', 'sum'),
-      failed: this.#buckets.column('failed', 'sum'),
-      cancelled: this.#buckets.column('cancelled', 'sum'),
-    };
   }
 
-  /** A call goes to its provider (`PipelineOptions.onSend`). */
-  readonly onSend = (_request: LlmRequest): void => {
-    this.#setInFlight(this.#clock.now(), this.#inFlightNow + 1);
-  };
-
-  /** An attempt ended (`PipelineOptions.onAttempt`). */
-  readonly onAttempt = (event: AttemptEvent): void => {
+  /** The run began: its counts are read from its tally from now on, and placed in time as they are made. */
+  runStarted(run: RunStart): void {
+    // One run a recorder: a stream that goes on to another run is not drawn over this one.
+    if (this.#run !== undefined) return;
     this.#version++;
-    const column = this.#columnsOf(event.provider);
-    if (event.outcome !== 'circuit-open') this.#wait.record(event.waitMs);
-    if (!NOT_ERRORS.has(event.outcome)) column('errors').add(event.atMs);
-    if (!event.called) return;
-    if (event.retryInMs !== undefined) {
-      column('retries').add(event.atMs);
-      this.#totals.retries++;
-    }
-    this.#setInFlight(event.atMs, this.#inFlightNow - 1);
-    column('calls').add(event.sentAtMs!);
-    this.#totals.calls++;
-    this.#latency.record(event.latencyMs);
-    const task = this.#task(event.task);
-    task.calls++;
-    task.latency.record(event.latencyMs);
-    if (event.retryInMs !== undefined) task.retries++;
-    if (event.outcome === 'rate-limited') {
-      column('rate-limited').add(event.atMs);
-      task.rateLimited++;
-      this.#totals.rateLimited++;
-    }
-    if (event.usage !== undefined) {
-      column('input-tokens').add(event.atMs, event.usage.inputTokens);
-      column('output-tokens').add(event.atMs, event.usage.outputTokens);
-      const tokens = event.usage.inputTokens + event.usage.outputTokens;
-      task.tokensUsed += tokens;
-      this.#totals.tokensUsed += tokens;
-    }
-    if (event.costUsd !== undefined) {
-      const nano = Math.round(event.costUsd * NANO_USD);
-      this.#priced = task.priced = true;
-      this.#cost.add(event.atMs, nano);
-      task.costNanoUsd += nano;
-      this.#totals.costNanoUsd += nano;
-    }
-  };
+    const buckets = new TimeBuckets(run.startMs, this.#bucketMs, this.#maxBuckets);
+    this.#inFlight = buckets.column('in-flight', 'max');
+    this.#cost = buckets.column('cost-nano-usd', 'sum');
+    this.#articles = {
+      succeeded: buckets.column('succeeded', 'sum'),
+      failed: buckets.column('failed', 'sum'),
+      cancelled: buckets.column('cancelled', 'sum'),
+    };
+    this.#inFlightSinceMs = run.startMs;
+    this.#budget = run.budget === undefined ? undefined : { maxUsd: run.budget.maxUsd, spentBeforeUsd: run.budget.spentUsd };
+    const startedAt = new Date(Date.now() - (run.clock.now() - run.startMs)).toISOString();
+    const stopWatching = run.counts.watch({
+      counted: (event, column) => this.#counted(event, column),
+      inFlight: (atMs, calls) => this.#setInFlight(atMs, calls),
+      ended: (result, atMs) => {
+        this.#version++;
+        this.#articles![result.status].add(atMs);
+      },
+    });
+    this.#run = { tally: run.counts, startedAt, buckets, stopWatching };
+  }
 
-  /** An article ended (`PipelineOptions.onResult`). */
-  readonly onResult = (result: ArticleResult): void => {
+  /** A batch run's batch was submitted or ended. */
+  batch(event: BatchEvent): void {
     this.#version++;
-    this.#articles[result.status].add(this.#clock.now());
-    this.#totals.articles++;
-    this.#totals[result.status]++;
-  };
-
-  /** A batch run's batch was submitted or ended (`BatchRunOptions.onBatch`). */
-  readonly onBatch = (event: BatchEvent): void => {
-    this.#version++;
-    const atMs = event.atMs - this.#startMs;
+    const atMs = event.atMs - (this.#run?.tally.startMs ?? event.atMs);
     const known = this.#batches.get(event.batchId);
     if (event.type === 'submitted' || known === undefined) {
       // A batch first heard of as it ends was submitted before this run began: a resume's.
@@ -276,53 +225,69 @@ export class RunRecorder {
       this.#batches.set(event.batchId, { rows: event.rows, fromMs, toMs: null, status: event.status });
     }
     if (event.type === 'ended') Object.assign(this.#batches.get(event.batchId)!, { toMs: atMs, status: event.status });
-  };
-
-  /** A run without a pipeline summary (a batch run) ended, as `ending` says: the record stops here. */
-  end(ending: string): void {
-    this.#version++;
-    this.#ending = ending;
-    this.#endMs = this.#clock.now();
-    this.#buckets.reach(this.#endMs);
   }
 
-  /** The run ended with `summary`: the record stops at its end and shows its figures. */
-  finish(summary: RunSummary): void {
+  /** The run ended: the record stops there, and shows its summary (a live run's) or how it ended (a batch run's). */
+  runEnded(end: RunEnd): void {
+    const run = this.#run;
+    if (run === undefined || this.#endMs !== undefined) return;
     this.#version++;
-    this.#summary = summary;
-    this.#endMs = this.#startMs + summary.elapsedMs;
-    this.#buckets.reach(this.#endMs);
+    run.stopWatching();
+    this.#summary = end.summary;
+    if (end.summary === undefined) this.#ending = end.stoppedBy === undefined ? end.ending : `${end.ending} by the ${end.stoppedBy}`;
+    this.#endMs = end.summary === undefined ? end.atMs : run.tally.startMs + end.summary.elapsedMs;
+    run.buckets.reach(this.#endMs);
   }
 
   /** What the report shows, as it stands. */
   record(): RunRecord {
+    const run = this.#run;
     const nowMs = this.#endMs ?? this.#clock.now();
-    this.#inFlight.raiseSpan(this.#inFlightSinceMs, nowMs, this.#inFlightNow);
-    this.#buckets.reach(nowMs);
+    const tally = run?.tally;
     const series: Record<string, number[]> = {};
-    for (const key of this.#buckets.keys()) series[key] = this.#buckets.values(key);
-    const { costNanoUsd, ...totals } = this.#totals;
+    if (run !== undefined) {
+      this.#inFlight!.raiseSpan(this.#inFlightSinceMs, nowMs, this.#inFlightNow);
+      run.buckets.reach(nowMs);
+      for (const key of run.buckets.keys()) series[key] = run.buckets.values(key);
+    }
+    const calls = tally?.calls();
+    const articles = tally?.articles;
+    const priced = tally !== undefined && (tally.anyPriced || calls!.costNanoUsd > 0);
     return {
-      startedAt: this.#startedAt,
-      elapsedMs: nowMs - this.#startMs,
-      bucketMs: this.#buckets.bucketMs,
-      buckets: this.#buckets.length,
+      startedAt: run?.startedAt ?? new Date().toISOString(),
+      elapsedMs: tally === undefined ? 0 : nowMs - tally.startMs,
+      bucketMs: run?.buckets.bucketMs ?? this.#bucketMs,
+      buckets: run?.buckets.length ?? 0,
       providers: this.#providers,
       ...(this.#pools.length > 0 && { pools: this.#pools }),
       series,
       latencyMs: binsOf(this.#latency),
       waitMs: binsOf(this.#wait),
-      tasks: [...this.#tasks].map(([name, t]) => ({
-        name,
+      tasks: [...(tally?.tasks.values() ?? [])].map((t) => ({
+        name: t.name,
         calls: t.calls,
         retries: t.retries,
+        repairs: t.repairs,
         rateLimited: t.rateLimited,
-        latencyMs: t.latency.count === 0 ? { p50: 0, p95: 0 } : { p50: t.latency.quantile(0.5), p95: t.latency.quantile(0.95) },
-        tokensUsed: t.tokensUsed,
-        ...(t.priced && { costUsd: t.costNanoUsd / NANO_USD }),
+        latencyMs: { p50: tally!.latencyMs(t.name).p50, p95: tally!.latencyMs(t.name).p95 },
+        tokensUsed: t.inputTokens + t.outputTokens,
+        ...((tally!.taskPriced(t.name) || t.costNanoUsd > 0) && { costUsd: t.costNanoUsd / NANO_USD }),
       })),
-      totals: { ...totals, inFlight: this.#inFlightNow, ...(this.#priced && { costUsd: costNanoUsd / NANO_USD }) },
+      totals: {
+        articles: (articles?.succeeded ?? 0) + (articles?.failed ?? 0) + (articles?.cancelled ?? 0),
+        succeeded: articles?.succeeded ?? 0,
+        failed: articles?.failed ?? 0,
+        cancelled: articles?.cancelled ?? 0,
+        calls: calls?.calls ?? 0,
+        retries: calls?.retries ?? 0,
+        repairs: calls?.repairs ?? 0,
+        rateLimited: calls?.rateLimited ?? 0,
+        inFlight: tally?.inFlight ?? 0,
+        tokensUsed: (calls?.inputTokens ?? 0) + (calls?.outputTokens ?? 0),
+        ...(priced && { costUsd: calls!.costNanoUsd / NANO_USD }),
+      },
       ...(this.#budget !== undefined && { budget: this.#budget }),
+      ended: this.#endMs !== undefined,
       ...(this.#summary !== undefined && { summary: this.#summary }),
       ...(this.#batches.size > 0 && { batches: [...this.#batches].map(([id, batch]) => ({ id, ...batch })) }),
       ...(this.#ending !== undefined && { ending: this.#ending }),
@@ -330,12 +295,32 @@ export class RunRecorder {
     };
   }
 
+  /** An attempt the tally counted, placed in time: calls where they were sent, the rest where they ended. */
+  #counted(event: AttemptEvent, column: CallColumn | undefined): void {
+    this.#version++;
+    const columns = this.#columnsOf(event.provider);
+    if (event.outcome !== 'circuit-open') this.#wait.record(event.waitMs);
+    if (isErrorAttempt(event)) columns('errors').add(event.atMs);
+    if (column === undefined) return;
+    columns('calls').add(event.sentAtMs!);
+    this.#latency.record(event.latencyMs);
+    if (isRetried(event)) columns('retries').add(event.atMs);
+    if (isRepair(event)) columns('repairs').add(event.atMs);
+    if (column === 'rateLimited') columns('rate-limited').add(event.atMs);
+    if (event.usage !== undefined) {
+      columns('input-tokens').add(event.atMs, event.usage.inputTokens);
+      columns('output-tokens').add(event.atMs, event.usage.outputTokens);
+    }
+    if (event.costUsd !== undefined) this.#cost!.add(event.atMs, Math.round(event.costUsd * NANO_USD));
+  }
+
   #setInFlight(atMs: number, value: number): void {
+    this.#version++;
     // Every bucket since the gauge last moved held its old value, those no call began or ended in too.
-    this.#inFlight.raiseSpan(this.#inFlightSinceMs, atMs, this.#inFlightNow);
+    this.#inFlight!.raiseSpan(this.#inFlightSinceMs, atMs, this.#inFlightNow);
     this.#inFlightNow = value;
     this.#inFlightSinceMs = atMs;
-    this.#inFlight.raise(atMs, value);
+    this.#inFlight!.raise(atMs, value);
   }
 
   /** A provider's columns, made once: an attempt then costs no string or lookup per series. */
@@ -346,7 +331,7 @@ export class RunRecorder {
       columns = (what) => {
         let found = made.get(what);
         if (found === undefined) {
-          found = this.#buckets.column(seriesKey(provider, what), 'sum');
+          found = this.#run!.buckets.column(seriesKey(provider, what), 'sum');
           made.set(what, found);
         }
         return found;
@@ -354,15 +339,6 @@ export class RunRecorder {
       this.#providerColumns.set(provider, columns);
     }
     return columns;
-  }
-
-  #task(name: string): TaskCounters {
-    let task = this.#tasks.get(name);
-    if (task === undefined) {
-      task = { calls: 0, retries: 0, rateLimited: 0, tokensUsed: 0, costNanoUsd: 0, priced: false, latency: new Histogram() };
-      this.#tasks.set(name, task);
-    }
-    return task;
   }
 }
 

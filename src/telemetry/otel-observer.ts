@@ -1,8 +1,9 @@
-import type { Attributes, Context, Counter, Histogram, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Histogram, Span, Tracer } from '@opentelemetry/api';
 import { isMissingPackageError, loadOptional } from '../optional-package.ts';
 import type { LlmResponse, ProviderTarget, TokenUsage } from '../provider/provider.ts';
 import type { ArticleResult } from '../pipeline/result.ts';
-import type { ObservedRun, PipelineAttemptEvent, RunObserver } from '../pipeline/run-observer.ts';
+import type { PipelineAttemptEvent, RunObserver, RunStart } from '../pipeline/run-events.ts';
+import type { RunCounts } from '../pipeline/run-tally.ts';
 import type { Article } from '../sources/article.ts';
 import {
   CHAT,
@@ -29,14 +30,16 @@ export interface OtelObserverOptions {
 }
 
 /**
- * A run observer (`PipelineOptions.observers`) that reports through `@opentelemetry/api`, after the
- * GenAI semantic conventions — to whatever SDK the application registered (the command's `--otel`
- * starts one): a CLIENT span per attempt that reached the provider, named `chat {model}`, under an
- * INTERNAL span per article (under the span active when the run started, if any); the histograms
- * `gen_ai.client.token.usage` and `gen_ai.client.operation.duration` with the conventions' bucket
- * boundaries (as advice: a view may override them); and our own limiter wait histogram, 429
- * counter and budget gauge. Resolves to an observer that does nothing when `@opentelemetry/api`
- * is not installed: a library reports to tracing only where the application set tracing up.
+ * A run observer (`events.observe(observer)` on the run's `RunEvents`) that reports through
+ * `@opentelemetry/api`, after the GenAI semantic conventions — to whatever SDK the application
+ * registered (the command's `--otel` starts one): a CLIENT span per attempt that reached the
+ * provider, named `chat {model}`, under an INTERNAL span per article (under the span active when
+ * the run started, if any); the histograms `gen_ai.client.token.usage` and
+ * `gen_ai.client.operation.duration` with the conventions' bucket boundaries (as advice: a view may
+ * override them), each call's measurements as it ends; our own limiter wait histogram; and, read
+ * from the run's tally as the metrics are collected, the 429 counter and the budget gauge.
+ * Resolves to an observer that does nothing when `@opentelemetry/api` is not installed: a library
+ * reports to tracing only where the application set tracing up.
  */
 export async function createOtelObserver(options: OtelObserverOptions = {}): Promise<RunObserver> {
   let api: OtelApi;
@@ -50,7 +53,7 @@ export async function createOtelObserver(options: OtelObserverOptions = {}): Pro
 }
 
 /** A run as the observer keeps it. */
-interface WatchedRun extends ObservedRun {
+interface WatchedRun extends RunStart {
   /** Added to a clock reading, the Unix epoch ms OpenTelemetry takes. */
   readonly epochOffsetMs: number;
   /** What the article spans are children of: the context active as the run started. */
@@ -89,8 +92,11 @@ class OtelObserver implements RunObserver {
   readonly #tokenUsage: Histogram;
   readonly #duration: Histogram;
   readonly #limiterWait: Histogram;
-  readonly #rateLimited: Counter;
   #run: WatchedRun | undefined;
+  /** The counts of the run under way; undefined between runs (its counts are then in the earlier ones). */
+  #tally: RunCounts | undefined;
+  /** 429s by provider of the runs observed before this one: the counter goes on from them. */
+  readonly #earlierRateLimited = new Map<string, number>();
   /** The articles under way, by id. */
   readonly #articles = new Map<string, WatchedArticle>();
   /** By provider, then task. */
@@ -117,10 +123,20 @@ class OtelObserver implements RunObserver {
       unit: 's',
       advice: { explicitBucketBoundaries: [...LIMITER_WAIT_BUCKETS_S] },
     });
-    this.#rateLimited = meter.createCounter(METRICS.rateLimited, {
-      description: 'Calls the provider answered 429 (too many requests).',
-      unit: '{call}',
-    });
+    // Counted by the run's tally, read as the metrics are collected: a count made once, not again here.
+    meter
+      .createObservableCounter(METRICS.rateLimited, {
+        description: 'Calls the provider answered 429 (too many requests).',
+        unit: '{call}',
+      })
+      .addCallback((result) => {
+        const seen = new Set<string>();
+        for (const provider of this.#tally?.providers.values() ?? []) {
+          seen.add(provider.name);
+          result.observe(provider.rateLimited + (this.#earlierRateLimited.get(provider.name) ?? 0), this.#attributesOf(provider.name));
+        }
+        for (const [name, count] of this.#earlierRateLimited) if (!seen.has(name)) result.observe(count, this.#attributesOf(name));
+      });
     // Read as the metrics are collected, where a gauge recorded at each priced call did the
     // SDK's work on every one for the last value alone.
     meter
@@ -134,8 +150,9 @@ class OtelObserver implements RunObserver {
       });
   }
 
-  runStarted(run: ObservedRun): void {
+  runStarted(run: RunStart): void {
     this.#run = { ...run, epochOffsetMs: Date.now() - run.clock.now(), parent: this.#api.context.active() };
+    this.#tally = run.counts;
   }
 
   articleStarted(article: Article, workerId: number): void {
@@ -154,7 +171,6 @@ class OtelObserver implements RunObserver {
     const run = this.#run!;
     const article = this.#articles.get(event.articleId);
     const provider = this.#attributesOf(event.provider);
-    if (event.outcome === 'rate-limited') this.#rateLimited.add(1, provider);
     if (!event.called) {
       // No call, no chat span: the article's span says why the attempt went no further.
       if (article?.span.isRecording() === true) {
@@ -203,7 +219,7 @@ class OtelObserver implements RunObserver {
     }
   }
 
-  articleEnded(result: ArticleResult): void {
+  result(result: ArticleResult): void {
     const article = this.#articles.get(result.id);
     if (article === undefined) return;
     this.#articles.delete(result.id);
@@ -223,6 +239,11 @@ class OtelObserver implements RunObserver {
     // Every article ends with a result; a span left here would be one the pipeline never ended.
     for (const article of this.#articles.values()) article.span.end();
     this.#articles.clear();
+    // The next run's tally starts from nothing: the counter goes on from this one's.
+    for (const provider of this.#tally?.providers.values() ?? []) {
+      this.#earlierRateLimited.set(provider.name, (this.#earlierRateLimited.get(provider.name) ?? 0) + provider.rateLimited);
+    }
+    this.#tally = undefined;
   }
 
   #attributesOf(provider: string): Attributes {

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { benchChartSpec, renderBenchChart } from '../../src/bench/chart.ts';
 import { pairSettings, settingLabel, type BenchSetting, type SettingResult, type SweepResult } from '../../src/bench/sweep.ts';
 import { textWidthPx } from '../../src/bench/text-width.ts';
-import { Metrics } from '../../src/pipeline/metrics.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { summarizeRun } from '../../src/pipeline/metrics.ts';
+import { RunTally } from '../../src/pipeline/run-tally.ts';
 
 interface Counts {
   readonly failed: number;
@@ -26,7 +28,8 @@ function settingResult(setting: BenchSetting, calls: number, lastLatencyMs = 100
     adaptive: false,
     rates: undefined,
   };
-  const summary = new Metrics({ startMs: 0, workers: 5, providers: ['sim'] }).summary(elapsedMs, { interrupted: false }, [figures]);
+  const tally = new RunTally({ clock: new ManualClock(), startMs: 0, workers: 5, providers: ['sim'] });
+  const summary = summarizeRun(tally, elapsedMs, { interrupted: false }, [figures]);
   const rateFloorMs = rate === Infinity ? 0 : (Math.max(0, calls - burst) / rate) * 1000;
   const efficiency = rate === Infinity ? null : (rateFloorMs + lastLatencyMs) / elapsedMs;
   const run = {

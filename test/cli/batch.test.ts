@@ -117,7 +117,7 @@ describe('news-processor --batch', () => {
     const output = join(temp.dir, 'held-stopped.jsonl');
     const args = ['--batch', '--batch-poll=50ms', '--batch-articles=1', `--output=${output}`, '--articles=3'];
     const stopped = startCli(args);
-    await stopped.waitForStderr(/batches: 1 in flight/, 20_000);
+    await stopped.waitForStderr(/batches: 1 running/, 20_000);
     stopped.send('SIGINT');
     const result = await stopped.result;
     expect(result.code).toBe(130);
@@ -164,7 +164,7 @@ describe('news-processor --batch', () => {
     // Two rounds of three rows, two rows a batch: four batches.
     expect(await batchesAtServe()).toBe(before + 4);
     expect(await readLines(output)).toHaveLength(3);
-    expect(result.stderr).toMatch(/batches: \d in flight \(.*\), \d\/\d rows done, 0 failed/);
+    expect(result.stderr).toMatch(/batches: \d (running|ended) \(.*\), \d\/\d rows done, 0 failed/);
   });
 
   it("runs against serve's Anthropic Message Batches", async () => {
@@ -189,7 +189,7 @@ describe('news-processor --batch', () => {
     const before = await batchesAtServe();
     const args = ['--batch', '--batch-poll=100ms', `--output=${output}`, '--articles=3', ...openAi()];
     const run = startCli(args, { env: ENV });
-    await run.waitForStderr(/batches: 1 in flight/, 20_000);
+    await run.waitForStderr(/batches: 1 running/, 20_000);
     run.interrupt();
     const stopped = await run.result;
     expect(stopped.code, stopped.stderr).toBe(130);
@@ -214,14 +214,17 @@ describe('news-processor --batch', () => {
     const args = ['--batch', '--batch-poll=100ms', `--output=${output}`, '--articles=2', ...openAi()];
     const before = await batchesAtServe();
     const terminated = startCli(args, { env: ENV });
-    await terminated.waitForStderr(/batches: 1 in flight/, 20_000);
+    await terminated.waitForStderr(/batches: 1 running/, 20_000);
     terminated.send('SIGTERM');
     expect((await terminated.result).code).toBe(143);
     expect(await batchesAtServe()).toBe(before + 1);
 
     const killed = startCli([...args, '--resume'], { env: ENV });
     // The summarize batch collected, the sentiment one submitted: killed while it runs.
-    await killed.waitForStderr(/\(completed\), 2\/2 rows done[\s\S]*batches: 1 in flight \((validating|in_progress)\)/, 20_000);
+    await killed.waitForStderr(
+      /1 ended \(completed\), being read back, 2\/2 rows done[\s\S]*batches: 1 running \((validating|in_progress)\)/,
+      20_000,
+    );
     killed.send('SIGKILL');
     expect((await killed.result).signal).toBe('SIGKILL');
     expect(await batchesAtServe()).toBe(before + 2);

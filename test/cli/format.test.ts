@@ -38,7 +38,10 @@ describe('the summary lines (cmd/format.ts)', () => {
     );
     const lines = formatSummary(summary);
     expect(lines[0]).toMatch(/^Rate limit=inf\/s burst=1 \| 2 articles \| Succeeded:1 Failed:1 \| /);
-    expect(lines[1]).toBe('Calls: 4 | Retries: 1 | 429s received: 1 | 5xx: 0 | Timeouts: 0 | Dead letters: 1 | Cancelled: 0');
+    // The refused call has a column of its own: the answered and the columns after them add up to the calls.
+    expect(lines[1]).toBe(
+      'Calls: 4 (2 answered) | Retries: 1 | 429s received: 1 | 5xx: 0 | Timeouts: 0 | Other failures: 1 | Dead letters: 1 | Cancelled: 0',
+    );
     // What went wrong leads the line; the efficiency (of the calls made) comes after it.
     expect(lines[2]).toMatch(
       /^1 429, 1 retry, 1 dead letter, 1 wasted call \| Least possible: \S+, bound by the workers: the articles' critical paths \/ 1 worker \| Efficiency: \d+\.\d%$/,

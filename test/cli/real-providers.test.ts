@@ -202,7 +202,9 @@ describe.each<Vendor>(['openai', 'anthropic'])('news-processor --provider=%s aga
     expect(dead).toMatchObject({ status: 'failed', attempts: 2, error: { type: 'NetworkError', task: 'summarize' } });
     expect(dead.error.message).toMatch(/network error \(ECONNREFUSED\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
     // The retry has its cause in the counts; with --json too, and per provider (2 articles × 2 attempts).
-    expect(result.stdout).toMatch(/^Calls: 2 \| Retries: 1 \| .* \| Timeouts: 0 \| Network errors: 2 \| Dead letters: 1 \| /m);
+    expect(result.stdout).toMatch(
+      /^Calls: 2 \(0 answered\) \| Retries: 1 \| .* \| Timeouts: 0 \| Network errors: 2 \| Dead letters: 1 \| /m,
+    );
     const json = await runCli([`--provider=${vendor}`, `--base-url=${url}`, '--articles=2', '--max-attempts=2', '--json'], { env });
     expect(JSON.parse(json.stdout)).toMatchObject({ calls: 4, retries: 2, networkErrors: 4, providers: [{ networkErrors: 4 }] });
   });

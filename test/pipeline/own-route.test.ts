@@ -13,6 +13,7 @@ import { requestLimit, type CallCost } from '../../src/quota/provider-limits.ts'
 import type { Route, RouteCall, RouteChoice } from '../../src/route/route.ts';
 import { defineTasks } from '../../src/tasks/task-set.ts';
 import { drive, ScriptedProvider, type Step } from '../../src/testing/scripted-provider.ts';
+import { RunEvents } from '../../src/pipeline/run-events.ts';
 
 /**
  * The cheapest gate that can grant the call in time, else the one that grants soonest, those the call
@@ -93,6 +94,13 @@ function gates(clock: ManualClock, options: { cheapScript?: readonly Step[]; bud
   return { cheap, dear, cheapProvider, dearProvider };
 }
 
+/** A run's events whose attempts go into `attempts`. */
+function attemptsInto(attempts: AttemptEvent[]): RunEvents {
+  const events = new RunEvents();
+  events.on('attempt', (event) => void attempts.push(event));
+  return events;
+}
+
 describe('runPipeline with a route of one’s own', () => {
   it('a cheapest-first route: the cheap gate takes what it can grant within the deadline, the dear one the rest', async () => {
     const clock = new ManualClock();
@@ -147,7 +155,7 @@ describe('runPipeline with a route of one’s own', () => {
         routes: { topic: new CheapestFirst([cheap, dear], clock) },
         retry: { maxAttempts: 2, backoff: () => 500 },
         clock,
-        onAttempt: (event) => void events.push(event),
+        events: attemptsInto(events),
         onResult: (result) => void results.push(result),
       }),
     );

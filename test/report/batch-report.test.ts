@@ -7,11 +7,13 @@ import { runBatch } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { reportCharts } from '../../src/report/report-charts.ts';
+import { RunEvents } from '../../src/pipeline/run-events.ts';
 import { RunRecorder } from '../../src/report/run-recorder.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
 import { makeTempDir, runCli } from '../cli/run-cli.ts';
+import { toldRun } from './told-run.ts';
 
 let temp: Awaited<ReturnType<typeof makeTempDir>>;
 beforeAll(async () => {
@@ -30,6 +32,8 @@ describe('a batch run on the report', () => {
   it('draws each batch from its submission to its end, on the run’s clock', async () => {
     const clock = new ManualClock();
     const recorder = new RunRecorder({ clock, providers: [{ name: 'simulated', limits: [] }] });
+    const events = new RunEvents();
+    events.observe(recorder);
     const api = new SimulatedBatchApi({
       provider: new SimulatedProvider({ clock, minLatencyMs: 0, maxLatencyMs: 0 }),
       durationMs: 100,
@@ -43,12 +47,10 @@ describe('a batch run on the report', () => {
         batchSize: 2,
         pollMs: 30,
         clock,
-        onBatch: recorder.onBatch,
-        onResult: recorder.onResult,
+        events,
       }),
     );
     expect(summary).toMatchObject({ succeeded: 3, batches: 4, rows: 6 });
-    recorder.end('finished');
     // The summaries first (3 rows: a batch of 2 and one of 1), read back at the first poll past 100 ms;
     // then the sentiments, which need the summaries, submitted at once.
     expect(recorder.record().batches?.map(({ rows, fromMs, toMs, status }) => ({ rows, fromMs, toMs, status }))).toEqual([
@@ -71,10 +73,11 @@ describe('a batch run on the report', () => {
   it('draws a batch still at the provider up to now, and one a resumed run found there from the run’s start', async () => {
     const clock = new ManualClock();
     const recorder = new RunRecorder({ clock, providers: [] });
+    const run = toldRun([recorder], { clock });
     await clock.advance(50);
-    recorder.onBatch({ type: 'submitted', batchId: 'b-new', atMs: 50, rows: 7, status: 'submitted' });
+    run.batch({ type: 'submitted', batchId: 'b-new', atMs: 50, rows: 7, status: 'submitted' });
     await clock.advance(250);
-    recorder.onBatch({ type: 'ended', batchId: 'b-old', atMs: 300, rows: 3, status: 'expired' });
+    run.batch({ type: 'ended', batchId: 'b-old', atMs: 300, rows: 3, status: 'expired' });
     expect(bars(recorder)).toEqual([
       { batch: 'b-new', rows: 7, status: 'running', from: 0.05, to: 0.3 },
       { batch: 'b-old', rows: 3, status: 'expired', from: 0, to: 0.3 },

@@ -4,11 +4,9 @@ import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import type { RunSummary } from '../../src/pipeline/metrics.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
-import type { LlmRequest } from '../../src/provider/provider.ts';
 import { RunRecorder, seriesKey } from '../../src/report/run-recorder.ts';
 import { TimeBuckets } from '../../src/report/time-buckets.ts';
-
-const REQUEST = { task: 'summarize', articleId: 'a', prompt: '', schema: { type: 'object' } } as LlmRequest;
+import { toldRun } from './told-run.ts';
 const PROVIDERS = [{ name: 'sim', limits: [{ kind: 'requests' as const, rate: 10, burst: 3 }] }];
 
 /** A called attempt that was sent at `sentAtMs` and answered `latencyMs` later. */
@@ -62,12 +60,13 @@ describe('RunRecorder', () => {
   it("keeps a long run's series within its bucket count, losing no call", () => {
     const clock = new ManualClock(0);
     const recorder = new RunRecorder({ clock, providers: PROVIDERS, maxBuckets: 600 });
+    const run = toldRun([recorder], { clock });
     // A call a second for a day.
     const calls = 86_400;
     for (let i = 0; i < calls; i++) {
       clock.set(i * 1000);
-      recorder.onSend(REQUEST);
-      recorder.onAttempt(attempt(i * 1000, 50));
+      run.send();
+      run.attempt(attempt(i * 1000, 50));
     }
     const record = recorder.record();
     expect(record.buckets).toBeLessThanOrEqual(600);
@@ -81,9 +80,10 @@ describe('RunRecorder', () => {
   it('draws calls in flight in every bucket they were in flight, not only where they began or ended', () => {
     const clock = new ManualClock(0);
     const recorder = new RunRecorder({ clock, providers: PROVIDERS });
-    for (let i = 0; i < 3; i++) recorder.onSend(REQUEST);
+    const run = toldRun([recorder], { clock });
+    for (let i = 0; i < 3; i++) run.send();
     clock.set(5500);
-    for (let i = 0; i < 3; i++) recorder.onAttempt(attempt(0, 5500));
+    for (let i = 0; i < 3; i++) run.attempt(attempt(0, 5500));
     clock.set(7200);
     const record = recorder.record();
     expect(record.series['in-flight']).toEqual([3, 3, 3, 3, 3, 3, 0, 0]);
@@ -93,9 +93,10 @@ describe('RunRecorder', () => {
   it('counts 429s, retries and errors where they happened, calls where they were sent', () => {
     const clock = new ManualClock(0);
     const recorder = new RunRecorder({ clock, providers: PROVIDERS });
-    recorder.onAttempt(attempt(100, 1200, { outcome: 'rate-limited', retryInMs: 500, usage: undefined }));
-    recorder.onAttempt(attempt(1800, 300, { attempt: 2 }));
-    recorder.onAttempt(attempt(2500, 0, { outcome: 'limiter-timeout', called: false, sentAtMs: undefined }));
+    const run = toldRun([recorder], { clock });
+    run.attempt(attempt(100, 1200, { outcome: 'rate-limited', retryInMs: 500, usage: undefined }));
+    run.attempt(attempt(1800, 300, { attempt: 2 }));
+    run.attempt(attempt(2500, 0, { outcome: 'limiter-timeout', called: false, sentAtMs: undefined }));
     clock.set(3000);
     const { series, totals, tasks } = recorder.record();
     expect(series[seriesKey('sim', 'calls')]).toEqual([1, 1, 0, 0]);
@@ -106,13 +107,37 @@ describe('RunRecorder', () => {
     expect(tasks).toEqual([expect.objectContaining({ name: 'summarize', calls: 2, retries: 1, rateLimited: 1, tokensUsed: 120 })]);
   });
 
+  it('counts the repairs, as the summary does: the table, the totals and a series of their own', () => {
+    const clock = new ManualClock(0);
+    const recorder = new RunRecorder({ clock, providers: PROVIDERS });
+    const run = toldRun([recorder], { clock, tasks: [{ name: 'summarize', route: 'sim' }] });
+    run.attempt(attempt(0, 100, { outcome: 'malformed', usage: undefined }));
+    run.attempt(attempt(200, 100, { repair: 1 }));
+    clock.set(1000);
+    const { series, totals, tasks } = recorder.record();
+    expect(totals).toMatchObject({ calls: 2, repairs: 1 });
+    expect(tasks).toEqual([expect.objectContaining({ name: 'summarize', calls: 2, repairs: 1 })]);
+    expect(series[seriesKey('sim', 'repairs')]).toEqual([1, 0]);
+    // The summary reads the same tally: what the page shows and what the summary says are one count.
+    expect(run.tally.tasks.get('summarize')).toMatchObject({ calls: 2, repairs: 1, unfit: 1, answered: 1 });
+  });
+
   it('draws money from what the budget had spent before the run, and the articles as they ended', async () => {
     const clock = new ManualClock(0);
     const budget = new LocalBudget({ maxUsd: 1, spentUsd: 0.25 });
-    const recorder = new RunRecorder({ clock, providers: PROVIDERS, budget, tasks: ['summarize', 'sentiment'] });
-    recorder.onAttempt(attempt(0, 100, { costUsd: 0.001 }));
+    const recorder = new RunRecorder({ clock, providers: PROVIDERS });
+    const run = toldRun([recorder], {
+      clock,
+      budget,
+      priced: ['sim'],
+      tasks: [
+        { name: 'summarize', route: 'sim' },
+        { name: 'sentiment', route: 'sim' },
+      ],
+    });
+    run.attempt(attempt(0, 100, { costUsd: 0.001 }));
     clock.set(1500);
-    recorder.onResult({ id: 'a', title: '', status: 'succeeded', outputs: {}, attempts: 1, elapsedMs: 100, callMs: 100 } as ArticleResult);
+    run.result({ id: 'a', title: '', status: 'succeeded', outputs: {}, attempts: 1, elapsedMs: 100, callMs: 100 } as ArticleResult);
     const record = recorder.record();
     expect(record.budget).toEqual({ maxUsd: 1, spentBeforeUsd: 0.25 });
     expect(record.series['cost-nano-usd']).toEqual([1_000_000, 0]);
@@ -124,12 +149,14 @@ describe('RunRecorder', () => {
   it('ends at the summary: its figures in the record, the series to its elapsed time', () => {
     const clock = new ManualClock(0);
     const recorder = new RunRecorder({ clock, providers: PROVIDERS });
-    recorder.onAttempt(attempt(0, 100));
+    const run = toldRun([recorder], { clock });
+    run.attempt(attempt(0, 100));
     const before = recorder.record().version;
-    recorder.finish({ elapsedMs: 4200, interrupted: true } as RunSummary);
+    run.end({ elapsedMs: 4200, interrupted: true } as RunSummary, 'interrupted');
     clock.set(60_000);
     const record = recorder.record();
     expect(record.summary?.interrupted).toBe(true);
+    expect(record.ended).toBe(true);
     expect(record.elapsedMs).toBe(4200);
     expect(record.buckets).toBe(5);
     expect(record.version).toBeGreaterThan(before);

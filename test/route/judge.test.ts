@@ -10,6 +10,7 @@ import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { defineTasks } from '../../src/tasks/task-set.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
 import { OpenAiProvider } from '../../src/vendors/openai/openai-provider.ts';
+import { RunEvents } from '../../src/pipeline/run-events.ts';
 
 /** A score of 1 to 5, nothing else. */
 const SCORE = {
@@ -35,6 +36,13 @@ function ownProvider(answers: readonly LlmOutput[], checksAnswers?: boolean): Pr
   };
 }
 
+/** A run's events whose attempts go into `attempts`. */
+function attemptsInto(attempts: AttemptEvent[]): RunEvents {
+  const events = new RunEvents();
+  events.on('attempt', (event) => void attempts.push(event));
+  return events;
+}
+
 async function runWith(provider: Provider) {
   const clock = new ManualClock();
   const results: ArticleResult[] = [];
@@ -48,7 +56,7 @@ async function runWith(provider: Provider) {
       retry: { maxAttempts: 2, backoff: () => 10 },
       clock,
       onResult: (result) => void results.push(result),
-      onAttempt: (event) => void events.push(event),
+      events: attemptsInto(events),
     }),
   );
   return { summary, result: results[0]!, events };

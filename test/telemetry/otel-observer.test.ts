@@ -23,6 +23,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
+import { RunEvents } from '../../src/pipeline/run-events.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
@@ -74,7 +75,8 @@ const durationMs = (span: ReadableSpan) => ms(span.duration);
 async function observedRun(options: { articles: number; quota?: { rate: number; burst: number }; priced?: boolean }) {
   const clock = new ManualClock();
   const provider = new SimulatedProvider({ clock, minLatencyMs: 100, maxLatencyMs: 100, quota: options.quota });
-  const observer = await createOtelObserver();
+  const events = new RunEvents();
+  events.observe(await createOtelObserver());
   const results: ArticleResult[] = [];
   const budget = options.priced ? new LocalBudget({ maxUsd: 1 }) : undefined;
   const price = options.priced ? { inputPerMTok: 100, outputPerMTok: 100 } : undefined;
@@ -88,7 +90,7 @@ async function observedRun(options: { articles: number; quota?: { rate: number; 
       timeoutMs: 60_000,
       retry: { maxAttempts: 10 },
       clock,
-      observers: [observer],
+      events,
       onResult: (result) => {
         results.push(result);
       },
@@ -194,6 +196,34 @@ describe('createOtelObserver()', () => {
     expect((failedDurations[0]!.value as Histogram).count).toBe(provider.rateLimited);
     const waits = found.get('news_processor.limiter.wait.duration')!.dataPoints[0]!.value as Histogram;
     expect(waits.count).toBe(provider.calls);
+  });
+
+  it('counts the 429s as the run counted them, going on from one run to the next of the same observer', async () => {
+    const events = new RunEvents();
+    events.observe(await createOtelObserver());
+    const run = async () => {
+      const clock = new ManualClock();
+      const provider = new SimulatedProvider({ clock, minLatencyMs: 100, maxLatencyMs: 100, quota: { rate: 2, burst: 1 } });
+      const summary = await drive(
+        clock,
+        runPipeline({
+          source: generateArticles(4),
+          providers: [{ provider, limits: requestLimit(10, 2) }],
+          workers: 2,
+          timeoutMs: 60_000,
+          retry: { maxAttempts: 10 },
+          clock,
+          events,
+        }),
+      );
+      return summary.rateLimited;
+    };
+    const first = await run();
+    const second = await run();
+    expect(first).toBeGreaterThan(0);
+    expect(second).toBeGreaterThan(0);
+    const counted = (await exportedMetrics()).get('news_processor.client.rate_limited')!.dataPoints;
+    expect(counted.map((point) => point.value)).toEqual([first + second]);
   });
 
   it('reports what is left of the budget', async () => {
