@@ -1,3 +1,4 @@
+import { LIMIT_KINDS } from '../../provider/rate-limit-signals.ts';
 import type { HeaderFormat } from '../header-fields.ts';
 
 /**
@@ -7,7 +8,8 @@ import type { HeaderFormat } from '../header-fields.ts';
  * fields and `retry-after` are still read beside it).
  */
 export const GEMINI_HEADERS: HeaderFormat = {
-  kinds: Object.freeze([]),
+  /** Every kind is taken, and none is said: a limit given to write is left out, as Gemini leaves its limits out. */
+  kinds: LIMIT_KINDS,
   parse: () => [],
   write(headers) {
     delete headers['retry-after'];
