@@ -74,7 +74,7 @@ async function failureOf(answer: Answer): Promise<unknown> {
 }
 
 describe('the Gemini provider', () => {
-  it('posts generateContent with the key in x-goog-api-key and the schema as responseJsonSchema; reads the answer and its usage', async () => {
+  it('posts generateContent with the key in x-goog-api-key and the schema as responseJsonSchema, titled with the task; reads the answer and its usage', async () => {
     next = [
       {
         status: 200,
@@ -99,7 +99,7 @@ describe('the Gemini provider', () => {
     expect(sent!.headers.authorization).toBeUndefined();
     expect(sent!.body).toEqual({
       contents: [{ role: 'user', parts: [{ text: 'Summarize: rates held.' }] }],
-      generationConfig: { responseMimeType: 'application/json', responseJsonSchema: SCHEMA, maxOutputTokens: 123 },
+      generationConfig: { responseMimeType: 'application/json', responseJsonSchema: { title: 'summarize', ...SCHEMA }, maxOutputTokens: 123 },
     });
   });
 

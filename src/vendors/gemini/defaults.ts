@@ -8,7 +8,7 @@ export const GEMINI_DEFAULTS = Object.freeze({
   baseUrl: 'https://generativelanguage.googleapis.com',
   /** A small, fast model that answers in structured output. */
   model: 'gemini-2.5-flash',
-  baseUrlHint: "Gemini's is the host root (the calls add /v1beta/models/…)",
+  baseUrlHint: "Gemini's is the host root",
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'GEMINI_API_KEY',
   /**

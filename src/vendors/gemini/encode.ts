@@ -29,7 +29,8 @@ export interface GeminiBody {
  * A request as the Gemini API takes it (`POST {baseUrl}/v1beta/models/{model}:generateContent`):
  * the prompt as one user turn (then the conversation after it, a repair's, the model's turns as
  * `model`), the task's schema as structured output (`generationConfig.responseMimeType:
- * "application/json"` with `responseJsonSchema`, which takes JSON Schema as it is), the call's
+ * "application/json"` with `responseJsonSchema`, which takes JSON Schema as it is; titled with the
+ * task's name when it has no title), the call's
  * max tokens as `maxOutputTokens`. Gemini caches a shared prefix by itself (implicit caching):
  * nothing to mark. The body of a live call and of a batch row's `request` alike.
  */
@@ -49,10 +50,18 @@ export function encodeGemini(request: LlmRequest, model: string, maxOutputTokens
     // The same object for every request of the task with the same cap: a batch's rows serialize it once.
     generationConfig: generationConfigs.get(request.schema as object, `${request.task}\u0000${maxOutputTokens}`, undefined, () => ({
       responseMimeType: 'application/json',
-      responseJsonSchema: request.schema as Record<string, unknown>,
+      responseJsonSchema: titled(request.schema as Record<string, unknown>, request.task),
       maxOutputTokens,
     })),
   };
 }
 
 const generationConfigs = new SharedParts<GeminiGenerationConfig>();
+
+/**
+ * The task's schema named after the task (`title`), as OpenAI's `json_schema.name` and Anthropic's
+ * tool name it: Gemini's structured output has no name of its own. A schema with a title keeps it.
+ */
+function titled(schema: Record<string, unknown>, task: string): Record<string, unknown> {
+  return schema.title === undefined ? { title: task, ...schema } : schema;
+}

@@ -307,7 +307,9 @@ function answerShape(config: Record<string, unknown>): AnswerShape {
   if (schema === undefined || schema === null) return { kind: 'json-object' };
   if (!isRecord(schema)) throw GEMINI_FIELD_WORDS.wrongType('generationConfig.responseJsonSchema', 'object', schema);
   const json = config.responseSchema === schema ? lowerCaseTypes(schema) : schema;
-  return { kind: 'schema', name: 'output', schema: json as JsonSchema };
+  // Gemini's structured output has no name: a schema's title is its name, as a client's task names it.
+  const name = typeof schema.title === 'string' && schema.title !== '' ? schema.title : 'output';
+  return { kind: 'schema', name, schema: json as JsonSchema };
 }
 
 /** An OpenAPI-style `Schema` (`type: "OBJECT"`) as JSON Schema (`type: "object"`). */
