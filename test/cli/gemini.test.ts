@@ -98,7 +98,10 @@ describe.concurrent('news-processor --provider=gemini', { timeout: 60_000 }, () 
   });
 
   it.each([
-    [['--provider=gemini', '--base-url=ftp://example.com'], /^error: option '--base-url <url>' argument 'ftp:\/\/example\.com' is invalid\. Expected an http:\/\/ or https:\/\/ URL/],
+    [
+      ['--provider=gemini', '--base-url=ftp://example.com'],
+      /^error: option '--base-url <url>' argument 'ftp:\/\/example\.com' is invalid\. Expected an http:\/\/ or https:\/\/ URL/,
+    ],
     [
       ['--provider=gemini', '--api-key-env=NP_UNSET_GEMINI_KEY'],
       /^error: NP_UNSET_GEMINI_KEY is not set: --provider=gemini reads its API key from it/,

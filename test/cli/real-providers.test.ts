@@ -320,8 +320,14 @@ describe('news-processor: the client flags', () => {
     ],
     [['--provider=openai', '--api-key-env=MY-KEY'], /argument 'MY-KEY' is invalid\. Expected an environment variable name/],
     [['--provider=openai', '--model= '], /argument ' ' is invalid\. Expected a model name\.$/],
-    [['--model=gpt-4.1-mini'], /^error: --model applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/],
-    [['--base-url=http://localhost:8000/v1'], /^error: --base-url applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/],
+    [
+      ['--model=gpt-4.1-mini'],
+      /^error: --model applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/,
+    ],
+    [
+      ['--base-url=http://localhost:8000/v1'],
+      /^error: --base-url applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/,
+    ],
     [
       ['--provider=anthropic', '--headers=anthropic'],
       /^error: --headers describes the simulated provider; --provider=anthropic calls a real API$/,

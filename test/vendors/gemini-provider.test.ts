@@ -99,7 +99,11 @@ describe('the Gemini provider', () => {
     expect(sent!.headers.authorization).toBeUndefined();
     expect(sent!.body).toEqual({
       contents: [{ role: 'user', parts: [{ text: 'Summarize: rates held.' }] }],
-      generationConfig: { responseMimeType: 'application/json', responseJsonSchema: { title: 'summarize', ...SCHEMA }, maxOutputTokens: 123 },
+      generationConfig: {
+        responseMimeType: 'application/json',
+        responseJsonSchema: { title: 'summarize', ...SCHEMA },
+        maxOutputTokens: 123,
+      },
     });
   });
 

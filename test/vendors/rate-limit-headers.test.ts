@@ -499,7 +499,9 @@ describe('formatRateLimitHeaders()', () => {
   });
 
   it('formatRateLimitHeaders() - writes nothing in the Gemini style, not even retry-after: its 429 says the wait in the body', () => {
-    expect(formatRateLimitHeaders('gemini', [requests, { kind: 'tokens', limit: 40_000, remaining: 39_000, resetMs: 2000 }], 1234)).toEqual({});
+    expect(formatRateLimitHeaders('gemini', [requests, { kind: 'tokens', limit: 40_000, remaining: 39_000, resetMs: 2000 }], 1234)).toEqual(
+      {},
+    );
     expect(parseRateLimitHeaders({ 'retry-after': '2' }, { styles: ['gemini'] })).toEqual({ retryAfterMs: 2000, limits: [] });
   });
 
