@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliRun, linesOf, makeTempDir, runCli, startServe } from './run-cli.ts';
+import { type CliRun, linesOf, makeTempDir, runCli, startCli, startServe } from './run-cli.ts';
 
 const KEY = 'gemini-e2e-3b9d7c21-never-shown';
 const ENV = { NP_GEMINI_KEY: KEY, GEMINI_API_KEY: undefined, OPENAI_API_KEY: undefined };
@@ -52,6 +52,43 @@ describe.concurrent('news-processor --provider=gemini', { timeout: 60_000 }, () 
     expect(JSON.parse(result.stdout)).toMatchObject({ succeeded: 6, failed: 0, batches: 2, rows: 12 });
     expect(result.stderr).not.toContain(KEY);
   });
+
+  it('stops waiting on Ctrl-C, naming the :cancel URL; a batch cancelled there is collected by --resume, its rows sent again', async () => {
+    const slow = await startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--batch-duration=3s']);
+    try {
+      const output = join(temp.dir, 'interrupted.jsonl');
+      const args = [
+        '--provider=gemini',
+        `--base-url=${slow.url}`,
+        '--api-key-env=NP_GEMINI_KEY',
+        '--batch',
+        '--batch-poll=100ms',
+        '--articles=3',
+        `--output=${output}`,
+      ];
+      const run = startCli(args, { env: ENV });
+      await run.waitForStderr(/batches: 1 running \(running\)/, 20_000);
+      run.interrupt();
+      const stopped = await run.result;
+      expect(stopped.code, stopped.stderr).toBe(130);
+      expect(stopped.stderr).toContain(`or cancel each with POST ${slow.url}/v1beta/batches/ID:cancel`);
+      const id = /still running at the provider \(([a-z0-9]+)\)/.exec(stopped.stderr)?.[1];
+      expect(id).toBeDefined();
+      // Cancelled by hand at the URL the line names: its rows end unanswered.
+      const cancelled = await fetch(`${slow.url}/v1beta/batches/${id}:cancel`, { method: 'POST', headers: { 'x-goog-api-key': KEY } });
+      expect(cancelled.status).toBe(200);
+
+      // Resumed: the cancelled batch read back, its rows in a batch again, then sentiment's (3 s each).
+      const resumed = await runCli([...args, '--resume', '--json'], { env: ENV });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const summary = JSON.parse(resumed.stdout);
+      expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+      // The rows the cancel stopped came back without an answer, and went again.
+      expect(summary.rowsExpired).toBeGreaterThan(0);
+    } finally {
+      slow.run.send('SIGKILL');
+    }
+  }, 120_000);
 
   it('says a model Gemini does not have in one line, exit 2, after one call', async () => {
     // A stand-in for Google's API: every model is not found, as Gemini answers an unknown one.
