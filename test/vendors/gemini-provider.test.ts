@@ -195,6 +195,17 @@ describe('the Gemini provider', () => {
     expect((refused as NetworkError).message).toMatch(/ECONNREFUSED/);
   });
 
+  it('rejects with the signal’s reason when the caller aborts mid-call', async () => {
+    next = [{ status: 200, body: ok('{"summary":"late"}'), delayMs: 500 }];
+    const controller = new AbortController();
+    const reason = new Error('stopped by the caller');
+    const pending = provider()
+      .call(request, { signal: controller.signal })
+      .catch((error: unknown) => error);
+    setTimeout(() => controller.abort(reason), 20);
+    expect(await pending).toBe(reason);
+  });
+
   it('warms up on a canned answer, sending nothing', async () => {
     seen.length = 0;
     const warm = provider();

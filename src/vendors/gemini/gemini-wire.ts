@@ -95,20 +95,32 @@ export async function geminiRequest(
   init: { readonly method: 'GET' | 'POST'; readonly body?: string | undefined },
   options: Pick<SdkRequestOptions, 'signal' | 'timeout'>,
 ): Promise<{ data: unknown; response: Response }> {
-  const timer = AbortSignal.timeout(options.timeout);
-  const signal = options.signal === undefined ? timer : AbortSignal.any([options.signal, timer]);
+  // A timer cleared once the answer is read (not `AbortSignal.timeout`, whose timer outlives the call).
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, options.timeout);
+  const caller = options.signal;
+  const onAbort = () => controller.abort(caller?.reason);
+  if (caller?.aborted === true) onAbort();
+  else caller?.addEventListener('abort', onAbort, { once: true });
   const headers: Record<string, string> = { 'x-goog-api-key': apiKey };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   let text: string;
   try {
-    response = await fetchImpl(url, { method: init.method, headers, body: init.body, signal });
+    response = await fetchImpl(url, { method: init.method, headers, body: init.body, signal: controller.signal });
     text = await response.text();
   } catch (error) {
-    if (timer.aborted && options.signal?.aborted !== true) throw new GeminiTimeoutError('no answer in time', { cause: error });
-    if (options.signal?.aborted === true) throw error;
+    if (caller?.aborted === true) throw error;
+    if (timedOut) throw new GeminiTimeoutError('no answer in time', { cause: error });
     // fetch's own failure ("fetch failed"), its system code in the cause: `failureOf` reads it there.
     throw new GeminiConnectionError('Connection error.', { cause: error });
+  } finally {
+    clearTimeout(timer);
+    caller?.removeEventListener('abort', onAbort);
   }
   const json = (response.headers.get('content-type') ?? '').includes('json');
   let data: unknown = text;
