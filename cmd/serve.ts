@@ -1,6 +1,6 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking each vendor's API (the registry's dialects).
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer, SERVE_HOST_HEADERS } from '../src/server/index.ts';
 import { VENDORS } from '../src/vendors/registry.ts';
 import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
@@ -34,6 +34,7 @@ interface ServeFlags {
   batchWindow: number;
   batchQueueTokens?: number;
   promptCacheTtl: number;
+  headers?: string;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -60,6 +61,7 @@ Examples:
   $ news-processor serve --tokens-per-second=20 --fail-mid-stream=0.2      slow streams, one in five cut
   $ news-processor serve --api-keys-file=keys.txt               only the keys in keys.txt (one a line, # comments)
   $ news-processor serve --batch-duration=2s --batch-queue-tokens=90000    batches done in 2 s, a queue of 90,000 tokens a key
+  $ news-processor serve --headers=groq --tpm=6000                 limits stated as Groq states them: requests a day, tokens a minute
 
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second
@@ -175,6 +177,12 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         .default(LLM_SERVER_DEFAULTS.promptCacheTtlMs, formatDuration(LLM_SERVER_DEFAULTS.promptCacheTtlMs)),
     )
     .addOption(
+      new Option(
+        '--headers <host>',
+        `on the OpenAI-compatible routes, imitate the limit signals of this host: ${SERVE_HOST_HEADERS.join(', ')} (none: no rate-limit headers and no 429, a request over the quota waits) (default: each vendor's own)`,
+      ).argParser(oneOf(SERVE_HOST_HEADERS)),
+    )
+    .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
         .argParser(oneOf(LOG_LEVELS))
         .default('info'),
@@ -201,6 +209,7 @@ async function serve(flags: ServeFlags): Promise<number> {
     batchWindowMs: flags.batchWindow,
     batchQueueTokens: flags.batchQueueTokens,
     promptCacheTtlMs: flags.promptCacheTtl,
+    headers: flags.headers,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,
