@@ -85,7 +85,7 @@ describe('GROQ_HEADERS', () => {
     );
     expect(headers).toEqual({
       'x-ratelimit-limit-requests': '864000',
-      'x-ratelimit-remaining-requests': '863998',
+      'x-ratelimit-remaining-requests': '598',
       'x-ratelimit-reset-requests': '200ms',
       'x-ratelimit-limit-tokens': '6000',
       'x-ratelimit-remaining-tokens': '5000',
@@ -94,7 +94,7 @@ describe('GROQ_HEADERS', () => {
     expect(read(GROQ_HEADERS, headers).limits[0]).toEqual({
       kind: 'requests',
       limit: 864_000,
-      remaining: 863_998,
+      remaining: 598,
       resetMs: 200,
       windowMs: DAY_MS,
     });

@@ -7,7 +7,7 @@ import { DAY_MS, MINUTE_MS, overWindow } from './window-scale.ts';
  * Groq's rate-limit headers: OpenAI's names, `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`,
  * but the requests counted over a **day** (its RPD) and the tokens over a minute (its TPM); resets
  * as Go durations (`2m59.56s`, `7.66s`, `120ms`). Written by `serve --headers=groq` from its
- * per-minute quota: the day's requests at the minute's rate.
+ * per-minute quota: the day's requests at the minute's rate (what remains, what may be sent now).
  */
 export const GROQ_HEADERS: HeaderFormat = {
   kinds: Object.freeze(['requests', 'tokens'] as LimitKind[]),
@@ -15,9 +15,8 @@ export const GROQ_HEADERS: HeaderFormat = {
   write(headers, status) {
     for (const { kind, limit, remaining, resetMs } of status) {
       if (kind !== 'requests' && kind !== 'tokens') continue;
-      const stated = kind === 'requests' ? overWindow(limit, remaining, DAY_MS) : { limit, remaining };
-      headers[`x-ratelimit-limit-${kind}`] = String(stated.limit);
-      headers[`x-ratelimit-remaining-${kind}`] = String(stated.remaining);
+      headers[`x-ratelimit-limit-${kind}`] = String(kind === 'requests' ? overWindow(limit, DAY_MS) : limit);
+      headers[`x-ratelimit-remaining-${kind}`] = String(remaining);
       headers[`x-ratelimit-reset-${kind}`] = formatDuration(Math.ceil(resetMs));
     }
   },

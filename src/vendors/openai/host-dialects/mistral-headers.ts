@@ -6,7 +6,7 @@ import { MINUTE_MS, MONTH_MS, overWindow } from './window-scale.ts';
  * Mistral's rate-limit headers: tokens ("by size"), over a minute and over a **month** —
  * `x-ratelimit-bysize-…` spelled `x-ratelimitbysize-{limit,remaining}-{minute,month}` — with no
  * reset time. A month reads as 30 days. Written by `serve --headers=mistral` from its per-minute
- * token quota (`--tpm`): the month's tokens at the minute's rate.
+ * token quota (`--tpm`): the month's tokens at the minute's rate (what remains, what may be sent now).
  */
 export const MISTRAL_HEADERS: HeaderFormat = {
   kinds: Object.freeze(['tokens'] as LimitKind[]),
@@ -14,11 +14,10 @@ export const MISTRAL_HEADERS: HeaderFormat = {
   write(headers, status) {
     for (const { kind, limit, remaining } of status) {
       if (kind !== 'tokens') continue;
-      const month = overWindow(limit, remaining, MONTH_MS);
       headers['x-ratelimitbysize-limit-minute'] = String(limit);
       headers['x-ratelimitbysize-remaining-minute'] = String(remaining);
-      headers['x-ratelimitbysize-limit-month'] = String(month.limit);
-      headers['x-ratelimitbysize-remaining-month'] = String(month.remaining);
+      headers['x-ratelimitbysize-limit-month'] = String(overWindow(limit, MONTH_MS));
+      headers['x-ratelimitbysize-remaining-month'] = String(remaining);
     }
   },
 };
