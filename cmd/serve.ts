@@ -179,7 +179,7 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option(
         '--headers <host>',
-        `on the OpenAI-compatible routes, imitate the limit signals of this host: ${SERVE_HOST_HEADERS.join(', ')} (none: no rate-limit headers and no 429, a request over the quota waits) (default: each vendor's own)`,
+        `imitate the limit signals of this host on the routes of the API it speaks: ${SERVE_HOST_HEADERS.join(', ')} (none: no rate-limit headers and no 429, a request over the quota waits) (default: each vendor's own)`,
       ).argParser(oneOf(SERVE_HOST_HEADERS)),
     )
     .addOption(

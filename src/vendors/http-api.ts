@@ -59,7 +59,9 @@ export interface HttpProviderOptions {
  * or a rate limit; `says` words it for the error's message.
  */
 export interface StatusMeaning {
+  /** `overloaded`: a `ServerError` (retried, the breaker's to count); `rate-limited`: a `RateLimitError`. */
   readonly means: 'overloaded' | 'rate-limited';
+  /** What the status means, in the error's message after the status. */
   readonly says: string;
 }
 
