@@ -61,7 +61,6 @@ Examples:
   $ news-processor serve --tokens-per-second=20 --fail-mid-stream=0.2      slow streams, one in five cut
   $ news-processor serve --api-keys-file=keys.txt               only the keys in keys.txt (one a line, # comments)
   $ news-processor serve --batch-duration=2s --batch-queue-tokens=90000    batches done in 2 s, a queue of 90,000 tokens a key
-  $ news-processor serve --headers=groq --tpm=6000                 limits stated as Groq states them: requests a day, tokens a minute
 
 The first line on stdout is "listening on http://HOST:PORT"; requests are logged on stderr (pino).
 SIGINT or SIGTERM stops taking connections, lets the requests in flight finish and exits 0; a second

@@ -170,7 +170,7 @@ export interface Provider {
   readonly limitsCountCacheReads?: boolean | undefined;
   /**
    * Whether its answers state its limits or refuse with 429 when they are passed: false for a
-   * server that does neither and queues what is over its capacity (a self-hosted vLLM or Ollama),
+   * server that does neither and queues what is over its capacity (a self-hosted inference server),
    * where only the calls' latency tells of overload — what the adaptive rate then reads.
    * @default true
    */

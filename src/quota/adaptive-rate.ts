@@ -294,7 +294,7 @@ export class AdaptiveRate {
 
   /**
    * A call got through after `latencyMs`, from a provider that states no limits and never answers
-   * 429 (a server that queues what is over its capacity, such as vLLM): the only sign of overload
+   * 429 (a self-hosted server that queues what is over its capacity): the only sign of overload
    * is the latency. When the smoothed latency passes `latencyTolerance` times the least it has been,
    * the calls queue at the server, and the rate is cut as a 429 would cut it (a call sent before
    * the last cut belongs to it); while the queue drains after a cut, no more. Call it before

@@ -1,6 +1,6 @@
 /**
  * Overload read from latency, for a server that states no limits and never answers 429 (a
- * self-hosted vLLM or Ollama queues what is over its capacity): the calls' latency, smoothed, is
+ * self-hosted inference server queues what is over its capacity): the calls' latency, smoothed, is
  * compared with the least it has been — the server's own pace with no queue. Well above it, the
  * calls queue there. Once a cut has been made for a queue, only a queue still growing (the latency
  * higher than at that cut) calls for another: one draining after the cut is the cut working.

@@ -127,9 +127,9 @@ export interface LlmServerOptions {
    */
   readonly promptCacheTtlMs?: number;
   /**
-   * The host whose limit signals the OpenAI-compatible routes imitate (`SERVE_HOST_HEADERS`:
-   * `groq`, `together`, `mistral`, `none`, …): its rate-limit headers, its statuses, and for `none`
-   * no headers and no 429, a request over the quota waiting for it instead.
+   * The host whose limit signals the routes of the API it speaks imitate (`SERVE_HOST_HEADERS`: the
+   * host dialects the vendors list): its rate-limit headers, its statuses, and for a host that
+   * states no limits, no headers and no 429, a request over the quota waiting for it instead.
    * @default none (each vendor's own)
    */
   readonly headers?: string | undefined;

@@ -123,6 +123,17 @@ describe('serve in a host dialect refuses as the host does', () => {
     expect((error as Error).message).toMatch(/^498 flex tier at capacity/);
   });
 
+  it('together: a provider down is a 503 said to be below the dynamic rate, retried as an overload', async () => {
+    const baseUrl = await serve({
+      headers: 'together',
+      simulation: { minLatencyMs: 0, maxLatencyMs: 0, outage: { startMs: 0, endMs: 60_000 } },
+    });
+    const { provider } = providerIn(baseUrl, 'together');
+    const error = await provider.call(request(0)).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: 'ServerError', status: 503, retryable: true });
+    expect((error as Error).message).toMatch(/^503 below your dynamic rate: the model is at capacity, not your limit/);
+  });
+
   it('together: over the quota is a 429 said to be above the dynamic rate', async () => {
     const baseUrl = await serve({ headers: 'together', rate: 1, burst: 1 });
     const { provider } = providerIn(baseUrl, 'together');
