@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { applySamples, cutOutput, findBlocks, localCommand, sampleBody, type SampleBlock } from '../../scripts/readme-blocks.ts';
+import {
+  applySamples,
+  cutOutput,
+  findBlocks,
+  localCommand,
+  sampleBody,
+  type SampleBlock,
+  unmarkedShellBlocks,
+} from '../../scripts/readme-blocks.ts';
 
 const DOC = [
   '# title',
@@ -69,6 +77,47 @@ describe('the runnable blocks of a document', () => {
     expect(() => findBlocks(['<!-- sample -->', 'text'])).toThrow(/^line 1: a sample marker must be followed by a fenced block/);
     expect(() => findBlocks(['<!-- sample lines=3 -->', '```', '$ x', '```'])).toThrow(/unknown sample option "lines=3"/);
     expect(() => findBlocks(['<!-- sample -->', '```', 'no command', '```'])).toThrow(/needs a "\$ command" line/);
+  });
+
+  it('takes a script block whole, and skips a no-run block, which must say why', () => {
+    const script = ['<!-- script -->', '```sh', 'serve & S=$!', "cat > a.json <<'JSON'", '{}', 'JSON', 'kill $S', '```'];
+    expect(findBlocks(script)).toEqual([
+      { kind: 'script', start: 2, end: 7, script: "serve & S=$!\ncat > a.json <<'JSON'\n{}\nJSON\nkill $S" },
+    ]);
+    expect(findBlocks(['<!-- no-run: needs a key -->', '```sh', 'npm start -- --provider=openai', '```'])).toEqual([]);
+    expect(() => findBlocks(['<!-- no-run -->', '```sh', 'x', '```'])).toThrow(/^line 1: a no-run marker says why/);
+    expect(() => findBlocks(['<!-- script exit=1 -->', '```sh', 'x', '```'])).toThrow(/^line 1: a script marker takes no option/);
+  });
+
+  it('finds the blocks of shell commands that carry no marker: sh, bash, shell, console, or unnamed with a $ line', () => {
+    const doc = [
+      '```sh',
+      'npm test',
+      '```',
+      '<!-- no-run: needs a key -->',
+      '```bash',
+      'x',
+      '```',
+      '```json',
+      '{"$ not": "shell"}',
+      '```',
+      '```',
+      'output only',
+      '```',
+      '```',
+      '$ npm start -- serve',
+      'listening',
+      '```',
+      '<!-- examples -->',
+      '```shell',
+      'y',
+      '```',
+      '```console',
+      '$ z',
+      '```',
+    ];
+    // The sh block on line 1, the unnamed one with a $ line on 14, the console one on 22.
+    expect(unmarkedShellBlocks(doc)).toEqual([1, 14, 22]);
   });
 
   it('runs npm start -- and npx news-processor as the compiled command, pipes kept', () => {
