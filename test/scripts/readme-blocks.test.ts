@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
   applySamples,
+  commandChains,
   cutOutput,
   findBlocks,
   localCommand,
   sampleBody,
   type SampleBlock,
+  sharedResources,
   unmarkedShellBlocks,
 } from '../../scripts/readme-blocks.ts';
 
@@ -118,6 +120,27 @@ describe('the runnable blocks of a document', () => {
     ];
     // The sh block on line 1, the unnamed one with a $ line on 14, the console one on 22.
     expect(unmarkedShellBlocks(doc)).toEqual([1, 14, 22]);
+  });
+
+  it('chains the commands that share a file, a queue or a port, in the page order; the others run alone', () => {
+    expect(
+      sharedResources("sed 's/a/b/' fixtures/tasks/x.json > reworded.json && npm start -- --tasks reworded.json --output e.jsonl"),
+    ).toEqual(['file:reworded.json', 'file:e.jsonl']);
+    expect(sharedResources('npm start -- collect --queue batch1 --output batch1.results.jsonl')).toEqual([
+      'file:batch1.results.jsonl',
+      'queue:batch1',
+    ]);
+    expect(sharedResources('node dist/cli/news-processor.js serve --port=18090 & S=$!')).toEqual(['port:18090']);
+    expect(sharedResources('npm start -- --input fixtures/articles.jsonl --config fixtures/pool.json')).toEqual([]);
+    const commands = [
+      'npm start -- --output flaky.jsonl',
+      'npm start -- --articles=5',
+      'npm start -- enqueue --queue q',
+      'npm start -- --output flaky.jsonl --resume',
+      'npm start -- worker --queue q --output w.jsonl',
+      'npm start -- collect --output w.jsonl',
+    ];
+    expect(commandChains(commands)).toEqual([[0, 3], [1], [2, 4, 5]]);
   });
 
   it('runs npm start -- and npx news-processor as the compiled command, pipes kept', () => {
