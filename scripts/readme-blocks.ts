@@ -181,17 +181,18 @@ export function localCommand(command: string, bin: string): string {
 }
 
 /**
- * What a command shares with others on its page: the files it names outside `fixtures/` (a results
- * file, a report, a tasks file an earlier command wrote), the queues (`--queue NAME`) and the ports
- * (`--port=N`) it names.
+ * What a command shares with others on its page: the files it names outside `fixtures/` and `dist/`
+ * (a results file, a report, a log, a tasks file an earlier command wrote), the queues (`--queue NAME`),
+ * ports (`--port=N`) and answer caches (`--cache DIR`) it names.
  */
 export function sharedResources(command: string): string[] {
   const files = [
-    ...command.matchAll(/(?<![\w/.-])(?!fixtures\/)([\w.-]+(?:\/[\w.-]+)*\.(?:jsonl|json|ya?ml|csv|html|svg|png|txt))\b/g),
+    ...command.matchAll(/(?<![\w/.-])(?!fixtures\/|dist\/)([\w.-]+(?:\/[\w.-]+)*\.(?:jsonl|json|ya?ml|csv|html|svg|png|txt|log))\b/g),
   ].map((match) => `file:${match[1]}`);
   const queues = [...command.matchAll(/--queue[ =]([\w.-]+)/g)].map((match) => `queue:${match[1]}`);
   const ports = [...command.matchAll(/--port[ =](\d+)/g)].map((match) => `port:${match[1]}`);
-  return [...new Set([...files, ...queues, ...ports])];
+  const caches = [...command.matchAll(/--cache[ =]([^\s-]\S*)/g)].map((match) => `cache:${match[1]}`);
+  return [...new Set([...files, ...queues, ...ports, ...caches])];
 }
 
 /**

@@ -18,13 +18,14 @@
 //   <!-- script -->              the block is one bash script (set -e, pipefail): it must exit 0 and
 //                                stop what it started in the background (a server it starts, it kills)
 //   <!-- no-run: the reason -->  not run (it needs a key, a server of one's own, Docker, …)
-// Every block of shell commands in a document carries one of these (test/scripts/doc-examples.test.ts).
+// Every block of shell commands in README.md and docs/ carries one of these
+// (test/scripts/doc-examples.test.ts, which also runs them all in a copy of the tracked files).
 // A document whose blocks name `$REDIS_URL` gets a redis-server of its own (Debian's redis-server
 // on the PATH), on a free loopback port, for those commands.
 // Each document's commands run in a scratch folder of its own holding `fixtures/`, so an example may
 // use a file an earlier one on the same page wrote: with --jobs, commands that share a file, a queue
-// or a port run in the page's order, the others at the same time (scripts/readme-blocks.ts). `npm start --` runs the
-// compiled command (build first: `npm run readme` does). A picture a document shows (`![…](x.png)`)
+// or a port run in the page's order, the others at the same time (scripts/readme-blocks.ts).
+// `npm start --` runs the compiled command (build first: `npm run readme` does). A picture a document shows (`![…](x.png)`)
 // that its commands wrote in the scratch folder is copied beside the document.
 //
 // Every relative link and `#anchor` of every document must resolve (scripts/doc-links.ts): the

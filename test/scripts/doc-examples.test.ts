@@ -11,8 +11,8 @@ import { findBlocks, unmarkedShellBlocks } from '../../scripts/readme-blocks.ts'
 // docs/ is run (`sample`, `examples`, `script`) or says why not (`no-run: …`), and the ones that run
 // end as their blocks say in a copy of the repository as a clone has it — its tracked files, the
 // dependencies installed, built once — through `npm run readme`'s own runner (scripts/readme.ts
-// --dry: nothing written back), eight commands at a time: the commands that share a file, a queue
-// or a port in their page's order, the others at once. About two minutes, mostly waiting on the
+// --dry: nothing written back), eight commands at a time: the commands that share a file, a queue,
+// a port or a cache in their page's order, the others at once. About two minutes, mostly waiting on the
 // examples' rates and latencies (half a minute of CPU); one after another they take eight.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

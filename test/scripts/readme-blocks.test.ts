@@ -131,6 +131,9 @@ describe('the runnable blocks of a document', () => {
       'queue:batch1',
     ]);
     expect(sharedResources('node dist/cli/news-processor.js serve --port=18090 & S=$!')).toEqual(['port:18090']);
+    expect(sharedResources('npm start -- --log-level=debug --quiet 2>debug.log')).toEqual(['file:debug.log']);
+    expect(sharedResources("grep -m1 'limits synced' debug.log")).toEqual(['file:debug.log']);
+    expect(sharedResources('npm start -- --articles=20 --cache answers --quiet')).toEqual(['cache:answers']);
     expect(sharedResources('npm start -- --input fixtures/articles.jsonl --config fixtures/pool.json')).toEqual([]);
     const commands = [
       'npm start -- --output flaky.jsonl',
