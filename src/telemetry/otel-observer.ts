@@ -146,7 +146,7 @@ class OtelObserver implements RunObserver {
       })
       .addCallback((result) => {
         const budget = this.#run?.budget;
-        if (budget !== undefined) result.observe(Math.max(0, budget.maxUsd - budget.spentUsd));
+        if (budget !== undefined) result.observe(Math.max(0, budget.maxUsd - budget.spentUsd - (budget.unknownUsd ?? 0)));
       });
   }
 
