@@ -268,7 +268,8 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
     // The SDK says only "Connection error."; what fetch said beneath it ("bad port") is the news.
     const root = rootCause(error);
     const detail = root === error ? '' : ` (${root.message})`;
-    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error });
+    // fetch refuses a port it never connects to (9, 25, 6000, …) before anything leaves.
+    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error, neverSent: root.message === 'bad port' });
   }
   return error;
 }

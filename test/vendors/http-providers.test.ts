@@ -214,6 +214,13 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     expect(error.neverSent).toBe(true);
   });
 
+  it('.call() - a port fetch never connects to (9, discard) is a NetworkError, never sent', async () => {
+    const error = (await failureOf(create('http://127.0.0.1:9/v1').call(summarize))) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error.message).toMatch(/bad port/);
+    expect(error.neverSent).toBe(true);
+  });
+
   it('.call() - a connection reset once the request was written is a NetworkError whose fate is unknown (perhaps billed)', async () => {
     server.cue = 'reset';
     const error = (await failureOf(provider.call(summarize))) as NetworkError;
