@@ -186,7 +186,7 @@ export class CallGate {
       settleGrant(provider.limitsCountCacheReads ?? true),
       ...(this.budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
-      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
+      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive, provider.statesLimits === false)]),
       ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
       logFailure(log),
     ];
@@ -337,7 +337,8 @@ export class CallGate {
     const worstNano = attempt.worstNanoUsd();
     const budget = this.budget!;
     const hold = await budget.reserve(worstNano, { signal });
-    if (hold === undefined) throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd);
+    if (hold === undefined)
+      throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd, budget.unknownUsd ?? 0);
     attempt.hold = hold;
   }
 

@@ -168,6 +168,13 @@ export interface Provider {
    * on what they count. @default true
    */
   readonly limitsCountCacheReads?: boolean | undefined;
+  /**
+   * Whether its answers state its limits or refuse with 429 when they are passed: false for a
+   * server that does neither and queues what is over its capacity (a self-hosted inference server),
+   * where only the calls' latency tells of overload — what the adaptive rate then reads.
+   * @default true
+   */
+  readonly statesLimits?: boolean | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
   /**
@@ -308,7 +315,12 @@ export class TimeoutError extends ProviderError {
   }
 }
 
-/** The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried. */
+/**
+ * The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried.
+ * Whether the provider may have billed it is `neverSent`: a connection refused, a name that did
+ * not resolve, a TLS handshake that failed end the call before its request was written (nothing to
+ * bill); a connection reset or closed once the request was on its way leaves its fate unknown.
+ */
 export class NetworkError extends ProviderError {
   /** The class's name, which messages, logs and results show. */
   override readonly name = 'NetworkError';
@@ -316,10 +328,20 @@ export class NetworkError extends ProviderError {
   readonly retryable = true;
   /** The system's error code, when there was one: `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, … */
   readonly code: string | undefined;
+  /**
+   * True when the connection failed before the request was written (refused, DNS, TLS handshake):
+   * the provider never saw it, so it cost nothing. False when that is not known: the request may
+   * have reached the provider, and the call may have been billed. @default false
+   */
+  readonly neverSent: boolean;
 
-  constructor(message: string, options: ProviderErrorOptions & { readonly code?: string | undefined } = {}) {
+  constructor(
+    message: string,
+    options: ProviderErrorOptions & { readonly code?: string | undefined; readonly neverSent?: boolean | undefined } = {},
+  ) {
     super(message, options);
     this.code = options.code;
+    this.neverSent = options.neverSent ?? false;
   }
 }
 

@@ -45,6 +45,24 @@ export interface HttpProviderOptions {
   readonly baseUrl?: string | undefined;
   /** The API version, for a vendor that takes one (Azure OpenAI's `api-version`, `2024-10-21`): required there, refused elsewhere. @default none */
   readonly apiVersion?: string | undefined;
+  /**
+   * The rate-limit dialect of the host, for a vendor whose API many hosts speak (OpenAI's:
+   * `openai`, `groq`, `together`, `mistral`, `none`); refused by the others.
+   * @default guessed from the base URL's host, else the vendor's own
+   */
+  readonly headers?: string | undefined;
+}
+
+/**
+ * What a host means by an HTTP status where it differs from what the status says: a refusal
+ * because the host is at capacity (`overloaded`: retried, counted as the provider's ill health),
+ * or a rate limit; `says` words it for the error's message.
+ */
+export interface StatusMeaning {
+  /** `overloaded`: a `ServerError` (retried, the breaker's to count); `rate-limited`: a `RateLimitError`. */
+  readonly means: 'overloaded' | 'rate-limited';
+  /** What the status means, in the error's message after the status. */
+  readonly says: string;
 }
 
 /** What an HTTP API is unless told otherwise. */
@@ -70,6 +88,11 @@ export interface HttpProviderDefaults {
   readonly baseUrlHint: string;
   /** What else the `type` reaches, as `--provider`'s help says it (`any OpenAI-compatible server`). @default nothing else */
   readonly alsoMeans?: string | undefined;
+  /**
+   * The limit dialects of the hosts that speak its API (OpenAI's: `openai`, `groq`, …), the
+   * providers file's `headers` choices; the vendor's own first. @default none (no `headers` taken)
+   */
+  readonly hostHeaders?: readonly string[] | undefined;
   /** What the providers file calls `baseUrl` and `model` for this vendor (Azure's `endpoint`, `deployment`). @default the same names */
   readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
@@ -226,6 +249,8 @@ interface FailureContext {
   readonly apiKey: string;
   /** The call's options: an aborted signal rejects with its reason, the timeout is named in the message. */
   readonly call: CallOptions;
+  /** What the host means by a status, where it differs from what the status says. @default what the status says */
+  readonly statusMeaning?: ((status: number) => StatusMeaning | undefined) | undefined;
 }
 
 /**
@@ -256,16 +281,21 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
   }
   // Connection failures are APIErrors too, without a status.
   if (error instanceof errors.APIError && error.status !== undefined) {
-    return errorFromStatus(error.status, headersOf(error.headers), context.readBody(error.error), context.apiKey);
+    const meaning = context.statusMeaning?.(error.status);
+    return errorFromStatus(error.status, headersOf(error.headers), context.readBody(error.error), context.apiKey, meaning);
   }
   if (error instanceof SyntaxError) return new MalformedOutputError(`the response body is not JSON (${error.message})`);
   const cause = systemCause(error);
-  if (cause !== undefined) return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause });
+  if (cause !== undefined) {
+    const neverSent = isBeforeRequest(cause.code);
+    return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause, neverSent });
+  }
   if (error instanceof errors.APIConnectionError) {
     // The SDK says only "Connection error."; what fetch said beneath it ("bad port") is the news.
     const root = rootCause(error);
     const detail = root === error ? '' : ` (${root.message})`;
-    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error });
+    // fetch refuses a port it never connects to (9, 25, 6000, …) before anything leaves.
+    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error, neverSent: root.message === 'bad port' });
   }
   return error;
 }
@@ -275,7 +305,7 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
  * an empty account (OpenAI's `insufficient_quota`), the body's own word where the status says too
  * little (a key refused with a 400, a wait in the body), and `x-should-retry: false` obeyed.
  */
-function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
+function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string, meaning?: StatusMeaning): Error {
   const codes = body.codes.filter((code): code is string => typeof code === 'string' && code !== '');
   const said = typeof body.message === 'string' && body.message !== '' ? `: ${blankOut(body.message, apiKey)}` : '';
   const options = { status, headers };
@@ -289,6 +319,9 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
   }
   const retryable = headers['x-should-retry'] === 'false' ? false : undefined;
   const retryAfterMs = retryAfterOf(headers) ?? bodyWaitMs(body.retryAfterMs);
+  if (meaning?.means === 'overloaded') return new ServerError(`${status} ${meaning.says}${said}`, { ...options, retryAfterMs, retryable });
+  if (meaning?.means === 'rate-limited')
+    return new RateLimitError(`${status} rate limited, ${meaning.says}${said}`, { ...options, retryAfterMs, retryable });
   if (status === 429 || body.means === 'rate-limited')
     return new RateLimitError(`${status} rate limited${said}`, { ...options, retryAfterMs, retryable });
   if (status >= 500) return new ServerError(`${status} server error${said}`, { ...options, retryAfterMs, retryable });
@@ -360,6 +393,42 @@ export function apiBodyOf(data: unknown, response: Response, meta: ProviderError
 /** Response headers as the gate reads them: a plain record, names lower-case. */
 export function headersOf(headers: Headers | undefined): ResponseHeaders {
   return headers === undefined ? {} : Object.fromEntries(headers.entries());
+}
+
+/**
+ * The system codes of a connection that failed before a byte of the request was written: refused,
+ * no route, a name that does not resolve, a connect that timed out, a TLS handshake that failed
+ * (a certificate refused, a protocol no side speaks). A reset or a close (`ECONNRESET`, `EPIPE`,
+ * undici's `UND_ERR_SOCKET`, "socket hang up") may come once the request is on its way: not here.
+ */
+const BEFORE_REQUEST = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NODATA',
+  'EAI_NONAME',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Whether a connection that failed with `code` failed before its request was written (see BEFORE_REQUEST; OpenSSL's `ERR_SSL_…` are the handshake's). */
+function isBeforeRequest(code: string): boolean {
+  return BEFORE_REQUEST.has(code) || code.startsWith('ERR_SSL_');
 }
 
 /** The first error down the `cause` chain with a system code (`ECONNREFUSED`, `ERR_SSL_…`, `UND_ERR_SOCKET`). */
