@@ -7,3 +7,4 @@ export type { GatewayConfig, GatewayKey, GatewayConfigContext } from './gateway-
 export { localKeyStores } from './gateway-keys.ts';
 export type { KeyStores } from './gateway-keys.ts';
 export { FairQueue } from './fair-queue.ts';
+export { redisGatewayStores } from './redis-stores.ts';
