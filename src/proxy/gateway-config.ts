@@ -103,6 +103,19 @@ export function parseGatewayConfig(json: unknown, context: GatewayConfigContext,
       throw new ConfigError(`${source}: keys[${index}].key: expected a key no other entry has, got the key of another`);
     seen.set(key.name, key.key);
   });
+  // A budget is held at its members' prices: a member without one could spend it unseen.
+  keys.forEach((key, index) => {
+    if (key.maxCostUsd === undefined) return;
+    for (const model of key.models ?? Object.keys(models)) {
+      const target = models[model]!;
+      const members = pools.find((pool) => pool.name === target)?.members ?? [target];
+      const unpriced = providers.findIndex((provider) => members.includes(provider.name) && provider.price === undefined);
+      if (unpriced >= 0)
+        throw new ConfigError(
+          `${source}: keys[${index}].maxCostUsd: expected a price on every provider its models reach, got none on providers[${unpriced}] (${providers[unpriced]!.name}, for ${model})`,
+        );
+    }
+  });
   return { providers, pools, models, keys };
 }
 

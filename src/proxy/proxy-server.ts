@@ -463,8 +463,8 @@ export class ProxyServer {
   /** Holds the request's worst case on the key's budget; undefined when it does not fit (refused). */
   async #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number) {
     const price = dearest(members);
-    if (key.budget === undefined || price === undefined) return { worstNano: 0, settle: (_nano: number) => {} };
-    const worstNano = usageNanoUsd({ inputTokens, outputTokens }, price);
+    const worstNano = price === undefined ? 0 : usageNanoUsd({ inputTokens, outputTokens }, price);
+    if (key.budget === undefined || price === undefined) return { worstNano, settle: (_nano: number) => {} };
     const hold = await key.budget.reserve(worstNano);
     if (hold === undefined) return undefined;
     return { worstNano, settle: (nano: number) => hold.settle(nano) };
