@@ -150,6 +150,8 @@ export async function forward(
   return last ?? { kind: 'unavailable' };
 }
 
+let nextTurn = 0;
+
 /** The member that would grant soonest, its circuit's permit, and its limits acquired for `cost`. */
 async function choose(
   members: readonly UpstreamMember[],
@@ -160,8 +162,15 @@ async function choose(
 ): Promise<Chosen> {
   const open = members.filter((member) => member.breaker?.state.kind !== 'open');
   const fresh = open.filter((member) => !tried.has(member));
-  const candidates = (fresh.length > 0 ? fresh : open).map((member) => ({ member, backlogMs: member.limits.backlogMs(1, cost) }));
-  candidates.sort((a, b) => a.backlogMs - b.backlogMs);
+  const pool = fresh.length > 0 ? fresh : open;
+  // Soonest first; members equally soon take turns, so that a quiet pool spreads its calls.
+  const turn = nextTurn++;
+  const candidates = pool.map((member, index) => ({
+    member,
+    backlogMs: member.limits.backlogMs(1, cost),
+    order: (index + turn) % pool.length,
+  }));
+  candidates.sort((a, b) => a.backlogMs - b.backlogMs || a.order - b.order);
   for (const { member } of candidates) {
     let permit: BreakerPermit | undefined;
     try {
