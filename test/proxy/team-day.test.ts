@@ -71,7 +71,8 @@ describe("a team's day on two replicas", () => {
     let killed: Promise<void> | undefined;
     const outcomes: Record<string, { ok: number; budget: number; limit: number; other: unknown[] }> = {};
     const hammer = async (key: string, send: (replica: number) => Promise<unknown>, count: number) => {
-      const tally = (outcomes[key] = { ok: 0, budget: 0, limit: 0, other: [] as unknown[] });
+      const tally = { ok: 0, budget: 0, limit: 0, other: [] as unknown[] };
+      outcomes[key] = tally;
       let next = 0;
       await Promise.all(
         Array.from({ length: 6 }, async () => {
