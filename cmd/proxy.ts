@@ -38,8 +38,8 @@ const EXAMPLES = `
 The config (JSON, or YAML for a .yaml/.yml file): "providers" and "pools" exactly as a run's providers file
 (--config), "models" (the model a client asks for -> a provider or pool name) and "keys" ([{ "name", "key" or
 "keyEnv", "maxCostUsd", "limits", "weight", "models" }]). Each provider's upstream key is read from its apiKeyEnv.
-Clients call POST /v1/chat/completions (OpenAI's API) and POST /v1/messages (Anthropic's) with a key of the
-config in Authorization: Bearer KEY or x-api-key: KEY; GET /metrics (Prometheus) and GET /healthz need none.
+Clients call the vendors' chat routes as they call the vendors (POST /v1/chat/completions, POST /v1/messages), with
+a key of the config in Authorization: Bearer KEY or x-api-key: KEY; GET /metrics (Prometheus), GET /healthz need none.
 
 Examples:
   $ npx news-processor proxy --config fixtures/gateway.json                  a free port, printed

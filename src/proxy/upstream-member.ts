@@ -32,8 +32,13 @@ export interface UpstreamResponse {
   readonly body: IncomingMessage;
 }
 
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+/** Keep-alive connections to the members, made on the first call (importing the module makes nothing). */
+let agents: { readonly http: HttpAgent; readonly https: HttpsAgent } | undefined;
+const agentsNow = () =>
+  (agents ??= {
+    http: new HttpAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY }),
+    https: new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY }),
+  });
 
 /** Sends one request upstream; resolves at the response's head, rejects on a connection that fails or `signal`. */
 export function sendUpstream(sent: UpstreamRequest, signal: AbortSignal, timeoutMs: number): Promise<UpstreamResponse> {
@@ -45,7 +50,7 @@ export function sendUpstream(sent: UpstreamRequest, signal: AbortSignal, timeout
       url,
       {
         method: 'POST',
-        agent: secure ? httpsAgent : httpAgent,
+        agent: secure ? agentsNow().https : agentsNow().http,
         headers: { ...sent.headers, 'content-length': String(body.length) },
         signal,
         timeout: Number.isFinite(timeoutMs) ? timeoutMs : undefined,
