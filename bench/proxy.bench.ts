@@ -73,14 +73,29 @@ type Autocannon = (options: {
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 async function load(port: number, body: string, options: { duration?: number; amount?: number }) {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/chat/completions`, connections: CONNECTIONS, method: 'POST', headers: HEADERS, body, ...options });
-  return { perSecond: result.requests.total / result.duration, errors: result.errors + result.non2xx, p50Ms: result.latency.p50, p99Ms: result.latency.p99 };
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/v1/chat/completions`,
+    connections: CONNECTIONS,
+    method: 'POST',
+    headers: HEADERS,
+    body,
+    ...options,
+  });
+  return {
+    perSecond: result.requests.total / result.duration,
+    errors: result.errors + result.non2xx,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+  };
 }
 
 const rssMiB = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 const upstream = await start('./proxy/upstream.ts');
-const [forwarder, proxy] = await Promise.all([start('./proxy/forwarder.ts', String(upstream.port)), start('./proxy/proxy.ts', String(upstream.port))]);
+const [forwarder, proxy] = await Promise.all([
+  start('./proxy/forwarder.ts', String(upstream.port)),
+  start('./proxy/proxy.ts', String(upstream.port)),
+]);
 const children = [upstream.child, forwarder.child, proxy.child];
 try {
   const targets = [
@@ -115,17 +130,35 @@ try {
 
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`;
   console.log(`## Proxy latency (${SEQUENTIAL.toLocaleString('en')} sequential requests each, interleaved; ${machine})\n`);
-  console.log(markdownTable(['path', 'p50'], targets.map((target, index) => [target.name, formatMs(p50[index]!)])));
-  console.log(`\nThe proxy over the bare hop: **${formatMs(ours - bare)}** p50 (goal ≤ 0.5 ms); over direct: ${formatMs(ours - direct)}.\n`);
+  console.log(
+    markdownTable(
+      ['path', 'p50'],
+      targets.map((target, index) => [target.name, formatMs(p50[index]!)]),
+    ),
+  );
+  console.log(
+    `\nThe proxy over the bare hop: **${formatMs(ours - bare)}** p50 (goal ≤ 0.5 ms); over direct: ${formatMs(ours - direct)}.\n`,
+  );
   console.log(`## Proxy throughput (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s each)\n`);
   console.log(
     markdownTable(
       ['path', 'requests/s', 'p50', 'p99', 'errors'],
-      throughput.map((row) => [row.name, Math.round(row.perSecond).toLocaleString('en'), `${row.p50Ms} ms`, `${row.p99Ms} ms`, String(row.errors)]),
+      throughput.map((row) => [
+        row.name,
+        Math.round(row.perSecond).toLocaleString('en'),
+        `${row.p50Ms} ms`,
+        `${row.p99Ms} ms`,
+        String(row.errors),
+      ]),
     ),
   );
   console.log(`\n## Proxy memory over a soak of ${SOAK.toLocaleString('en')} requests (resident set)\n`);
-  console.log(markdownTable(['requests', 'RSS'], samples.map((sample) => [sample.requests.toLocaleString('en'), `${sample.rssMiB.toFixed(1)} MiB`])));
+  console.log(
+    markdownTable(
+      ['requests', 'RSS'],
+      samples.map((sample) => [sample.requests.toLocaleString('en'), `${sample.rssMiB.toFixed(1)} MiB`]),
+    ),
+  );
   mkdirSync(here('./results'), { recursive: true });
   writeFileSync(
     here('./results/proxy.json'),

@@ -16,7 +16,9 @@ const chunk = (choices: unknown[], usage: unknown) =>
 
 const STREAM = [
   chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], null),
-  ...['Markets', ' rose', ' on', ' the', ' news', '.'].map((piece) => chunk([{ index: 0, delta: { content: piece }, finish_reason: null }], null)),
+  ...['Markets', ' rose', ' on', ' the', ' news', '.'].map((piece) =>
+    chunk([{ index: 0, delta: { content: piece }, finish_reason: null }], null),
+  ),
   chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], null),
   chunk([], { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 }),
   'data: [DONE]\n\n',
