@@ -3,7 +3,8 @@ import { createWriteStream } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatDuration } from '../src/mechanisms.ts';
 import { ConfigError, MissingPackageError } from '../src/index.ts';
-import { loadGatewayConfig, PROXY_DEFAULTS, ProxyServer, redisGatewayStores } from '../src/proxy/index.ts';
+import { loadGatewayConfig, PROXY_DEFAULTS, ProxyServer, proxyTelemetry, redisGatewayStores } from '../src/proxy/index.ts';
+import { otelOption, startTelemetry } from './otel.ts';
 import { accepting, duration, integer, oneOf } from './parse-values.ts';
 import { addRedisConnectionOptions, connectFlags, type RedisConnectionFlags } from './redis-options.ts';
 import { LOG_LEVELS } from './run-options.ts';
@@ -22,6 +23,7 @@ interface ProxyFlags extends RedisConnectionFlags {
   maxBody: number;
   log?: string;
   logLevel: (typeof LOG_LEVELS)[number];
+  otel: boolean;
 }
 
 const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
@@ -78,6 +80,7 @@ export function buildProxyCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option('--log <file>', 'append a JSON line per request: key name, model, member, tokens, cost, status, ms (no prompt, no key)'),
     )
+    .addOption(otelOption())
     .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
         .argParser(oneOf(LOG_LEVELS))
@@ -110,6 +113,8 @@ async function proxy(flags: ProxyFlags): Promise<number> {
   const logger = createLogger(flags);
   const connection = flags.redis === undefined ? undefined : await connectFlags({ ...flags, redis: flags.redis }, logger);
   const stores = connection === undefined ? {} : redisGatewayStores(connection, flags.redisPrefix);
+  const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
+  const traced = telemetry === undefined ? undefined : await proxyTelemetry();
   const log = flags.log === undefined ? undefined : createWriteStream(flags.log, { flags: 'a' });
   log?.on('error', (error) => process.stderr.write(`warning: --log ${flags.log}: ${systemErrorText(error)}\n`));
   const server = await ProxyServer.create({
@@ -119,7 +124,13 @@ async function proxy(flags: ProxyFlags): Promise<number> {
     maxWaitMs: flags.maxWait,
     maxBodyBytes: flags.maxBody,
     logger,
-    onRequest: log === undefined ? undefined : (line) => log.write(`${JSON.stringify(line)}\n`),
+    onRequest:
+      log === undefined && traced === undefined
+        ? undefined
+        : (line) => {
+            log?.write(`${JSON.stringify(line)}\n`);
+            traced?.(line);
+          },
   });
   // Listening for signals before the server listens: a stop asked for while it starts is not lost.
   const stop = new Promise<NodeJS.Signals>((resolve) => {
@@ -143,5 +154,6 @@ async function proxy(flags: ProxyFlags): Promise<number> {
   await server.close();
   await new Promise<void>((resolve) => (log === undefined ? resolve() : log.end(resolve)));
   await connection?.close();
+  await telemetry?.shutdown();
   return 0;
 }

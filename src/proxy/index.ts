@@ -8,3 +8,4 @@ export { localKeyStores } from './gateway-keys.ts';
 export type { KeyStores } from './gateway-keys.ts';
 export { FairQueue } from './fair-queue.ts';
 export { redisGatewayStores } from './redis-stores.ts';
+export { proxyTelemetry } from './proxy-telemetry.ts';
