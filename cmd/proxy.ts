@@ -3,7 +3,8 @@ import { createWriteStream } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatDuration } from '../src/mechanisms.ts';
 import { ConfigError, MissingPackageError } from '../src/index.ts';
-import { loadGatewayConfig, PROXY_DEFAULTS, ProxyServer, proxyTelemetry, redisGatewayStores } from '../src/proxy/index.ts';
+// The defaults alone at once (for --help): the gateway itself loads when the command runs.
+import { PROXY_DEFAULTS } from '../src/proxy/proxy-defaults.ts';
 import { otelOption, startTelemetry } from './otel.ts';
 import { accepting, duration, integer, oneOf } from './parse-values.ts';
 import { addRedisConnectionOptions, connectFlags, type RedisConnectionFlags } from './redis-options.ts';
@@ -95,6 +96,7 @@ export function buildProxyCommand(onExit: (code: number) => void): Command {
 }
 
 async function proxy(flags: ProxyFlags): Promise<number> {
+  const { loadGatewayConfig, ProxyServer, proxyTelemetry, redisGatewayStores } = await import('../src/proxy/index.ts');
   let config: Awaited<ReturnType<typeof loadGatewayConfig>>;
   try {
     config = await loadGatewayConfig(flags.config, { env: process.env });

@@ -1,6 +1,7 @@
 // `news-processor/proxy`'s pieces, for the command and for a gateway of one's own: the server, its
 // config, where its budgets, buckets and limits live.
-export { ProxyServer, PROXY_DEFAULTS } from './proxy-server.ts';
+export { ProxyServer } from './proxy-server.ts';
+export { PROXY_DEFAULTS } from './proxy-defaults.ts';
 export type { ProxyServerOptions, ProxyLogLine } from './proxy-server.ts';
 export { loadGatewayConfig, parseGatewayConfig } from './gateway-config.ts';
 export type { GatewayConfig, GatewayKey, GatewayConfigContext } from './gateway-config.ts';

@@ -22,20 +22,8 @@ import type { GatewayConfig } from './gateway-config.ts';
 import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores } from './gateway-keys.ts';
 import { ProxyMetrics } from './proxy-metrics.ts';
 import { answerClient, type Settle } from './answer-client.ts';
+import { PROXY_DEFAULTS } from './proxy-defaults.ts';
 import type { UpstreamMember } from './upstream-member.ts';
-
-/** What a proxy does unless told otherwise. */
-export const PROXY_DEFAULTS = Object.freeze({
-  host: '127.0.0.1',
-  /** 0: a free port, which `listen` resolves with. */
-  port: 0,
-  /** Ms a request may wait for the upstream's quota (its turn in the fair queue included) before a 429. */
-  maxWaitMs: 30_000,
-  /** The largest request body, bytes (10 MiB). */
-  maxBodyBytes: 10 * 1024 * 1024,
-  /** Ms an upstream call may take when its provider sets no `callTimeout`. */
-  callTimeoutMs: 600_000,
-});
 
 /** One request as `--log` writes it: no prompt, no key. */
 export interface ProxyLogLine {
