@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { BreakerPermit } from '../breaker/circuit-breaker.ts';
 import { sleep, type Clock } from '../clock.ts';
 import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
@@ -21,6 +22,8 @@ export interface Forwarding {
   /** The route's members that speak the client's API. */
   readonly members: readonly UpstreamMember[];
   readonly body: Record<string, unknown>;
+  /** The client's headers, for the wire to pass on those of its API that shape the answer. */
+  readonly clientHeaders: IncomingHttpHeaders;
   readonly facts: ProxyRequestFacts;
   /** The request's output cap: its own, or the route's. */
   readonly maxOutputTokens: number;
@@ -95,7 +98,7 @@ export async function forward(
     let response: UpstreamResponse;
     try {
       response = await sendUpstream(
-        member.wire.request(request.body, member.target, facts, request.maxOutputTokens),
+        member.wire.request(request.body, member.target, facts, request.maxOutputTokens, request.clientHeaders),
         signal,
         member.callTimeoutMs,
       );

@@ -391,6 +391,7 @@ export class ProxyServer {
           route,
           members,
           body: body as Record<string, unknown>,
+          clientHeaders: req.headers,
           facts,
           maxOutputTokens,
           inputTokens,

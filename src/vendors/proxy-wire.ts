@@ -66,7 +66,14 @@ export interface ProxyUpstream {
    * The request for `body` at `target`: the member's model, `maxOutputTokens` when the client named
    * none (so the answer cannot pass what was held for it), and, streaming, the final usage asked for.
    */
-  request(body: Record<string, unknown>, target: UpstreamTarget, facts: ProxyRequestFacts, maxOutputTokens: number): UpstreamRequest;
+  request(
+    body: Record<string, unknown>,
+    target: UpstreamTarget,
+    facts: ProxyRequestFacts,
+    maxOutputTokens: number,
+    /** The client's request headers: those of the API's own that shape the answer (a version, a beta) go on. */
+    clientHeaders: IncomingHttpHeaders,
+  ): UpstreamRequest;
   /** The usage of a whole answer's body. */
   usageOf(body: unknown): TokenUsage | undefined;
   /** Watches one stream of the client's request `body`. */

@@ -6,6 +6,7 @@
  * `message_delta` events (which Anthropic always sends).
  */
 
+import type { IncomingHttpHeaders } from 'node:http';
 import { type Failure, InvalidRequestError, isRecord, jsonType, readTokenLimit } from '../serve/chat-api.ts';
 import {
   type ProxyClientApi,
@@ -51,11 +52,26 @@ export const ANTHROPIC_PROXY_CLIENT: ProxyClientApi = Object.freeze({
 export const ANTHROPIC_PROXY_WIRE: ProxyWire = Object.freeze({
   client: ANTHROPIC_PROXY_CLIENT,
   upstream: Object.freeze({
-    request: (body: Record<string, unknown>, target: UpstreamTarget, _facts: ProxyRequestFacts, _maxOutputTokens: number) => ({
-      url: `${target.baseUrl.replace(/\/+$/, '')}/v1/messages`,
-      headers: { 'content-type': 'application/json', 'x-api-key': target.apiKey, 'anthropic-version': API_VERSION },
-      body: JSON.stringify({ ...body, model: target.model }),
-    }),
+    request: (
+      body: Record<string, unknown>,
+      target: UpstreamTarget,
+      _facts: ProxyRequestFacts,
+      _maxOutputTokens: number,
+      clientHeaders: IncomingHttpHeaders,
+    ) => {
+      const version = clientHeaders['anthropic-version'];
+      const beta = clientHeaders['anthropic-beta'];
+      return {
+        url: `${target.baseUrl.replace(/\/+$/, '')}/v1/messages`,
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': target.apiKey,
+          'anthropic-version': typeof version === 'string' ? version : API_VERSION,
+          ...(typeof beta === 'string' ? { 'anthropic-beta': beta } : {}),
+        },
+        body: JSON.stringify({ ...body, model: target.model }),
+      };
+    },
     usageOf: (body: unknown) => (isRecord(body) ? usageOfMessage(body.usage) : undefined),
     watchStream() {
       let start: Record<string, unknown> | undefined;
