@@ -23,3 +23,5 @@ const config = parseGatewayConfig(
 const proxy = await ProxyServer.create({ config, apiKeys: { instant: 'upstream-key' } });
 const url = await proxy.listen({ port: 0 });
 process.stdout.write(`${new URL(url).port}\n`);
+// A clean exit on SIGINT (what --cpu-prof needs to write its profile).
+process.once('SIGINT', () => process.exit(0));

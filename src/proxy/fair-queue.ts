@@ -44,6 +44,19 @@ export class FairQueue {
     const startTag = Math.max(this.#virtualTime, this.#lastFinish.get(flow) ?? 0);
     const finishTag = startTag + cost / weight;
     this.#lastFinish.set(flow, finishTag);
+    if (!this.#serving && this.#waiting.length === 0) {
+      // Nobody ahead: served at once, without waiting for a turn of the pump.
+      this.#serving = true;
+      this.#virtualTime = Math.max(this.#virtualTime, startTag);
+      const served = serve();
+      const next = () => {
+        this.#serving = false;
+        if (this.#waiting.length > 0) void this.#pump();
+        else this.#forget();
+      };
+      served.then(next, next);
+      return served;
+    }
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter<T> = {
         flow,
@@ -88,12 +101,16 @@ export class FairQueue {
         }
         waiter.done = true;
       }
-      // Nobody waits: the flows' history no longer matters (and the map stays bounded).
-      this.#lastFinish.clear();
-      this.#virtualTime = 0;
+      this.#forget();
     } finally {
       this.#serving = false;
     }
+  }
+
+  /** Nobody waits: the flows' history no longer matters (and the map stays bounded). */
+  #forget(): void {
+    this.#lastFinish.clear();
+    this.#virtualTime = 0;
   }
 
   /** Takes out the waiter with the lowest finish tag (the earliest arrival among equals). */

@@ -58,6 +58,15 @@ export interface ProxyServerOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** A request's hold on its key's budget: its worst case, and how it is settled. */
+interface Held {
+  readonly worstNano: number;
+  settle(nano: number): void;
+}
+
+/** The verdict of a key without limits. */
+const NO_LIMITS = Object.freeze({ allowed: true as const, headers: {} as Record<string, string> });
+
 /** The gateway's worst-case price over members: the dearest input (or cache write) and output per million tokens. */
 function dearest(members: readonly UpstreamMember[]): ProviderPrice | undefined {
   if (members.some((member) => member.price === undefined)) return undefined;
@@ -342,7 +351,7 @@ export class ProxyServer {
     const maxOutputTokens = facts.maxOutputTokens ?? Math.min(...members.map((member) => member.maxOutputTokens));
     // At most one token a byte of the body, and what the vendor adds to each request.
     const inputTokens = raw.length + Math.max(...members.map((member) => member.perRequestTokens));
-    const limited = await takeKeyLimits(key, { input: inputTokens, output: maxOutputTokens });
+    const limited = key.limits.length === 0 ? NO_LIMITS : await takeKeyLimits(key, { input: inputTokens, output: maxOutputTokens });
     if (!limited.allowed) {
       fail(
         {
@@ -355,7 +364,8 @@ export class ProxyServer {
       );
       return;
     }
-    const settle = await this.#hold(key, members, inputTokens, maxOutputTokens);
+    const held = this.#hold(key, members, inputTokens, maxOutputTokens);
+    const settle = held instanceof Promise ? await held : held;
     if (settle === undefined) {
       fail(
         {
@@ -450,13 +460,13 @@ export class ProxyServer {
   }
 
   /** Holds the request's worst case on the key's budget; undefined when it does not fit (refused). */
-  async #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number) {
+  #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
     const price = dearest(members);
     const worstNano = price === undefined ? 0 : usageNanoUsd({ inputTokens, outputTokens }, price);
-    if (key.budget === undefined || price === undefined) return { worstNano, settle: (_nano: number) => {} };
-    const hold = await key.budget.reserve(worstNano);
-    if (hold === undefined) return undefined;
-    return { worstNano, settle: (nano: number) => hold.settle(nano) };
+    if (key.budget === undefined || price === undefined) return { worstNano, settle: () => {} };
+    return key.budget
+      .reserve(worstNano)
+      .then((hold) => (hold === undefined ? undefined : { worstNano, settle: (nano: number) => hold.settle(nano) }));
   }
 
   /** The body, or undefined past the cap (the rest left unread: the connection closes after the 413). */
