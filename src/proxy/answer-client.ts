@@ -32,7 +32,7 @@ export async function answerClient(
   try {
     const isStream = stream && /^text\/event-stream/i.test(String(response.headers['content-type'] ?? ''));
     if (!isStream) {
-      const bytes = await readAll(response.body);
+      const bytes = (await readAll(response.body))!;
       try {
         usage = member.wire.usageOf(JSON.parse(bytes.toString('utf8')));
       } catch {

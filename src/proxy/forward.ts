@@ -119,7 +119,7 @@ export async function forward(
       tell(member, 'ok');
       return { kind: 'answer', member, grant, response };
     }
-    const body = await readAll(response.body).catch(() => Buffer.alloc(0));
+    const body = (await readAll(response.body).catch(() => undefined)) ?? Buffer.alloc(0);
     grant.settle(NO_TOKENS);
     last = {
       kind: 'upstream',

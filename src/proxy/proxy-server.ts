@@ -23,7 +23,7 @@ import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStor
 import { ProxyMetrics } from './proxy-metrics.ts';
 import { answerClient, type Settle } from './answer-client.ts';
 import { PROXY_DEFAULTS } from './proxy-defaults.ts';
-import type { UpstreamMember } from './upstream-member.ts';
+import { readAll, type UpstreamMember } from './upstream-member.ts';
 
 /** One request as `--log` writes it: no prompt, no key. */
 export interface ProxyLogLine {
@@ -470,16 +470,9 @@ export class ProxyServer {
   }
 
   /** The body, or undefined past the cap (the rest left unread: the connection closes after the 413). */
-  async #readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  #readBody(req: IncomingMessage): Promise<Buffer | undefined> | undefined {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) return undefined;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > this.#maxBodyBytes) return undefined;
-      chunks.push(chunk as Buffer);
-    }
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    return readAll(req, this.#maxBodyBytes);
   }
 }

@@ -63,11 +63,27 @@ export function sendUpstream(sent: UpstreamRequest, signal: AbortSignal, timeout
   });
 }
 
-/** Reads a response body whole. */
-export async function readAll(body: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+/**
+ * Reads a body whole — at most `maxBytes`, resolving with undefined past them (the rest left
+ * unread). By its events: an async iterator costs a promise per chunk.
+ */
+export function readAll(body: IncomingMessage, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        body.off('data', onData);
+        body.pause();
+        resolve(undefined);
+      } else chunks.push(chunk);
+    };
+    body.on('data', onData);
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    body.once('error', reject);
+    body.once('aborted', () => reject(new Error('the body was cut off')));
+  });
 }
 
 /** Whether an upstream status is worth another member: its quota (429), or its failure (5xx). */
