@@ -413,7 +413,8 @@ export class ProxyServer {
       );
       if (forwarded.kind === 'busy' || forwarded.kind === 'unavailable') {
         const busy = forwarded.kind === 'busy';
-        const seconds = busy ? Math.max(1, Math.ceil(forwarded.retryAfterMs / 1000)) : 1;
+        // A quota that never grants it (a rate of 0) says a minute, not Infinity.
+        const seconds = busy ? (Number.isFinite(forwarded.retryAfterMs) ? Math.max(1, Math.ceil(forwarded.retryAfterMs / 1000)) : 60) : 1;
         fail(
           busy
             ? {

@@ -88,6 +88,30 @@ describe('a key of the proxy', () => {
     });
   });
 
+  it("waits for the upstream's quota up to --max-wait, then answers 429 with retry-after", async () => {
+    const up = await upstream();
+    const [oa] = twoVendors(up.url, up.url);
+    const { url } = await gateway(
+      {
+        providers: [{ ...oa, limits: [{ kind: 'requests', rate: 1, per: 'minute', burst: 1 }] }],
+        models: { fast: 'oa' },
+        keys: [{ name: 'a', key: 'sk-a' }],
+      },
+      { maxWaitMs: 200 },
+    );
+    const post = () =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk-a', 'content-type': 'application/json' },
+        body: JSON.stringify(ASK),
+      });
+    expect((await post()).status).toBe(200);
+    const busy = await post();
+    expect(busy.status).toBe(429);
+    expect(Number(busy.headers.get('retry-after'))).toBeGreaterThanOrEqual(59);
+    expect(await busy.json()).toMatchObject({ error: { message: expect.stringContaining("upstream's quota") } });
+  });
+
   it('never shows a key in /metrics or the log, only its name', async () => {
     const { url, lines } = await team([{ name: 'team-a', key: 'sk-secret-team-a' }]);
     await openai(url, 'sk-secret-team-a').chat.completions.create(ASK);
