@@ -26,18 +26,21 @@ export interface BudgetStop {
   readonly rounds: number;
 }
 
-/** Whether a round the budget cuts short goes: counted once it does. */
+/** Which rounds the budget cuts short go, counted as they go. */
 export class BudgetRounds {
   #firstRows = 0;
   #rounds = 0;
 
-  /** Whether a round of `rows` that the budget cut short goes; `rows` 0 never does. */
-  takes(rows: number): boolean {
+  /** Whether a round of `rows` that the budget cut short may go; `rows` 0 never does. */
+  allows(rows: number): boolean {
     if (rows === 0) return false;
-    if (this.#rounds > 0 && (this.#rounds >= BUDGET_ROUNDS || rows < Math.ceil(this.#firstRows * BUDGET_ROUND_SHARE))) return false;
+    return this.#rounds === 0 || (this.#rounds < BUDGET_ROUNDS && rows >= Math.ceil(this.#firstRows * BUDGET_ROUND_SHARE));
+  }
+
+  /** A round the budget cut short went with `rows`. */
+  went(rows: number): void {
     if (this.#rounds === 0) this.#firstRows = rows;
     this.#rounds++;
-    return true;
   }
 
   /** What the run says when the budget stops it: `nextRoundRows` fit and did not go, `leftUsd` unspent. */

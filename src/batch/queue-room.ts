@@ -1,3 +1,10 @@
+/** A batch refused for the queue: its estimated tokens, the run's before it (undefined: not known), its id once it had one. */
+export interface QueuedAt {
+  readonly tokens: number;
+  readonly enqueued: number | undefined;
+  readonly batchId?: string | undefined;
+}
+
 /**
  * The provider's queue as a batch run counts it. The provider counts a batch's tokens its own way,
  * which is not the run's to know, but a refusal proves something of it: refused with `E` of the
@@ -46,7 +53,7 @@ export class QueueRoom {
    * before it (undefined: not known, as for a batch a resumed run found in flight). Returns whether
    * it taught the queue's room anything (not without the queue's tokens, or the batch's).
    */
-  refused(tokens: number, enqueued: number | undefined, batchId?: string): boolean {
+  refused({ tokens, enqueued, batchId }: QueuedAt): boolean {
     this.#refused = true;
     if (batchId !== undefined) this.#before.delete(batchId);
     if (this.#limit === undefined || enqueued === undefined || tokens + enqueued <= 0) return false;

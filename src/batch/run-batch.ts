@@ -16,7 +16,7 @@ import { batchTelling } from './batch-telling.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
 import { BudgetRounds, type BudgetStop } from './budget-rounds.ts';
-import { QueueRoom } from './queue-room.ts';
+import { QueueRoom, type QueuedAt } from './queue-room.ts';
 import { changedTasks } from '../tasks/task-fingerprint.ts';
 import { checkPlan, planRun } from '../pipeline/run-plan.ts';
 import { callLive } from './live-fallback.ts';
@@ -277,7 +277,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     let allowed = await sized(fits);
     // A round the budget cuts short goes while it is not tiny beside the first (budget-rounds.ts); when
     // it does not, batches in flight will free what they hold, and with none the run stops here.
-    if (fits.length < ready.length && !rounds.takes(allowed.length)) {
+    const cutShort = fits.length < ready.length;
+    if (cutShort && !rounds.allows(allowed.length)) {
       if (pending.length === 0) {
         budgetStopped = true;
         budgetStop = rounds.stop(allowed.length, (maxNano - spentNano) / NANO_USD);
@@ -289,6 +290,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const probing = queue.refusedLately;
     const canSubmit = !(probing && pending.length > 0);
     let tokensRoom = queue.room(enqueuedTokens());
+    const rowsBefore = rows;
     for (let at = 0; canSubmit && at < allowed.length && !options.signal?.aborted; ) {
       let cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
       // With nothing of ours in the queue a row goes whatever the room: the provider says whether it fits.
@@ -303,7 +305,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         batch = await api.submit(chunk);
       } catch (error) {
         if (!isBatchQueueFullError(error)) throw error;
-        await refused(chunk, error.message, pending.length === 0, cut.tokens, enqueued);
+        await refused(chunk, error.message, pending.length === 0, { tokens: cut.tokens, enqueued });
         break;
       }
       queue.submitted(batch.batchId, enqueued);
@@ -321,6 +323,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       await options.onState?.(state());
       if (probing) break;
     }
+    if (cutShort && rows > rowsBefore) rounds.went(rows - rowsBefore);
     // Rows held back (the budget, the queue, a signal) — ready ones still in no batch — are looked at
     // again next pass.
     for (const row of ready) {
@@ -358,14 +361,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           row.batchId = undefined;
         }
         const alone = polled.every((other) => other === batch || done.includes(other));
-        await refused(
-          chunk,
-          'the batch failed: token_limit_exceeded',
-          alone,
-          batch.inputTokens ?? 0,
-          queue.before(batch.batchId),
-          batch.batchId,
-        );
+        const queued = { tokens: batch.inputTokens ?? 0, enqueued: queue.before(batch.batchId), batchId: batch.batchId };
+        await refused(chunk, 'the batch failed: token_limit_exceeded', alone, queued);
         continue;
       }
       // Read as they come (a batch's results may be larger than is worth holding), then the rows they
@@ -434,17 +431,10 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
    * the next are half the size; a single row refused so is a failed row (the queue cannot take it),
    * so that it ends.
    */
-  async function refused(
-    chunk: readonly HeldRow[],
-    reason: string,
-    alone: boolean,
-    tokens: number,
-    enqueued: number | undefined,
-    batchId?: string,
-  ): Promise<void> {
+  async function refused(chunk: readonly HeldRow[], reason: string, alone: boolean, queued: QueuedAt): Promise<void> {
     batchesRefused++;
     for (const row of chunk) toScan.add(row.entry);
-    const learned = queue.refused(tokens, enqueued, batchId);
+    const learned = queue.refused(queued);
     if (!alone) return;
     if (chunk.length > 1) {
       if (!learned) rowCap = Math.max(1, Math.floor(chunk.length / 2));
