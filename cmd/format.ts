@@ -110,7 +110,10 @@ function resultLine(result: ArticleResult): string {
 
 /** What the run had spent before (a resumed run's results file says), in USD: the summary then says "this run" and "in all". */
 export interface SummaryContext {
+  /** With --resume: what the results file says earlier runs spent, in USD. */
   readonly earlierCostUsd?: number | undefined;
+  /** With --resume: what it says earlier runs' calls of unknown fate may have cost, in USD. */
+  readonly earlierUnknownUsd?: number | undefined;
 }
 
 /** A provider's rate as configured, and where the adaptive rate settled it. */
@@ -183,14 +186,14 @@ export function formatSummary(summary: RunSummary, context: SummaryContext = {})
       ...rareFailures(t),
       ...(t.calls === 0 ? [] : [`latency p50 ${formatMs(t.latencyMs.p50)} p95 ${formatMs(t.latencyMs.p95)}`]),
       `tokens ${t.tokensUsed}`,
-      ...(t.costUsd === undefined ? [] : [formatUsd(t.costUsd)]),
+      ...(t.costUsd === undefined ? [] : [withUnknown(t.costUsd, t.unknownCostUsd, ' + ')]),
     ];
     lines.push(`Task ${t.name}: ${parts.join(' | ')}`);
   }
   if (summary.costUsd !== undefined) {
     const each =
       summary.providers.length > 1
-        ? ` (${summary.providers.map((p) => `${p.name} ${p.costUsd === undefined ? 'no price' : formatUsd(p.costUsd)}`).join(', ')})`
+        ? ` (${summary.providers.map((p) => `${p.name} ${p.costUsd === undefined ? 'no price' : withUnknown(p.costUsd, p.unknownCostUsd, ' + ')}`).join(', ')})`
         : '';
     lines.push(`Cost: ${formatCost(summary, context)}${each}`);
   }
@@ -238,15 +241,27 @@ function rareFailures(counts: CallCounts): string[] {
 
 /**
  * One figure of money: what the run spent, and — when it is not all the job spent (a resumed run,
- * a budget other processes share) — what was spent in all, which is what the budget counts.
+ * a budget other processes share) — what was spent in all, which is what the budget counts. What
+ * calls whose fate is unknown may have cost (sent, then a timeout or a connection broken
+ * mid-request) is said apart, as "up to $X unknown": perhaps billed, perhaps not.
  */
 function formatCost(summary: RunSummary, context: SummaryContext): string {
   const thisRun = summary.costUsd!;
+  const unknownThisRun = summary.unknownCostUsd ?? 0;
   const inAll = summary.budget?.spentUsd ?? thisRun + (context.earlierCostUsd ?? 0);
+  const unknownInAll = summary.budget?.unknownUsd ?? unknownThisRun + (context.earlierUnknownUsd ?? 0);
   const budget = summary.budget === undefined ? '' : ` of a ${formatUsd(summary.budget.maxUsd)} budget`;
   // Compared in whole nano-dollars, as the budget counts: sums of floats differ in the last bits.
-  if (Math.round(inAll * 1e9) === Math.round(thisRun * 1e9)) return `${formatUsd(thisRun)}${budget}`;
-  return `${formatUsd(thisRun)} this run, ${formatUsd(inAll)} in all${budget}`;
+  const same = (a: number, b: number) => Math.round(a * 1e9) === Math.round(b * 1e9);
+  if (same(inAll, thisRun) && same(unknownInAll, unknownThisRun)) return `${withUnknown(thisRun, unknownThisRun, ', ')}${budget}`;
+  const apart = (unknown: number) => (unknown > 0 ? ` (up to ${formatUsd(unknown)} unknown)` : '');
+  return `${formatUsd(thisRun)} this run${apart(unknownThisRun)}, ${formatUsd(inAll)} in all${apart(unknownInAll)}${budget}`;
+}
+
+/** `$0.012`, or `$0.012, up to $0.0045 unknown` (`between` before "up to") when calls of unknown fate may have cost more. */
+function withUnknown(spentUsd: number, unknownUsd: number | undefined, between: string): string {
+  const unknown = unknownUsd === undefined || unknownUsd <= 0 ? '' : `${between}up to ${formatUsd(unknownUsd)} unknown`;
+  return `${formatUsd(spentUsd)}${unknown}`;
 }
 
 /**

@@ -204,8 +204,8 @@ async function run(flags: MainFlags): Promise<number> {
   try {
     cache = await openCache(flags, logger);
     // Made once the results file is read: on --resume, what it says was spent counts against --max-cost.
-    const budgetFor = (earlierUsd: number) =>
-      runBudget(flags, shared === undefined ? undefined : { connection: shared.connection, logger }, earlierUsd);
+    const budgetFor = (earlierUsd: number, earlierUnknownUsd: number) =>
+      runBudget(flags, shared === undefined ? undefined : { connection: shared.connection, logger }, earlierUsd, earlierUnknownUsd);
     // Tracing follows the run from its first event; the progress line, the report and the lines of each attempt join it in runWith.
     const events = new RunEvents();
     if (telemetry !== undefined) events.observe(telemetry.observer);
@@ -232,6 +232,8 @@ interface FinishedRun {
   readonly unseen: number;
   /** With --resume: what the results file said earlier runs spent, in USD (0 otherwise). */
   readonly earlierCostUsd: number;
+  /** With --resume: what it said earlier runs' calls of unknown fate may have cost, in USD (0 otherwise). */
+  readonly earlierUnknownUsd: number;
   readonly inputName: string;
   /** Articles that failed lacking a field a task's prompt reads, by field, with the first such task. */
   readonly lacked: ReadonlyMap<string, { readonly task: string; readonly count: number }>;
@@ -318,7 +320,7 @@ async function runWith(
   flags: MainFlags,
   setups: Awaited<ReturnType<typeof providerSetups>> & {
     readonly plan: RunPlan;
-    readonly budgetFor: (earlierUsd: number) => Budget | undefined;
+    readonly budgetFor: (earlierUsd: number, earlierUnknownUsd: number) => Budget | undefined;
     readonly cache: AnswerCache | undefined;
     readonly events: RunEvents;
   },
@@ -332,7 +334,7 @@ async function runWith(
   const early: string[] = [];
   const input = await openInput(flags, (text) => early.push(text), expectedFields(tasks));
   const output = await openOutput(flags, input, (text) => early.push(text), plan.redo);
-  const budget = setups.budgetFor(output.earlierCostUsd);
+  const budget = setups.budgetFor(output.earlierCostUsd, output.earlierUnknownUsd);
   const terminal = new Terminal({
     out: output.human,
     printsLines: printLines,
@@ -429,6 +431,7 @@ async function runWith(
     signal: stopSignal(),
     unseen: skipping?.unseen() ?? 0,
     earlierCostUsd: output.earlierCostUsd,
+    earlierUnknownUsd: output.earlierUnknownUsd,
     inputName: input.name,
     lacked,
     redone,
@@ -479,6 +482,8 @@ function jsonSummary(run: FinishedRun, resumed: number, skippedLines: number, sh
     redoneByTask: Object.fromEntries(run.redone),
     // With --resume: what the results file said was spent before this run (its lines' costUsd).
     earlierCostUsd: run.earlierCostUsd,
+    // With --resume: what it said earlier runs' calls of unknown fate (a timeout, a connection broken mid-request) may have cost.
+    earlierUnknownCostUsd: run.earlierUnknownUsd,
     // The process's peak resident memory, so a script can check it stays flat.
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     // What interrupted the run, when a signal did: SIGINT, SIGTERM or SIGHUP.
@@ -501,7 +506,7 @@ function humanSummary(
     readonly kept: number;
   },
 ): string {
-  const lines = formatSummary(run.summary, { earlierCostUsd: run.earlierCostUsd });
+  const lines = formatSummary(run.summary, { earlierCostUsd: run.earlierCostUsd, earlierUnknownUsd: run.earlierUnknownUsd });
   const stopped = run.signal ?? (run.stdout === undefined ? undefined : `stdout ${run.stdout}`);
   if (stopped !== undefined) lines[lines.length - 1] = lines.at(-1)!.replace('Interrupted:', `Interrupted (${stopped}):`);
   // A signal's stop is said by the summary alone: it says how to finish.

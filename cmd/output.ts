@@ -24,6 +24,8 @@ export interface RunOutput {
   readonly kept: ReadonlyMap<string, string> | undefined;
   /** With --resume: what the file says earlier runs spent (its lines' `costUsd`), in USD; 0 otherwise. */
   readonly earlierCostUsd: number;
+  /** With --resume: what the file says earlier runs' calls of unknown fate may have cost (its lines' `unknownCostUsd`), in USD; 0 otherwise. */
+  readonly earlierUnknownUsd: number;
   /** With --resume: the articles whose outputs of changed tasks (and of those that depend on them) this run makes again, id → those tasks. */
   readonly redo: ReadonlyMap<string, readonly string[]>;
   /** With --resume: the input as the resumed run takes it (the successes skipped, each checked to be the same article). */
@@ -52,6 +54,7 @@ export async function openOutput(
       human: process.stdout,
       kept: undefined,
       earlierCostUsd: 0,
+      earlierUnknownUsd: 0,
       redo: none,
       resumed: undefined,
     };
@@ -64,6 +67,7 @@ export async function openOutput(
       human: process.stderr,
       kept: undefined,
       earlierCostUsd: 0,
+      earlierUnknownUsd: 0,
       redo: none,
       resumed: undefined,
     };
@@ -74,6 +78,7 @@ export async function openOutput(
   const store = JsonlResultStore.at(output);
   let kept: ReadonlyMap<string, string> | undefined;
   let earlierCostUsd = 0;
+  let earlierUnknownUsd = 0;
   let again: ReadonlyMap<string, readonly string[]> = none;
   let resumed: RunOutput['resumed'];
   if (resume) {
@@ -84,6 +89,7 @@ export async function openOutput(
     await checkResume(results.succeeded, input, flags);
     kept = results.succeeded;
     earlierCostUsd = results.spentUsd;
+    earlierUnknownUsd = results.unknownUsd;
     again = results.redo;
     const otherTitle = (id: string) => mismatch(output, input.name, `article ${JSON.stringify(id)} has another title there`);
     resumed = (source) => resumedSource(source, results, otherTitle);
@@ -95,7 +101,7 @@ export async function openOutput(
   } catch (error) {
     throw new UsageError(`--output ${(error as Error).message}`);
   }
-  return { store, human: process.stdout, kept, earlierCostUsd, redo: again, resumed };
+  return { store, human: process.stdout, kept, earlierCostUsd, earlierUnknownUsd, redo: again, resumed };
 }
 
 /** `Redone: 6 task outputs whose task changed … (summarize 3, sentiment 3)`: what a resume made again, by task. */

@@ -47,15 +47,17 @@ export function checkBudget(flags: Pick<RunFlags, 'maxCost' | 'config'>, plan: R
 /**
  * The budget --max-cost asks for: in this process, or with --budget-key in the Redis the limits are
  * shared through. `earlierUsd` is what earlier runs of the job spent (a resumed run's results say
- * it): a budget in this process starts with it spent, so that --max-cost is the job's; one in Redis
- * has counted it already.
+ * it), `earlierUnknownUsd` what their calls of unknown fate may have cost: a budget in this process
+ * starts with both counted, apart, so that --max-cost is the job's; one in Redis has counted them already.
  */
 export function runBudget(
   flags: Pick<RunFlags, 'maxCost'> & Pick<RedisFlags, 'budgetKey' | 'redisPrefix'>,
   redis: { readonly connection: RedisConnection; readonly logger: Logger } | undefined,
   earlierUsd = 0,
+  earlierUnknownUsd = 0,
 ): Budget | undefined {
   if (flags.maxCost === undefined) return undefined;
-  if (flags.budgetKey === undefined || redis === undefined) return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd });
+  if (flags.budgetKey === undefined || redis === undefined)
+    return new LocalBudget({ maxUsd: flags.maxCost, spentUsd: earlierUsd, unknownUsd: earlierUnknownUsd });
   return new RedisBudget({ ...redis, key: flags.budgetKey, maxUsd: flags.maxCost, prefix: flags.redisPrefix });
 }

@@ -30,9 +30,23 @@ export interface ExamplesBlock {
   readonly commands: readonly { readonly command: string; readonly exit: number }[];
 }
 
-export type RunnableBlock = SampleBlock | ExamplesBlock;
+/**
+ * A fenced block after `<!-- script -->`: the whole block is one bash script (`set -e`, `pipefail`),
+ * run at once, which must exit 0 and stop what it started in the background (servers it `kill`s).
+ */
+export interface ScriptBlock {
+  readonly kind: 'script';
+  readonly start: number;
+  readonly end: number;
+  /** The block's lines, as written. */
+  readonly script: string;
+}
 
-const MARKER = /^<!--\s*(sample|examples)\b(.*?)-->\s*$/;
+export type RunnableBlock = SampleBlock | ExamplesBlock | ScriptBlock;
+
+const MARKER = /^<!--\s*(sample|examples|script|no-run)\b(.*?)-->\s*$/;
+/** The info strings of a fenced block of shell commands. */
+const SHELL_FENCE = /^```\s*(sh|bash|shell|console|zsh)\s*$/;
 const ELISION = '…';
 
 /** Finds the marked blocks; throws on a marker with no fenced block right after it, or a bad option. */
@@ -46,6 +60,15 @@ export function findBlocks(lines: readonly string[]): RunnableBlock[] {
     const close = lines.findIndex((candidate, at) => at > fence && candidate.startsWith('```'));
     if (close === -1) throw new Error(`line ${fence + 1}: the block is not closed`);
     const body = lines.slice(fence + 1, close);
+    if (marker[1] === 'no-run') {
+      if (!/^:\s*\S/.test(marker[2]!.trim())) throw new Error(`line ${index + 1}: a no-run marker says why: <!-- no-run: the reason -->`);
+      return;
+    }
+    if (marker[1] === 'script') {
+      if (marker[2]!.trim() !== '') throw new Error(`line ${index + 1}: a script marker takes no option`);
+      blocks.push({ kind: 'script', start: fence + 1, end: close, script: body.join('\n') });
+      return;
+    }
     if (marker[1] === 'sample') {
       const commands = body.filter((text) => text.startsWith('$ ')).map((text) => text.slice(2));
       if (commands.length === 0) throw new Error(`line ${fence + 1}: a sample block needs a "$ command" line`);
@@ -62,6 +85,25 @@ export function findBlocks(lines: readonly string[]): RunnableBlock[] {
     }
   });
   return blocks;
+}
+
+/**
+ * The shell blocks that carry no marker, by the line of their opening fence: every block of shell
+ * commands (```` ```sh ````, `bash`, `shell`, `console`, or no language with a `$ command` line) is
+ * run (`sample`, `examples`, `script`) or says why not (`<!-- no-run: the reason -->`).
+ */
+export function unmarkedShellBlocks(lines: readonly string[]): number[] {
+  const unmarked: number[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    if (!lines[index]!.startsWith('```')) continue;
+    const close = lines.findIndex((candidate, at) => at > index && candidate.startsWith('```'));
+    if (close === -1) break;
+    const body = lines.slice(index + 1, close);
+    const shell = SHELL_FENCE.test(lines[index]!) || (lines[index]!.trim() === '```' && body.some((line) => line.startsWith('$ ')));
+    if (shell && !MARKER.test(lines[index - 1] ?? '')) unmarked.push(index + 1);
+    index = close;
+  }
+  return unmarked;
 }
 
 function sampleOptions(text: string, line: number): SampleOptions {
@@ -136,4 +178,48 @@ export function localCommand(command: string, bin: string): string {
     .replace(/\bnpm start (--silent )?--(?= |$)/g, `node ${bin}`)
     .replace(/\bnpx news-processor\b/g, `node ${bin}`)
     .replace(/\bnode dist\/cli\/news-processor\.js\b/g, `node ${bin}`);
+}
+
+/**
+ * What a command shares with others on its page: the files it names outside `fixtures/` and `dist/`
+ * (a results file, a report, a log, a tasks file an earlier command wrote), the queues (`--queue NAME`),
+ * ports (`--port=N`) and answer caches (`--cache DIR`) it names.
+ */
+export function sharedResources(command: string): string[] {
+  const files = [
+    ...command.matchAll(/(?<![\w/.-])(?!fixtures\/|dist\/)([\w.-]+(?:\/[\w.-]+)*\.(?:jsonl|json|ya?ml|csv|html|svg|png|txt|log))\b/g),
+  ].map((match) => `file:${match[1]}`);
+  const queues = [...command.matchAll(/--queue[ =]([\w.-]+)/g)].map((match) => `queue:${match[1]}`);
+  const ports = [...command.matchAll(/--port[ =](\d+)/g)].map((match) => `port:${match[1]}`);
+  const caches = [...command.matchAll(/--cache[ =]([^\s-]\S*)/g)].map((match) => `cache:${match[1]}`);
+  return [...new Set([...files, ...queues, ...ports, ...caches])];
+}
+
+/**
+ * A page's commands, in order, cut into chains that may run at the same time: commands that share a
+ * file or a queue (`sharedResources`) are in one chain, in the page's order — a `--resume` after the
+ * run that wrote its file, `collect` after `enqueue` — and the others each alone. Returns each
+ * chain's indices into `commands`, the chains in the order of their first command.
+ */
+export function commandChains(commands: readonly string[]): number[][] {
+  const parent = commands.map((_, index) => index);
+  const root = (index: number): number => {
+    while (parent[index] !== index) index = parent[index] = parent[parent[index]!]!;
+    return index;
+  };
+  const owner = new Map<string, number>();
+  commands.forEach((command, index) => {
+    for (const resource of sharedResources(command)) {
+      const earlier = owner.get(resource);
+      if (earlier === undefined) owner.set(resource, index);
+      else parent[root(index)] = root(earlier);
+    }
+  });
+  const chains = new Map<number, number[]>();
+  commands.forEach((_, index) => {
+    const chain = chains.get(root(index));
+    if (chain === undefined) chains.set(root(index), [index]);
+    else chain.push(index);
+  });
+  return [...chains.values()].sort((a, b) => a[0]! - b[0]!);
 }

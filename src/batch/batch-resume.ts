@@ -32,7 +32,8 @@ export async function takeUpBatch(
     outputs: {},
     attempts: {},
     ended: [],
-    spentNanoUsd: Math.round(kept.spentUsd * NANO_USD),
+    // What calls of unknown fate may have cost counts against the budget as spent does.
+    spentNanoUsd: Math.round((kept.spentUsd + kept.unknownUsd) * NANO_USD),
   };
   if (options.batchesLost === true) resume = { ...resume, pending: [] };
   const succeededOnly = <T>(map: ReadonlyMap<string, T>) => new Map([...map].filter(([id]) => !kept.unfinished.has(id)));

@@ -25,12 +25,13 @@ export function settleGrant(countsCacheReads: boolean): AttemptObserver {
 }
 
 /**
- * The budget keeps what the attempt was billed: nothing for one not sent, its usage when the
- * provider said, and all of its worst case when nothing tells (a timeout, a broken connection):
- * it may have been billed in full, and the budget must never be overspent.
+ * The budget keeps what the attempt was billed: nothing for one not sent (or whose connection
+ * failed before its request was written), its usage when the provider said — and, apart, all of
+ * its worst case when its fate is unknown (a timeout, a connection broken mid-request): it may
+ * have been billed in full, and the budget must never be overspent.
  */
 export const settleBudget: AttemptObserver = (attempt) => {
-  attempt.hold?.settle(attempt.costNanoUsd);
+  attempt.hold?.settle(attempt.costNanoUsd, attempt.unknownNanoUsd);
 };
 
 /** The outcomes that say the provider is unwell: what the breaker counts. */

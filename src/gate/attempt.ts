@@ -90,12 +90,19 @@ export interface AttemptEvent {
   readonly response: LlmResponse | undefined;
   /**
    * What the attempt cost at the provider's price, in USD: its reported usage (an answer, or one
-   * cut off or malformed); 0 for one not sent or refused with a status; its worst case (its prompt
-   * as input tokens, its whole answer) for one sent that no usage tells of — a timeout, a broken
-   * connection, a call cancelled in flight: it may have been billed in full, and the budget counts
-   * it so. Undefined without a price.
+   * cut off or malformed); 0 for one not sent, refused with a status, or whose connection failed
+   * before the request was written (refused, DNS, TLS); its worst case (its prompt as input tokens,
+   * its whole answer) for an answer that states no usage. 0 too for one whose fate is unknown: see
+   * `unknownCostUsd`. Undefined without a price.
    */
   readonly costUsd: number | undefined;
+  /**
+   * The most an attempt whose fate is unknown may have cost, in USD: one sent that ended with no
+   * answer and nothing telling whether the provider took it — a timeout, a connection broken
+   * mid-request, a call cancelled in flight. It may have been billed in full: the budget keeps its
+   * worst case, but it is not counted as spent. 0 for any other attempt; undefined without a price.
+   */
+  readonly unknownCostUsd?: number | undefined;
   /**
    * The provider refused what no retry mends (the key, an empty account) and was dropped from its
    * pool, which sends its calls elsewhere: this failure stops nothing. @default false
@@ -112,6 +119,8 @@ export interface GateAttempt extends AttemptEvent {
   readonly request: LlmRequest;
   /** What it cost at the provider's price, in whole nano-dollars (0 without a price): `costUsd`, exactly. */
   readonly costNanoUsd: number;
+  /** What it may have cost, its fate unknown, in whole nano-dollars (0 without a price): `unknownCostUsd`, exactly. */
+  readonly unknownNanoUsd: number;
   /** Delay before the call's next attempt, when there will be one, in ms. */
   retryInMs: number | undefined;
   /** The gate was dropped from its route for this failure (see {@link AttemptEvent.dropped}). */
@@ -143,10 +152,13 @@ export class Attempt implements GateAttempt {
   readonly #framing: RequestFraming | undefined;
   /**
    * What the attempt cost, nano-USD (0 without a price): its reported usage, or its worst case
-   * when it was sent and nothing told (it may have been billed in full) — what the budget keeps.
+   * for an answer that told none — what the budget keeps as spent.
    */
   costNanoUsd = 0;
   costUsd: number | undefined;
+  /** Its worst case, nano-USD, when it was sent and its fate is unknown (it may have been billed in full): what the budget keeps, apart. */
+  unknownNanoUsd = 0;
+  unknownCostUsd: number | undefined;
   sentAtMs: number | undefined;
   response: LlmResponse | undefined;
   error: unknown;
@@ -211,8 +223,12 @@ export class Attempt implements GateAttempt {
     if (this.response === undefined) this.outcome = classify(this.error, signal, this.called);
     if (this.price !== undefined) {
       const billed = this.called ? billedUsage(this.usage, this.error) : undefined;
-      this.costNanoUsd = !this.called ? 0 : billed === undefined ? this.worstNanoUsd() : usageNanoUsd(billed, this.price);
+      if (billed !== undefined) this.costNanoUsd = usageNanoUsd(billed, this.price);
+      // Answered without a usage: billed, at most this. Unanswered with nothing telling: perhaps billed, perhaps not.
+      else if (this.called && this.response !== undefined) this.costNanoUsd = this.worstNanoUsd();
+      else if (this.called) this.unknownNanoUsd = this.worstNanoUsd();
       this.costUsd = this.costNanoUsd / NANO_USD;
+      this.unknownCostUsd = this.unknownNanoUsd / NANO_USD;
     }
   }
 

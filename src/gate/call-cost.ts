@@ -85,17 +85,19 @@ export function worstCaseNanoUsd(
 }
 
 /**
- * The tokens an attempt that reached the provider was billed for: its usage when the provider
- * said (an answer, or one cut off or malformed); none for an error the provider answered with a
- * status and no usage (a 429, a 5xx, a refused request: providers do not bill those); and, when
- * nothing tells — a timeout, a broken connection, an answer without usage — `undefined`: it may
- * have been billed in full.
+ * The tokens an attempt handed to its provider was billed for: its usage when the provider said
+ * (an answer, or one cut off or malformed); none for an error the provider answered with a status
+ * and no usage (a 429, a 5xx, a refused request: providers do not bill those), nor for a connection
+ * that failed before the request was written (refused, DNS, TLS: `NetworkError.neverSent`); and,
+ * when nothing tells — a timeout, a connection broken mid-request, an answer without usage —
+ * `undefined`: it may have been billed in full.
  */
 export function billedUsage(usage: TokenUsage | undefined, error: unknown): TokenUsage | undefined {
   if (usage !== undefined) return usage;
   if (isProviderError(error)) {
     if (error.usage !== undefined) return error.usage;
     if (error.status !== undefined) return NO_TOKENS;
+    if ((error as { neverSent?: unknown }).neverSent === true) return NO_TOKENS;
   }
   return undefined;
 }

@@ -337,7 +337,8 @@ export class CallGate {
     const worstNano = attempt.worstNanoUsd();
     const budget = this.budget!;
     const hold = await budget.reserve(worstNano, { signal });
-    if (hold === undefined) throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd);
+    if (hold === undefined)
+      throw new BudgetExhaustedError(budget.maxUsd, budget.spentUsd, worstNano / NANO_USD, budget.heldUsd, budget.unknownUsd ?? 0);
     attempt.hold = hold;
   }
 

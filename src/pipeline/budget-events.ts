@@ -15,6 +15,9 @@ export function budgetTelling(budget: Budget, events: RunEvents, clock: Clock): 
     get spentUsd() {
       return budget.spentUsd;
     },
+    get unknownUsd() {
+      return budget.unknownUsd;
+    },
     get heldUsd() {
       return budget.heldUsd;
     },
@@ -27,15 +30,17 @@ export function budgetTelling(budget: Budget, events: RunEvents, clock: Clock): 
       events.emit('budget', { type: 'held', atMs: clock.now(), nanoUsd });
       let open = true;
       return {
-        settle(spentNano: number) {
+        settle(spentNano: number, unknownNano = 0) {
           if (!open) return;
           open = false;
-          hold.settle(spentNano);
+          hold.settle(spentNano, unknownNano);
+          const spentNanoUsd = Math.min(nanoUsd, Math.max(0, spentNano));
           events.emit('budget', {
             type: 'settled',
             atMs: clock.now(),
             heldNanoUsd: nanoUsd,
-            spentNanoUsd: Math.min(nanoUsd, Math.max(0, spentNano)),
+            spentNanoUsd,
+            unknownNanoUsd: Math.min(nanoUsd - spentNanoUsd, Math.max(0, unknownNano)),
           });
         },
       };

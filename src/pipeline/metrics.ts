@@ -45,6 +45,8 @@ export interface ProviderFigures extends CallCounts {
   readonly rateCuts: number;
   /** What its calls cost at its price, in USD; absent when it has none. */
   readonly costUsd?: number;
+  /** The most its calls whose fate is unknown may have cost (perhaps billed: a timeout, a connection broken mid-request), in USD, apart from `costUsd`; absent when none. */
+  readonly unknownCostUsd?: number;
 }
 
 /** A pool's figures: its members' calls against their limits added up. */
@@ -87,6 +89,8 @@ export interface TaskFigures extends CallCounts {
   readonly tokensUsed: number;
   /** What its calls cost, in USD; absent when its providers have no price. */
   readonly costUsd?: number;
+  /** The most its calls whose fate is unknown may have cost (perhaps billed: a timeout, a connection broken mid-request), in USD, apart from `costUsd`; absent when none. */
+  readonly unknownCostUsd?: number;
 }
 
 /** What stopped the whole run before its source was done: a provider no retry can mend, or the source itself. */
@@ -167,14 +171,25 @@ export interface RunSummary extends CallCounts {
   readonly tasks: readonly TaskFigures[];
   /** Each pool's figures, when the run had pools (its members are in `providers` too). */
   readonly pools?: readonly PoolFigures[];
-  /** What the run's calls cost at the providers' prices, in USD; absent when no provider has one. */
+  /**
+   * What the run's calls cost at the providers' prices, in USD; absent when no provider has one.
+   * A call that never reached its provider (a connection refused, a name that did not resolve)
+   * costs nothing; one whose fate is unknown is not here but in `unknownCostUsd`.
+   */
   readonly costUsd?: number;
   /**
-   * The budget, and what of it is spent at the end — by this run, earlier runs of the job it was
-   * given (a resumed run's), and other processes sharing it — a call whose cost no usage told
-   * counting whole, as in `costUsd`.
+   * The most the run's calls whose fate is unknown may have cost, in USD: sent, then no answer and
+   * nothing telling whether the provider took them (a timeout, a connection broken mid-request).
+   * Perhaps billed, perhaps not: the budget holds them at this worst case, apart from what was
+   * spent. 0 when there were none; absent when no provider has a price.
    */
-  readonly budget?: { readonly maxUsd: number; readonly spentUsd: number };
+  readonly unknownCostUsd?: number;
+  /**
+   * The budget, and what of it is spent at the end — by this run, earlier runs of the job it was
+   * given (a resumed run's), and other processes sharing it — and, apart, what it keeps at their
+   * worst case for calls whose fate is unknown (`unknownUsd`, counted against it as spent is).
+   */
+  readonly budget?: { readonly maxUsd: number; readonly spentUsd: number; readonly unknownUsd: number };
   /** With an answer cache: the tasks answered from it, no call made (`ArticleResult.cached`). */
   readonly cacheHits?: number;
   /** With an answer cache and a price: what those answers cost when they were made, at the prices now, in USD — what the hits saved. */
@@ -221,6 +236,7 @@ export function summarizeRun(tally: RunCounts, endMs: number, ending: RunEnding,
       ...callCounts(c),
       tokensUsed: c.inputTokens + c.outputTokens,
       ...(tally.priced(gate.provider) && { costUsd: c.costNanoUsd / NANO_USD }),
+      ...(c.unknownNanoUsd > 0 && { unknownCostUsd: c.unknownNanoUsd / NANO_USD }),
       circuitRejections: c.circuitRejections,
       lastGrantMs: c.lastGrantMs,
       lastCallLatencyMs: c.lastCallLatencyMs,
@@ -318,10 +334,13 @@ export function summarizeRun(tally: RunCounts, endMs: number, ending: RunEnding,
       latencyMs: pick(tally.latencyMs(t.name)),
       tokensUsed: t.inputTokens + t.outputTokens,
       ...(tally.taskPriced(t.name) && { costUsd: t.costNanoUsd / NANO_USD }),
+      ...(t.unknownNanoUsd > 0 && { unknownCostUsd: t.unknownNanoUsd / NANO_USD }),
     })),
     ...(poolFigures.length > 0 && { pools: poolFigures }),
-    ...(tally.anyPriced && { costUsd: total.costNanoUsd / NANO_USD }),
-    ...(tally.budget !== undefined && { budget: { maxUsd: tally.budget.maxUsd, spentUsd: tally.budget.spentUsd } }),
+    ...(tally.anyPriced && { costUsd: total.costNanoUsd / NANO_USD, unknownCostUsd: total.unknownNanoUsd / NANO_USD }),
+    ...(tally.budget !== undefined && {
+      budget: { maxUsd: tally.budget.maxUsd, spentUsd: tally.budget.spentUsd, unknownUsd: tally.budget.unknownUsd ?? 0 },
+    }),
     ...(tally.cached && { cacheHits: tally.cacheHits }),
     ...(tally.cached && tally.anyPriced && { cacheSavedUsd: tally.savedNanoUsd / NANO_USD }),
     ...(readTokens + writeTokens > 0 && { promptCache: { readTokens, writeTokens } }),

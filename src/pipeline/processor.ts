@@ -94,7 +94,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
   if (article.outputs !== undefined) {
     for (const task of tasks.tasks) if (Object.hasOwn(article.outputs, task.name)) outputs[task.name] = article.outputs[task.name];
   }
-  const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
+  const tally = { calls: 0, latencyMs: 0, costNanoUsd: 0, unknownNanoUsd: 0, repairs: 0 };
   // Which provider answered each task, where its route chose among several (a pool).
   const servedBy: Record<string, string> = {};
   // When each task's calls could have ended at the soonest, counting only call time: its own calls
@@ -110,7 +110,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
     started.push(task);
     const route = routes.get(task.name)!;
     admission?.calling(route);
-    const own = { calls: 0, latencyMs: 0, costNanoUsd: 0, repairs: 0 };
+    const own = { calls: 0, latencyMs: 0, costNanoUsd: 0, unknownNanoUsd: 0, repairs: 0 };
     try {
       const request = requestFor(task, article.id, fields, outputs);
       const callOptions: RouteCallOptions = {
@@ -137,6 +137,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
       tally.calls += own.calls;
       tally.latencyMs += own.latencyMs;
       tally.costNanoUsd += own.costNanoUsd;
+      tally.unknownNanoUsd += own.unknownNanoUsd;
       tally.repairs += own.repairs;
       const afterMs = task.dependsOn.reduce((longest, name) => Math.max(longest, pathEndMs.get(name) ?? 0), 0);
       pathEndMs.set(task.name, afterMs + own.latencyMs);
@@ -165,6 +166,7 @@ export async function processArticle(article: Article, options: ProcessorOptions
   };
   if (tally.repairs > 0) result.repairs = tally.repairs;
   if (options.priced) result.costUsd = tally.costNanoUsd / NANO_USD;
+  if (tally.unknownNanoUsd > 0) result.unknownCostUsd = tally.unknownNanoUsd / NANO_USD;
   if (cached !== undefined) result.cached = cached;
   if (Object.keys(servedBy).length > 0) result.servedBy = servedBy;
   if (options.fingerprints !== undefined) result.fingerprints = options.fingerprints;

@@ -37,6 +37,12 @@ export interface ArticleResult {
   /** What its calls cost, retries included, at the providers' prices, in USD; absent without prices. */
   readonly costUsd?: number;
   /**
+   * The most its calls whose fate is unknown may have cost (sent, then no answer and nothing
+   * telling whether the provider took them: a timeout, a connection broken mid-request), in USD,
+   * apart from `costUsd`; absent when there were none.
+   */
+  readonly unknownCostUsd?: number;
+  /**
    * Which provider answered each task whose route chose among several (a pool's member, or a
    * fallback), by task name; absent when no task went through a pool.
    */

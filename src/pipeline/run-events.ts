@@ -70,7 +70,14 @@ export interface BatchEvent {
  */
 export type BudgetEvent =
   | { readonly type: 'held'; readonly atMs: number; readonly nanoUsd: number }
-  | { readonly type: 'settled'; readonly atMs: number; readonly heldNanoUsd: number; readonly spentNanoUsd: number }
+  | {
+      readonly type: 'settled';
+      readonly atMs: number;
+      readonly heldNanoUsd: number;
+      readonly spentNanoUsd: number;
+      /** Kept for a call whose fate is unknown (perhaps billed): counted against the budget, apart from what was spent. */
+      readonly unknownNanoUsd: number;
+    }
   | { readonly type: 'spent'; readonly atMs: number; readonly neededNanoUsd: number };
 
 /** How a run ended. */

@@ -83,6 +83,8 @@ export interface CallTally extends CallCounts {
   readonly outputTokens: number;
   /** What the calls cost, in nano-USD. */
   readonly costNanoUsd: number;
+  /** The most the calls whose fate is unknown (perhaps billed) may have cost, in nano-USD: apart from `costNanoUsd`. */
+  readonly unknownNanoUsd: number;
 }
 
 /** A provider's calls as counted. */
@@ -237,6 +239,7 @@ function noCalls(): Counting<CallTally> {
     inputTokens: 0,
     outputTokens: 0,
     costNanoUsd: 0,
+    unknownNanoUsd: 0,
   };
 }
 
@@ -500,6 +503,7 @@ function countCall(counts: Counting<CallTally>, event: AttemptEvent, column: Cal
     counts.outputTokens += event.usage.outputTokens;
   }
   if (event.costUsd !== undefined) counts.costNanoUsd += Math.round(event.costUsd * NANO_USD);
+  if (event.unknownCostUsd !== undefined) counts.unknownNanoUsd += Math.round(event.unknownCostUsd * NANO_USD);
 }
 
 /** Adds `counts` into `total`. */
@@ -511,6 +515,7 @@ export function addCalls(total: Counting<CallTally>, counts: CallTally): void {
   total.inputTokens += counts.inputTokens;
   total.outputTokens += counts.outputTokens;
   total.costNanoUsd += counts.costNanoUsd;
+  total.unknownNanoUsd += counts.unknownNanoUsd;
 }
 
 /** A histogram's median, 95th and 99th percentiles and largest value; zeros when it holds none. */

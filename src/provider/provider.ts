@@ -308,7 +308,12 @@ export class TimeoutError extends ProviderError {
   }
 }
 
-/** The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried. */
+/**
+ * The provider could not be reached or the connection broke (refused, reset, DNS, TLS). Retried.
+ * Whether the provider may have billed it is `neverSent`: a connection refused, a name that did
+ * not resolve, a TLS handshake that failed end the call before its request was written (nothing to
+ * bill); a connection reset or closed once the request was on its way leaves its fate unknown.
+ */
 export class NetworkError extends ProviderError {
   /** The class's name, which messages, logs and results show. */
   override readonly name = 'NetworkError';
@@ -316,10 +321,20 @@ export class NetworkError extends ProviderError {
   readonly retryable = true;
   /** The system's error code, when there was one: `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`, … */
   readonly code: string | undefined;
+  /**
+   * True when the connection failed before the request was written (refused, DNS, TLS handshake):
+   * the provider never saw it, so it cost nothing. False when that is not known: the request may
+   * have reached the provider, and the call may have been billed. @default false
+   */
+  readonly neverSent: boolean;
 
-  constructor(message: string, options: ProviderErrorOptions & { readonly code?: string | undefined } = {}) {
+  constructor(
+    message: string,
+    options: ProviderErrorOptions & { readonly code?: string | undefined; readonly neverSent?: boolean | undefined } = {},
+  ) {
     super(message, options);
     this.code = options.code;
+    this.neverSent = options.neverSent ?? false;
   }
 }
 

@@ -7,8 +7,10 @@ import { brandedGuard } from '../error-brand.ts';
  * call the hold is settled at what the call cost, and the rest comes back. A hold that does not
  * fit while other holds are out waits for them to settle (they mostly settle at a fraction of their
  * worst case): the budget is spent, not held. Only when what is spent leaves no room for the call
- * with nothing held is it refused. Amounts are whole nano-dollars (10⁻⁹ USD), rounded up: sums of
- * them are exact.
+ * with nothing held is it refused. A call whose fate is unknown (a timeout, a connection broken
+ * mid-request: perhaps billed, perhaps not) keeps its worst case, counted against the budget as
+ * spent is but kept apart (`unknownUsd`); one that never reached the provider gives it all back.
+ * Amounts are whole nano-dollars (10⁻⁹ USD), rounded up: sums of them are exact.
  *
  * Asynchronous, so that a budget may be kept elsewhere and shared by several processes (in Redis).
  */
@@ -17,6 +19,13 @@ export interface Budget {
   readonly maxUsd: number;
   /** Spent so far (settled), in USD, as this process last knew it. */
   readonly spentUsd: number;
+  /**
+   * Kept at their worst case for calls whose fate is unknown (a timeout, a connection broken
+   * mid-request: perhaps billed, perhaps not), in USD, as this process last knew it: counted
+   * against the budget as if spent, not among `spentUsd`. @default 0 (a budget that keeps no such
+   * account has counted them in `spentUsd`)
+   */
+  readonly unknownUsd?: number | undefined;
   /** Held by calls not yet settled, in USD, as this process last knew it. */
   readonly heldUsd: number;
   /**
@@ -36,8 +45,11 @@ export interface BudgetReserveOptions {
 
 /** A reservation: settle it once, at what the call cost (0 when it was not made); the rest is given back. */
 export interface BudgetHold {
-  /** Keeps `nanoUsd` of the reservation spent (at most all of it) and gives the rest back. Later calls are ignored. */
-  settle(nanoUsd: number): void;
+  /**
+   * Keeps `nanoUsd` of the reservation spent and `unknownNanoUsd` of it kept for a call whose fate
+   * is unknown (together at most all of it), and gives the rest back. Later calls are ignored.
+   */
+  settle(nanoUsd: number, unknownNanoUsd?: number): void;
 }
 
 /** The next call's worst case does not fit what is left of the budget: the run stops taking articles. */
@@ -56,10 +68,13 @@ export class BudgetExhaustedError extends Error {
     readonly neededUsd: number,
     /** Held by calls in flight when the call was refused, in USD (a shared budget's may be of a process that died holding). @default 0 */
     readonly heldUsd = 0,
+    /** Kept for calls whose fate is unknown (perhaps billed) when the call was refused, in USD. @default 0 */
+    readonly unknownUsd = 0,
   ) {
     const held = heldUsd > 0 ? `, ${formatUsd(heldUsd)} held by calls in flight` : '';
+    const unknown = unknownUsd > 0 ? `, up to ${formatUsd(unknownUsd)} unknown (calls that may have been billed)` : '';
     super(
-      `the budget of ${formatUsd(maxUsd)} cannot cover the next call (up to ${formatUsd(neededUsd)}): ${formatUsd(spentUsd)} of it is spent${held}`,
+      `the budget of ${formatUsd(maxUsd)} cannot cover the next call (up to ${formatUsd(neededUsd)}): ${formatUsd(spentUsd)} of it is spent${unknown}${held}`,
     );
   }
 }
@@ -92,6 +107,11 @@ export interface LocalBudgetOptions {
    * results file says it), so that the budget is the job's, not each run's. @default 0
    */
   readonly spentUsd?: number | undefined;
+  /**
+   * Already kept of it for calls of earlier runs whose fate is unknown (perhaps billed), in USD,
+   * ≥ 0: counted against the budget as spent is, reported apart. @default 0
+   */
+  readonly unknownUsd?: number | undefined;
 }
 
 /**
@@ -103,6 +123,7 @@ export class LocalBudget implements Budget {
   readonly maxUsd: number;
   readonly #maxNano: number;
   #spentNano = 0;
+  #unknownNano = 0;
   #heldNano = 0;
   readonly #waiting: Waiter[] = [];
 
@@ -114,6 +135,14 @@ export class LocalBudget implements Budget {
     const { spentUsd = 0 } = options;
     checkNumber('spentUsd', spentUsd, { min: 0, unit: 'USD' });
     this.#spentNano = toNanoUsd(spentUsd);
+    const { unknownUsd = 0 } = options;
+    checkNumber('unknownUsd', unknownUsd, { min: 0, unit: 'USD' });
+    this.#unknownNano = toNanoUsd(unknownUsd);
+  }
+
+  /** Kept for calls whose fate is unknown (perhaps billed), in USD: counted against the budget, not among `spentUsd`. */
+  get unknownUsd(): number {
+    return this.#unknownNano / NANO_USD;
   }
 
   /** Spent so far (settled), in USD, as this process last knew it. */
@@ -154,7 +183,7 @@ export class LocalBudget implements Budget {
 
   /** A hold when it fits now; undefined when it never will (nothing is held that could come back); else WAIT. */
   #tryHold(nanoUsd: number): BudgetHold | undefined | typeof WAIT {
-    if (this.#spentNano + this.#heldNano + nanoUsd <= this.#maxNano) return this.#hold(nanoUsd);
+    if (this.#spentNano + this.#unknownNano + this.#heldNano + nanoUsd <= this.#maxNano) return this.#hold(nanoUsd);
     return this.#heldNano === 0 ? undefined : WAIT;
   }
 
@@ -162,11 +191,13 @@ export class LocalBudget implements Budget {
     this.#heldNano += nanoUsd;
     let open = true;
     return {
-      settle: (spentNano) => {
+      settle: (spentNano, unknownNano = 0) => {
         if (!open) return;
         open = false;
         this.#heldNano -= nanoUsd;
-        this.#spentNano += Math.min(nanoUsd, Math.max(0, spentNano));
+        const spent = Math.min(nanoUsd, Math.max(0, spentNano));
+        this.#spentNano += spent;
+        this.#unknownNano += Math.min(nanoUsd - spent, Math.max(0, unknownNano));
         this.#serveWaiting();
       },
     };

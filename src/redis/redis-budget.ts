@@ -39,38 +39,42 @@ export const REDIS_BUDGET_DEFAULTS = Object.freeze({
 
 /**
  * Holds `ARGV[2]` nano-dollars when the spend so far (held included) leaves room under `ARGV[1]`.
- * KEYS[1]: spent and held together; KEYS[2]: held. Reply: {1 | 0, spent and held after (or as
- * they stand), held, as text}.
+ * KEYS[1]: spent, unknown and held together; KEYS[2]: held; KEYS[3]: kept for calls whose fate is
+ * unknown. Reply: {1 | 0, all together after (or as they stand), held, unknown, as text}.
  */
 const HOLD = defineScript(
-  'newsProcessorBudgetHold2',
+  'newsProcessorBudgetHold3',
   `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local unknown = redis.call('GET', KEYS[3]) or '0'
 if used + tonumber(ARGV[2]) > tonumber(ARGV[1]) then
-  return { 0, tostring(used), redis.call('GET', KEYS[2]) or '0' }
+  return { 0, tostring(used), redis.call('GET', KEYS[2]) or '0', unknown }
 end
-return { 1, tostring(redis.call('INCRBY', KEYS[1], ARGV[2])), tostring(redis.call('INCRBY', KEYS[2], ARGV[2])) }
+return { 1, tostring(redis.call('INCRBY', KEYS[1], ARGV[2])), tostring(redis.call('INCRBY', KEYS[2], ARGV[2])), unknown }
 `,
 );
 
 /**
- * Settles a hold of `ARGV[2]` nano-dollars, giving `ARGV[1]` of it back. KEYS as for HOLD. Reply:
- * {spent and held after, held after, as text}.
+ * Settles a hold of `ARGV[2]` nano-dollars, giving `ARGV[1]` of it back and keeping `ARGV[3]` of
+ * it as unknown (perhaps billed). KEYS as for HOLD. Reply: {all together after, held after,
+ * unknown after, as text}.
  */
 const RELEASE = defineScript(
-  'newsProcessorBudgetRelease2',
-  `return { tostring(redis.call('DECRBY', KEYS[1], ARGV[1])), tostring(redis.call('DECRBY', KEYS[2], ARGV[2])) }`,
+  'newsProcessorBudgetRelease3',
+  `return { tostring(redis.call('DECRBY', KEYS[1], ARGV[1])), tostring(redis.call('DECRBY', KEYS[2], ARGV[2])), tostring(redis.call('INCRBY', KEYS[3], ARGV[3])) }`,
 );
 
 /**
  * A budget kept in Redis: every process on the same key spends one budget, never more in total.
- * Two integers of nano-dollars: spent and held together, and held: a hold is one round trip that
- * adds the call's worst case only if it fits (one script, atomic), and settling gives back what the
- * call did not cost. A hold that does not fit while holds are out looks again, less and less often,
+ * Three integers of nano-dollars: spent, unknown and held together; held; and unknown — the worst
+ * cases kept for calls whose fate is unknown (a timeout, a connection broken mid-request), counted
+ * against the budget but not as spent. A hold is one round trip that adds the call's worst case
+ * only if it fits (one script, atomic), and settling gives back what the call did not cost (all of
+ * it for a call that never reached the provider). A hold that does not fit while holds are out looks again, less and less often,
  * until it fits or `settleWaitMs` has passed. The keys never expire — a budget is not refilled by
  * time — and a process that dies holding money leaves it held (at most its calls in flight, at
  * their worst case): never overspent, and the others stop waiting for it after `settleWaitMs`.
- * `DEL` both keys to start a budget afresh. When Redis does not answer, holding fails with
+ * `DEL` the three keys to start a budget afresh. When Redis does not answer, holding fails with
  * `LimiterUnavailableError`, as the shared limits do.
  */
 export class RedisBudget implements Budget {
@@ -81,11 +85,13 @@ export class RedisBudget implements Budget {
   readonly #key: string;
   readonly #prefix: string;
   readonly #heldKey: string;
+  readonly #unknownKey: string;
   readonly #logger: Logger;
   readonly #settleWaitMs: number;
   readonly #clock: Clock;
   #usedNano = 0;
   #heldNano = 0;
+  #unknownNano = 0;
 
   constructor(options: RedisBudgetOptions) {
     checkObject('options', options);
@@ -100,6 +106,7 @@ export class RedisBudget implements Budget {
     // One key, hash-tagged by the budget's name: on a Redis Cluster it lives on one node.
     this.#key = `${prefix}{budget:${key}}`;
     this.#heldKey = `${this.#key}:held`;
+    this.#unknownKey = `${this.#key}:unknown`;
     this.#prefix = prefix;
     this.#settleWaitMs = options.settleWaitMs ?? REDIS_BUDGET_DEFAULTS.settleWaitMs;
     checkNumber('settleWaitMs', this.#settleWaitMs, { min: 0, unit: 'ms' });
@@ -107,7 +114,10 @@ export class RedisBudget implements Budget {
     this.#logger = (options.logger ?? silentLogger).child({ component: 'redis-budget', budget: key });
   }
 
-  /** The budget's Redis key: spent and held together, in nano-dollars (what is held alone is in the same key with `:held` after it). */
+  /**
+   * The budget's Redis key: spent, unknown and held together, in nano-dollars (what is held alone
+   * is in the same key with `:held` after it, what is kept for calls of unknown fate with `:unknown`).
+   */
   get key(): string {
     return this.#key;
   }
@@ -118,12 +128,21 @@ export class RedisBudget implements Budget {
    * what it lacks). Changes nothing.
    */
   async check(): Promise<void> {
-    await this.#connection.checkAccess([this.#key, this.#heldKey], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
+    await this.#connection.checkAccess([...this.#keys], [HOLD, RELEASE], `${this.#prefix}*`, ['get', 'incrby', 'decrby']);
+  }
+
+  get #keys(): readonly [string, string, string] {
+    return [this.#key, this.#heldKey, this.#unknownKey];
   }
 
   /** Spent so far (settled), in USD, as this process last knew it. */
   get spentUsd(): number {
-    return (this.#usedNano - this.#heldNano) / NANO_USD;
+    return (this.#usedNano - this.#heldNano - this.#unknownNano) / NANO_USD;
+  }
+
+  /** Kept for calls whose fate is unknown (perhaps billed), by every process, in USD, as this process last knew it. */
+  get unknownUsd(): number {
+    return this.#unknownNano / NANO_USD;
   }
 
   /** Held by calls not yet settled, in USD, as this process last knew it. */
@@ -143,13 +162,15 @@ export class RedisBudget implements Budget {
     const amount = Math.ceil(nanoUsd);
     const giveUpAtMs = this.#clock.now() + this.#settleWaitMs;
     for (let pollMs: number = REDIS_BUDGET_DEFAULTS.firstPollMs; ; pollMs = Math.min(2 * pollMs, REDIS_BUDGET_DEFAULTS.maxPollMs)) {
-      const [held, used, heldByAll] = (await this.#connection.run(HOLD, [this.#key, this.#heldKey], [this.#maxNano, amount])) as readonly [
+      const [held, used, heldByAll, unknown] = (await this.#connection.run(HOLD, this.#keys, [this.#maxNano, amount])) as readonly [
         number,
+        string,
         string,
         string,
       ];
       this.#usedNano = Number(used);
       this.#heldNano = Number(heldByAll);
+      this.#unknownNano = Number(unknown);
       if (held === 1) return this.#hold(amount);
       // Nothing out that could come back, or not enough of it: waiting would not help.
       if (this.#usedNano - this.#heldNano + amount > this.#maxNano) return undefined;
@@ -162,15 +183,18 @@ export class RedisBudget implements Budget {
   #hold(amount: number): BudgetHold {
     let open = true;
     return {
-      settle: (spentNano) => {
+      settle: (spentNano, unknownNano = 0) => {
         if (!open) return;
         open = false;
-        const refund = amount - Math.min(amount, Math.max(0, Math.ceil(spentNano)));
-        this.#connection.run(RELEASE, [this.#key, this.#heldKey], [refund, amount]).then(
+        const spent = Math.min(amount, Math.max(0, Math.ceil(spentNano)));
+        const unknown = Math.min(amount - spent, Math.max(0, Math.ceil(unknownNano)));
+        const refund = amount - spent - unknown;
+        this.#connection.run(RELEASE, this.#keys, [refund, amount, unknown]).then(
           (after) => {
-            const [used, held] = after as readonly [string, string];
+            const [used, held, unknownByAll] = after as readonly [string, string, string];
             this.#usedNano = Number(used);
             this.#heldNano = Number(held);
+            this.#unknownNano = Number(unknownByAll);
           },
           (error: unknown) =>
             this.#logger.warn({ err: error, refundNanoUsd: refund }, 'a settle of the shared budget was lost: its hold stays held'),

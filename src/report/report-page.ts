@@ -120,7 +120,7 @@ function liveFigures(record: RunRecord): string {
     const rowCount = record.batches.reduce((sum, batch) => sum + batch.rows, 0);
     rows.push(['batches', `${record.batches.length} (${rowCount} rows), ${running} at the provider now`]);
   }
-  if (t.costUsd !== undefined) rows.push(['cost', costText(t.costUsd, record.budget?.maxUsd)]);
+  if (t.costUsd !== undefined) rows.push(['cost', costText(t.costUsd, t.unknownCostUsd, record.budget?.maxUsd)]);
   return `<section class="figures"><h2>${record.ending === undefined ? 'So far' : 'Figures'}</h2>${table(['', ''], rows)}</section>`;
 }
 
@@ -160,7 +160,11 @@ function summaryFigures(summary: RunSummary): string {
     ['call latency', percentiles(summary.callLatencyMs)],
     ['limiter wait', percentiles(summary.limiterWaitMs)],
   ];
-  if (summary.costUsd !== undefined) rows.push(['cost', costText(summary.costUsd, summary.budget?.maxUsd, summary.budget?.spentUsd)]);
+  if (summary.costUsd !== undefined)
+    rows.push([
+      'cost',
+      costText(summary.costUsd, summary.unknownCostUsd, summary.budget?.maxUsd, summary.budget?.spentUsd, summary.budget?.unknownUsd),
+    ]);
   const reasons = Object.entries(summary.failureReasons);
   if (reasons.length > 0) rows.push(['failed articles', reasons.map(([reason, count]) => `${reason} ${count}`).join(', ')]);
   return `<section class="figures"><h2>Summary</h2>${table(['', ''], rows)}</section>`;
@@ -172,10 +176,27 @@ const BOUND_TEXT: Readonly<Record<NonNullable<RunSummary['boundBy']>, string>> =
   workers: 'the workers (the calls over the workers)',
 };
 
-function costText(costUsd: number, maxUsd: number | undefined, spentUsd?: number): string {
-  if (maxUsd === undefined) return formatUsd(costUsd);
-  return `${formatUsd(costUsd)} of a ${formatUsd(maxUsd)} budget${spentUsd === undefined ? '' : ` (${formatUsd(spentUsd)} of it spent in all)`}`;
+/**
+ * What was spent; apart, what calls whose fate is unknown (sent, then a timeout or a connection
+ * broken mid-request: perhaps billed) may have cost; and the budget, with what of it is spent in all.
+ */
+function costText(
+  costUsd: number,
+  unknownUsd: number | undefined,
+  maxUsd: number | undefined,
+  spentUsd?: number,
+  unknownInAllUsd?: number,
+): string {
+  const unknown = (usd: number | undefined) => (usd === undefined || usd <= 0 ? '' : `, up to ${formatUsd(usd)} unknown`);
+  const spent = `${formatUsd(costUsd)}${unknown(unknownUsd)}`;
+  if (maxUsd === undefined) return spent;
+  const inAll = spentUsd === undefined ? '' : ` (${formatUsd(spentUsd)} of it spent in all${unknown(unknownInAllUsd)})`;
+  return `${spent} of a ${formatUsd(maxUsd)} budget${inAll}`;
 }
+
+/** ` + up to $X unknown` when calls of unknown fate may have cost `unknownUsd`; nothing otherwise. */
+const unknownApart = (unknownUsd: number | undefined): string =>
+  unknownUsd === undefined || unknownUsd <= 0 ? '' : ` + up to ${formatUsd(unknownUsd)} unknown`;
 
 function tasksTable(record: RunRecord): string {
   const tasks = record.summary?.tasks ?? record.tasks;
@@ -192,7 +213,7 @@ function tasksTable(record: RunRecord): string {
     milliseconds(task.latencyMs.p50),
     milliseconds(task.latencyMs.p95),
     String(task.tokensUsed),
-    ...(priced ? [task.costUsd === undefined ? '' : formatUsd(task.costUsd)] : []),
+    ...(priced ? [task.costUsd === undefined ? '' : `${formatUsd(task.costUsd)}${unknownApart(task.unknownCostUsd)}`] : []),
   ]);
   return `<section><h2>Tasks</h2>${table(head, rows)}</section>`;
 }
@@ -222,7 +243,7 @@ function providersTable(summary: RunSummary): string {
     String(p.calls - p.answered - p.rateLimited - p.cancelledCalls),
     String(p.breakerOpens),
     p.adaptive ? `${rate(p.finalRate)}/s (${p.rateCuts} cuts)` : '',
-    ...(priced ? [p.costUsd === undefined ? '' : formatUsd(p.costUsd)] : []),
+    ...(priced ? [p.costUsd === undefined ? '' : `${formatUsd(p.costUsd)}${unknownApart(p.unknownCostUsd)}`] : []),
   ]);
   return `<section><h2>Providers</h2>${table(head, rows)}</section>`;
 }

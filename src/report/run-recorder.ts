@@ -60,6 +60,8 @@ export interface RecordedTask {
   readonly tokensUsed: number;
   /** What its calls cost, USD; absent when none had a price. */
   readonly costUsd?: number;
+  /** The most its calls whose fate is unknown (perhaps billed) may have cost, USD, apart from `costUsd`; absent when none. */
+  readonly unknownCostUsd?: number;
 }
 
 /** A bin of a distribution: durations from `fromMs` up to `toMs`, and how many. */
@@ -117,6 +119,8 @@ export interface RunRecord {
     readonly tokensUsed: number;
     /** USD, when some provider has a price. */
     readonly costUsd?: number;
+    /** The most the calls whose fate is unknown (perhaps billed) may have cost, USD, apart from `costUsd`; when some provider has a price. */
+    readonly unknownCostUsd?: number;
   };
   /** The budget, and what of it was spent before the run began, USD. */
   readonly budget?: { readonly maxUsd: number; readonly spentBeforeUsd: number };
@@ -272,6 +276,7 @@ export class RunRecorder implements RunObserver {
         latencyMs: { p50: tally!.latencyMs(t.name).p50, p95: tally!.latencyMs(t.name).p95 },
         tokensUsed: t.inputTokens + t.outputTokens,
         ...((tally!.taskPriced(t.name) || t.costNanoUsd > 0) && { costUsd: t.costNanoUsd / NANO_USD }),
+        ...(t.unknownNanoUsd > 0 && { unknownCostUsd: t.unknownNanoUsd / NANO_USD }),
       })),
       totals: {
         articles: (articles?.succeeded ?? 0) + (articles?.failed ?? 0) + (articles?.cancelled ?? 0),
@@ -284,7 +289,7 @@ export class RunRecorder implements RunObserver {
         rateLimited: calls?.rateLimited ?? 0,
         inFlight: tally?.inFlight ?? 0,
         tokensUsed: (calls?.inputTokens ?? 0) + (calls?.outputTokens ?? 0),
-        ...(priced && { costUsd: calls!.costNanoUsd / NANO_USD }),
+        ...(priced && { costUsd: calls!.costNanoUsd / NANO_USD, unknownCostUsd: calls!.unknownNanoUsd / NANO_USD }),
       },
       ...(this.#budget !== undefined && { budget: this.#budget }),
       ended: this.#endMs !== undefined,

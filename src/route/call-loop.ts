@@ -206,6 +206,7 @@ export class CallLoop {
         tally.calls++;
         tally.latencyMs += attempt.latencyMs;
         tally.costNanoUsd += attempt.costNanoUsd;
+        if (tally.unknownNanoUsd !== undefined) tally.unknownNanoUsd += attempt.unknownNanoUsd;
         if (attempt.repair > 0) tally.repairs++;
       }
       onAttempt?.(attempt);

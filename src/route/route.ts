@@ -103,11 +103,12 @@ export interface RouteCallOptions extends GateAttemptOptions {
   /**
    * Counts for the caller: `calls` goes up by one for each attempt that reached the provider (and
    * so spent its cost), `latencyMs` by the time the provider took to answer it, `costNanoUsd` by
-   * what it cost at the provider's price (whole nano-dollars), `repairs` by one for each repair
-   * made (an attempt that asked again with an unfit answer's problems).
+   * what it cost at the provider's price (whole nano-dollars), `unknownNanoUsd` (when given) by the
+   * worst case of an attempt whose fate is unknown (perhaps billed: see `AttemptEvent.unknownCostUsd`),
+   * `repairs` by one for each repair made (an attempt that asked again with an unfit answer's problems).
    * @default none (nothing counted)
    */
-  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number; repairs: number } | undefined;
+  readonly tally?: { calls: number; latencyMs: number; costNanoUsd: number; unknownNanoUsd?: number; repairs: number } | undefined;
 }
 
 /** A call's answer through a route: the provider's response, the attempts it took, and who gave it. */

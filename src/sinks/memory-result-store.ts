@@ -43,6 +43,7 @@ export class MemoryResultStore implements ResultStore {
         index,
         results: (before?.results ?? 0) + 1,
         costNanoUsd: (before?.costNanoUsd ?? 0) + toNano(result.costUsd),
+        unknownNanoUsd: (before?.unknownNanoUsd ?? 0) + toNano(result.unknownCostUsd),
         status: result.status,
         title: result.title ?? '',
         again,
@@ -53,10 +54,12 @@ export class MemoryResultStore implements ResultStore {
     const kept: ArticleResult[] = [];
     for (const article of [...last.values()].sort((a, b) => a.index - b.index)) {
       const result = this.#results[article.index]!;
-      const { keep, costNanoUsd } = tally.add(article, () => result.outputs ?? {});
+      const { keep, costNanoUsd, unknownNanoUsd = 0 } = tally.add(article, () => result.outputs ?? {});
       if (!keep) continue;
       kept.push(
-        costNanoUsd === undefined || toNano(result.costUsd) === costNanoUsd ? result : { ...result, costUsd: costNanoUsd / NANO_USD },
+        costNanoUsd === undefined || (toNano(result.costUsd) === costNanoUsd && toNano(result.unknownCostUsd) === unknownNanoUsd)
+          ? result
+          : withCosts(result, costNanoUsd, unknownNanoUsd),
       );
     }
     this.#results.splice(0, this.#results.length, ...kept);
@@ -95,4 +98,10 @@ class MemoryStateSlot implements RunStateSlot {
   async clear(): Promise<void> {
     this.#saved = undefined;
   }
+}
+
+/** `result` with the sums of its article's results: what was spent, and what calls of unknown fate may have cost (absent at 0). */
+function withCosts(result: ArticleResult, costNanoUsd: number, unknownNanoUsd: number): ArticleResult {
+  const { unknownCostUsd: _, ...rest } = result;
+  return { ...rest, costUsd: costNanoUsd / NANO_USD, ...(unknownNanoUsd > 0 && { unknownCostUsd: unknownNanoUsd / NANO_USD }) };
 }

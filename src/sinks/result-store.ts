@@ -78,6 +78,11 @@ export interface KeptResults {
    * articles that did not finish included — the calls they made were billed too. 0 without prices.
    */
   readonly spentUsd: number;
+  /**
+   * What the store's results say their calls of unknown fate may have cost, in USD: the sum of
+   * their `unknownCostUsd` (kept apart from `spentUsd`; a budget counts both). 0 when none.
+   */
+  readonly unknownUsd: number;
 }
 
 /** What a result holds that {@link KeepSucceededOptions.redo} reads. */
@@ -93,8 +98,8 @@ export interface ResultLine {
 /** How a store's `takeUp` (and {@link keepSucceeded} on a JSONL file) treats what it holds. */
 export interface KeepSucceededOptions {
   /**
-   * Keep the last result of each article that did not succeed too, its `costUsd` the sum of that
-   * article's results — and a success's the sum of its article's results too — so that the store
+   * Keep the last result of each article that did not succeed too, its `costUsd` (and
+   * `unknownCostUsd`) the sum of that article's results — and a success's the sum of its article's results too — so that the store
    * keeps each article once and still says all that was spent.
    * @default false (those results are dropped)
    */

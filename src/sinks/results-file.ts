@@ -59,9 +59,9 @@ export async function keepSucceeded(path: string, options: KeepSucceededOptions 
       if (article.line !== number) continue;
       next++;
       // Only an earlier line's cost to add, or outputs to keep, take the line apart again.
-      const { keep, costNanoUsd } = tally.add(article, () => parseResult(text)!.outputs ?? {});
+      const { keep, costNanoUsd, unknownNanoUsd } = tally.add(article, () => parseResult(text)!.outputs ?? {});
       if (!keep) continue;
-      pending += `${costNanoUsd === undefined ? text : withCost(text, costNanoUsd)}\n`;
+      pending += `${costNanoUsd === undefined ? text : withCost(text, costNanoUsd, unknownNanoUsd ?? 0)}\n`;
       if (pending.length >= WRITE_CHUNK_CHARS) {
         await handle.write(pending);
         pending = '';
@@ -116,6 +116,7 @@ async function lastLines(
         line: number,
         results: (before?.results ?? 0) + 1,
         costNanoUsd: (before?.costNanoUsd ?? 0) + toNano(result.costUsd),
+        unknownNanoUsd: (before?.unknownNanoUsd ?? 0) + toNano(result.unknownCostUsd),
         status: result.status,
         title: result.title,
         again,
@@ -141,11 +142,14 @@ async function* readResultLines(path: string): AsyncGenerator<Line, void, undefi
   }
 }
 
-/** The line with its `costUsd` set to `costNanoUsd` (verbatim when it already says so). */
-function withCost(text: string, costNanoUsd: number): string {
+/** The line with its `costUsd` set to `costNanoUsd` and its `unknownCostUsd` to `unknownNanoUsd` (absent at 0; verbatim when it already says so). */
+function withCost(text: string, costNanoUsd: number, unknownNanoUsd: number): string {
   const value = JSON.parse(text) as Record<string, unknown>;
-  if (toNano(value.costUsd as number | undefined) === costNanoUsd) return text;
+  const unknownNow = toNano(value.unknownCostUsd as number | undefined);
+  if (toNano(value.costUsd as number | undefined) === costNanoUsd && unknownNow === unknownNanoUsd) return text;
   value.costUsd = costNanoUsd / NANO_USD;
+  if (unknownNanoUsd > 0) value.unknownCostUsd = unknownNanoUsd / NANO_USD;
+  else delete value.unknownCostUsd;
   return JSON.stringify(value);
 }
 
@@ -155,6 +159,7 @@ function parseResult(text: string):
       status: string;
       title: string;
       costUsd?: number;
+      unknownCostUsd?: number;
       outputs?: Readonly<Record<string, unknown>>;
       fingerprints?: Readonly<Record<string, string>>;
     }
@@ -165,7 +170,7 @@ function parseResult(text: string):
   } catch {
     return undefined;
   }
-  const { id, status, title, outputs, costUsd, fingerprints } = (value ?? {}) as Record<string, unknown>;
+  const { id, status, title, outputs, costUsd, unknownCostUsd, fingerprints } = (value ?? {}) as Record<string, unknown>;
   if (typeof id !== 'string' || typeof status !== 'string') return undefined;
   const kept = isRecord(outputs) ? outputs : undefined;
   return {
@@ -175,6 +180,7 @@ function parseResult(text: string):
     ...(kept !== undefined && { outputs: kept }),
     ...(isRecord(fingerprints) && { fingerprints: fingerprints as Record<string, string> }),
     ...(typeof costUsd === 'number' && Number.isFinite(costUsd) && costUsd >= 0 && { costUsd }),
+    ...(typeof unknownCostUsd === 'number' && Number.isFinite(unknownCostUsd) && unknownCostUsd >= 0 && { unknownCostUsd }),
   };
 }
 

@@ -13,6 +13,8 @@ export interface ArticleResults {
   readonly results: number;
   /** What all of them cost, in nano-dollars. */
   readonly costNanoUsd: number;
+  /** What all of them say their calls of unknown fate may have cost (`unknownCostUsd`), in nano-dollars. */
+  readonly unknownNanoUsd: number;
   /** What `redo` said of its last result. */
   readonly again: readonly string[];
   /** Of those, the tasks whose outputs the last result holds. */
@@ -44,6 +46,7 @@ export class TakeUpTally {
   readonly #redo = new Map<string, readonly string[]>();
   readonly #unfinished = new Map<string, string>();
   #spentNanoUsd = 0;
+  #unknownNanoUsd = 0;
   #dropped = 0;
 
   constructor(keepUnfinished: boolean) {
@@ -52,29 +55,33 @@ export class TakeUpTally {
 
   /**
    * Decides one article by its last result, whose outputs `outputs` reads (only when it runs
-   * again); returns whether the result stays in the store, and its cost there: the sum of the
-   * article's results when the store keeps each article once, else its own (undefined).
+   * again); returns whether the result stays in the store, and its cost there (what was spent, and
+   * apart what calls of unknown fate may have cost): the sums of the article's results when the
+   * store keeps each article once, else its own (undefined).
    */
   add(
     article: ArticleResults,
     outputs: () => Readonly<Record<string, unknown>>,
-  ): { readonly keep: boolean; readonly costNanoUsd?: number } {
+  ): { readonly keep: boolean; readonly costNanoUsd?: number; readonly unknownNanoUsd?: number } {
     this.#spentNanoUsd += article.costNanoUsd;
+    this.#unknownNanoUsd += article.unknownNanoUsd;
     this.#dropped += article.results - 1;
     if (article.status !== 'succeeded') {
       this.#dropped++;
       this.#unfinished.set(article.id, article.status);
     }
-    const costNanoUsd = this.#keepUnfinished && article.results > 1 ? article.costNanoUsd : undefined;
+    const merged = this.#keepUnfinished && article.results > 1;
+    const costNanoUsd = merged ? article.costNanoUsd : undefined;
+    const unknownNanoUsd = merged ? article.unknownNanoUsd : undefined;
     if (article.status === 'succeeded' && article.again.length === 0) {
       this.#succeeded.set(article.id, article.title);
-      return { keep: true, costNanoUsd };
+      return { keep: true, costNanoUsd, unknownNanoUsd };
     }
     if (article.dropping.length > 0) this.#redo.set(article.id, article.dropping);
     const all = outputs();
     const left = article.dropping.length === 0 ? all : withoutTasks(all, article.dropping);
     if (Object.keys(left).length > 0) this.#partial.set(article.id, left);
-    return { keep: this.#keepUnfinished || article.status === 'succeeded', costNanoUsd };
+    return { keep: this.#keepUnfinished || article.status === 'succeeded', costNanoUsd, unknownNanoUsd };
   }
 
   /** What was taken up. */
@@ -87,6 +94,7 @@ export class TakeUpTally {
       unfinished: this.#unfinished,
       truncatedLastLine,
       spentUsd: this.#spentNanoUsd / NANO_USD,
+      unknownUsd: this.#unknownNanoUsd / NANO_USD,
     };
   }
 }

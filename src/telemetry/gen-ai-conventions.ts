@@ -43,6 +43,8 @@ export const OURS = Object.freeze({
   /** Attempts an article's calls took. */
   attempts: 'news_processor.article.attempts',
   costUsd: 'news_processor.cost_usd',
+  /** The most a call of unknown fate (a timeout, a connection broken mid-request) may have cost, USD: apart from the cost. */
+  unknownCostUsd: 'news_processor.unknown_cost_usd',
 });
 
 /** The one operation every call is: a chat completion (OpenAI) or a message (Anthropic). */

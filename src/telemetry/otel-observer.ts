@@ -141,12 +141,12 @@ class OtelObserver implements RunObserver {
     // SDK's work on every one for the last value alone.
     meter
       .createObservableGauge(METRICS.budgetRemaining, {
-        description: "What is left of the run's budget, neither spent nor held.",
+        description: "What is left of the run's budget, neither spent nor kept for calls of unknown fate.",
         unit: '{USD}',
       })
       .addCallback((result) => {
         const budget = this.#run?.budget;
-        if (budget !== undefined) result.observe(Math.max(0, budget.maxUsd - budget.spentUsd));
+        if (budget !== undefined) result.observe(Math.max(0, budget.maxUsd - budget.spentUsd - (budget.unknownUsd ?? 0)));
       });
   }
 
@@ -205,6 +205,7 @@ class OtelObserver implements RunObserver {
       if (usage !== undefined) setUsage(span, usage);
       if (event.retryInMs !== undefined) span.setAttribute(OURS.retryDelayMs, event.retryInMs);
       if (event.costUsd !== undefined) span.setAttribute(OURS.costUsd, event.costUsd);
+      if (event.unknownCostUsd !== undefined && event.unknownCostUsd > 0) span.setAttribute(OURS.unknownCostUsd, event.unknownCostUsd);
       if (type !== undefined) {
         span.setAttribute(GEN_AI.errorType, type);
         span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: (event.error as Error | undefined)?.message ?? event.outcome });
@@ -227,6 +228,7 @@ class OtelObserver implements RunObserver {
     if (!span.isRecording()) return;
     span.setAttribute(OURS.articleStatus, result.status).setAttribute(OURS.attempts, result.attempts);
     if (result.costUsd !== undefined) span.setAttribute(OURS.costUsd, result.costUsd);
+    if (result.unknownCostUsd !== undefined) span.setAttribute(OURS.unknownCostUsd, result.unknownCostUsd);
     if (result.error !== undefined) {
       span.setAttribute(GEN_AI.errorType, result.error.type);
       // A cancelled article was stopped, not failed: its span says so without an error.

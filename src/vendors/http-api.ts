@@ -260,12 +260,16 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
   }
   if (error instanceof SyntaxError) return new MalformedOutputError(`the response body is not JSON (${error.message})`);
   const cause = systemCause(error);
-  if (cause !== undefined) return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause });
+  if (cause !== undefined) {
+    const neverSent = isBeforeRequest(cause.code);
+    return new NetworkError(`network error (${cause.code}): ${cause.message.trim()}`, { code: cause.code, cause, neverSent });
+  }
   if (error instanceof errors.APIConnectionError) {
     // The SDK says only "Connection error."; what fetch said beneath it ("bad port") is the news.
     const root = rootCause(error);
     const detail = root === error ? '' : ` (${root.message})`;
-    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error });
+    // fetch refuses a port it never connects to (9, 25, 6000, …) before anything leaves.
+    return new NetworkError(`network error: ${error.message}${detail}`, { cause: error, neverSent: root.message === 'bad port' });
   }
   return error;
 }
@@ -360,6 +364,42 @@ export function apiBodyOf(data: unknown, response: Response, meta: ProviderError
 /** Response headers as the gate reads them: a plain record, names lower-case. */
 export function headersOf(headers: Headers | undefined): ResponseHeaders {
   return headers === undefined ? {} : Object.fromEntries(headers.entries());
+}
+
+/**
+ * The system codes of a connection that failed before a byte of the request was written: refused,
+ * no route, a name that does not resolve, a connect that timed out, a TLS handshake that failed
+ * (a certificate refused, a protocol no side speaks). A reset or a close (`ECONNRESET`, `EPIPE`,
+ * undici's `UND_ERR_SOCKET`, "socket hang up") may come once the request is on its way: not here.
+ */
+const BEFORE_REQUEST = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NODATA',
+  'EAI_NONAME',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Whether a connection that failed with `code` failed before its request was written (see BEFORE_REQUEST; OpenSSL's `ERR_SSL_…` are the handshake's). */
+function isBeforeRequest(code: string): boolean {
+  return BEFORE_REQUEST.has(code) || code.startsWith('ERR_SSL_');
 }
 
 /** The first error down the `cause` chain with a system code (`ECONNREFUSED`, `ERR_SSL_…`, `UND_ERR_SOCKET`). */

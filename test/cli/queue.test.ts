@@ -361,7 +361,10 @@ describe('a worker whose Redis is lost (killed, persisting its data as productio
   it('Redis away past --redis-give-up: exit 1 with its summary and what to run next; its jobs come back, none a dead letter', async () => {
     const setup = await persistentQueue(40);
     try {
-      const worker = setup.worker(['--exit-when-drained', '--redis-give-up=2s', '--lock-duration=2s']);
+      // Its stalled check at 1 s too: each check leaves a key that holds off every worker's next one for
+      // the interval of the worker that made it (BullMQ), and Redis keeps it across the restart, so the
+      // default 30 s would keep the next worker from taking the jobs back for half a minute.
+      const worker = setup.worker(['--exit-when-drained', '--redis-give-up=2s', '--lock-duration=2s', '--stalled-interval=1s']);
       await until(() => (worker.stdout().match(/^✓ /gm) ?? []).length >= 5, 30_000);
       const killedMs = performance.now();
       await setup.kill();

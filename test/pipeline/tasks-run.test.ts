@@ -213,10 +213,10 @@ describe('runPipeline() - what a run cost, and a budget', () => {
     expect(results.filter((r) => r.status === 'cancelled').every((r) => r.error?.type === 'BudgetExhaustedError')).toBe(true);
     expect(summary.costUsd!).toBeLessThanOrEqual(5);
     expect(budget.spentUsd).toBeLessThanOrEqual(5);
-    expect(summary.budget).toEqual({ maxUsd: 5, spentUsd: budget.spentUsd });
+    expect(summary.budget).toEqual({ maxUsd: 5, spentUsd: budget.spentUsd, unknownUsd: 0 });
   });
 
-  it('a call cancelled in flight (Ctrl-C) counts at its worst case — it may have been billed — in its result line, the cost and the budget alike', async () => {
+  it('a call cancelled in flight (Ctrl-C) is held at its worst case — it may have been billed — but apart from what was spent: in its result line, the summary and the budget alike', async () => {
     const clock = new ManualClock();
     const provider = new UsageProvider(clock, () => ({ inputTokens: 1000, outputTokens: 100 }));
     const results: ArticleResult[] = [];
@@ -242,10 +242,15 @@ describe('runPipeline() - what a run cost, and a budget', () => {
     const nano = (usd: number) => Math.round(usd * 1e9);
     // Two calls each answered ($0.56 each), and the headline cut off in flight at its worst case.
     const worstNano = Math.ceil((inputTokenBound(provider.lastRequest!) * 400 + 100 * 1600) * 1000 - 1e-6);
-    for (const result of results) expect(nano(result.costUsd!)).toBe(2 * 560_000_000 + worstNano);
-    expect(nano(summary.costUsd!)).toBe(4 * (2 * 560_000_000 + worstNano));
+    for (const result of results) {
+      expect(nano(result.costUsd!)).toBe(2 * 560_000_000);
+      expect(nano(result.unknownCostUsd!)).toBe(worstNano);
+    }
+    expect(nano(summary.costUsd!)).toBe(4 * 2 * 560_000_000);
+    expect(nano(summary.unknownCostUsd!)).toBe(4 * worstNano);
     expect(nano(budget.spentUsd)).toBe(nano(summary.costUsd!));
-    expect(summary.budget).toEqual({ maxUsd: 50, spentUsd: budget.spentUsd });
+    expect(nano(budget.unknownUsd)).toBe(nano(summary.unknownCostUsd!));
+    expect(summary.budget).toEqual({ maxUsd: 50, spentUsd: budget.spentUsd, unknownUsd: budget.unknownUsd });
   });
 
   it('a budget the job had spent part of before (a resume) counts it: only the rest is there to spend', async () => {

@@ -15,6 +15,23 @@ describe('LocalBudget.reserve', () => {
     expect(await budget.reserve(usd(0.5))).toBeDefined();
   });
 
+  it('keeps what a call of unknown fate may have cost apart from what was spent, counted against the budget all the same', async () => {
+    const budget = new LocalBudget({ maxUsd: 1, spentUsd: 0.1, unknownUsd: 0.2 });
+    const lost = (await budget.reserve(usd(0.3)))!;
+    // Perhaps billed: its whole worst case kept, not as spent; more than the hold is never kept.
+    lost.settle(0, usd(0.5));
+    expect(budget.spentUsd).toBeCloseTo(0.1, 9);
+    expect(budget.unknownUsd).toBeCloseTo(0.5, 9);
+    expect(budget.heldUsd).toBe(0);
+    // 0.1 spent and 0.5 unknown leave 0.4: 0.41 never fits.
+    expect(await budget.reserve(usd(0.41))).toBeUndefined();
+    const unsent = (await budget.reserve(usd(0.4)))!;
+    // Never sent: all of it back.
+    unsent.settle(0, 0);
+    expect(budget.spentUsd + budget.unknownUsd).toBeCloseTo(0.6, 9);
+    expect(() => new LocalBudget({ maxUsd: 1, unknownUsd: -1 })).toThrow(/unknownUsd/);
+  });
+
   it('waits for holds in flight to settle when they leave no room, then holds', async () => {
     const budget = new LocalBudget({ maxUsd: 1 });
     const first = (await budget.reserve(usd(0.7)))!;
@@ -74,12 +91,15 @@ describe('LocalBudget.reserve', () => {
 });
 
 describe('BudgetExhaustedError', () => {
-  it('says what is spent, and what is held only when something is', () => {
+  it('says what is spent, what calls of unknown fate may have cost and what is held only when something is', () => {
     expect(new BudgetExhaustedError(10, 9.2, 1.35).message).toBe(
       'the budget of $10.00 cannot cover the next call (up to $1.35): $9.20 of it is spent',
     );
     expect(new BudgetExhaustedError(10, 5, 1.35, 4.5).message).toBe(
       'the budget of $10.00 cannot cover the next call (up to $1.35): $5.00 of it is spent, $4.50 held by calls in flight',
+    );
+    expect(new BudgetExhaustedError(10, 5, 1.35, 0, 4).message).toBe(
+      'the budget of $10.00 cannot cover the next call (up to $1.35): $5.00 of it is spent, up to $4.00 unknown (calls that may have been billed)',
     );
   });
 });

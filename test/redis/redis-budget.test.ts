@@ -1,10 +1,15 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLimiterUnavailableError } from '../../src/limiter/limiter-unavailable-error.ts';
-import { NANO_USD } from '../../src/quota/budget.ts';
+import { type Budget, NANO_USD } from '../../src/quota/budget.ts';
 import { connectRedis, RedisBudget, type RedisConnection } from '../../src/redis/index.ts';
 import { FAST, runCli } from '../cli/run-cli.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
+import { runPipeline } from '../../src/pipeline/run.ts';
+import { requestLimit } from '../../src/quota/provider-limits.ts';
+import { defineTasks } from '../../src/tasks/task-set.ts';
+import { OpenAiProvider } from '../../src/vendors/openai/openai-provider.ts';
+import { refusedUrl } from '../vendors/scripted-api-server.ts';
 
 let redis: TestRedis;
 let connections: RedisConnection[];
@@ -79,6 +84,70 @@ describe('RedisBudget', () => {
     const [a, b] = budgets(0.5);
     const holds = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a! : b!).reserve(0.01 * NANO_USD)));
     expect(holds.filter((hold) => hold !== undefined)).toHaveLength(50);
+  });
+
+  it('keeps a call of unknown fate apart from what was spent, counted against the budget for every process; a call never sent gives all back', async () => {
+    const [a, b] = budgets(1);
+    const unsent = (await a!.reserve(0.4 * NANO_USD))!;
+    unsent.settle(0, 0);
+    const lost = (await a!.reserve(0.4 * NANO_USD))!;
+    // Reset mid-request: its whole worst case kept, as unknown.
+    lost.settle(0, 0.4 * NANO_USD);
+    const answered = (await b!.reserve(0.4 * NANO_USD))!;
+    answered.settle(0.1 * NANO_USD, 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // 0.1 spent, 0.4 unknown: 0.5 left, so 0.6 never fits.
+    expect(await b!.reserve(0.6 * NANO_USD)).toBeUndefined();
+    expect(b!.spentUsd).toBeCloseTo(0.1, 9);
+    expect(b!.unknownUsd).toBeCloseTo(0.4, 9);
+    expect(b!.heldUsd).toBe(0);
+    const last = await a!.reserve(0.5 * NANO_USD);
+    expect(last).toBeDefined();
+    expect(a!.unknownUsd).toBeCloseTo(0.4, 9);
+    expect(a!.spentUsd).toBeCloseTo(0.1, 9);
+  });
+
+  it('a run whose calls are refused before they are written takes nothing from the shared budget', async () => {
+    const [shared] = budgets(0.000_1);
+    // Each call's hold, as the budget is asked for it.
+    const holds: number[] = [];
+    const budget: Budget = {
+      maxUsd: shared!.maxUsd,
+      get spentUsd() {
+        return shared!.spentUsd;
+      },
+      get heldUsd() {
+        return shared!.heldUsd;
+      },
+      reserve: (nanoUsd, options) => {
+        holds.push(nanoUsd);
+        return shared!.reserve(nanoUsd, options);
+      },
+    };
+    const summary = await runPipeline({
+      source: Array.from({ length: 4 }, (_, i) => ({ id: String(i), title: 'One title', content: 'x' })),
+      tasks: defineTasks([{ name: 'summarize', prompt: 'Summarise: {{title}}', schema: { type: 'object' }, maxOutputTokens: 2 }]),
+      providers: [
+        {
+          provider: new OpenAiProvider({ apiKey: 'sk-0123456789', baseUrl: `${await refusedUrl()}/v1` }),
+          limits: requestLimit(Infinity, 1),
+          price: { inputPerMTok: 0.4, outputPerMTok: 1.6 },
+        },
+      ],
+      budget,
+      workers: 1,
+      retry: { maxAttempts: 2, backoff: () => 0 },
+    });
+    // Every call went, though the budget holds fewer of their worst cases than were made.
+    expect(summary.calls).toBe(8);
+    expect(holds).toHaveLength(8);
+    expect(holds.reduce((sum, hold) => sum + hold, 0)).toBeGreaterThan(shared!.maxUsd * NANO_USD);
+    expect(summary.stoppedBy).toBeUndefined();
+    expect(summary.costUsd).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const inspect = new Redis(redis.url);
+    const stored = await inspect.mget(shared!.key, `${shared!.key}:held`, `${shared!.key}:unknown`).finally(() => inspect.disconnect());
+    expect(stored.map(Number)).toEqual([0, 0, 0]);
   });
 
   it('fails with LimiterUnavailableError when Redis does not answer, as the shared limits do', async () => {

@@ -5,6 +5,7 @@ import { LocalBudget } from '../../src/quota/budget.ts';
 import type { RunSummary } from '../../src/pipeline/metrics.ts';
 import type { ArticleResult } from '../../src/pipeline/result.ts';
 import { RunRecorder, seriesKey } from '../../src/report/run-recorder.ts';
+import { renderReportMain } from '../../src/report/report-page.ts';
 import { TimeBuckets } from '../../src/report/time-buckets.ts';
 import { toldRun } from './told-run.ts';
 const PROVIDERS = [{ name: 'sim', limits: [{ kind: 'requests' as const, rate: 10, burst: 3 }] }];
@@ -144,6 +145,23 @@ describe('RunRecorder', () => {
     expect(record.series.succeeded).toEqual([0, 1]);
     expect(record.totals.costUsd).toBeCloseTo(0.001, 12);
     expect(record.tasks.map((task) => task.name)).toEqual(['summarize', 'sentiment']);
+  });
+
+  it('keeps what calls of unknown fate may have cost apart from the cost, and the page says it so', async () => {
+    const clock = new ManualClock(0);
+    const recorder = new RunRecorder({ clock, providers: PROVIDERS });
+    const run = toldRun([recorder], { clock, priced: ['sim'], tasks: [{ name: 'summarize', route: 'sim' }] });
+    run.attempt(attempt(0, 100, { costUsd: 0.001, unknownCostUsd: 0 }));
+    // Reset mid-request: perhaps billed, up to its worst case.
+    run.attempt(attempt(100, 5, { outcome: 'network-error', usage: undefined, costUsd: 0, unknownCostUsd: 0.002 }));
+    const record = recorder.record();
+    expect(record.totals.costUsd).toBeCloseTo(0.001, 12);
+    expect(record.totals.unknownCostUsd).toBeCloseTo(0.002, 12);
+    expect(record.tasks[0]!.unknownCostUsd).toBeCloseTo(0.002, 12);
+    expect(record.series['cost-nano-usd']!.reduce((a, b) => a + b, 0)).toBe(1_000_000);
+    const page = await renderReportMain(record, { title: 'a run', live: false });
+    expect(page).toContain('$0.001, up to $0.002 unknown');
+    expect(page).toContain('$0.001 + up to $0.002 unknown');
   });
 
   it('ends at the summary: its figures in the record, the series to its elapsed time', () => {

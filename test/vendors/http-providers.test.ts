@@ -191,25 +191,42 @@ describe.each<Vendor>(['openai', 'anthropic'])('the %s provider against a script
     await expect(provider.call(summarize, { signal: controller.signal })).rejects.toBe(reason);
   });
 
-  it('.call() - a refused connection is a NetworkError with ECONNREFUSED', async () => {
+  it('.call() - a refused connection is a NetworkError with ECONNREFUSED, never sent (nothing to bill)', async () => {
     const error = (await failureOf(create(`${await refusedUrl()}/v1`).call(summarize))) as NetworkError;
     expect(error).toBeInstanceOf(NetworkError);
-    expect(error).toMatchObject({ code: 'ECONNREFUSED', retryable: true });
+    expect(error).toMatchObject({ code: 'ECONNREFUSED', retryable: true, neverSent: true });
     expect(error.message).toMatch(/^network error \(ECONNREFUSED\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
   });
 
-  it('.call() - a host that does not resolve is a NetworkError with the resolver code', async () => {
+  it('.call() - a host that does not resolve is a NetworkError with the resolver code, never sent', async () => {
     // `.invalid` never resolves (RFC 2606); without a resolver at all the code is EAI_AGAIN.
     const error = (await failureOf(create('http://news-processor.invalid/v1').call(summarize))) as NetworkError;
     expect(error).toBeInstanceOf(NetworkError);
     expect(error.code).toMatch(/^(ENOTFOUND|EAI_AGAIN)$/);
+    expect(error.neverSent).toBe(true);
   });
 
-  it('.call() - a TLS failure is a NetworkError with the TLS code', async () => {
+  it('.call() - a TLS failure is a NetworkError with the TLS code, never sent', async () => {
     // TLS spoken to a plain HTTP server: the handshake fails.
     const error = (await failureOf(create(server.url.replace('http:', 'https:')).call(summarize))) as NetworkError;
     expect(error).toBeInstanceOf(NetworkError);
     expect(error.code).toMatch(/SSL|TLS|EPROTO/);
+    expect(error.neverSent).toBe(true);
+  });
+
+  it('.call() - a port fetch never connects to (9, discard) is a NetworkError, never sent', async () => {
+    const error = (await failureOf(create('http://127.0.0.1:9/v1').call(summarize))) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error.message).toMatch(/bad port/);
+    expect(error.neverSent).toBe(true);
+  });
+
+  it('.call() - a connection reset once the request was written is a NetworkError whose fate is unknown (perhaps billed)', async () => {
+    server.cue = 'reset';
+    const error = (await failureOf(provider.call(summarize))) as NetworkError;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(server.requests).toHaveLength(1);
+    expect(error.neverSent).toBe(false);
   });
 });
 
