@@ -17,6 +17,11 @@
  *   measures it (the summary's `callLatencyMs`, from provider call to answer), and the HTTP
  *   path's minus the in-process one's: what HTTP adds to a call.
  *
+ * Two more rows read rate-limit headers: serve stating a quota too large to bind (`--rate=1e9`) in
+ * OpenAI's words and, as `serve --headers=groq`, in Groq's, the client syncing to them
+ * (`syncHeaders`, which parses every answer's headers): beside the plain OpenAI row, what reading
+ * a host's dialect costs a call.
+ *
  * Prints a table and writes bench/results/client.json and client.txt.
  */
 
@@ -25,6 +30,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateArticles, type Provider, type RunSummary, runPipeline, SimulatedProvider } from '../src/index.ts';
 import { AnthropicProvider, OpenAiProvider } from '../src/vendors/index.ts';
+import { HOST_DIALECTS } from '../src/vendors/openai/host-dialects/host-dialects.ts';
 import { requestLimit } from '../src/quota/provider-limits.ts';
 import { formatRatio } from './lib/format.ts';
 import { startServe } from './lib/serve.ts';
@@ -50,23 +56,40 @@ function progress(line: string): void {
   output.push(line);
 }
 
-const serve = await startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--log-level=warn']);
+const QUICK_SERVE = ['--min-latency=0ms', '--max-latency=0ms', '--log-level=warn'];
+const serve = await startServe(['--rate=inf', ...QUICK_SERVE]);
+// A quota no run comes near, so that every answer states it: headers to read, never a wait.
+const stating = ['--rate=1e9', '--burst=1000000000', ...QUICK_SERVE];
+const [serveStating, serveGroq] = await Promise.all([startServe(stating), startServe(['--headers=groq', ...stating])]);
+/** Each client: its provider, and whether the run syncs to its headers (reading every answer's). */
 const CLIENTS = {
-  'in-process simulated provider': () => new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }),
-  'OpenAI client → serve': () => new OpenAiProvider({ apiKey: KEY, baseUrl: `${serve.url}/v1` }),
-  'Anthropic client → serve': () => new AnthropicProvider({ apiKey: KEY, baseUrl: serve.url }),
+  'in-process simulated provider': () => ({ provider: new SimulatedProvider({ minLatencyMs: 0, maxLatencyMs: 0 }), syncHeaders: false }),
+  'OpenAI client → serve': () => ({ provider: new OpenAiProvider({ apiKey: KEY, baseUrl: `${serve.url}/v1` }), syncHeaders: false }),
+  'OpenAI client → serve, OpenAI headers synced': () => ({
+    provider: new OpenAiProvider({ apiKey: KEY, baseUrl: `${serveStating.url}/v1` }),
+    syncHeaders: true,
+  }),
+  'OpenAI client → serve --headers=groq, Groq headers synced': () => ({
+    provider: new OpenAiProvider({ apiKey: KEY, baseUrl: `${serveGroq.url}/v1`, headers: 'groq' }),
+    syncHeaders: true,
+  }),
+  'Anthropic client → serve': () => ({ provider: new AnthropicProvider({ apiKey: KEY, baseUrl: serve.url }), syncHeaders: false }),
 } as const;
 type Client = keyof typeof CLIENTS;
 const NAMES = Object.keys(CLIENTS) as Client[];
 // One provider per client for the whole run, as a run of the command has: its SDK and connections stay warm.
-const providers = Object.fromEntries(NAMES.map((name) => [name, CLIENTS[name]()])) as unknown as Record<Client, Provider>;
+const providers = Object.fromEntries(NAMES.map((name) => [name, CLIENTS[name]()])) as unknown as Record<
+  Client,
+  { provider: Provider; syncHeaders: boolean }
+>;
 
 /** A run's summary, and the CPU time this process spent on it per call. */
 async function run(name: Client, articles: number, workers: number): Promise<RunSummary & { cpuPerCallUs: number }> {
   const cpu = process.cpuUsage();
   const summary = await runPipeline({
     source: generateArticles(articles),
-    providers: [{ provider: providers[name], limits: requestLimit(Infinity, 1) }],
+    // A synced run's limit is the quota serve states (a rate to sync to, never waited on); the others have none.
+    providers: [{ ...providers[name], limits: providers[name].syncHeaders ? requestLimit(1e9, 1e9) : requestLimit(Infinity, 1) }],
     workers,
     timeoutMs: 60_000,
   });
@@ -88,6 +111,40 @@ interface Round {
   p99Ms: number;
 }
 const rounds: Record<Client, Round[]> = Object.fromEntries(NAMES.map((name) => [name, []])) as unknown as Record<Client, Round[]>;
+
+/**
+ * What reading one answer's rate-limit headers costs, alone: each dialect's provider reading the
+ * headers serve sends in it (requests and tokens), the best of three runs of many reads.
+ */
+function headerReadUs(): Record<string, number> {
+  const status = [
+    { kind: 'requests' as const, limit: 600, remaining: 597, resetMs: 300 },
+    { kind: 'tokens' as const, limit: 60_000, remaining: 59_000, resetMs: 1000 },
+  ];
+  const reads = quick ? 50_000 : 200_000;
+  const figures: Record<string, number> = {};
+  for (const name of ['openai', 'groq', 'together', 'mistral', 'none'] as const) {
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': 'req_1', ...OPENAI_STYLE };
+    HOST_DIALECTS[name].headers.write(headers, status, Date.now());
+    const provider = new OpenAiProvider({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9/v1', headers: name });
+    let bestUs = Infinity;
+    for (let run = 0; run < 3; run++) {
+      const startedMs = performance.now();
+      for (let i = 0; i < reads; i++) provider.rateLimits(headers);
+      bestUs = Math.min(bestUs, ((performance.now() - startedMs) * 1000) / reads);
+    }
+    figures[name] = bestUs;
+  }
+  return figures;
+}
+/** What any answer carries besides the limits. */
+const OPENAI_STYLE = { 'openai-processing-ms': '12', 'openai-version': '2020-10-01', date: 'Mon, 07 Dec 2026 13:00:00 GMT' };
+const readUs = headerReadUs();
+progress(
+  `reading one answer's rate-limit headers: ${Object.entries(readUs)
+    .map(([name, us]) => `${name} ${us.toFixed(2)} µs`)
+    .join(', ')}`,
+);
 
 const started = performance.now();
 try {
@@ -117,7 +174,7 @@ try {
     }
   }
 } finally {
-  serve.run.send('SIGTERM');
+  for (const server of [serve, serveStating, serveGroq]) server.run.send('SIGTERM');
 }
 
 const med = (name: Client, field: keyof Round) => median(rounds[name].map((round) => round[field]));
@@ -197,6 +254,7 @@ writeFileSync(
       throughputArticles: THROUGHPUT_ARTICLES,
       latencyArticles: LATENCY_ARTICLES,
       targets: { callsPerSecond: TARGET_CALLS_PER_SECOND, addedP50Ms: TARGET_ADDED_P50_MS },
+      headerReadUs: readUs,
       results: summary,
     },
     null,

@@ -225,9 +225,12 @@ export function httpClientFromConfig(
   keyOptional = false,
 ): HttpClient | undefined {
   if (config.api === undefined || !isHttpProviderType(config.type)) return undefined;
-  const { baseUrl, model, apiKeyEnv, apiVersion } = config.api;
+  const { baseUrl, model, apiKeyEnv, apiVersion, headers } = config.api;
   const apiKey = keyFrom(env, apiKeyEnv, `provider "${config.name}" in ${source} reads its API key from it (its apiKeyEnv)`, keyOptional);
-  return { provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model, apiVersion }), keyVariable: apiKeyEnv };
+  return {
+    provider: createHttpProvider(config.type, { name: config.name, apiKey, baseUrl, model, apiVersion, headers }),
+    keyVariable: apiKeyEnv,
+  };
 }
 
 function keyFrom(env: Environment, variable: string, why: string, optional: boolean): string {

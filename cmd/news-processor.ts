@@ -32,7 +32,7 @@ import { addRunOptions, type RunFlags } from './run-options.ts';
 import { createLogger } from './logger.ts';
 import { groupRunOptions } from './run-help.ts';
 import { oneLineErrors } from './one-line-errors.ts';
-import { loadProviderPackages, providerSetups } from './provider-setup.ts';
+import { headerDialectNotes, loadProviderPackages, providerSetups } from './provider-setup.ts';
 import { validateRunFlags } from './run-validation.ts';
 import { addReportOptions, startRunReport, validateReportFlags, type ReportFlags } from './report-options.ts';
 import { stdoutFailureText, stdoutState, watchStdout } from './stdout.ts';
@@ -196,6 +196,7 @@ async function run(flags: MainFlags): Promise<number> {
   // A budget that cannot cover one call is refused before Redis is reached or any file opened.
   checkBudget(flags, plan);
   await loadProviderPackages(setups.providers);
+  for (const line of headerDialectNotes(setups.providers)) process.stderr.write(`${line}\n`);
   // Before Redis is reached or any file opened: a dry run touches neither.
   if (flags.dryRun) return dryRun(flags, plan);
   // Before Redis or any file: a missing SDK package is said before anything is touched.

@@ -146,3 +146,30 @@ export async function loadProviderPackages(providers: readonly ProviderSetup[]):
     }
   }
 }
+
+/**
+ * What a run says once of its providers' hosts, a line each: the limit dialect guessed from a base
+ * URL's host, and a host that states no limits (what --sync-headers and --adaptive can do there).
+ */
+export function headerDialectNotes(providers: readonly ProviderSetup[]): string[] {
+  const lines: string[] = [];
+  for (const setup of providers) {
+    if (!(setup.provider instanceof HttpApiProvider)) continue;
+    const { name, headerDialect: dialect } = setup.provider;
+    if (dialect === undefined) continue;
+    if (dialect.guessedFrom !== undefined) {
+      lines.push(
+        `note: provider "${name}" reads ${dialect.label}'s rate-limit headers, guessed from the host ${dialect.guessedFrom} (a providers file's "headers" field chooses)`,
+      );
+    }
+    if (!dialect.statesLimits) {
+      const sync = setup.syncHeaders === true ? '--sync-headers has nothing to read; ' : '';
+      const adaptive =
+        setup.adaptive === undefined
+          ? "only --adaptive, reading the calls' latency, would slow down for it"
+          : "--adaptive reads the calls' latency";
+      lines.push(`note: provider "${name}" ("headers": "${dialect.name}") sends no rate-limit headers and no 429: ${sync}${adaptive}`);
+    }
+  }
+  return lines;
+}

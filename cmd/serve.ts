@@ -1,6 +1,6 @@
 // `news-processor serve`: the simulated provider as an HTTP server speaking each vendor's API (the registry's dialects).
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { LLM_SERVER_DEFAULTS, LlmServer } from '../src/server/index.ts';
+import { LLM_SERVER_DEFAULTS, LlmServer, SERVE_HOST_HEADERS } from '../src/server/index.ts';
 import { VENDORS } from '../src/vendors/registry.ts';
 import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../src/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
@@ -34,6 +34,7 @@ interface ServeFlags {
   batchWindow: number;
   batchQueueTokens?: number;
   promptCacheTtl: number;
+  headers?: string;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -175,6 +176,12 @@ export function buildServeCommand(onExit: (code: number) => void): Command {
         .default(LLM_SERVER_DEFAULTS.promptCacheTtlMs, formatDuration(LLM_SERVER_DEFAULTS.promptCacheTtlMs)),
     )
     .addOption(
+      new Option(
+        '--headers <host>',
+        `imitate the limit signals of this host on the routes of the API it speaks: ${SERVE_HOST_HEADERS.join(', ')} (none: no rate-limit headers and no 429, a request over the quota waits) (default: each vendor's own)`,
+      ).argParser(oneOf(SERVE_HOST_HEADERS)),
+    )
+    .addOption(
       new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
         .argParser(oneOf(LOG_LEVELS))
         .default('info'),
@@ -201,6 +208,7 @@ async function serve(flags: ServeFlags): Promise<number> {
     batchWindowMs: flags.batchWindow,
     batchQueueTokens: flags.batchQueueTokens,
     promptCacheTtlMs: flags.promptCacheTtl,
+    headers: flags.headers,
     simulation: {
       minLatencyMs: flags.minLatency,
       maxLatencyMs: flags.maxLatency,

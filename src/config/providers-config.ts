@@ -75,6 +75,8 @@ export interface ApiConfig {
   readonly apiKeyEnv: string;
   /** Azure OpenAI's `api-version`; undefined for the others. */
   readonly apiVersion?: string | undefined;
+  /** The host's limit dialect (`"headers"` in the file: `"groq"`, `"none"`, …). @default guessed from the base URL's host */
+  readonly headers?: string | undefined;
 }
 
 /** Settings of the in-process simulated provider; each omitted one falls back to the run's flags. */
@@ -235,6 +237,7 @@ const CLIENT_FIELDS: readonly string[] = [
     'model',
     'apiKeyEnv',
     'maxConcurrent',
+    ...(Object.values(HTTP_PROVIDER_DEFAULTS).some((defaults) => defaults.hostHeaders !== undefined) ? ['headers'] : []),
     ...Object.values(HTTP_PROVIDER_DEFAULTS).flatMap((defaults) =>
       defaults.fileNames === undefined ? [] : [defaults.fileNames.baseUrl, defaults.fileNames.model],
     ),
@@ -287,7 +290,17 @@ function readClient(at: ConfigReader, o: Record<string, unknown>, path: string):
       `nothing on an "${type}" provider (it is ${VERSIONED.map((versioned) => versioned.label).join("'s, ")}'s)`,
       o.apiVersion,
     );
+  const hostHeaders = defaults.hostHeaders;
+  if (o.headers !== undefined && hostHeaders === undefined) {
+    const hosted = Object.values(HTTP_PROVIDER_DEFAULTS).filter((other) => other.hostHeaders !== undefined);
+    at.fail(
+      `${path}.headers`,
+      `nothing on an "${type}" provider (it is for ${hosted.map((other) => `"${other.name}"`).join(', ')})`,
+      o.headers,
+    );
+  }
   const api = {
+    headers: o.headers === undefined || hostHeaders === undefined ? undefined : at.choice(o.headers, `${path}.headers`, hostHeaders),
     baseUrl: (baseUrl as string | undefined) ?? defaults.baseUrl!,
     model: (model as string | undefined) ?? defaults.model!,
     apiKeyEnv: (o.apiKeyEnv as string | undefined) ?? defaults.apiKeyEnv,

@@ -52,14 +52,18 @@ export const tellBreaker: AttemptObserver = (attempt) => {
 
 /**
  * The adaptive rate hears of 429s and successes — and, when the provider states its request limit
- * in its headers, adopts that instead of searching for it.
+ * in its headers, adopts that instead of searching for it. From a provider that states no limits
+ * and never answers 429 (`readsLatency`), it hears each success's latency too: the only sign there
+ * that calls queue.
  */
-export function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
+export function adaptRate(adaptive: AdaptiveRate, readsLatency = false): AttemptObserver {
   return (attempt) => {
     const stated = statedRequestRate(attempt.rateLimitInfo);
     if (stated !== undefined) adaptive.onStatedLimit(stated);
-    if (attempt.outcome === 'ok') adaptive.onSuccess();
-    else if (attempt.outcome === 'rate-limited') {
+    if (attempt.outcome === 'ok') {
+      if (readsLatency && attempt.called) adaptive.onLatency({ latencyMs: attempt.latencyMs, sentAtMs: attempt.sentAtMs });
+      adaptive.onSuccess();
+    } else if (attempt.outcome === 'rate-limited') {
       adaptive.onRateLimited({ retryAfterMs: retryAfterHint(attempt.error), sentAtMs: attempt.sentAtMs });
     }
   };
@@ -68,7 +72,10 @@ export function adaptRate(adaptive: AdaptiveRate): AttemptObserver {
 /**
  * Lowers each limit to what the provider says remains of it, and the request rate to the limit it
  * states (a bucket refilling faster than the provider's would only fill with 429s); never raises
- * either. With an adaptive rate, which runs first, the stated rate is the adaptive rate's already.
+ * either. A limit over a window longer than {@link PACE_WINDOW_MAX_MS} (a day's requests, a
+ * month's tokens) caps what is left, not the pace: its remaining is synced, its rate is not taken —
+ * 14,400 requests a day allow 400 in the next minute. With an adaptive rate, which runs first, the
+ * stated rate is the adaptive rate's already.
  */
 export function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObserver {
   return (attempt) => {
@@ -85,10 +92,22 @@ export function syncHeaders(limits: ProviderLimits, logger: Logger): AttemptObse
   };
 }
 
-/** The request limit the headers state, in requests per second (their limit over their window); undefined when they state none. */
+/** The longest window whose limit is a pace: a minute, the longest the vendors state a rate over. */
+export const PACE_WINDOW_MAX_MS = 60_000;
+
+/**
+ * The request limit the headers state, in requests per second (their limit over their window; the
+ * least when they state several), of the windows that set a pace; undefined when they state none.
+ */
 function statedRequestRate(info: RateLimitSignals | undefined): number | undefined {
-  const stated = info?.limits.find((status) => status.kind === 'requests' && status.windowMs !== undefined);
-  return stated === undefined || !(stated.limit! > 0) ? undefined : (stated.limit! * 1000) / stated.windowMs!;
+  let rate: number | undefined;
+  for (const status of info?.limits ?? []) {
+    if (status.kind !== 'requests' || status.windowMs === undefined || status.windowMs > PACE_WINDOW_MAX_MS) continue;
+    if (!(status.limit! > 0)) continue;
+    const perSecond = (status.limit! * 1000) / status.windowMs;
+    rate = rate === undefined ? perSecond : Math.min(rate, perSecond);
+  }
+  return rate;
 }
 
 export function logFailure(logger: Logger): AttemptObserver {

@@ -186,7 +186,7 @@ export class CallGate {
       settleGrant(provider.limitsCountCacheReads ?? true),
       ...(this.budget === undefined ? [] : [settleBudget]),
       ...(this.breaker === undefined ? [] : [tellBreaker]),
-      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive)]),
+      ...(this.adaptive === undefined ? [] : [adaptRate(this.adaptive, provider.statesLimits === false)]),
       ...((options.syncHeaders ?? GATE_DEFAULTS.syncHeaders) ? [syncHeaders(limits, log)] : []),
       logFailure(log),
     ];

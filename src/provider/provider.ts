@@ -168,6 +168,13 @@ export interface Provider {
    * on what they count. @default true
    */
   readonly limitsCountCacheReads?: boolean | undefined;
+  /**
+   * Whether its answers state its limits or refuse with 429 when they are passed: false for a
+   * server that does neither and queues what is over its capacity (a self-hosted inference server),
+   * where only the calls' latency tells of overload — what the adaptive rate then reads.
+   * @default true
+   */
+  readonly statesLimits?: boolean | undefined;
   /** What it calls, for tracing: the vendor's API, the model, the server. @default none (traced by its name alone) */
   readonly target?: ProviderTarget | undefined;
   /**

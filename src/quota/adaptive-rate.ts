@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { checkClock, checkDurationMs, checkFunction, checkNumber, checkObject, expected } from '../validation/checks.ts';
 import { DeliveryRate } from './delivery-rate.ts';
+import { LatencySignal } from './latency-signal.ts';
 import type { ProviderLimits } from './provider-limits.ts';
 
 /** How the adaptive rate behaves unless told otherwise; see {@link AdaptiveRateOptions} for why. */
@@ -9,6 +10,7 @@ export const ADAPTIVE_DEFAULTS = Object.freeze({
   quietPeriodCalls: 10,
   recoveryCalls: 150,
   clusterWindowCalls: 5,
+  latencyTolerance: 2,
 });
 
 /** The tuning of an {@link AdaptiveRate}: everything but what it adapts. */
@@ -51,6 +53,13 @@ export interface AdaptiveTuning {
    * @default ADAPTIVE_DEFAULTS.clusterWindowCalls (5)
    */
   readonly clusterWindowCalls?: number;
+  /**
+   * For a provider that states no limits and never answers 429 ({@link AdaptiveRate.onLatency}):
+   * how many times the least smoothed latency seen the smoothed latency may reach before the calls
+   * are taken to queue at the server, and the rate is cut as for a 429. > 1.
+   * @default ADAPTIVE_DEFAULTS.latencyTolerance (2)
+   */
+  readonly latencyTolerance?: number;
 }
 
 /** What `new AdaptiveRate()` takes: the limits whose request rate it moves, how it moves it, and the clock. */
@@ -184,6 +193,7 @@ export class AdaptiveRate {
   #decreases = 0;
   #increases = 0;
   #listeners: RateChangeListener[] = [];
+  readonly #latency: LatencySignal;
 
   constructor(options: AdaptiveRateOptions) {
     checkObject('options', options);
@@ -199,13 +209,16 @@ export class AdaptiveRate {
       quietPeriodCalls = ADAPTIVE_DEFAULTS.quietPeriodCalls,
       recoveryCalls = ADAPTIVE_DEFAULTS.recoveryCalls,
       clusterWindowCalls = ADAPTIVE_DEFAULTS.clusterWindowCalls,
+      latencyTolerance = ADAPTIVE_DEFAULTS.latencyTolerance,
     } = options;
     checkNumber('minRate', minRate, { min: 0, minExclusive: true, max: maxRate, unit: 'calls per second' });
     checkNumber('decreaseFactor', decreaseFactor, { min: 0, minExclusive: true, max: 1, maxExclusive: true });
     checkNumber('quietPeriodCalls', quietPeriodCalls, { min: 0 });
     checkNumber('recoveryCalls', recoveryCalls, { min: 0, minExclusive: true });
     checkNumber('clusterWindowCalls', clusterWindowCalls, { min: 0 });
+    checkNumber('latencyTolerance', latencyTolerance, { min: 1, minExclusive: true });
     checkClock('clock', clock);
+    this.#latency = new LatencySignal(latencyTolerance);
 
     this.#limits = limits;
     this.#clock = clock;
@@ -277,6 +290,20 @@ export class AdaptiveRate {
     if (cutRate === this.#rate) return;
     this.#decreases += 1;
     this.#set(cutRate, 'throttled');
+  }
+
+  /**
+   * A call got through after `latencyMs`, from a provider that states no limits and never answers
+   * 429 (a self-hosted server that queues what is over its capacity): the only sign of overload
+   * is the latency. When the smoothed latency passes `latencyTolerance` times the least it has been,
+   * the calls queue at the server, and the rate is cut as a 429 would cut it (a call sent before
+   * the last cut belongs to it); while the queue drains after a cut, no more. Call it before
+   * {@link onSuccess} for the same call; the latency of a provider that does state its limits is no news.
+   */
+  onLatency(call: { readonly latencyMs: number; readonly sentAtMs?: number | undefined }): void {
+    checkObject('call', call);
+    checkDurationMs('call.latencyMs', call.latencyMs);
+    if (this.#latency.record(call.latencyMs)) this.onRateLimited({ sentAtMs: call.sentAtMs });
   }
 
   /**

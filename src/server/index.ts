@@ -3,4 +3,5 @@
 // Needs the `gpt-tokenizer` and `prom-client` packages.
 
 export { LlmServer, LLM_SERVER_DEFAULTS } from './llm-server.ts';
+export { SERVE_HOST_HEADERS } from './dialects.ts';
 export type { LlmServerOptions, LlmServerSimulation, ListenOptions } from './llm-server.ts';

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision } from '../limiter/keyed-limiter.ts';
 import { writeRateLimitHeaders, type LimitSnapshot } from '../vendors/header-fields.ts';
 import { Refusal, type Exchange, type LimitContext } from '../vendors/serve/exchange.ts';
+import type { ChatApi } from '../vendors/serve/chat-api.ts';
 
 /** The whole requests a per-minute limit states: rounded down, so a client taking it as its rate is never over. */
 const PER_MINUTE_EPSILON = 1e-9;
@@ -22,7 +23,15 @@ export class KeyQuotas {
       tokensPerMinute === undefined ? undefined : new KeyedLimiter({ rate: tokensPerMinute / 60, burst: tokensPerMinute, clock, maxKeys });
   }
 
-  /** Takes a request from the key's quota, or 429 with the wait. */
+  /**
+   * Takes a chat request from the exchange key's quota: as {@link admit} does, or — for an API that
+   * queues what is over its quota (a self-hosted server: no 429) — once the quota has room.
+   */
+  async admitChat(exchange: Exchange): Promise<void> {
+    if (exchange.api.overQuota === 'queue') await this.requests.acquire(exchange.key!);
+    else this.admit(exchange.key!);
+  }
+
   /** Takes a request from `key`'s quota, or throws the 429's {@link Refusal}. */
   admit(key: string): void {
     const admitted = this.requests.take(key);
@@ -31,10 +40,10 @@ export class KeyQuotas {
     throw new Refusal({ kind: 'rate-limited', limit: 'requests', message }, { requests: admitted, retryAfterMs: admitted.retryAfterMs });
   }
 
-  /** With a token limit, takes the answer's prompt and output tokens from the key's, or 429. */
-  chargeTokens(key: string, needed: number): RateLimitDecision | undefined {
+  /** With a token limit, takes the answer's prompt and output tokens from the key's, or 429 — unless the API queues instead (`overQuota`). */
+  chargeTokens(key: string, needed: number, overQuota: ChatApi['overQuota'] = 'refuse'): RateLimitDecision | undefined {
     const tokens = this.tokens?.take(key, needed);
-    if (tokens === undefined || tokens.allowed) return tokens;
+    if (tokens === undefined || tokens.allowed || overQuota === 'queue') return tokens;
     const message =
       tokens.retryAfterMs === Infinity
         ? `Request too large on tokens per min (TPM): Limit ${tokens.limit}, Requested ${needed}. The input or output tokens must be reduced in order to run successfully.`

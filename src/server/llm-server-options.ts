@@ -2,7 +2,17 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SimulatedProviderOptions } from '../simulator/simulated.ts';
 import { silentLogger } from '../silent-logger.ts';
-import { checkBoolean, checkDurationMs, checkInteger, checkNumber, checkObject, checkString, expected } from '../validation/checks.ts';
+import {
+  checkBoolean,
+  checkDurationMs,
+  checkInteger,
+  checkNumber,
+  checkObject,
+  checkOneOf,
+  checkString,
+  expected,
+} from '../validation/checks.ts';
+import { SERVE_HOST_HEADERS } from './dialects.ts';
 import { checkApiKeys } from './api-keys.ts';
 
 /** What `serve` is unless told otherwise. */
@@ -116,6 +126,13 @@ export interface LlmServerOptions {
    * reported in the vendors' usage fields. @default LLM_SERVER_DEFAULTS.promptCacheTtlMs (5 minutes)
    */
   readonly promptCacheTtlMs?: number;
+  /**
+   * The host whose limit signals the routes of the API it speaks imitate (`SERVE_HOST_HEADERS`: the
+   * host dialects the vendors list): its rate-limit headers, its statuses, and for a host that
+   * states no limits, no headers and no 429, a request over the quota waiting for it instead.
+   * @default none (each vendor's own)
+   */
+  readonly headers?: string | undefined;
   /** Logs a line per request at `info` (keys by fingerprint only). @default silentLogger (says nothing) */
   readonly logger?: Logger;
   /** Time source of the quotas, the simulation and the streams' pacing. @default systemClock */
@@ -131,8 +148,8 @@ export interface ListenOptions {
 }
 
 /** A server's options checked, every default applied: what its constructor reads. */
-export type ServerSettings = Required<Omit<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens'>> &
-  Pick<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens'>;
+export type ServerSettings = Required<Omit<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens' | 'headers'>> &
+  Pick<LlmServerOptions, 'tokensPerMinute' | 'apiKeys' | 'maxKeys' | 'batchQueueTokens' | 'headers'>;
 
 /** Checks `options` (a `TypeError` naming the first bad one) and applies the defaults once. */
 export function serverSettings(options: LlmServerOptions): ServerSettings {
@@ -155,6 +172,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     batchQueueTokens,
     maxBatchBytes = LLM_SERVER_DEFAULTS.maxBatchBytes,
     promptCacheTtlMs = LLM_SERVER_DEFAULTS.promptCacheTtlMs,
+    headers,
     logger = silentLogger,
     clock = systemClock,
   } = options;
@@ -176,6 +194,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
   if (batchQueueTokens !== undefined) checkInteger('batchQueueTokens', batchQueueTokens, 1);
   checkInteger('maxBatchBytes', maxBatchBytes, 1);
   checkDurationMs('promptCacheTtlMs', promptCacheTtlMs);
+  if (headers !== undefined) checkOneOf('headers', headers, SERVE_HOST_HEADERS);
 
   return {
     rate,
@@ -195,6 +214,7 @@ export function serverSettings(options: LlmServerOptions): ServerSettings {
     batchQueueTokens,
     maxBatchBytes,
     promptCacheTtlMs,
+    headers,
     logger,
     clock,
   };

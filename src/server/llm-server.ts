@@ -98,6 +98,8 @@ export class LlmServer {
   readonly #apiKeys: ReadonlySet<string> | undefined;
   readonly #maxKeyLabels: number;
   readonly #logger: Logger;
+  /** The host dialect the OpenAI-compatible routes imitate, if any. */
+  readonly #headers: string | undefined;
   #loaded: Loaded | undefined;
   #inFlight = 0;
   #closing: Promise<void> | undefined;
@@ -106,6 +108,7 @@ export class LlmServer {
     const settings = serverSettings(options);
     const { clock, simulation } = settings;
     this.#clock = clock;
+    this.#headers = settings.headers;
     this.#quotas = new KeyQuotas({
       rate: settings.rate,
       burst: settings.burst,
@@ -210,7 +213,7 @@ export class LlmServer {
 
   /** The registry's dialects mounted on this server, then what answering needs (ajv, prom-client, the tokenizer). */
   async #load(): Promise<Loaded> {
-    const dialects = await loadDialects();
+    const dialects = await loadDialects(this.#headers);
     const mounted = dialects.map(({ type, dialect }) => ({ type, mounted: dialect.mount(this.#host) }));
     this.#routes = new RouteTable(
       [...mounted.flatMap(({ mounted }) => mounted.routes), ...SERVER_ROUTES],
@@ -320,7 +323,7 @@ export class LlmServer {
     try {
       this.#authenticate(exchange);
       this.#refuseDeclaredOversize(exchange);
-      this.#quotas.admit(exchange.key!);
+      await this.#quotas.admitChat(exchange);
       const body = await this.#readJson(exchange);
       const prepared = this.#prepare(exchange.api, exchange.key, body);
       const draft = await this.#generate(exchange, prepared);
@@ -330,7 +333,7 @@ export class LlmServer {
         this.#complete(prepared.request, draft),
         this.#loaded!.tokenizer,
       );
-      const tokens = this.#quotas.chargeTokens(exchange.key!, answer.inputTokens + answer.outputTokens);
+      const tokens = this.#quotas.chargeTokens(exchange.key!, answer.inputTokens + answer.outputTokens, exchange.api.overQuota);
       await this.#deliver(exchange, prepared.request, answer, tokens);
     } catch (error) {
       this.#answerStop(exchange, error);

@@ -14,6 +14,7 @@ import type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
 import { readRateLimits, type HeaderFormat } from './header-fields.ts';
 import { IETF_HEADERS } from './ietf-rate-limit-headers.ts';
 import type { BoundSdk } from './sdk-wire.ts';
+import { expected } from '../validation/checks.ts';
 
 /** A vendor's SDK as a provider is made from it: its defaults, its dialect, and its wire bound to the settings (`bindSdk`). */
 export interface SdkBinding {
@@ -25,6 +26,23 @@ export interface SdkBinding {
   readonly schemaProblem?: ((schema: JsonSchema) => string | undefined) | undefined;
   /** Binds the SDK to a provider's settings: what its calls go through. */
   bind(settings: HttpProviderSettings): BoundSdk;
+  /**
+   * The limit dialect of the host, for a vendor whose API many hosts speak (OpenAI's); `headers`
+   * above is that dialect's. @default none: the vendor's own, and a `headers` option is refused
+   */
+  readonly dialect?: HeaderDialect | undefined;
+}
+
+/** The limit dialect a provider reads its host's answers in, as messages say it. */
+export interface HeaderDialect {
+  /** Its name, as the providers file's `headers` gives it (`groq`). */
+  readonly name: string;
+  /** The host as messages name it (`Groq`). */
+  readonly label: string;
+  /** The base URL's host it was guessed from; undefined when it was told, or is the vendor's own. */
+  readonly guessedFrom: string | undefined;
+  /** False for a host that states no limits and never answers 429 (it queues): the adaptive rate reads latency. */
+  readonly statesLimits: boolean;
 }
 
 /**
@@ -57,6 +75,10 @@ export abstract class HttpApiProvider implements Provider {
   readonly #headerFormats: readonly HeaderFormat[];
   readonly #schemaProblem: ((schema: JsonSchema) => string | undefined) | undefined;
   #ready: Promise<void> | undefined;
+  /** The host's limit dialect, for a vendor whose API many hosts speak; undefined for the others. */
+  readonly headerDialect: HeaderDialect | undefined;
+  /** False when the host states no limits and never answers 429 (see {@link Provider.statesLimits}). */
+  readonly statesLimits: boolean;
 
   protected constructor(options: HttpProviderOptions, sdk: SdkBinding) {
     const settings = httpProviderSettings(options, sdk.defaults);
@@ -67,6 +89,11 @@ export abstract class HttpApiProvider implements Provider {
     this.promptCacheRatios = sdk.defaults.promptCacheRatios;
     this.limitsCountCacheReads = sdk.defaults.limitsCountCacheReads;
     this.#sdk = sdk.bind(settings);
+    if (options.headers !== undefined && sdk.dialect === undefined) {
+      throw expected('headers', `nothing for ${sdk.defaults.label} (the host dialects are for OpenAI-compatible hosts)`, options.headers);
+    }
+    this.headerDialect = sdk.dialect;
+    this.statesLimits = sdk.dialect?.statesLimits ?? true;
     this.#headerFormats = sdk.headers === IETF_HEADERS ? [IETF_HEADERS] : [sdk.headers, IETF_HEADERS];
     this.#schemaProblem = sdk.schemaProblem;
   }

@@ -45,6 +45,24 @@ export interface HttpProviderOptions {
   readonly baseUrl?: string | undefined;
   /** The API version, for a vendor that takes one (Azure OpenAI's `api-version`, `2024-10-21`): required there, refused elsewhere. @default none */
   readonly apiVersion?: string | undefined;
+  /**
+   * The rate-limit dialect of the host, for a vendor whose API many hosts speak (OpenAI's:
+   * `openai`, `groq`, `together`, `mistral`, `none`); refused by the others.
+   * @default guessed from the base URL's host, else the vendor's own
+   */
+  readonly headers?: string | undefined;
+}
+
+/**
+ * What a host means by an HTTP status where it differs from what the status says: a refusal
+ * because the host is at capacity (`overloaded`: retried, counted as the provider's ill health),
+ * or a rate limit; `says` words it for the error's message.
+ */
+export interface StatusMeaning {
+  /** `overloaded`: a `ServerError` (retried, the breaker's to count); `rate-limited`: a `RateLimitError`. */
+  readonly means: 'overloaded' | 'rate-limited';
+  /** What the status means, in the error's message after the status. */
+  readonly says: string;
 }
 
 /** What an HTTP API is unless told otherwise. */
@@ -70,6 +88,11 @@ export interface HttpProviderDefaults {
   readonly baseUrlHint: string;
   /** What else the `type` reaches, as `--provider`'s help says it (`any OpenAI-compatible server`). @default nothing else */
   readonly alsoMeans?: string | undefined;
+  /**
+   * The limit dialects of the hosts that speak its API (OpenAI's: `openai`, `groq`, …), the
+   * providers file's `headers` choices; the vendor's own first. @default none (no `headers` taken)
+   */
+  readonly hostHeaders?: readonly string[] | undefined;
   /** What the providers file calls `baseUrl` and `model` for this vendor (Azure's `endpoint`, `deployment`). @default the same names */
   readonly fileNames?: { readonly baseUrl: string; readonly model: string } | undefined;
   /** The environment variable the command line and the providers file read the key from (the library never reads it). */
@@ -226,6 +249,8 @@ interface FailureContext {
   readonly apiKey: string;
   /** The call's options: an aborted signal rejects with its reason, the timeout is named in the message. */
   readonly call: CallOptions;
+  /** What the host means by a status, where it differs from what the status says. @default what the status says */
+  readonly statusMeaning?: ((status: number) => StatusMeaning | undefined) | undefined;
 }
 
 /**
@@ -256,7 +281,8 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
   }
   // Connection failures are APIErrors too, without a status.
   if (error instanceof errors.APIError && error.status !== undefined) {
-    return errorFromStatus(error.status, headersOf(error.headers), context.readBody(error.error), context.apiKey);
+    const meaning = context.statusMeaning?.(error.status);
+    return errorFromStatus(error.status, headersOf(error.headers), context.readBody(error.error), context.apiKey, meaning);
   }
   if (error instanceof SyntaxError) return new MalformedOutputError(`the response body is not JSON (${error.message})`);
   const cause = systemCause(error);
@@ -279,7 +305,7 @@ function classifyFailure(error: unknown, context: FailureContext): unknown {
  * an empty account (OpenAI's `insufficient_quota`), the body's own word where the status says too
  * little (a key refused with a 400, a wait in the body), and `x-should-retry: false` obeyed.
  */
-function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string): Error {
+function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBody, apiKey: string, meaning?: StatusMeaning): Error {
   const codes = body.codes.filter((code): code is string => typeof code === 'string' && code !== '');
   const said = typeof body.message === 'string' && body.message !== '' ? `: ${blankOut(body.message, apiKey)}` : '';
   const options = { status, headers };
@@ -293,6 +319,9 @@ function errorFromStatus(status: number, headers: ResponseHeaders, body: ErrorBo
   }
   const retryable = headers['x-should-retry'] === 'false' ? false : undefined;
   const retryAfterMs = retryAfterOf(headers) ?? bodyWaitMs(body.retryAfterMs);
+  if (meaning?.means === 'overloaded') return new ServerError(`${status} ${meaning.says}${said}`, { ...options, retryAfterMs, retryable });
+  if (meaning?.means === 'rate-limited')
+    return new RateLimitError(`${status} rate limited, ${meaning.says}${said}`, { ...options, retryAfterMs, retryable });
   if (status === 429 || body.means === 'rate-limited')
     return new RateLimitError(`${status} rate limited${said}`, { ...options, retryAfterMs, retryable });
   if (status >= 500) return new ServerError(`${status} server error${said}`, { ...options, retryAfterMs, retryable });

@@ -11,11 +11,11 @@ export { AnthropicBatchApi, type AnthropicBatchApiOptions } from './anthropic/ba
 export { ANTHROPIC_BATCH_CAPS } from './anthropic/batch-caps.ts';
 // The registry, and what a vendor of one's own is built with (CONTRIBUTING.md: "Adding a vendor").
 export { VENDORS } from './registry.ts';
-export { HttpApiProvider, type SdkBinding } from './http-api-provider.ts';
+export { HttpApiProvider, type HeaderDialect, type SdkBinding } from './http-api-provider.ts';
 export type { Vendor, VendorBatch, VendorBatchApiOptions, VendorServe } from './vendor.ts';
 export type { BoundSdk, ResponseMeta } from './sdk-wire.ts';
 export type { HeaderFormat, HeaderFields } from './header-fields.ts';
-export type { ErrorBody, HttpProviderDefaults, HttpProviderSettings } from './http-api.ts';
+export type { ErrorBody, HttpProviderDefaults, HttpProviderSettings, StatusMeaning } from './http-api.ts';
 // A vendor's serve dialect, and what it is made with (src/vendors/serve/).
 export type {
   BatchCounts,

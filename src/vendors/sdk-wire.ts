@@ -14,6 +14,7 @@ import {
   type HttpProviderDefaults,
   type HttpProviderSettings,
   type SdkErrorClasses,
+  type StatusMeaning,
 } from './http-api.ts';
 
 /**
@@ -96,6 +97,8 @@ export interface SdkWire<Client extends RefetchableClient<Client>, Body extends 
   cannedAnswer(): unknown;
   /** Reads an error body as the vendor shapes it. */
   readErrorBody(body: unknown): ErrorBody;
+  /** What the host means by a status where it differs from what the status says (Groq's 498). @default what the status says */
+  readonly statusMeaning?: ((status: number) => StatusMeaning | undefined) | undefined;
 }
 
 /** What a provider needs of its vendor's SDK once it is bound to the settings. */
@@ -122,7 +125,13 @@ export function bindSdk<Client extends RefetchableClient<Client>, Body extends o
     const maxOutputTokens = options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
     const body = wire.encode(request, settings.model, maxOutputTokens);
     const { data, response } = await wire.post(client, body, sdkRequestOptions(options)).catch((error: unknown) => {
-      throw failureOf(error, { errors, readBody: (errorBody) => wire.readErrorBody(errorBody), apiKey: settings.apiKey, call: options });
+      throw failureOf(error, {
+        errors,
+        readBody: (errorBody) => wire.readErrorBody(errorBody),
+        apiKey: settings.apiKey,
+        call: options,
+        statusMeaning: wire.statusMeaning,
+      });
     });
     const headers = headersOf(response.headers);
     // A server that is only nearly compatible may send any JSON: the decoder trusts nothing of the shape.

@@ -76,6 +76,11 @@ export interface VendorBatch {
 export interface VendorServe {
   /** The routes and how a key is sent, in a line or two of `serve --help`. */
   readonly summary: string;
-  /** Loads the dialect (`import('./serve-dialect.ts')`): a plain run never does. */
-  load(): Promise<VendorDialect>;
+  /**
+   * The limit dialects of the hosts that speak its API, which `serve --headers` imitates on its
+   * routes (OpenAI's: `groq`, `together`, `mistral`, `none`, and its own). @default none
+   */
+  readonly hostHeaders?: readonly string[] | undefined;
+  /** Loads the dialect (`import('./serve-dialect.ts')`), speaking the host dialect `headers` when given: a plain run never does. */
+  load(options?: { readonly headers?: string | undefined }): Promise<VendorDialect>;
 }

@@ -572,3 +572,83 @@ describe('AdaptiveRate from a cold start', () => {
     },
   );
 });
+
+describe('AdaptiveRate.onLatency', () => {
+  /** Each call a success answered 50 ms after the last, sent `latencyMs` before. */
+  function answered(adaptive: AdaptiveRate, clock: ManualClock, latenciesMs: readonly number[]): void {
+    for (const latencyMs of latenciesMs) {
+      clock.set(clock.now() + 50);
+      adaptive.onLatency({ latencyMs, sentAtMs: clock.now() - latencyMs });
+      adaptive.onSuccess();
+    }
+  }
+
+  it('holds while the latency stays near the least seen, however it varies', () => {
+    const { clock, adaptive, events } = setup();
+    answered(
+      adaptive,
+      clock,
+      Array.from({ length: 100 }, (_, i) => 100 + (i % 5) * 20),
+    );
+    expect(adaptive.decreases).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('cuts as for a 429 once the smoothed latency passes twice its least: the calls queue at the server', () => {
+    const { clock, adaptive, events } = setup();
+    answered(
+      adaptive,
+      clock,
+      Array.from({ length: 10 }, () => 100),
+    );
+    // A queue growing: each call waits longer than the last.
+    answered(
+      adaptive,
+      clock,
+      Array.from({ length: 6 }, (_, i) => 200 + i * 100),
+    );
+    expect(adaptive.decreases).toBe(1);
+    // About all that was sent got through: 3 % under it, as after a 429.
+    expect(events).toEqual([{ rate: 19.4, reason: 'throttled' }]);
+  });
+
+  it('cuts no more while the queue drains after a cut, again only if it grows past where it was cut', () => {
+    const { clock, adaptive } = setup({ ...ROUND, clusterWindowCalls: 0 });
+    answered(
+      adaptive,
+      clock,
+      Array.from({ length: 10 }, () => 100),
+    );
+    answered(adaptive, clock, [400, 500, 600, 700, 800, 900]);
+    expect(adaptive.decreases).toBe(1);
+    // The calls sent before the cut come back as slow: the cut's, as a 429's cluster is.
+    expect(adaptive.decreases).toBe(1);
+    clock.set(clock.now() + 5000);
+    // Draining: high still, but falling.
+    answered(adaptive, clock, [450, 400, 350, 300, 280]);
+    expect(adaptive.decreases).toBe(1);
+    // Growing again, past the latency the cut was made at.
+    answered(adaptive, clock, [1500, 2000, 2500, 3000]);
+    expect(adaptive.decreases).toBe(2);
+  });
+
+  it('is not believed before a few calls, and ignores a rise smaller than a timer’s noise', () => {
+    const { clock, adaptive } = setup();
+    answered(adaptive, clock, [1, 400, 800, 1600, 3200]);
+    expect(adaptive.decreases).toBe(0);
+    const fast = setup();
+    answered(fast.adaptive, fast.clock, [...Array.from({ length: 10 }, () => 0.5), ...Array.from({ length: 20 }, () => 8)]);
+    expect(fast.adaptive.decreases).toBe(0);
+  });
+
+  it('checks its argument and its tolerance', () => {
+    const { adaptive } = setup();
+    expect(() => adaptive.onLatency({ latencyMs: -1 })).toThrow(/Expected call.latencyMs/);
+    expect(() => adaptive.onLatency(null as never)).toThrow(/Expected call to be an object/);
+    const clock = new ManualClock();
+    const limits = new LocalLimits({ limits: requestLimit(20, 1), clock });
+    expect(() => new AdaptiveRate({ limits, clock, latencyTolerance: 1 })).toThrow(
+      /Expected latencyTolerance to be a finite number > 1, got 1/,
+    );
+  });
+});

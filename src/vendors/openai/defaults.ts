@@ -1,3 +1,5 @@
+import { HOST_DIALECT_NAMES } from './host-dialects/host-dialects.ts';
+
 /** What an OpenAI provider is unless told otherwise. */
 export const OPENAI_DEFAULTS = Object.freeze({
   name: 'openai',
@@ -11,6 +13,8 @@ export const OPENAI_DEFAULTS = Object.freeze({
   baseUrlHint: "an OpenAI-compatible server's ends in /v1",
   /** What else `--provider=openai` reaches. */
   alsoMeans: 'any OpenAI-compatible server',
+  /** The hosts' limit dialects: the providers file's `headers`. */
+  hostHeaders: HOST_DIALECT_NAMES,
   /** The environment variable the command line and the providers file read the key from. */
   apiKeyEnv: 'OPENAI_API_KEY',
   /**

@@ -7,6 +7,7 @@ import { readOpenAiErrorBody } from './errors.ts';
 import { OpenAiProvider } from './openai-provider.ts';
 import { OPENAI_SDK_PACKAGE } from './openai-wire.ts';
 import { OPENAI_HEADERS } from './rate-limit-headers.ts';
+import { HOST_DIALECT_NAMES, HOST_DIALECTS, isHostDialectName } from './host-dialects/host-dialects.ts';
 import { strictSchemaProblem } from './strict-schema.ts';
 
 /** OpenAI's chat completions API (and any server that speaks it), as the registry knows it. */
@@ -31,7 +32,16 @@ export const OPENAI_VENDOR: Vendor = Object.freeze({
       'POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/ID; its Batch API: POST /v1/files (purpose=batch), ' +
       'GET|DELETE /v1/files/ID, GET /v1/files/ID/content, POST|GET /v1/batches, GET /v1/batches/ID, POST /v1/batches/ID/cancel. ' +
       'Key: Authorization: Bearer KEY',
-    load: async () => (await import('./serve-dialect.ts')).openAiDialect({ headers: OPENAI_HEADERS, strictSchemaProblem }),
+    hostHeaders: HOST_DIALECT_NAMES,
+    load: async (options = {}) => {
+      const host = HOST_DIALECTS[isHostDialectName(options.headers) ? options.headers : 'openai'];
+      return (await import('./serve-dialect.ts')).openAiDialect({
+        headers: host.headers,
+        strictSchemaProblem,
+        overQuota: host.statesLimits ? 'refuse' : 'queue',
+        overloadedStatus: host.overloadedStatus,
+      });
+    },
   },
   proxy: { client: 'openai', load: async () => (await import('./proxy-wire.ts')).OPENAI_PROXY_WIRE },
   helpExamples: [

@@ -92,8 +92,12 @@ export type StrictRules = (schema: JsonSchema) => string | undefined;
  * shares none of them (each shared module would cut the run's own into more chunks).
  */
 export interface OpenAiServeParts {
-  /** OpenAI's rate-limit headers. */
+  /** OpenAI's rate-limit headers, or those of the host `serve --headers` imitates. */
   readonly headers: HeaderFormat;
+  /** What a request over the key's quota meets: 429, or (a host that queues) a wait. @default 'refuse' */
+  readonly overQuota?: 'refuse' | 'queue' | undefined;
+  /** The status a provider down is answered with (Groq's 498 at capacity). @default 503 */
+  readonly overloadedStatus?: number | undefined;
   /** OpenAI's strict-mode rules for a schema (`response_format` and function tools marked `strict`). */
   readonly strictSchemaProblem: StrictRules;
 }

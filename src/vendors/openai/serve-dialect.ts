@@ -3,6 +3,7 @@ import { FileAnswer, queryOf } from '../serve/dialect.ts';
 import { Refusal } from '../serve/exchange.ts';
 import { OpenAiBatches } from './serve-batches.ts';
 import { openAiChatApi, type OpenAiServeParts } from './serve-chat.ts';
+import type { ChatApi } from '../serve/chat-api.ts';
 import { openAiResponsesApi } from './serve-responses.ts';
 
 /**
@@ -12,8 +13,8 @@ import { openAiResponsesApi } from './serve-responses.ts';
  * headers claim is answered in OpenAI's words.
  */
 export function openAiDialect(parts: OpenAiServeParts): VendorDialect {
-  const openAiApi = openAiChatApi(parts);
-  const responsesApi = openAiResponsesApi(parts);
+  const openAiApi = hosted(openAiChatApi(parts), parts);
+  const responsesApi = hosted(openAiResponsesApi(parts), parts);
   return {
     api: openAiApi,
     mount(host) {
@@ -94,6 +95,19 @@ export function openAiDialect(parts: OpenAiServeParts): VendorDialect {
           },
         ],
       };
+    },
+  };
+}
+
+/** `api` as the host `serve --headers` imitates answers: its quota's answer, its status for a provider down. */
+function hosted(api: ChatApi, { overQuota, overloadedStatus }: OpenAiServeParts): ChatApi {
+  if (overQuota === undefined && overloadedStatus === undefined) return api;
+  return {
+    ...api,
+    overQuota,
+    fail(failure, requestId) {
+      const answer = api.fail(failure, requestId);
+      return failure.kind === 'overloaded' && overloadedStatus !== undefined ? { ...answer, status: overloadedStatus } : answer;
     },
   };
 }

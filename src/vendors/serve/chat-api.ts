@@ -194,6 +194,11 @@ export interface ChatApi {
   readonly requestIdHeader: string;
   /** Whether a 429 also says `retry-after-ms` (OpenAI does; Anthropic says whole seconds only). */
   readonly retryAfterMs: boolean;
+  /**
+   * What a request over the key's quota meets: a 429 (`refuse`, as the vendors answer), or a wait
+   * until the quota has room (`queue`, as a self-hosted server such as vLLM holds it). @default 'refuse'
+   */
+  readonly overQuota?: 'refuse' | 'queue' | undefined;
   /** The 401's message when a request carries no key. */
   readonly missingKeyMessage: string;
   /** The 401's message for a key the server does not accept: the vendor's, never quoting the key whole. */
