@@ -43,3 +43,14 @@ export type {
 export type { Exchange, LimitContext } from './serve/exchange.ts';
 export type { BatchTiming, RowAnswer } from './serve/batch-job.ts';
 export { FileStore, type LineWriter, type StoredFile } from './serve/file-store.ts';
+// What `proxy` needs of a vendor: its clients' route and errors, a request forwarded to a member (src/vendors/proxy-wire.ts).
+export type {
+  ProxyClientApi,
+  ProxyRequestFacts,
+  ProxyUpstream,
+  ProxyWire,
+  StreamWatch,
+  UpstreamRequest,
+  UpstreamTarget,
+  VendorProxy,
+} from './proxy-wire.ts';
