@@ -12,6 +12,11 @@
  * Then the same first articles live through serve's chat completions: the batch lines cost half.
  *
  *   npm run bench:batch            (BENCH_QUICK=1: 20,000 articles)
+ *   npm run bench:batch -- --baseline=<commit> [--rounds=3]
+ *
+ * With `--baseline`, that revision is extracted and built under the system's temp folder, and only
+ * the CPU a row is measured: its command and this one's, the same articles against the same serve,
+ * alternately for `--rounds` rounds (a shared machine's load falls on both alike); medians printed.
  *
  * The client is the compiled command in a child process; a preloaded hook prints its
  * `process.resourceUsage()` on exit (user + system CPU, max RSS), so start-up is counted too.
@@ -19,16 +24,20 @@
  * batch.txt.
  */
 
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServe } from './lib/serve.ts';
+import { median } from './lib/stats.ts';
 import { markdownTable } from './lib/table.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.env.BENCH_QUICK === '1';
+const option = (name: string) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+const baselineRev = option('baseline');
+const ROUNDS = Number(option('rounds') ?? 3);
 const ARTICLES = quick ? 20_000 : 100_000;
 /** The articles run live too, for the price: the first of the same seeded set. */
 const LIVE_ARTICLES = 1_000;
@@ -60,10 +69,10 @@ interface ClientRun {
   readonly wallMs: number;
 }
 
-/** The compiled command with `args`, its key in the environment; its CPU time and peak RSS from the hook. */
-function client(args: readonly string[], nodeFlags: readonly string[] = []): Promise<ClientRun> {
+/** The command of `tree` (this checkout's by default) with `args`, its key in the environment; its CPU time and peak RSS from the hook. */
+function client(args: readonly string[], nodeFlags: readonly string[] = [], tree = root): Promise<ClientRun> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, '--import', USAGE_HOOK, join(root, 'dist/cli/news-processor.js'), ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', USAGE_HOOK, join(tree, 'dist/cli/news-processor.js'), ...args], {
     env: { ...process.env, NP_BENCH_KEY: KEY, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -96,11 +105,71 @@ function costs(path: string): Map<string, number> {
   return new Map(lines.map((line) => JSON.parse(line) as { id: string; costUsd: number }).map((line) => [line.id, line.costUsd]));
 }
 
+/** The baseline revision's tree, extracted and built once per revision under the system's temp folder. */
+function baselineTree(rev: string): string {
+  const tree = join(tmpdir(), `news-processor-batch-${rev.slice(0, 12)}`);
+  if (!existsSync(join(tree, 'dist/cli/news-processor.js'))) {
+    mkdirSync(tree, { recursive: true });
+    execFileSync('sh', ['-c', `git -C "${root}" archive "${rev}" | tar -x -C "${tree}"`], { stdio: 'inherit' });
+    if (!existsSync(join(tree, 'node_modules'))) symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'));
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: tree, stdio: 'inherit' });
+  }
+  return tree;
+}
+
+/** The CPU a row of the baseline's command and of this one, alternately, `ROUNDS` rounds; medians. */
+async function sideBySide(rev: string, vendorFlags: readonly string[], dir: string): Promise<void> {
+  const subjects = [
+    { name: rev.slice(0, 7), tree: baselineTree(rev), usPerRow: [] as number[] },
+    { name: 'this checkout', tree: root, usPerRow: [] as number[] },
+  ];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const subject of subjects) {
+      const out = join(dir, `side-${round}-${subject.usPerRow.length}-${subject.name.replace(/\W/g, '')}.jsonl`);
+      const run = await client(
+        ['--batch', '--batch-poll=250ms', `--articles=${ARTICLES}`, `--output=${out}`, '--json', ...PRICE, ...vendorFlags],
+        [],
+        subject.tree,
+      );
+      if (run.code !== 0) throw new Error(`${subject.name}: --batch ended ${run.code}: ${run.stdout}`);
+      const { rows } = JSON.parse(run.stdout) as { rows: number };
+      const usPerRow = (run.cpuMs * 1000) / rows;
+      subject.usPerRow.push(usPerRow);
+      progress(
+        `round ${round}, ${subject.name}: ${rows} rows, CPU ${(run.cpuMs / 1000).toFixed(2)} s = ${usPerRow.toFixed(1)} µs a row, peak RSS ${run.maxRssMb.toFixed(0)} MB`,
+      );
+      rmSync(out, { force: true });
+    }
+  }
+  const table = markdownTable(
+    ['command', `CPU a row, median of ${ROUNDS}`, 'each round'],
+    subjects.map((subject) => [
+      subject.name,
+      `${median(subject.usPerRow).toFixed(1)} µs`,
+      subject.usPerRow.map((us) => us.toFixed(1)).join(', '),
+    ]),
+  );
+  console.log(table);
+  const results = join(root, 'bench/results');
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'batch-side.txt'), `${output.join('\n')}\n\n${table}\n`);
+}
+
 const serve = await startServe(['--rate=inf', '--min-latency=0ms', '--max-latency=0ms', '--batch-duration=2s', '--log-level=warn']);
 const dir = mkdtempSync(join(tmpdir(), 'bench-batch-'));
 const vendor = ['--provider=openai', `--base-url=${serve.url}/v1`, '--api-key-env=NP_BENCH_KEY'];
 const rows: string[][] = [];
 const figures: Record<string, unknown> = { articles: ARTICLES };
+if (baselineRev !== undefined) {
+  try {
+    await sideBySide(baselineRev, vendor, dir);
+  } finally {
+    serve.run.send('SIGTERM');
+    await serve.run.result;
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.exit(0);
+}
 try {
   // Articles, the most in progress at once (undefined: the default), and the old space's cap in MB (undefined: V8's own).
   const runs: [number, number | undefined, number | undefined][] = [

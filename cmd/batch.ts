@@ -1,7 +1,9 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
 import { runBatch, SimulatedBatchApi, takeUpBatch, type BatchApi, type BatchRunState } from '../src/batch/index.ts';
-import { CallGate, CallLoop, ProviderRoute, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
+import { RunEvents, type Provider } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute } from '../src/routes.ts';
+import type { ProviderType } from '../src/vendors/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
 // The registry, not news-processor/vendors: a vendor's Batch API is loaded from it when a run uses
@@ -153,8 +155,14 @@ export async function runBatchCommand(
       return STOP_SIGNALS[stoppedBy];
     }
     if (summary.budgetStopped) {
+      const stop = summary.budgetStop;
+      // Rows still fit, but a round of them would be tiny beside the first, or the budget has cut its rounds short enough.
+      const spent = stop === undefined || stop.nextRoundRows === 0;
+      const why = spent
+        ? '--max-cost cannot cover the next row'
+        : `--max-cost: ${formatUsd(stop.leftUsd)} left holds ${plural(stop.nextRoundRows, 'row')} at their worst case, after ${plural(stop.rounds, 'batch', 'batches')} the budget cut short (the first held ${stop.firstRoundRows}): not spent a few rows a batch`;
       process.stderr.write(
-        `error: --max-cost cannot cover the next row; ${plural(summary.left, 'article')} left${summary.unread ? ' and the rest of the input not read' : ''}: run again with --resume and a larger --max-cost\n`,
+        `error: ${why}; ${plural(summary.left, 'article')} left${summary.unread ? ' and the rest of the input not read' : ''}: run again with --resume ${spent ? 'and a larger --max-cost' : 'to spend it in more batches, or a larger --max-cost'}\n`,
       );
       return 1;
     }

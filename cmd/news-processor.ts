@@ -99,12 +99,13 @@ async function buildProgram(argv: readonly string[], onExit: (code: number) => v
     .version(packageVersion(), '-V, --version', 'print the version')
     .enablePositionalOptions();
   if (mayNameCommand(argv)) {
-    const [{ buildBenchCommand }, { buildServeCommand }, { buildQueueCommands }] = await Promise.all([
+    const [{ buildBenchCommand }, { buildServeCommand }, { buildQueueCommands }, { buildProxyCommand }] = await Promise.all([
       import('./bench.ts'),
       import('./serve.ts'),
       import('./queue.ts'),
+      import('./proxy.ts'),
     ]);
-    program.addCommand(buildBenchCommand(onExit)).addCommand(buildServeCommand(onExit));
+    program.addCommand(buildBenchCommand(onExit)).addCommand(buildServeCommand(onExit)).addCommand(buildProxyCommand(onExit));
     for (const command of buildQueueCommands(onExit)) program.addCommand(command);
   }
   addRunOptions(program, [

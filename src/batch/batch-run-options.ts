@@ -10,6 +10,7 @@ import type { Article } from '../sources/article.ts';
 import type { TaskSet } from '../tasks/task-set.ts';
 import type { RunEvents } from '../pipeline/run-events.ts';
 import type { BatchApi, BatchProgress } from './batch-api.ts';
+import type { BudgetStop } from './budget-rounds.ts';
 
 /** What a batch run does unless told otherwise. */
 export const BATCH_DEFAULTS = Object.freeze({
@@ -163,6 +164,11 @@ export interface BatchRunSummary {
   readonly costUsd?: number;
   /** The signal stopped the waiting. */
   readonly interrupted: boolean;
-  /** The budget could not cover the next row. */
+  /**
+   * The budget stopped the run: it could not cover the next row, or the next round it could cover
+   * was tiny beside the first (`budgetStop` says which).
+   */
   readonly budgetStopped: boolean;
+  /** Why the budget stopped the run, and what it left unspent; absent when it did not. */
+  readonly budgetStop?: BudgetStop;
 }

@@ -15,6 +15,8 @@ import { isBatchQueueFullError, type BatchApi, type BatchRow, type RowOutcome } 
 import { batchTelling } from './batch-telling.ts';
 import { nextBatch, ROW_FRAMING_BYTES, type RowSize } from './batch-cut.ts';
 import { customIdOf } from './custom-id.ts';
+import { BudgetRounds, type BudgetStop } from './budget-rounds.ts';
+import { QueueRoom, type QueuedAt } from './queue-room.ts';
 import { changedTasks } from '../tasks/task-fingerprint.ts';
 import { checkPlan, planRun } from '../pipeline/run-plan.ts';
 import { callLive } from './live-fallback.ts';
@@ -172,12 +174,14 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   let rowsRetried = 0;
   let batchesRefused = 0;
   let rowsLive = 0;
-  // Rows per batch at most: halved each time the provider refuses a batch of ours for its queue with nothing else of ours in it.
+  // Rows per batch at most: halved each time the provider refuses a batch of ours for its queue with
+  // nothing else of ours in it, when the queue's tokens are not counted (else the queue's room shrinks).
   let rowCap = batchSize;
-  // A batch was refused for the queue: the next goes once one of ours has ended (or, with none in flight, a poll later).
-  let queueBlocked = false;
+  const queue = new QueueRoom(queueTokens);
+  const rounds = new BudgetRounds();
   let waitingMs = 0;
   let budgetStopped = false;
+  let budgetStop: BudgetStop | undefined;
   let succeeded = 0;
   let failed = 0;
 
@@ -269,27 +273,42 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
         }
       }
     } while ((toScan.size > 0 || (entries.size < holdArticles && !sourceDone)) && !options.signal?.aborted);
-    const allowed = await sized(affordable(ready));
-    // Nothing fits now, and nothing in flight will free any of the budget: the run stops here.
-    if (ready.length > 0 && allowed.length === 0 && pending.length === 0 && !budgetLeftFor(ready)) budgetStopped = true;
+    const fits = affordable(ready);
+    let allowed = await sized(fits);
+    // A round the budget cuts short goes while it is not tiny beside the first (budget-rounds.ts); when
+    // it does not, batches in flight will free what they hold, and with none the run stops here.
+    const cutShort = fits.length < ready.length;
+    if (cutShort && !rounds.allows(allowed.length)) {
+      if (pending.length === 0) {
+        budgetStopped = true;
+        budgetStop = rounds.stop(allowed.length, (maxNano - spentNano) / NANO_USD);
+      }
+      allowed = [];
+    }
     const sizes = allowed.map((row) => row.size!);
-    const canSubmit = !(queueBlocked && pending.length > 0);
-    if (canSubmit) queueBlocked = false;
-    let tokensRoom = queueTokens === undefined ? Infinity : queueTokens - enqueuedTokens();
+    // Refused since a batch of ours last ended: one batch goes into the queue, then none until one ends.
+    const probing = queue.refusedLately;
+    const canSubmit = !(probing && pending.length > 0);
+    let tokensRoom = queue.room(enqueuedTokens());
+    const rowsBefore = rows;
     for (let at = 0; canSubmit && at < allowed.length && !options.signal?.aborted; ) {
-      const cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
+      let cut = nextBatch(sizes, at, { maxRows: rowCap, maxBytes, tokensRoom });
+      // With nothing of ours in the queue a row goes whatever the room: the provider says whether it fits.
+      if (cut.end === at && pending.length === 0) cut = nextBatch(sizes, at, { maxRows: 1, maxBytes, tokensRoom: Infinity });
       // The queue has no room for the next row until a batch in flight ends.
       if (cut.end === at) break;
       const chunk = allowed.slice(at, cut.end);
       at = cut.end;
+      const enqueued = enqueuedTokens();
       let batch: Awaited<ReturnType<BatchApi['submit']>>;
       try {
         batch = await api.submit(chunk);
       } catch (error) {
         if (!isBatchQueueFullError(error)) throw error;
-        await refused(chunk, error.message, pending.length === 0);
+        await refused(chunk, error.message, pending.length === 0, { tokens: cut.tokens, enqueued });
         break;
       }
+      queue.submitted(batch.batchId, enqueued);
       for (const row of chunk) {
         if (attempts.has(row.customId)) rowsRetried++;
         row.entry.calls++;
@@ -302,14 +321,17 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       batches++;
       rows += chunk.length;
       await options.onState?.(state());
+      if (probing) break;
     }
+    if (cutShort && rows > rowsBefore) rounds.went(rows - rowsBefore);
     // Rows held back (the budget, the queue, a signal) — ready ones still in no batch — are looked at
     // again next pass.
     for (const row of ready) {
       // A row no longer held failed on its way (refused alone): its article was put back already.
       if (heldRows.get(row.customId) === row && row.batchId === undefined) toScan.add(row.entry);
     }
-    if (pending.length === 0 && !queueBlocked) break;
+    // Nothing in flight: done, stopped by the budget, or — refused lately — ready rows go a poll later.
+    if (pending.length === 0 && (budgetStopped || !queue.refusedLately || ready.length === 0)) break;
     const waitStart = clock.now();
     try {
       await sleep(clock, pollMs, options.signal);
@@ -324,6 +346,9 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     const done = polled.filter((_, index) => progress[index]!.ended);
     live = [];
     liveLeft = unbudgeted ? Infinity : budgetLeft(pending.filter((batch) => !done.includes(batch)));
+    // A batch of ours that ended has made room in the provider's queue (before the refusals this poll read).
+    for (const [index, batch] of polled.entries())
+      if (progress[index]!.ended && progress[index]!.queueFull !== true) queue.ended(batch.batchId);
     for (const batch of done) {
       const { status, queueFull } = progress[polled.indexOf(batch)]!;
       told?.batch({ type: 'ended', batchId: batch.batchId, atMs: clock.now(), rows: batch.customIds.length, status });
@@ -336,7 +361,8 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
           row.batchId = undefined;
         }
         const alone = polled.every((other) => other === batch || done.includes(other));
-        await refused(chunk, 'the batch failed: token_limit_exceeded', alone);
+        const queued = { tokens: batch.inputTokens ?? 0, enqueued: queue.before(batch.batchId), batchId: batch.batchId };
+        await refused(chunk, 'the batch failed: token_limit_exceeded', alone, queued);
         continue;
       }
       // Read as they come (a batch's results may be larger than is worth holding), then the rows they
@@ -354,8 +380,6 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
       }
     }
     pending = polled.filter((batch) => !done.includes(batch));
-    // A batch of ours that ended has made room in the provider's queue.
-    if (done.some((batch) => progress[polled.indexOf(batch)]!.queueFull !== true)) queueBlocked = false;
     if (live.length > 0) await goLive(live);
     if (done.length > 0) await options.onState?.(state());
   }
@@ -401,17 +425,19 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
   }
 
   /**
-   * Rows the provider refused for its queue: they go again later, not as failed rows. Refused
-   * with nothing else of ours in the queue, the batch was too large for it: the next are half the
-   * size; a single row refused so is a failed row (the queue cannot take it), so that it ends.
+   * Rows the provider refused for its queue: they go again later, not as failed rows, and the
+   * queue's room is counted by what the refusal proves (queue-room.ts). Refused with nothing else
+   * of ours in the queue, the batch was too large for it: where the queue's tokens are not counted,
+   * the next are half the size; a single row refused so is a failed row (the queue cannot take it),
+   * so that it ends.
    */
-  async function refused(chunk: readonly HeldRow[], reason: string, alone: boolean): Promise<void> {
+  async function refused(chunk: readonly HeldRow[], reason: string, alone: boolean, queued: QueuedAt): Promise<void> {
     batchesRefused++;
     for (const row of chunk) toScan.add(row.entry);
-    queueBlocked = true;
+    const learned = queue.refused(queued);
     if (!alone) return;
     if (chunk.length > 1) {
-      rowCap = Math.max(1, Math.floor(chunk.length / 2));
+      if (!learned) rowCap = Math.max(1, Math.floor(chunk.length / 2));
       return;
     }
     rowsFailed++;
@@ -499,18 +525,15 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     return left;
   }
 
-  /** Whether the budget could cover the first of `ready` were nothing in flight. */
-  function budgetLeftFor(ready: readonly BatchRow[]): boolean {
-    return unbudgeted || worstCaseNanoUsd(ready[0]!.request, maxOutputTokens, price!) <= maxNano - spentNano;
-  }
-
-  /** The first of `ready` whose worst cases, with those of the rows in flight, fit what is left of the budget. */
+  /** The first of `ready` (articles furthest on first) whose worst cases, with those in flight, fit what is left of the budget. */
   function affordable(ready: readonly HeldRow[]): readonly HeldRow[] {
     if (unbudgeted) return ready;
     const worst = (row: BatchRow) => worstCaseNanoUsd(row.request, maxOutputTokens, price);
     let left = budgetLeft();
     const allowed: HeldRow[] = [];
-    for (const row of ready) {
+    // The rows of the articles furthest on first: a budget ends articles before it starts others.
+    const done = (row: HeldRow) => Object.keys(row.entry.outputs).length;
+    for (const row of [...ready].sort((a, b) => done(b) - done(a))) {
       const cost = worst(row);
       if (cost > left) break;
       left -= cost;
@@ -562,5 +585,6 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRunSummar
     ...(price === undefined ? {} : { costUsd: spentNano / NANO_USD }),
     interrupted: options.signal?.aborted === true,
     budgetStopped,
+    ...(budgetStop === undefined ? {} : { budgetStop }),
   };
 }

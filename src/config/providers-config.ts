@@ -129,7 +129,7 @@ export async function loadProvidersConfig(path: string): Promise<ProvidersConfig
 
 /** Validates a parsed providers file; `source` prefixes error messages (usually the path). */
 export function parseProvidersConfig(json: unknown, source = 'config'): ProvidersConfig {
-  const at = new Reader(source);
+  const at = new ConfigReader(source);
   const root = at.object(json, '');
   at.only(root, '', ['providers', 'pools', 'routes']);
   const list = at.array(root.providers, 'providers');
@@ -158,7 +158,7 @@ export function parseProvidersConfig(json: unknown, source = 'config'): Provider
 }
 
 /** A pool's fields, each of its type; what they name is checked across the file by `poolSetupProblem`. */
-function readPool(at: Reader, json: unknown, path: string): PoolSetup {
+function readPool(at: ConfigReader, json: unknown, path: string): PoolSetup {
   const o = at.object(json, path);
   at.only(o, path, ['name', 'members', 'strategy', 'weights', 'fallback']);
   const names = (value: unknown, field: string) =>
@@ -175,7 +175,7 @@ function readPool(at: Reader, json: unknown, path: string): PoolSetup {
   };
 }
 
-function readProvider(at: Reader, json: unknown, path: string): ProviderConfig {
+function readProvider(at: ConfigReader, json: unknown, path: string): ProviderConfig {
   const o = at.object(json, path);
   at.only(o, path, [
     'name',
@@ -245,7 +245,7 @@ const CLIENT_FIELDS: readonly string[] = [
   ]),
 ];
 
-function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<ProviderConfig, 'type' | 'api' | 'maxConcurrent'> {
+function readClient(at: ConfigReader, o: Record<string, unknown>, path: string): Pick<ProviderConfig, 'type' | 'api' | 'maxConcurrent'> {
   const type = o.type === undefined ? PROVIDER_DEFAULTS.type : at.choice(o.type, `${path}.type`, PROVIDER_TYPES);
   const maxConcurrent = o.maxConcurrent === undefined ? undefined : at.integer(o.maxConcurrent, `${path}.maxConcurrent`, 1);
   if (type === 'simulated') {
@@ -313,7 +313,7 @@ function readClient(at: Reader, o: Record<string, unknown>, path: string): Pick<
  * `"price": { "inputPerMTok": 0.4, "outputPerMTok": 1.6 }`: USD per million tokens; the prompt
  * cache's `cachedInputPerMTok` and `cacheWritePerMTok` when given (else the vendor's ratios).
  */
-function readPrice(at: Reader, json: unknown, path: string): ProviderPrice {
+function readPrice(at: ConfigReader, json: unknown, path: string): ProviderPrice {
   const o = at.object(json, path);
   at.only(o, path, ['inputPerMTok', 'outputPerMTok', 'cachedInputPerMTok', 'cacheWritePerMTok']);
   const perMTok = (value: unknown, field: string): number => {
@@ -333,13 +333,14 @@ function readPrice(at: Reader, json: unknown, path: string): ProviderPrice {
 }
 
 /** A Redis key part: Redis Cluster hashes only what is between `{` and `}`, so neither may appear. */
-function readQuotaKey(at: Reader, json: unknown, path: string): string {
+function readQuotaKey(at: ConfigReader, json: unknown, path: string): string {
   const name = at.string(json, path);
   if (name === '' || /[{}]/.test(name)) at.fail(path, 'a non-empty name without { or }', name);
   return name;
 }
 
-function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
+/** One limit of the file's `limits` shape (`{ kind, rate, per, burst }`), as a rate per second. */
+export function readLimit(at: ConfigReader, json: unknown, path: string): LimitSpec {
   const o = at.object(json, path);
   at.only(o, path, ['kind', 'rate', 'per', 'burst']);
   const kind = at.choice(o.kind, `${path}.kind`, LIMIT_KINDS);
@@ -351,7 +352,7 @@ function readLimit(at: Reader, json: unknown, path: string): LimitSpec {
   return { kind, rate: amount / perSeconds, burst };
 }
 
-function readBreaker(at: Reader, json: unknown, path: string): BreakerSetup | undefined {
+function readBreaker(at: ConfigReader, json: unknown, path: string): BreakerSetup | undefined {
   if (json === undefined) return {};
   if (json === false) return undefined;
   const o = at.object(json, path);
@@ -378,7 +379,7 @@ function readBreaker(at: Reader, json: unknown, path: string): BreakerSetup | un
   return breaker;
 }
 
-function readSimulated(at: Reader, json: unknown, path: string): SimulatedConfig {
+function readSimulated(at: ConfigReader, json: unknown, path: string): SimulatedConfig {
   const o = at.object(json, path);
   at.only(o, path, ['minLatency', 'maxLatency', 'profile', 'seed', 'quota', 'headers', 'outage']);
   const config: { -readonly [K in keyof SimulatedConfig]: SimulatedConfig[K] } = {};
@@ -411,17 +412,22 @@ export function parseOutageWindow(text: string): { startMs: number; endMs: numbe
   return { startMs, endMs };
 }
 
-function parseOutage(at: Reader, json: unknown, path: string): { startMs: number; endMs: number } {
+function parseOutage(at: ConfigReader, json: unknown, path: string): { startMs: number; endMs: number } {
   const text = at.string(json, path);
   return parseOutageWindow(text) ?? at.fail(path, 'a window like "2s..8s" (start before end)', text);
 }
 
-/** Field readers that throw a ConfigError naming the file, the field and what it accepts. */
-class Reader {
+/** Field readers that throw a ConfigError naming the file, the field and what it accepts (a gateway's config reads its own fields with them). */
+export class ConfigReader {
   constructor(private readonly source: string) {}
 
+  /** The file and the field, as a message begins. */
+  where(path: string): string {
+    return path === '' ? this.source : `${this.source}: ${path}`;
+  }
+
   fail(path: string, expected: string, got: unknown): never {
-    const where = path === '' ? this.source : `${this.source}: ${path}`;
+    const where = this.where(path);
     throw new ConfigError(`${where}: expected ${expected}, got ${got === undefined ? 'nothing' : show(got)}`);
   }
 

@@ -6,6 +6,7 @@ import type { HttpApiProvider } from './http-api-provider.ts';
 import type { ErrorBody, HttpProviderDefaults, HttpProviderOptions } from './http-api.ts';
 import type { ResponseMeta } from './sdk-wire.ts';
 import type { VendorDialect } from './serve/dialect.ts';
+import type { VendorProxy } from './proxy-wire.ts';
 
 /**
  * An LLM vendor's API as the registry knows it: one folder under `src/vendors/` each, registered
@@ -34,6 +35,8 @@ export interface Vendor {
   readonly batch?: VendorBatch | undefined;
   /** How `serve` speaks its API, when it does. @default none (`serve` does not imitate the vendor) */
   readonly serve?: VendorServe | undefined;
+  /** How `proxy` forwards its clients' requests to a member of the vendor, when it does. @default none (no member of the vendor) */
+  readonly proxy?: VendorProxy | undefined;
   /**
    * Lines of the command's `--help` examples that show the vendor (`$ news-processor --provider=…`),
    * each with what it does. @default none

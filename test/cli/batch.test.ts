@@ -255,6 +255,22 @@ describe('news-processor --batch', () => {
     expect((await readLines(output)).map((line) => line.id).sort()).toEqual(['1', '2', '3', '4']);
   });
 
+  it('--max-cost a fraction of the whole: a few batches, not one tiny batch at a time; what was left and why said', async () => {
+    const output = join(temp.dir, 'budget-rounds.jsonl');
+    const args = ['--batch', '--batch-poll=20ms', `--output=${output}`, '--articles=300', '--price-input=1000', '--price-output=1000'];
+    const capped = await runCli([...args, '--max-cost=3', '--json']);
+    expect(capped.code, capped.stderr).toBe(1);
+    const figures = JSON.parse(capped.stdout);
+    expect(figures.batches).toBeLessThanOrEqual(5);
+    expect(figures.costUsd).toBeLessThanOrEqual(3);
+    expect(figures).toMatchObject({ budgetStopped: true, budgetStop: { rounds: figures.batches } });
+    // The articles furthest on go first: the rows of a budget end articles rather than start others.
+    expect(figures.succeeded).toBeGreaterThan(0);
+    expect(capped.stderr).toMatch(
+      /^error: --max-cost: \$[\d.]+ left holds \d+ rows? at their worst case, after \d batches the budget cut short \(the first held \d+\): not spent a few rows a batch; 29\d articles left: run again with --resume to spend it in more batches, or a larger --max-cost\n$/,
+    );
+  });
+
   it('refuses an --output that exists without --resume or --overwrite, and leaves it as it was', async () => {
     const output = join(temp.dir, 'kept.jsonl');
     await writeFile(output, '{"id":"1"}\n');

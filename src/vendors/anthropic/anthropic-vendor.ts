@@ -25,6 +25,7 @@ export const ANTHROPIC_VENDOR: Vendor = Object.freeze({
       return (options) => new AnthropicBatchApi(options, ANTHROPIC_VENDOR);
     },
   },
+  proxy: { client: 'anthropic', load: async () => (await import('./proxy-wire.ts')).ANTHROPIC_PROXY_WIRE },
   serve: {
     summary:
       'POST /v1/messages, POST /v1/messages/count_tokens; Message Batches: POST|GET /v1/messages/batches, ' +

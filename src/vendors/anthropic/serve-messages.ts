@@ -26,11 +26,14 @@ import type { HeaderFormat } from '../header-fields.ts';
 import { ANTHROPIC_FIELD_WORDS } from './serve-field-words.ts';
 
 // Anthropic's "overloaded" is 529: what a busy or failing API answers there.
-const STATUS = { ...FAILURE_STATUS, overloaded: 529 };
+// Its money run out is a 402 `billing_error`.
+const STATUS = { ...FAILURE_STATUS, overloaded: 529, 'insufficient-funds': 402 };
 
 const ERROR_TYPES = {
   'invalid-request': 'invalid_request_error',
   authentication: 'authentication_error',
+  permission: 'permission_error',
+  'insufficient-funds': 'billing_error',
   'not-found': 'not_found_error',
   'too-large': 'request_too_large',
   'rate-limited': 'rate_limit_error',
@@ -210,6 +213,11 @@ function inputUsage(answer: ChatAnswer) {
   const read = answer.cacheReadTokens ?? 0;
   const write = answer.cacheWriteTokens ?? 0;
   return { input_tokens: answer.inputTokens - read - write, cache_creation_input_tokens: write, cache_read_input_tokens: read };
+}
+
+/** Anthropic's status and error body for a failure (what `proxy` answers its clients with too). */
+export function anthropicFailure(failure: Failure, requestId: string): { status: number; body: unknown } {
+  return { status: STATUS[failure.kind], body: anthropicErrorBody(failure, requestId) };
 }
 
 function anthropicErrorBody(failure: Failure, requestId: string) {

@@ -20,6 +20,7 @@ export const AZURE_VENDOR: Vendor = Object.freeze({
   encode: encodeOpenAi,
   decode: decodeOpenAi,
   readErrorBody: readOpenAiErrorBody,
+  proxy: { client: 'openai', load: async () => (await import('./proxy-wire.ts')).AZURE_PROXY_WIRE },
   serve: {
     summary: 'POST /openai/deployments/ID/chat/completions?api-version=…, as OpenAI answers it. Key: api-key: KEY',
     load: async () => (await import('./serve-dialect.ts')).azureDialect({ headers: OPENAI_HEADERS, strictSchemaProblem }),

@@ -71,7 +71,13 @@ export class OpenAiBatchApi implements BatchApi {
     // The multipart form the SDK's files.create sends, made here as one buffer: each row's line
     // encoded once, straight into it, where a File of parts was copied again on its way out.
     const upload = uploadOf(rows);
-    const file = await client.post<OpenAI.FileObject>('/files', { body: upload.body, headers: { 'content-type': upload.contentType } });
+    // A fetch that may follow a redirect clones its request first, the body teed and each chunk of
+    // it copied (undici's `cloneAsUint8Array`): the upload, tens of MB, refuses a redirect instead.
+    const file = await client.post<OpenAI.FileObject>('/files', {
+      body: upload.body,
+      headers: { 'content-type': upload.contentType },
+      fetchOptions: { redirect: 'error' },
+    });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: ENDPOINT, completion_window: '24h' });
     return { batchId: batch.id, fileId: file.id };
   }

@@ -43,6 +43,7 @@ export const OPENAI_VENDOR: Vendor = Object.freeze({
       });
     },
   },
+  proxy: { client: 'openai', load: async () => (await import('./proxy-wire.ts')).OPENAI_PROXY_WIRE },
   helpExamples: [
     '$ news-processor --provider=openai --input articles.jsonl --rate=5 --tpm=200000   OpenAI (key in OPENAI_API_KEY)',
     '$ news-processor --provider=openai --base-url http://localhost:11434/v1 --model llama3.2 --api-key-env OLLAMA_KEY',

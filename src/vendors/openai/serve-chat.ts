@@ -277,10 +277,14 @@ export function openAiErrorBody(failure: Failure): { error: Record<string, unkno
   const type =
     failure.kind === 'rate-limited'
       ? (failure.limit ?? 'requests')
-      : failure.kind === 'overloaded' || failure.kind === 'timeout' || failure.kind === 'server-error'
-        ? 'server_error'
-        : 'invalid_request_error';
-  const code = failure.code ?? (failure.kind === 'rate-limited' ? 'rate_limit_exceeded' : null);
+      : failure.kind === 'insufficient-funds'
+        ? 'insufficient_quota'
+        : failure.kind === 'overloaded' || failure.kind === 'timeout' || failure.kind === 'server-error'
+          ? 'server_error'
+          : 'invalid_request_error';
+  const code =
+    failure.code ??
+    (failure.kind === 'rate-limited' ? 'rate_limit_exceeded' : failure.kind === 'insufficient-funds' ? 'insufficient_quota' : null);
   return { error: { message: failure.message, type, param: failure.param ?? null, code } };
 }
 

@@ -118,6 +118,8 @@ export interface StreamEvent {
 export type FailureKind =
   | 'invalid-request'
   | 'authentication'
+  | 'permission'
+  | 'insufficient-funds'
   | 'not-found'
   | 'too-large'
   | 'rate-limited'
@@ -129,6 +131,9 @@ export type FailureKind =
 export const FAILURE_STATUS: Readonly<Record<FailureKind, number>> = Object.freeze({
   'invalid-request': 400,
   authentication: 401,
+  permission: 403,
+  // OpenAI's: a 429 whose code says the money, not the rate, ran out (`insufficient_quota`).
+  'insufficient-funds': 429,
   'not-found': 404,
   'too-large': 413,
   'rate-limited': 429,
