@@ -35,6 +35,9 @@ export interface GeminiServeParts {
 const CODES: Readonly<Record<FailureKind, readonly [number, string]>> = {
   'invalid-request': [400, 'INVALID_ARGUMENT'],
   authentication: [403, 'PERMISSION_DENIED'],
+  permission: [403, 'PERMISSION_DENIED'],
+  // Google words an exhausted quota or credit as it words a rate limit (no RetryInfo then: no wait helps).
+  'insufficient-funds': [429, 'RESOURCE_EXHAUSTED'],
   'not-found': [404, 'NOT_FOUND'],
   'too-large': [400, 'INVALID_ARGUMENT'],
   'rate-limited': [429, 'RESOURCE_EXHAUSTED'],
