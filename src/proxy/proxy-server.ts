@@ -17,7 +17,7 @@ import { isInvalidRequestError, type Failure } from '../vendors/serve/chat-api.t
 import type { ProxyClientApi } from '../vendors/proxy-wire.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import { FairQueue } from './fair-queue.ts';
-import { forward, type GatewayRoute } from './forward.ts';
+import { forward, routesOf, type GatewayRoute } from './forward.ts';
 import type { GatewayConfig } from './gateway-config.ts';
 import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores } from './gateway-keys.ts';
 import { ProxyMetrics } from './proxy-metrics.ts';
@@ -110,11 +110,30 @@ export class ProxyServer {
     this.#metrics = metrics;
     this.#models = config.models;
     const byName = new Map(members.map((member) => [member.name, member]));
-    const routes = new Map<string, GatewayRoute>();
-    for (const member of members) routes.set(member.name, { name: member.name, members: [member], queue: new FairQueue() });
-    for (const pool of config.pools) {
-      routes.set(pool.name, { name: pool.name, members: pool.members.map((name) => byName.get(name)!), queue: new FairQueue() });
+    const routes = new Map<string, GatewayRoute & { fallback: GatewayRoute[] }>();
+    for (const member of members) {
+      routes.set(member.name, {
+        name: member.name,
+        members: [member],
+        queue: new FairQueue(),
+        strategy: 'soonest',
+        weights: [1],
+        fallback: [],
+      });
     }
+    for (const pool of config.pools) {
+      const poolMembers = pool.members.map((name) => byName.get(name)!);
+      routes.set(pool.name, {
+        name: pool.name,
+        members: poolMembers,
+        queue: new FairQueue(),
+        strategy: pool.strategy ?? 'soonest',
+        // As a run's pool weighs them: the pool's weights, else each member's request rate (1 without one).
+        weights: pool.weights ?? poolMembers.map(({ limits }) => (limits.rate === Number.POSITIVE_INFINITY ? 1 : limits.rate)),
+        fallback: [],
+      });
+    }
+    for (const pool of config.pools) routes.get(pool.name)!.fallback.push(...(pool.fallback ?? []).map((name) => routes.get(name)!));
     this.#routes = routes;
     this.#keys = new GatewayKeys(config.keys, options.keyStores ?? localKeyStores(options.clock));
     this.#server = createServer((req, res) => void this.#handle(req, res));
@@ -334,7 +353,13 @@ export class ProxyServer {
       );
       return;
     }
-    const members = route.members.filter((member) => member.client === client.name);
+    const routes = routesOf(route).map((each) => ({
+      route: each,
+      members: each.members.filter((member) => member.client === client.name),
+    }));
+    const members = routes[0]!.members;
+    // What the budget holds: the dearest of every member the request may reach, fallbacks too.
+    const reachable = routes.flatMap((each) => each.members);
     if (members.length === 0) {
       const apis = [...new Set(route.members.map((member) => member.client))];
       const paths = [...this.#clients.values()].filter((api) => apis.includes(api.name)).map((api) => `POST ${api.path}`);
@@ -364,7 +389,7 @@ export class ProxyServer {
       );
       return;
     }
-    const held = this.#hold(key, members, inputTokens, maxOutputTokens);
+    const held = this.#hold(key, reachable, inputTokens, maxOutputTokens);
     const settle = held instanceof Promise ? await held : held;
     if (settle === undefined) {
       fail(
@@ -398,8 +423,7 @@ export class ProxyServer {
       const forwarded = await forward(
         {
           key,
-          route,
-          members,
+          routes,
           body: body as Record<string, unknown>,
           clientHeaders: req.headers,
           facts,
