@@ -21,6 +21,8 @@ export async function answerClient(
   stream: boolean,
   headers: Record<string, string>,
   settle: Settle,
+  /** Told a whole answer (not a stream) as it went to the client: what `--cache` keeps. */
+  whole?: (answer: { contentType: string; text: string; usage: TokenUsage | undefined }) => void,
 ): Promise<void> {
   const { member, grant, response } = forwarded;
   const head: Record<string, string> = { ...headers };
@@ -40,6 +42,9 @@ export async function answerClient(
       }
       res.writeHead(response.status, head);
       res.end(bytes);
+      if (whole !== undefined && usage !== undefined) {
+        whole({ contentType: head['content-type'] ?? 'application/json', text: bytes.toString('utf8'), usage });
+      }
       return;
     }
     const watch = member.wire.watchStream(body);

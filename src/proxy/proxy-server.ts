@@ -3,11 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { CircuitBreaker } from '../breaker/circuit-breaker.ts';
+import type { AnswerCache } from '../cache/answer-cache.ts';
+import { answerKey } from '../cache/answer-key.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { ProviderConfig } from '../config/providers-config.ts';
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import { usageNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
+import type { TokenUsage } from '../provider/provider.ts';
 import { isLimitTooSmallError, type ProviderLimits } from '../quota/provider-limits.ts';
 import { LocalLimits } from '../quota/local-limits.ts';
 import { NANO_USD } from '../quota/budget.ts';
@@ -36,6 +39,8 @@ export interface ProxyLogLine {
   readonly outputTokens: number;
   readonly costUsd: number;
   readonly ms: number;
+  /** Answered from `--cache`: no upstream call, nothing spent. */
+  readonly cached: boolean;
 }
 
 export interface ProxyServerOptions {
@@ -50,6 +55,11 @@ export interface ProxyServerOptions {
   readonly maxWaitMs?: number | undefined;
   /** @default PROXY_DEFAULTS.maxBodyBytes */
   readonly maxBodyBytes?: number | undefined;
+  /**
+   * The answer cache (`--cache`): a whole (not streamed) request identical to one answered before
+   * is answered from it, no upstream call, nothing taken from the key. @default none
+   */
+  readonly cache?: AnswerCache | undefined;
   /** Told each request as it ends (`--log`). @default none */
   readonly onRequest?: ((line: ProxyLogLine) => void) | undefined;
   /** @default silentLogger */
@@ -94,6 +104,7 @@ export class ProxyServer {
   readonly #maxWaitMs: number;
   readonly #maxBodyBytes: number;
   readonly #onRequest: ProxyServerOptions['onRequest'];
+  readonly #cache: AnswerCache | undefined;
   readonly #logger: Logger;
   readonly #clock: Clock;
   #inFlight = 0;
@@ -106,6 +117,7 @@ export class ProxyServer {
     this.#maxWaitMs = options.maxWaitMs ?? PROXY_DEFAULTS.maxWaitMs;
     this.#maxBodyBytes = options.maxBodyBytes ?? PROXY_DEFAULTS.maxBodyBytes;
     this.#onRequest = options.onRequest;
+    this.#cache = options.cache;
     this.#clients = clients;
     this.#metrics = metrics;
     this.#models = config.models;
@@ -235,6 +247,7 @@ export class ProxyServer {
       member: undefined as string | undefined,
       usage: { inputTokens: 0, outputTokens: 0 },
       costUsd: 0,
+      cached: false,
     };
     const fail = (failure: Failure, reason: string, headers: Record<string, string> = {}): void => {
       if (reason !== '') this.#metrics.refusal(log.key, reason);
@@ -270,6 +283,7 @@ export class ProxyServer {
         outputTokens: log.usage.outputTokens,
         costUsd: log.costUsd,
         ms: Math.round((this.#clock.now() - startMs) * 1000) / 1000,
+        cached: log.cached,
       });
     }
   }
@@ -285,6 +299,7 @@ export class ProxyServer {
       member: string | undefined;
       usage: { inputTokens: number; outputTokens: number };
       costUsd: number;
+      cached: boolean;
     },
     fail: (failure: Failure, reason: string, headers?: Record<string, string>) => void,
   ): Promise<void> {
@@ -372,6 +387,21 @@ export class ProxyServer {
         'model',
       );
       return;
+    }
+    // A whole answer kept before: given again, no upstream call, nothing taken from the key's limits or budget.
+    const cacheKey = this.#cache === undefined || facts.stream ? undefined : cacheKeyOf(client.name, routes, body);
+    if (cacheKey !== undefined) {
+      const hit = await this.#cache!.get(cacheKey).catch((error: unknown) => {
+        this.#logger.warn({ err: error }, 'proxy cache read failed: taken as a miss');
+        return undefined;
+      });
+      const { contentType, text } = hit?.output ?? {};
+      if (typeof contentType === 'string' && typeof text === 'string') {
+        log.cached = true;
+        res.writeHead(200, { 'content-type': contentType, [client.requestIdHeader]: requestId });
+        res.end(text);
+        return;
+      }
     }
     const maxOutputTokens = facts.maxOutputTokens ?? Math.min(...members.map((member) => member.maxOutputTokens));
     // At most one token a byte of the body, and what the vendor adds to each request.
@@ -464,6 +494,7 @@ export class ProxyServer {
         facts.stream,
         { [client.requestIdHeader]: requestId, ...limited.headers },
         settleAt,
+        cacheKey === undefined ? undefined : (whole) => this.#keep(cacheKey, whole),
       );
     } catch (error) {
       if (abort.signal.aborted) return;
@@ -484,6 +515,14 @@ export class ProxyServer {
     }
   }
 
+  /** Keeps a whole 2xx answer under `key`; a store that fails loses the entry, never the request. */
+  #keep(key: string, whole: { contentType: string; text: string; usage: TokenUsage | undefined }): void {
+    const { contentType, text, usage } = whole;
+    this.#cache!.put(key, { output: { contentType, text }, ...(usage !== undefined && { usage }) }).catch((error: unknown) =>
+      this.#logger.warn({ err: error }, 'proxy cache write failed'),
+    );
+  }
+
   /** Holds the request's worst case on the key's budget; undefined when it does not fit (refused). */
   #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
     const price = dearest(members);
@@ -500,4 +539,13 @@ export class ProxyServer {
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) return undefined;
     return readAll(req, this.#maxBodyBytes);
   }
+}
+
+/**
+ * The cache key of a whole request: the client's API, the request as the client sent it, and each
+ * member it may reach as the member calls its upstream (its address and model) — never a key.
+ */
+function cacheKeyOf(api: string, routes: readonly { readonly members: readonly UpstreamMember[] }[], body: unknown): string {
+  const members = routes.flatMap((each) => each.members.map((member) => [member.target.baseUrl, member.target.model]));
+  return answerKey({ proxy: api, members, body });
 }
