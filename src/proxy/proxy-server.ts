@@ -22,7 +22,7 @@ import { VENDORS } from '../vendors/registry.ts';
 import { FairQueue } from './fair-queue.ts';
 import { forward, routesOf, type GatewayRoute } from './forward.ts';
 import type { GatewayConfig } from './gateway-config.ts';
-import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores } from './gateway-keys.ts';
+import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores, type LimitVerdict } from './gateway-keys.ts';
 import { ProxyMetrics } from './proxy-metrics.ts';
 import { answerClient, type Settle } from './answer-client.ts';
 import { PROXY_DEFAULTS } from './proxy-defaults.ts';
@@ -74,8 +74,10 @@ interface Held {
   settle(nano: number): void;
 }
 
+const NO_TOKENS: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
 /** The verdict of a key without limits. */
-const NO_LIMITS = Object.freeze({ allowed: true as const, headers: {} as Record<string, string> });
+const NO_LIMITS: LimitVerdict = Object.freeze({ allowed: true as const, headers: {} as Record<string, string> });
 
 /** The gateway's worst-case price over members: the dearest input (or cache write) and output per million tokens. */
 function dearest(members: readonly UpstreamMember[]): ProviderPrice | undefined {
@@ -422,6 +424,7 @@ export class ProxyServer {
     const held = this.#hold(key, reachable, inputTokens, maxOutputTokens);
     const settle = held instanceof Promise ? await held : held;
     if (settle === undefined) {
+      limited.settle?.(NO_TOKENS);
       fail(
         {
           kind: 'insufficient-funds',
@@ -438,7 +441,10 @@ export class ProxyServer {
     };
     res.once('close', onClose);
     let spentNano = 0;
+    // What the key's token limits settle on: nothing used unless an upstream answers; its usage, or (unreported) the worst case.
+    let keyUsage: TokenUsage | undefined = NO_TOKENS;
     const settleAt: Settle = (member, usage) => {
+      keyUsage = usage;
       spentNano =
         usage === undefined
           ? settle.worstNano
@@ -482,6 +488,7 @@ export class ProxyServer {
         return;
       }
       log.member = forwarded.member.name;
+      if (forwarded.kind === 'answer') keyUsage = undefined;
       if (forwarded.kind === 'upstream') {
         res.writeHead(forwarded.status, { 'content-type': forwarded.contentType, [client.requestIdHeader]: requestId, ...limited.headers });
         res.end(forwarded.body);
@@ -512,6 +519,7 @@ export class ProxyServer {
     } finally {
       res.off('close', onClose);
       settle.settle(spentNano);
+      if (keyUsage !== undefined) limited.settle?.(keyUsage);
     }
   }
 
