@@ -50,8 +50,17 @@ export interface Forwarding {
 
 /** How a forwarding ended. */
 export type Forwarded =
-  /** A member answered 2xx: the body is the caller's to read or stream, the grant to settle on its usage. */
-  | { readonly kind: 'answer'; readonly member: UpstreamMember; readonly grant: LimitGrant; readonly response: UpstreamResponse }
+  /**
+   * A member answered 2xx: a whole answer read already (`whole`: a body cut off is a failed attempt,
+   * another member's to answer), a stream the caller's to pass on; the grant to settle on its usage.
+   */
+  | {
+      readonly kind: 'answer';
+      readonly member: UpstreamMember;
+      readonly grant: LimitGrant;
+      readonly response: UpstreamResponse;
+      readonly whole: Buffer | undefined;
+    }
   /** A member refused the request itself (a 4xx other than 429), or every attempt failed: its answer goes to the client as it is. */
   | {
       readonly kind: 'upstream';
@@ -150,9 +159,24 @@ async function forwardTo(
       continue;
     }
     if (response.status >= 200 && response.status < 300) {
+      let whole: Buffer | undefined;
+      if (!isStreamed(facts.stream, response)) {
+        whole = await readAll(response.body).catch(() => undefined);
+        if (whole === undefined) {
+          // The member went away mid-answer: what it used is unknown (the grant keeps its estimate); another member answers.
+          if (signal.aborted) {
+            permit?.release();
+            throw signal.reason;
+          }
+          permit?.failure();
+          tell(member, 'failed');
+          tried.add(member);
+          continue;
+        }
+      }
       permit?.success();
       tell(member, 'ok');
-      return { kind: 'answer', member, grant, response };
+      return { kind: 'answer', member, grant, response, whole };
     }
     const body = (await readAll(response.body).catch(() => undefined)) ?? Buffer.alloc(0);
     grant.settle(NO_TOKENS);
@@ -187,6 +211,10 @@ async function forwardTo(
   }
   return last ?? { kind: 'unavailable' };
 }
+
+/** Whether an answer is passed on as a stream: asked for one, and the upstream sends events. */
+export const isStreamed = (asked: boolean, response: UpstreamResponse): boolean =>
+  asked && /^text\/event-stream/i.test(String(response.headers['content-type'] ?? ''));
 
 let nextTurn = 0;
 

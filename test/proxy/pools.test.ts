@@ -1,4 +1,5 @@
 // A pool's strategy, weights and fallback in the proxy, as a run's providers file means them.
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProxyLogLine } from '../../src/proxy/index.ts';
@@ -67,5 +68,29 @@ describe("a pool's strategy in the proxy", () => {
     const { lines, count } = await served({ members: ['down'], fallback: ['spare'] }, [member('down', dead), member('spare', up.url)], 3);
     expect(count('spare')).toBe(3);
     expect(lines.every((line) => line.status === 200)).toBe(true);
+  });
+
+  it('a member that dies halfway through a whole answer: the next member answers, the client none the wiser', async () => {
+    // Its head, half its body, then its connection cut: as a process killed mid-answer.
+    const dying = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '400' });
+      res.write('{"id":"chatcmpl-1","choices":[');
+      setTimeout(() => res.socket?.destroy(), 5);
+    });
+    await new Promise<void>((resolve) => dying.listen(0, '127.0.0.1', resolve));
+    const dyingUrl = `http://127.0.0.1:${(dying.address() as { port: number }).port}`;
+    try {
+      const up = await upstream();
+      const { lines, count } = await served(
+        { members: ['dying', 'fine'], strategy: 'ordered' },
+        [member('dying', dyingUrl), member('fine', up.url)],
+        3,
+      );
+      expect(lines.map((line) => line.status)).toEqual([200, 200, 200]);
+      expect(count('fine')).toBe(3);
+    } finally {
+      dying.closeAllConnections();
+      await new Promise((resolve) => dying.close(resolve));
+    }
   });
 });
