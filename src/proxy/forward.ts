@@ -232,6 +232,11 @@ async function choose(
   signal: AbortSignal,
   maxWaitMs: number,
 ): Promise<Chosen> {
+  if (members.length === 1 && members[0]!.breaker === undefined) {
+    // One member, always open: nothing to choose.
+    const member = members[0]!;
+    return { member, grant: await member.limits.acquire(cost, { signal, maxWaitMs }), permit: undefined };
+  }
   const open = members.filter((member) => member.breaker?.state.kind !== 'open');
   const fresh = open.filter((member) => !tried.has(member));
   const pool = fresh.length > 0 ? fresh : open;

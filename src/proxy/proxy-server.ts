@@ -68,6 +68,19 @@ export interface ProxyServerOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** What every request of one client API on one route goes by. */
+interface RoutePlan {
+  /** The route, then its fallbacks, each with its members of the client's API. */
+  readonly routes: readonly { readonly route: GatewayRoute; readonly members: readonly UpstreamMember[] }[];
+  /** The route's own members of the client's API. */
+  readonly members: readonly UpstreamMember[];
+  /** The dearest price over every member reachable (undefined: one has none). */
+  readonly price: ProviderPrice | undefined;
+  /** The output cap of a request that names none. */
+  readonly maxOutputCap: number;
+  readonly perRequestTokens: number;
+}
+
 /** A request's hold on its key's budget: its worst case, and how it is settled. */
 interface Held {
   readonly worstNano: number;
@@ -107,6 +120,7 @@ export class ProxyServer {
   readonly #maxBodyBytes: number;
   readonly #onRequest: ProxyServerOptions['onRequest'];
   readonly #cache: AnswerCache | undefined;
+  readonly #plans = new Map<string, RoutePlan>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   #inFlight = 0;
@@ -370,13 +384,7 @@ export class ProxyServer {
       );
       return;
     }
-    const routes = routesOf(route).map((each) => ({
-      route: each,
-      members: each.members.filter((member) => member.client === client.name),
-    }));
-    const members = routes[0]!.members;
-    // What the budget holds: the dearest of every member the request may reach, fallbacks too.
-    const reachable = routes.flatMap((each) => each.members);
+    const { routes, members, price, maxOutputCap, perRequestTokens } = this.#planOf(route, client.name);
     if (members.length === 0) {
       const apis = [...new Set(route.members.map((member) => member.client))];
       const paths = [...this.#clients.values()].filter((api) => apis.includes(api.name)).map((api) => `POST ${api.path}`);
@@ -405,9 +413,9 @@ export class ProxyServer {
         return;
       }
     }
-    const maxOutputTokens = facts.maxOutputTokens ?? Math.min(...members.map((member) => member.maxOutputTokens));
+    const maxOutputTokens = facts.maxOutputTokens ?? maxOutputCap;
     // At most one token a byte of the body, and what the vendor adds to each request.
-    const inputTokens = raw.length + Math.max(...members.map((member) => member.perRequestTokens));
+    const inputTokens = raw.length + perRequestTokens;
     const limited = key.limits.length === 0 ? NO_LIMITS : await takeKeyLimits(key, { input: inputTokens, output: maxOutputTokens });
     if (!limited.allowed) {
       fail(
@@ -421,7 +429,7 @@ export class ProxyServer {
       );
       return;
     }
-    const held = this.#hold(key, reachable, inputTokens, maxOutputTokens);
+    const held = this.#hold(key, price, inputTokens, maxOutputTokens);
     const settle = held instanceof Promise ? await held : held;
     if (settle === undefined) {
       limited.settle?.(NO_TOKENS);
@@ -531,9 +539,29 @@ export class ProxyServer {
     );
   }
 
+  /** What a request of client API `api` on `route` goes by, worked out once: the same for every such request. */
+  #planOf(route: GatewayRoute, api: string): RoutePlan {
+    const key = `${route.name}\n${api}`;
+    let plan = this.#plans.get(key);
+    if (plan === undefined) {
+      const routes = routesOf(route).map((each) => ({ route: each, members: each.members.filter((member) => member.client === api) }));
+      const members = routes[0]!.members;
+      plan = {
+        routes,
+        members,
+        // What the budget holds: the dearest of every member the request may reach, fallbacks too.
+        price: dearest(routes.flatMap((each) => each.members)),
+        maxOutputCap: Math.min(...members.map((member) => member.maxOutputTokens)),
+        // At most one token a byte of the body, and what the vendor adds to each request.
+        perRequestTokens: Math.max(...members.map((member) => member.perRequestTokens)),
+      };
+      this.#plans.set(key, plan);
+    }
+    return plan;
+  }
+
   /** Holds the request's worst case on the key's budget; undefined when it does not fit (refused). */
-  #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
-    const price = dearest(members);
+  #hold(key: KeyState, price: ProviderPrice | undefined, inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
     const worstNano = price === undefined ? 0 : usageNanoUsd({ inputTokens, outputTokens }, price);
     if (key.budget === undefined || price === undefined) return { worstNano, settle: () => {} };
     return key.budget
