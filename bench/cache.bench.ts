@@ -9,18 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { answerKey } from '../src/cache/answer-key.ts';
-import {
-  CallGate,
-  CallLoop,
-  LmdbAnswerCache,
-  ProviderRoute,
-  requestLimit,
-  type AnswerCache,
-  type CachedAnswer,
-  type LlmRequest,
-  type Provider,
-  type RouteCaller,
-} from '../src/index.ts';
+import { LmdbAnswerCache, requestLimit, type AnswerCache, type CachedAnswer, type LlmRequest, type Provider } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute, type RouteCaller } from '../src/routes.ts';
 import { connectRedis, RedisAnswerCache } from '../src/redis/index.ts';
 import { builtinRequest } from '../test/requests.ts';
 import { startRedis } from '../test/redis/redis-server.ts';

@@ -1,6 +1,7 @@
 /**
  * The HTTP client path: what a call costs through `runPipeline` with the OpenAI and the Anthropic
- * provider (the official SDKs over loopback HTTP) against `news-processor serve`, next to the
+ * provider (the official SDKs over loopback HTTP) and the Gemini provider (`fetch` over loopback
+ * HTTP) against `news-processor serve`, next to the
  * in-process simulated provider doing the same text analysis without HTTP. Targets: ≥ 3,000
  * calls/s through the HTTP path with serve beside it on this 2-core machine, and an added latency
  * per call under 1 ms at the median.
@@ -28,7 +29,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateArticles, type Provider, type RunSummary, runPipeline, SimulatedProvider } from '../src/index.ts';
+import { createHttpProvider, generateArticles, type Provider, type RunSummary, runPipeline, SimulatedProvider } from '../src/index.ts';
 import { AnthropicProvider, OpenAiProvider } from '../src/vendors/index.ts';
 import { HOST_DIALECTS } from '../src/vendors/openai/host-dialects/host-dialects.ts';
 import { requestLimit } from '../src/quota/provider-limits.ts';
@@ -74,7 +75,10 @@ const CLIENTS = {
     syncHeaders: true,
   }),
   'Anthropic client → serve': () => ({ provider: new AnthropicProvider({ apiKey: KEY, baseUrl: serve.url }), syncHeaders: false }),
+  'Gemini client → serve': () => ({ provider: createHttpProvider('gemini', { apiKey: KEY, baseUrl: serve.url }), syncHeaders: false }),
 } as const;
+/** The Gemini path's client CPU per call is held to within this of the OpenAI path's, measured side by side. */
+const GEMINI_CPU_VS_OPENAI = 1.1;
 type Client = keyof typeof CLIENTS;
 const NAMES = Object.keys(CLIENTS) as Client[];
 // One provider per client for the whole run, as a run of the command has: its SDK and connections stay warm.
@@ -216,6 +220,12 @@ for (const name of NAMES) {
   };
 }
 
+const geminiCpuRatio = med('Gemini client → serve', 'cpuPerCallUs') / med('OpenAI client → serve', 'cpuPerCallUs');
+const geminiCpuOk = geminiCpuRatio <= GEMINI_CPU_VS_OPENAI;
+allPass &&= geminiCpuOk;
+summary.geminiCpuVsOpenAi = { ratio: geminiCpuRatio, target: GEMINI_CPU_VS_OPENAI, pass: geminiCpuOk };
+const geminiLine = `Gemini client CPU per call ÷ OpenAI's: ${geminiCpuRatio.toFixed(3)} (≤ ${GEMINI_CPU_VS_OPENAI}: ${geminiCpuOk ? 'PASS' : 'MISS'})`;
+
 const heading =
   `runPipeline, zero latency, no client limit; serve (--rate=inf) in a child process; medians of ${ROUNDS} interleaved rounds: ` +
   `${THROUGHPUT_ARTICLES.toLocaleString('en')} articles at ${WORKERS} workers, then ${LATENCY_ARTICLES.toLocaleString('en')} at 1 worker`;
@@ -234,11 +244,13 @@ const table = markdownTable(
 );
 console.log(heading);
 console.log(table);
+console.log(geminiLine);
 output.push(
   '',
   heading,
   table,
   '',
+  geminiLine,
   `${allPass ? 'all targets met' : 'a target was missed'}; ${((performance.now() - started) / 1000).toFixed(0)} s`,
 );
 mkdirSync(join(root, 'bench/results'), { recursive: true });

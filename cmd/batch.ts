@@ -1,7 +1,9 @@
 // --batch: a run through the provider's Batch API (runBatch), its saved state and its summary; its flags are in batch-options.ts.
 import { existsSync } from 'node:fs';
 import { runBatch, SimulatedBatchApi, takeUpBatch, type BatchApi, type BatchRunState } from '../src/batch/index.ts';
-import { CallGate, CallLoop, ProviderRoute, RunEvents, type Provider, type ProviderType } from '../src/index.ts';
+import { RunEvents, type Provider } from '../src/index.ts';
+import { CallGate, CallLoop, ProviderRoute } from '../src/routes.ts';
+import type { ProviderType } from '../src/vendors/index.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 import { countRedone, JsonlResultStore, withKeptOutputs } from '../src/sinks/index.ts';
 // The registry, not news-processor/vendors: a vendor's Batch API is loaded from it when a run uses

@@ -12,7 +12,8 @@ import {
   isHttpProviderType,
   type HttpProviderType,
 } from '../src/vendors/registry.ts';
-import { createHttpProvider, type Provider, type ProviderConfig, type ProviderType, type RunStop } from '../src/index.ts';
+import { createHttpProvider, type Provider, type ProviderConfig, type RunStop } from '../src/index.ts';
+import type { ProviderType } from '../src/vendors/index.ts';
 import { hasCredentials, isHeaderSafe, isHttpUrl, maskCredentials, type HttpProviderDefaults } from '../src/vendors/http-api.ts';
 import { oneOf } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';

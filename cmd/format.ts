@@ -1,4 +1,5 @@
-import type { ArticleResult, CallCounts, PipelineAttemptEvent, Percentiles, PoolMemberChange, RunSummary } from '../src/index.ts';
+import type { ArticleResult, CallCounts, PipelineAttemptEvent, Percentiles, RunSummary } from '../src/index.ts';
+import type { PoolMemberChange } from '../src/routes.ts';
 import { formatUsd } from '../src/mechanisms.ts';
 
 /** `412ms` under a second, `3.216s` above, as the Go pipeline this command ports printed them (docs/cli.md shows them). */

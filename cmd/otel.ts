@@ -1,6 +1,8 @@
 // --otel: the OpenTelemetry SDK, set up by the standard OTEL_* variables, and the run's observer reporting to it.
 import { Option } from 'commander';
-import { createOtelObserver, loadOptional, type RunObserver } from '../src/index.ts';
+import type { RunObserver } from '../src/index.ts';
+import { createOtelObserver } from '../src/telemetry/index.ts';
+import { loadOptional } from '../src/mechanisms.ts';
 import { collectorEndpoints, firstUnreachable, reasonOf } from './otel-collector.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -8,13 +8,12 @@ import {
   type Provider,
   type ProviderLimits,
   type ProviderPrice,
-  type ProviderQuota,
   type ProviderSetup,
   type SimulatedConfig,
   type PoolSetup,
-  providerSetupProblem,
 } from '../src/index.ts';
-import { loadTokenizer } from '../src/plan.ts';
+import type { ProviderQuota } from '../src/testing/index.ts';
+import { loadTokenizer, providerSetupProblem } from '../src/plan.ts';
 // Not from news-processor/vendors, whose Batch APIs would load with every run.
 import { HttpApiProvider } from '../src/vendors/http-api-provider.ts';
 import { httpClientFromConfig, httpClientFromFlags, type ClientFlags, type HttpClient } from './client-options.ts';

@@ -13,8 +13,8 @@ import {
   RedisPermissionError,
   RedisRedirectError,
 } from '../src/redis/index.ts';
-import { isLimiterUnavailableError, type LimitSpec, type ProviderSetup, type RunStop } from '../src/index.ts';
-import { formatDuration } from '../src/mechanisms.ts';
+import type { LimitSpec, ProviderSetup, RunStop } from '../src/index.ts';
+import { formatDuration, isLimiterUnavailableError } from '../src/mechanisms.ts';
 import { accepting, duration, oneOf } from './parse-values.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -1,7 +1,7 @@
 // The flags every run takes (the main command and `bench` alike): their definitions, defaults and value parsers.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS, type ProfileName } from '../src/index.ts';
-import { parseOutageWindow, PROFILE_NAMES } from '../src/testing/index.ts';
+import { GATE_DEFAULTS, PIPELINE_DEFAULTS, SIMULATED_DEFAULTS } from '../src/index.ts';
+import { parseOutageWindow, PROFILE_NAMES, type ProfileName } from '../src/testing/index.ts';
 import { BREAKER_DEFAULTS, HEADER_STYLES, RETRY_DEFAULTS, formatDuration, type HeaderStyle } from '../src/mechanisms.ts';
 // The vendors' registry: each one's prompt-cache ratios, which the price flags' help states.
 import { HTTP_PROVIDER_DEFAULTS } from '../src/vendors/registry.ts';

@@ -2,7 +2,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LLM_SERVER_DEFAULTS, LlmServer, SERVE_HOST_HEADERS } from '../src/server/index.ts';
 import { VENDORS } from '../src/vendors/registry.ts';
-import { SIMULATED_DEFAULTS, MissingPackageError, type ProfileName } from '../src/index.ts';
+import { SIMULATED_DEFAULTS, MissingPackageError } from '../src/index.ts';
+import type { ProfileName } from '../src/testing/index.ts';
 import { formatDuration } from '../src/mechanisms.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
 import { accepting, duration, integer, oneOf, rate } from './parse-values.ts';

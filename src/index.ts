@@ -1,11 +1,17 @@
-// `news-processor`: the pipeline — tasks, sources, providers, the limits and the budget in front of
-// every call, results and resume — and its errors. Importing it has no side effects and loads no
+// `news-processor`: what a pipeline user needs — the run, its options, events and results; tasks,
+// sources, providers and pools as setups, the limits and the budget in front of every call, the
+// answer cache — and the errors they catch. At most 120 names, types included
+// (test/package/api-report.test.ts): a name goes here only if a pipeline user needs it; every other
+// public name is in the entry point of its folder. Importing it has no side effects and loads no
 // optional package: the SDKs, the tokenizer, ioredis are loaded when a feature that needs them is
-// used. The rest of the API is one entry point per layer: `news-processor/mechanisms` (the token
-// bucket, the breaker, retries and backoff, clocks, durations, the rate-limit header codec),
-// `news-processor/middleware` (per-client limits for servers), `news-processor/redis` (limits
-// shared between processes), `news-processor/queue`, `news-processor/server` (the simulated
-// provider over HTTP), `news-processor/bench` (sweeps and charts), `news-processor/testing`.
+// used. The other entry points: `news-processor/mechanisms` (the token bucket, the breaker, retries
+// and backoff, clocks, the adaptive rate, durations, the rate-limit header codec),
+// `news-processor/routes` (a route of one's own: the `Route` seam, the call gate, the call loop),
+// `news-processor/plan` (a run worked out before it starts, the setups' checks),
+// `news-processor/sinks` (where results go), `news-processor/telemetry` (OpenTelemetry, the run's
+// counts in detail), `news-processor/vendors` (each vendor, and what a provider is made of),
+// `news-processor/batch`, `news-processor/middleware`, `news-processor/redis`,
+// `news-processor/queue`, `news-processor/server`, `news-processor/bench`, `news-processor/testing`.
 
 // The run: articles in, one result per article out, figures at the end.
 export { runPipeline, PIPELINE_DEFAULTS, CancelledError, RunStoppedError } from './pipeline/run.ts';
@@ -21,24 +27,12 @@ export type {
   RunEnd,
   ArticleEnd,
   PoolChange,
-  BatchEvent,
   BudgetEvent,
   PipelineAttemptEvent,
 } from './pipeline/run-events.ts';
-export type {
-  RunCounts,
-  CallTally,
-  CallColumn,
-  ProviderTally,
-  TaskTally,
-  PoolTally,
-  PoolMemberTally,
-  ArticleTally,
-  TallyWatcher,
-} from './pipeline/run-tally.ts';
-// Tracing: an observer reporting through @opentelemetry/api after the GenAI conventions (a no-op without it).
-export { createOtelObserver, OTEL_OBSERVER_DEFAULTS } from './telemetry/otel-observer.ts';
-export type { OtelObserverOptions } from './telemetry/otel-observer.ts';
+// The counts (their parts, and tracing through OpenTelemetry, are `news-processor/telemetry`'s; a
+// batch's step, `BatchEvent`, is `news-processor/batch`'s).
+export type { RunCounts } from './pipeline/run-tally.ts';
 export type {
   RunSummary,
   RunStop,
@@ -72,23 +66,13 @@ export type { InputIssue } from './sources/input-error.ts';
 // Where results go — result stores, JSONL files, resume — is `news-processor/sinks`: a run tells
 // each result to `onResult`.
 
-// The gate in front of each provider — breaker, budget, limits, one attempt — and the one shape of a provider's options.
-export { CallGate, GATE_DEFAULTS } from './gate/call-gate.ts';
-export type { CallGateOptions, GateAttemptOptions, GateFigures } from './gate/call-gate.ts';
-export type { AttemptEvent, AttemptOutcome, GateAttempt } from './gate/attempt.ts';
-export type { CallDeadline } from './gate/call-deadline.ts';
-export type { CallScope, CallScopeOptions } from './gate/call-scope.ts';
-// Routes choose a gate for each attempt; the one call loop makes every call through them: cache, retries, repairs, fallbacks.
-export type { Route, RouteCall, RouteChoice, RouteCallOptions, RouteAnswer, RouteCaller } from './route/route.ts';
-export { CallLoop } from './route/call-loop.ts';
-export type { CallLoopOptions } from './route/call-loop.ts';
-export { ProviderRoute } from './route/provider-route.ts';
+// A provider as a run takes it — its limits, breaker, price — and the defaults of its options (a
+// setup's checks are `news-processor/plan`'s; the gate each setup becomes, routes of one's own and
+// the call loop, `news-processor/routes`').
+export type { ProviderSetup, ProviderPrice, BreakerSetup } from './gate/provider-options.ts';
+export { GATE_DEFAULTS } from './gate/call-gate.ts';
 // Pools: several providers of one model as one route, each call where it is granted soonest, with fallbacks.
-export { RoutePool } from './route/pool.ts';
-export type { RoutePoolOptions, PoolMemberChange } from './route/pool.ts';
-export type { PoolSetup, PoolStrategy, PoolSetupProblem } from './route/pool-setup.ts';
-export { providerSetupProblem } from './gate/provider-options.ts';
-export type { ProviderSetup, ProviderPrice, BreakerSetup, ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
+export type { PoolSetup, PoolStrategy } from './route/pool-setup.ts';
 
 // The answer cache: answers kept by the hash of what shaped them, so a second run of the same work makes no call.
 export { ANSWER_CACHE_DEFAULTS } from './cache/answer-cache.ts';
@@ -97,7 +81,8 @@ export type { AnswerCache, CachedAnswer } from './cache/answer-cache.ts';
 export { LmdbAnswerCache } from './cache/lmdb-answer-cache.ts';
 export type { LmdbAnswerCacheOptions } from './cache/lmdb-answer-cache.ts';
 
-// The limits: the seam every implementation sits behind, the in-process one, and the adaptive rate.
+// The limits: the seam every implementation sits behind and the in-process one (the adaptive rate
+// is `news-processor/mechanisms`').
 export { LimitTooSmallError, isLimitTooSmallError, requestLimit } from './quota/provider-limits.ts';
 export type {
   ProviderLimits,
@@ -109,22 +94,13 @@ export type {
 } from './quota/provider-limits.ts';
 export { LocalLimits } from './quota/local-limits.ts';
 export type { LocalLimitsOptions } from './quota/local-limits.ts';
-export type {
-  AdaptiveRateOptions,
-  AdaptiveTuning,
-  RateLimitedCall,
-  RateChangeEvent,
-  RateChangeListener,
-} from './quota/adaptive-rate.ts';
 // The budget: a limit with no refill, in USD; every call holds its worst case first.
 export { LocalBudget, BudgetExhaustedError, isBudgetExhaustedError } from './quota/budget.ts';
 export type { Budget, BudgetHold, BudgetReserveOptions, LocalBudgetOptions } from './quota/budget.ts';
-// The moves of a request rate over a run (`GateFigures.rates`): what the run's rate bound is read from.
-export type { RateSince } from './quota/rate-history.ts';
-// Thrown by limits kept elsewhere (`news-processor/redis`) when they cannot be reached: a run stops its intake on it.
-export { LimiterUnavailableError, isLimiterUnavailableError } from './limiter/limiter-unavailable-error.ts';
 
-// Providers: the interface, its failures, the simulated one, and the HTTP APIs through their official SDKs.
+// Providers: the interface, its failures, the simulated one, and the HTTP APIs through their official
+// SDKs (what a provider of one's own is made of — the request's framing, the errors' options, the
+// rate-limit signals — is `news-processor/vendors`').
 export {
   ProviderError,
   isProviderError,
@@ -140,39 +116,18 @@ export {
   RefusalError,
   MalformedOutputError,
 } from './provider/provider.ts';
-export type {
-  Provider,
-  CallOptions,
-  LlmRequest,
-  LlmResponse,
-  LlmOutput,
-  TokenUsage,
-  RequestFraming,
-  ConversationMessage,
-  AnswerProblem,
-  MalformedOutputOptions,
-  ResponseHeaders,
-  ProviderErrorOptions,
-  ProviderTarget,
-  PromptCacheRatios,
-  RetriedFailureOptions,
-} from './provider/provider.ts';
-export type { RateLimitSignals, LimitStatus } from './provider/rate-limit-signals.ts';
+export type { Provider, CallOptions, LlmRequest, LlmResponse, LlmOutput, TokenUsage } from './provider/provider.ts';
+// The simulated provider (its failure profiles, quota and outages are `news-processor/testing`'s).
 export { SimulatedProvider, SIMULATED_DEFAULTS } from './simulator/simulated.ts';
-export type { SimulatedProviderOptions, FailureProfile, ProfileName, ProviderQuota, OutageWindow } from './simulator/simulated.ts';
+export type { SimulatedProviderOptions } from './simulator/simulated.ts';
 // A vendor's provider by its type; each vendor's own classes are news-processor/vendors'.
 export { createHttpProvider } from './vendors/registry.ts';
-export type { ProviderType, HttpProviderType } from './vendors/registry.ts';
+export type { HttpProviderType } from './vendors/registry.ts';
 export type { JsonSchema } from './provider/json-schema.ts';
 export type { HttpProviderOptions } from './vendors/http-api.ts';
 // A feature whose optional package is not installed says which one to install.
-export { MissingPackageError, loadOptional } from './optional-package.ts';
-export type { OptionalPackage, PackageSpec } from './optional-package.ts';
+export { MissingPackageError } from './optional-package.ts';
 
 // Configuration: the providers file.
 export { loadProvidersConfig, parseProvidersConfig, ConfigError } from './config/providers-config.ts';
 export type { ProvidersConfig, ProviderConfig, SimulatedConfig, ApiConfig } from './config/providers-config.ts';
-
-// The generic mechanisms' types that the pipeline's options take (their classes and functions are
-// `news-processor/mechanisms`').
-export type { Clock } from './clock.ts';

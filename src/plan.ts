@@ -10,3 +10,7 @@ export type { RunPlan, RunPlanOptions, BudgetProblem, BatchServer } from './pipe
 export { estimateRun } from './pipeline/run-estimate.ts';
 export type { RunEstimate, TaskEstimate, ProviderEstimate, LimitEstimate } from './pipeline/run-estimate.ts';
 export { loadTokenizer } from './provider/token-estimate.ts';
+// A provider's and a pool's setup checked before a run (a run checks them too, and throws on the first problem).
+export { providerSetupProblem } from './gate/provider-options.ts';
+export type { ProviderSetupProblem, ProviderSetupRule } from './gate/provider-options.ts';
+export type { PoolSetupProblem } from './route/pool-setup.ts';

@@ -249,7 +249,7 @@ export class LlmServer {
       }
       const handle = spec.handle;
       if (typeof handle === 'function') return await handle(exchange, id);
-      return await (handle === 'chat' ? this.#chat(exchange) : this.#steps[handle](exchange, id));
+      return await (handle === 'chat' ? this.#chat(exchange, id) : this.#steps[handle](exchange, id));
     } catch (error) {
       this.#logger.error({ err: error, requestId: exchange.requestId }, 'request failed');
       if (res.headersSent) res.destroy();
@@ -319,13 +319,13 @@ export class LlmServer {
    * {@link ClientGone}. What differs per route — parsing, the answer's shape, its stream, errors —
    * is the `ChatApi`'s.
    */
-  async #chat(exchange: Exchange): Promise<void> {
+  async #chat(exchange: Exchange, routeId: string): Promise<void> {
     try {
       this.#authenticate(exchange);
       this.#refuseDeclaredOversize(exchange);
       await this.#quotas.admitChat(exchange);
       const body = await this.#readJson(exchange);
-      const prepared = this.#prepare(exchange.api, exchange.key, body);
+      const prepared = this.#prepare(exchange.api, exchange.key, body, routeId);
       const draft = await this.#generate(exchange, prepared);
       const answer = this.#promptCache.apply(
         exchange.key!,
@@ -389,11 +389,11 @@ export class LlmServer {
    * The request as the API reads it, and the schema its answer is made for: one that does not
    * compile, or admits nothing, is refused before any latency is spent.
    */
-  #prepare(api: ChatApi, key: string | undefined, body: unknown): Prepared {
+  #prepare(api: ChatApi, key: string | undefined, body: unknown, routeId?: string): Prepared {
     try {
       // A batch row (no key here) continues no earlier response: a batch is no conversation.
       const previousResponse = key === undefined ? undefined : (id: string) => this.#responses.find(key, id);
-      const request = api.parse(body, { ...this.#parseOptions, previousResponse });
+      const request = api.parse(body, { ...this.#parseOptions, previousResponse, routeId });
       const { shape } = request;
       if (shape.kind === 'text') return { request, answerSchema: SUMMARY_SCHEMA };
       if (shape.kind === 'json-object') return { request, answerSchema: promptedSchema(this.#loaded!.schemas, request) ?? SUMMARY_SCHEMA };
@@ -550,7 +550,8 @@ export class LlmServer {
   }
 
   #fail(exchange: Exchange, failure: Failure, limits: LimitContext = {}): void {
-    const { status, body } = exchange.api.fail(failure, `req_${exchange.requestId}`);
+    const wait = limits.retryAfterMs !== undefined && Number.isFinite(limits.retryAfterMs) ? limits.retryAfterMs : undefined;
+    const { status, body } = exchange.api.fail(failure, `req_${exchange.requestId}`, wait);
     const headers = exchange.key === undefined ? {} : this.#quotas.headers(exchange, limits);
     // A limit that can never be met (a request bigger than the bucket) is not worth retrying.
     if (failure.kind === 'rate-limited' && limits.retryAfterMs === Infinity) headers['x-should-retry'] = 'false';

@@ -9,4 +9,5 @@ export type { FittingValueOptions } from './fitting-value.ts';
 export { simulatedAnswer } from '../simulator/simulated-answers.ts';
 // How the simulated provider is told to fail: its failure profiles by name, an outage window as written (`1s..4s`).
 export { PROFILE_NAMES } from '../simulator/simulated.ts';
+export type { FailureProfile, ProfileName, ProviderQuota, OutageWindow } from '../simulator/simulated.ts';
 export { parseOutageWindow } from '../config/providers-config.ts';

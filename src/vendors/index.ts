@@ -1,6 +1,7 @@
 // `news-processor/vendors`: each vendor's own classes — its provider, its Batch API — and the
-// registry with what a vendor is made of, for code that names a vendor or adds one. A pipeline
-// picks a vendor by its type (`createHttpProvider`, from the root) and needs none of this.
+// registry with what a vendor is made of, for code that names a vendor or adds one, and what a
+// provider of one's own is made of beyond the root's `Provider`. A pipeline picks a vendor by its
+// type (`createHttpProvider`, from the root) and needs none of this.
 
 export { OpenAiProvider } from './openai/openai-provider.ts';
 export { AnthropicProvider } from './anthropic/anthropic-provider.ts';
@@ -16,6 +17,22 @@ export type { Vendor, VendorBatch, VendorBatchApiOptions, VendorServe } from './
 export type { BoundSdk, ResponseMeta } from './sdk-wire.ts';
 export type { HeaderFormat, HeaderFields } from './header-fields.ts';
 export type { ErrorBody, HttpProviderDefaults, HttpProviderSettings, StatusMeaning } from './http-api.ts';
+// The provider types the command line and the providers file take (`simulated` and the registry's).
+export type { ProviderType } from './registry.ts';
+// What a provider of one's own is made of beyond the root's `Provider`: a request's framing and
+// turns, what an answer and an error carry, and the rate-limit signals it reads (src/provider/).
+export type {
+  RequestFraming,
+  ConversationMessage,
+  AnswerProblem,
+  MalformedOutputOptions,
+  ResponseHeaders,
+  ProviderErrorOptions,
+  ProviderTarget,
+  PromptCacheRatios,
+  RetriedFailureOptions,
+} from '../provider/provider.ts';
+export type { RateLimitSignals } from '../provider/rate-limit-signals.ts';
 // A vendor's serve dialect, and what it is made with (src/vendors/serve/).
 export type {
   BatchCounts,

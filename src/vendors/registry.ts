@@ -1,5 +1,6 @@
 import { ANTHROPIC_VENDOR } from './anthropic/anthropic-vendor.ts';
 import { AZURE_VENDOR } from './azure/azure-vendor.ts';
+import { GEMINI_VENDOR } from './gemini/gemini-vendor.ts';
 import type { HttpApiProvider } from './http-api-provider.ts';
 import type { HttpProviderDefaults, HttpProviderOptions } from './http-api.ts';
 import { OPENAI_VENDOR } from './openai/openai-vendor.ts';
@@ -14,6 +15,7 @@ export const VENDORS = Object.freeze({
   openai: OPENAI_VENDOR,
   anthropic: ANTHROPIC_VENDOR,
   azure: AZURE_VENDOR,
+  gemini: GEMINI_VENDOR,
 } satisfies Record<string, Vendor>);
 
 /** The HTTP APIs a provider can speak: the registry's vendors. */

@@ -311,8 +311,8 @@ describe('news-processor: the client flags', () => {
 
   it.each([
     [
-      ['--provider=gemini'],
-      /^error: option '--provider <type>' argument 'gemini' is invalid\. Expected one of: simulated, openai, anthropic, azure\.$/,
+      ['--provider=vertex'],
+      /^error: option '--provider <type>' argument 'vertex' is invalid\. Expected one of: simulated, openai, anthropic, azure, gemini\.$/,
     ],
     [
       ['--provider=openai', '--base-url=localhost:8000/v1'],
@@ -320,8 +320,14 @@ describe('news-processor: the client flags', () => {
     ],
     [['--provider=openai', '--api-key-env=MY-KEY'], /argument 'MY-KEY' is invalid\. Expected an environment variable name/],
     [['--provider=openai', '--model= '], /argument ' ' is invalid\. Expected a model name\.$/],
-    [['--model=gpt-4.1-mini'], /^error: --model applies to --provider=openai, --provider=anthropic or --provider=azure$/],
-    [['--base-url=http://localhost:8000/v1'], /^error: --base-url applies to --provider=openai, --provider=anthropic or --provider=azure$/],
+    [
+      ['--model=gpt-4.1-mini'],
+      /^error: --model applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/,
+    ],
+    [
+      ['--base-url=http://localhost:8000/v1'],
+      /^error: --base-url applies to --provider=openai, --provider=anthropic, --provider=azure or --provider=gemini$/,
+    ],
     [
       ['--provider=anthropic', '--headers=anthropic'],
       /^error: --headers describes the simulated provider; --provider=anthropic calls a real API$/,

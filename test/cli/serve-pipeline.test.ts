@@ -9,12 +9,12 @@ import { stray429s } from '../redis/shared-quota.ts';
 const KEY = 'sk-e2e-7f3a9c2d41b8-never-shown';
 const KEY_VARIABLE = 'NP_E2E_API_KEY';
 /** The key in a variable of its own: the vendors' default variables are unset, so only --api-key-env can supply it. */
-const ENV = { [KEY_VARIABLE]: KEY, OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined };
+const ENV = { [KEY_VARIABLE]: KEY, OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GEMINI_API_KEY: undefined };
 const ARTICLES = 20;
 
-type Vendor = 'openai' | 'anthropic';
+type Vendor = 'openai' | 'anthropic' | 'gemini';
 
-/** The flags that point a run at `serve` as `vendor`: OpenAI's base URL ends in /v1, Anthropic's is the host root. */
+/** The flags that point a run at `serve` as `vendor`: OpenAI's base URL ends in /v1, Anthropic's and Gemini's are the host root. */
 const against = (serve: Serve, vendor: Vendor) => [
   `--provider=${vendor}`,
   `--base-url=${vendor === 'openai' ? `${serve.url}/v1` : serve.url}`,
@@ -115,7 +115,7 @@ afterAll(async () => {
 });
 
 describe.concurrent('news-processor against news-processor serve', { timeout: 60_000 }, () => {
-  it.each<Vendor>(['openai', 'anthropic'])(
+  it.each<Vendor>(['openai', 'anthropic', 'gemini'])(
     '--provider=%s: every article summarised and classified as the in-process simulation does, the key nowhere',
     async (vendor) => {
       const output = join(temp.dir, `${vendor}.jsonl`);
@@ -149,7 +149,7 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
     },
   );
 
-  it.each<Vendor>(['openai', 'anthropic'])(
+  it.each<Vendor>(['openai', 'anthropic', 'gemini'])(
     '--provider=%s with --max-output-tokens too small for the answer: cut off, retried as new requests, then a dead letter saying so',
     async (vendor) => {
       const output = join(temp.dir, `cut-off-${vendor}.jsonl`);
@@ -183,8 +183,9 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
   it.each<[Vendor, string]>([
     ['openai', 'invalid_api_key'],
     ['anthropic', 'authentication_error'],
+    ['gemini', 'API_KEY_INVALID'],
   ])(
-    '--provider=%s against serve --api-keys with a key it does not accept: the first 401 stops the run, one line saying which variable to fix, exit 2',
+    '--provider=%s against serve --api-keys with a key it does not accept: the first 401 (Gemini: 400 API_KEY_INVALID) stops the run, one line saying which variable to fix, exit 2',
     async (vendor, code) => {
       const wrong = `${KEY}-revoked`;
       const output = join(temp.dir, `refused-${vendor}.jsonl`);
@@ -197,7 +198,7 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
       expect(summary).toMatchObject({ succeeded: 0, stoppedBy: { by: 'provider', provider: vendor, type: 'AuthenticationError' } });
       expect(summary.notStarted).toBeGreaterThan(20);
       expect(linesOf(result.stderr)).toEqual([
-        `error: provider "${vendor}" stopped the run: 401 the API key was refused (${code}); set ${KEY_VARIABLE} to a key this provider accepts, then run again (finished results are kept)`,
+        `error: provider "${vendor}" stopped the run: ${vendor === 'gemini' ? 400 : 401} the API key was refused (${code}); set ${KEY_VARIABLE} to a key this provider accepts, then run again (finished results are kept)`,
       ]);
       for (const text of [result.stdout, result.stderr, await readFile(output, 'utf8')]) expect(text).not.toContain(KEY);
     },
@@ -206,10 +207,11 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
   it.each<[Vendor, string]>([
     ['openai', 'POST /chat/completions'],
     ['anthropic', 'POST /v1/v1/messages'],
+    ['gemini', 'POST /v1/v1beta/models/gemini-2.5-flash:generateContent'],
   ])(
     '--provider=%s at a base URL with the wrong path: the first 404 stops the run, one line saying what to check',
     async (vendor, route) => {
-      // OpenAI's without its /v1; Anthropic's with one it must not have.
+      // OpenAI's without its /v1; Anthropic's and Gemini's with one they must not have.
       const baseUrl = vendor === 'openai' ? open.url : `${open.url}/v1`;
       const result = await runCli(
         [...against(open, vendor), `--base-url=${baseUrl}`, '--articles=30', '--rate=inf', '--workers=4', '--json'],
@@ -221,7 +223,7 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
       expect(summary.notStarted).toBeGreaterThan(20);
       expect(summary.calls).toBeLessThanOrEqual(4);
       expect(linesOf(result.stderr).at(-1)).toBe(
-        `error: provider "${vendor}" stopped the run: 404 request rejected: Invalid URL (${route}); check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root) and --model, then run again (finished results are kept)`,
+        `error: provider "${vendor}" stopped the run: 404 request rejected: Invalid URL (${route}); check --base-url (an OpenAI-compatible server's ends in /v1, Anthropic's is the host root, Gemini's is the host root) and --model, then run again (finished results are kept)`,
       );
       expect(result.stderr).not.toContain(KEY);
     },
@@ -257,6 +259,33 @@ describe.concurrent('news-processor against news-processor serve', { timeout: 60
       expect(summary.rateLimited).toBeLessThanOrEqual(stray429s(summary.calls));
     },
   );
+
+  it("--provider=gemini --adaptive at twice serve's quota: no header to read, the 429s (their wait in RetryInfo) heard, the rate brought down near the quota", async () => {
+    const articles = 80;
+    const result = await runCli(
+      [
+        ...against(stated, 'gemini'),
+        `--articles=${articles}`,
+        `--rate=${2 * STATED_RATE}`,
+        '--burst=1',
+        '--workers=16',
+        '--adaptive',
+        // A 429 is how it learns the quota: room to retry those that meet the other runs' bursts.
+        '--max-attempts=10',
+        '--json',
+      ],
+      { env: { ...ENV, [KEY_VARIABLE]: `${KEY}-gemini-adaptive` } },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ articles, succeeded: articles });
+    const [provider] = summary.providers;
+    // Told nothing by headers, it learns the quota from the 429s alone: some, then a rate near it.
+    expect(summary.rateLimited).toBeGreaterThan(0);
+    expect(provider.finalRate).toBeLessThanOrEqual(1.5 * STATED_RATE);
+    expect(provider.achievedRate).toBeGreaterThanOrEqual(0.6 * STATED_RATE);
+    expect(summary.rateLimited).toBeLessThanOrEqual(summary.calls / 4);
+  });
 
   it("--provider=openai faster than serve's quota: the 429s are counted and retried until every article succeeds", async () => {
     const output = join(temp.dir, 'throttled.jsonl');

@@ -36,7 +36,7 @@ describe('parseProvidersConfig(): what a provider is and how it is called', () =
   });
 
   it.each([
-    [{ type: 'gemini' }, 'providers[0].type: expected one of "simulated", "openai", "anthropic", "azure", got "gemini"'],
+    [{ type: 'vertex' }, 'providers[0].type: expected one of "simulated", "openai", "anthropic", "azure", "gemini", got "vertex"'],
     [
       { type: 'openai', baseUrl: 'api.openai.com/v1' },
       'providers[0].baseUrl: expected an http:// or https:// URL, got "api.openai.com/v1"',

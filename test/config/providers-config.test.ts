@@ -190,7 +190,7 @@ describe('parseProvidersConfig()', () => {
     [
       'an unknown header style',
       (c) => (c.providers[0].simulated.headers = 'aws'),
-      'providers[0].simulated.headers: expected one of "openai", "anthropic", "azure", "ietf", got "aws"',
+      'providers[0].simulated.headers: expected one of "openai", "anthropic", "azure", "gemini", "ietf", got "aws"',
     ],
     [
       'a route to nobody',

@@ -51,9 +51,9 @@ describe('the guards the package keeps, with two copies of it loaded', () => {
     },
     {
       guard: 'isLimiterUnavailableError',
-      build: () => new other.root.LimiterUnavailableError('redis went away'),
-      check: (error) => one.root.isLimiterUnavailableError(error),
-      of: () => one.root.LimiterUnavailableError,
+      build: () => new other.mechanisms.LimiterUnavailableError('redis went away'),
+      check: (error) => one.mechanisms.isLimiterUnavailableError(error),
+      of: () => one.mechanisms.LimiterUnavailableError,
     },
     {
       guard: 'isBudgetExhaustedError',

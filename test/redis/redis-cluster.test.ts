@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isLimiterUnavailableError, requestLimit } from '../../src/index.ts';
+import { requestLimit } from '../../src/index.ts';
+import { isLimiterUnavailableError } from '../../src/mechanisms.ts';
 import { connectRedis, RedisLimits, RedisRateLimitStore, type RedisConnection, RedisRedirectError } from '../../src/redis/index.ts';
 import { clusterSlot, namesOnEveryNode, slotRanges } from './cluster-slot.ts';
 import { startRedisCluster, type TestCluster } from './redis-server.ts';

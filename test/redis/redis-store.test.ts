@@ -5,8 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyedLimiter } from '../../src/limiter/keyed-limiter.ts';
 import { connectRedis, RedisRateLimitStore, type RedisConnection } from '../../src/redis/index.ts';
-import { LimiterUnavailableError } from '../../src/index.ts';
-import { ManualClock } from '../../src/mechanisms.ts';
+import { ManualClock, LimiterUnavailableError } from '../../src/mechanisms.ts';
 import type { RateLimitDecision, RateLimitStore } from '../../src/middleware/index.ts';
 import { startRedis, type TestRedis } from './redis-server.ts';
 

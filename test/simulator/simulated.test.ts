@@ -12,7 +12,10 @@ import {
   type LlmResponse,
 } from '../../src/provider/provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { HEADER_STYLES, parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
+import { formatRateLimitHeaders, HEADER_STYLES, parseRateLimitHeaders } from '../../src/vendors/rate-limit-headers.ts';
+
+/** The header styles that say anything (Gemini's says nothing, not even `retry-after`). */
+const SPOKEN_STYLES = HEADER_STYLES.filter((style) => Object.keys(formatRateLimitHeaders(style, [], 1)).length > 0);
 import {
   FAILURE_PROFILES,
   OUTAGE_PROFILE_WINDOW,
@@ -150,7 +153,7 @@ describe('SimulatedProvider', () => {
       [{ quota: { rate: 0, burst: 1 } }, /Expected quota.rate to be a number > 0 \(calls per second\), got 0/],
       [{ quota: { rate: 5, burst: 0.5 } }, /Expected quota.burst to be a finite number >= 1, got 0.5/],
       [{ quota: null as never }, /Expected quota to be an object.*got null/],
-      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of "openai", "anthropic", "azure", "ietf", got "aws"/],
+      [{ headerStyle: 'aws' as never }, /Expected headerStyle to be one of "openai", "anthropic", "azure", "gemini", "ietf", got "aws"/],
       [{ outage: null as never }, /Expected outage to be an object, got null/],
       [{ outage: { startMs: -1, endMs: 5 } }, /Expected outage.startMs to be a finite number >= 0 \(ms\), got -1/],
       [{ outage: { startMs: 0, endMs: Infinity } }, /Expected outage.endMs to be a finite number >= 0 \(ms\), got Infinity/],
@@ -525,7 +528,7 @@ describe('SimulatedProvider - rate-limit headers', () => {
     });
   });
 
-  it.each(HEADER_STYLES)('.call() - sends headers that parse back to the quota state (%s)', async (style) => {
+  it.each(SPOKEN_STYLES)('.call() - sends headers that parse back to the quota state (%s)', async (style) => {
     const clock = new ManualClock(12_345);
     const provider = new SimulatedProvider({ ...quotaOptions(style), clock });
     const parsed = (response: PromiseSettledResult<LlmResponse>) =>
@@ -550,7 +553,17 @@ describe('SimulatedProvider - rate-limit headers', () => {
     expect(calls[1]!.value!.headers).toMatchObject({ 'x-ratelimit-remaining-requests': '1', 'x-ratelimit-reset-requests': '300ms' });
   });
 
-  it.each(HEADER_STYLES)('.call() - sends retry-after, retry-after-ms and the quota on a quota 429 (%s)', async (style) => {
+  it('.call() - sends no header at all in the Gemini style, a quota 429 keeping its wait', async () => {
+    const { clock, provider } = setup(quotaOptions('gemini'));
+    const outcomes = await callNow(clock, provider, 4);
+    expect((outcomes[0] as PromiseFulfilledResult<LlmResponse>).value.headers).toEqual({});
+    const error = (outcomes[3] as PromiseRejectedResult).reason as RateLimitError;
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect(error.retryAfterMs).toBe(200);
+    expect(error.headers).toEqual({});
+  });
+
+  it.each(SPOKEN_STYLES)('.call() - sends retry-after, retry-after-ms and the quota on a quota 429 (%s)', async (style) => {
     const { clock, provider } = setup(quotaOptions(style));
     const outcomes = await callNow(clock, provider, 4);
     const error = (outcomes[3] as PromiseRejectedResult).reason as RateLimitError;

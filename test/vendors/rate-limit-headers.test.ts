@@ -12,6 +12,9 @@ import {
 } from '../../src/vendors/rate-limit-headers.ts';
 import { LIMIT_KINDS, type LimitKind } from '../../src/quota/provider-limits.ts';
 
+/** The header styles that say anything (Gemini's says nothing, not even `retry-after`). */
+const SPOKEN_STYLES = HEADER_STYLES.filter((style) => Object.keys(formatRateLimitHeaders(style, [], 1)).length > 0);
+
 /** 2025-01-01T00:00:00Z, a Wednesday. */
 const NOW_MS = Date.UTC(2025, 0, 1);
 const CAP_MS = 60_000;
@@ -495,7 +498,14 @@ describe('formatRateLimitHeaders()', () => {
     });
   });
 
-  it.each(HEADER_STYLES)('formatRateLimitHeaders() - adds retry-after and retry-after-ms (%s)', (style) => {
+  it('formatRateLimitHeaders() - writes nothing in the Gemini style, not even retry-after: its 429 says the wait in the body', () => {
+    expect(formatRateLimitHeaders('gemini', [requests, { kind: 'tokens', limit: 40_000, remaining: 39_000, resetMs: 2000 }], 1234)).toEqual(
+      {},
+    );
+    expect(parseRateLimitHeaders({ 'retry-after': '2' }, { styles: ['gemini'] })).toEqual({ retryAfterMs: 2000, limits: [] });
+  });
+
+  it.each(SPOKEN_STYLES)('formatRateLimitHeaders() - adds retry-after and retry-after-ms (%s)', (style) => {
     expect(formatRateLimitHeaders(style, [], 1234)).toEqual({ 'retry-after': '2', 'retry-after-ms': '1234' });
     expect(formatRateLimitHeaders(style, [], 999.2)).toEqual({ 'retry-after': '1', 'retry-after-ms': '1000' });
     expect(formatRateLimitHeaders(style, [], 0)).toEqual({ 'retry-after': '0', 'retry-after-ms': '0' });
@@ -518,7 +528,7 @@ describe('formatRateLimitHeaders()', () => {
       ['openai', [{ ...requests, resetMs: -1 }], undefined, /resetMs.*got -1/],
       ['openai', [], -5, /retryAfterMs to be a finite number >= 0 \(ms\), got -5/],
       ['openai', [], Infinity, /retryAfterMs.*got Infinity/],
-      ['aws' as HeaderStyle, [], undefined, /style to be one of "openai", "anthropic", "azure", "ietf", got "aws"/],
+      ['aws' as HeaderStyle, [], undefined, /style to be one of "openai", "anthropic", "azure", "gemini", "ietf", got "aws"/],
       ['openai', null as never, undefined, /status to be an array, got null/],
       ['openai', [null as never], undefined, /each status to be an object/],
     ];
@@ -529,7 +539,7 @@ describe('formatRateLimitHeaders()', () => {
   });
 
   it('isHeaderStyle() - accepts only the style names', () => {
-    expect(HEADER_STYLES).toEqual(['openai', 'anthropic', 'azure', 'ietf']);
+    expect(HEADER_STYLES).toEqual(['openai', 'anthropic', 'azure', 'gemini', 'ietf']);
     expect(isHeaderStyle('ietf')).toBe(true);
     expect(isHeaderStyle('aws')).toBe(false);
     expect(isHeaderStyle(undefined)).toBe(false);
@@ -582,7 +592,7 @@ describe('parseRateLimitHeaders(formatRateLimitHeaders()) - round trips', () => 
     );
   });
 
-  it.each(HEADER_STYLES)('parse(format(x)) - rounds fractional ms up, never down (%s)', (style) => {
+  it.each(SPOKEN_STYLES)('parse(format(x)) - rounds fractional ms up, never down (%s)', (style) => {
     const info = roundTrip(style, [{ kind: 'requests', limit: 3, remaining: 1, resetMs: 399.2 }], 199.5, NOW_MS + 0.7);
     expect(info.retryAfterMs).toBe(200);
     const [status] = info.limits;

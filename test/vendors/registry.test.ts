@@ -7,7 +7,7 @@ const types = Object.keys(VENDORS) as (keyof typeof VENDORS)[];
 
 describe('the vendor registry', () => {
   it('is where the provider types, their defaults and the header styles come from', () => {
-    expect(types).toEqual(['openai', 'anthropic', 'azure']);
+    expect(types).toEqual(['openai', 'anthropic', 'azure', 'gemini']);
     expect(PROVIDER_TYPES).toEqual(['simulated', ...types]);
     expect(HEADER_STYLES).toEqual([...types, 'ietf']);
     for (const type of types) {

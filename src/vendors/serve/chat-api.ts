@@ -178,6 +178,11 @@ export interface ParseOptions {
    * @default none (a `previous_response_id` is answered as not found)
    */
   readonly previousResponse?: ((id: string) => { readonly promptText: string } | undefined) | undefined;
+  /**
+   * The route's `{id}` segment, for an API that names part of the request in its path (a model
+   * named there rather than in the body). @default none (a batch row, a route without one)
+   */
+  readonly routeId?: string | undefined;
 }
 
 /**
@@ -215,8 +220,11 @@ export interface ChatApi {
   stream(request: ChatRequest, answer: ChatAnswer, id: string): StreamEvent[];
   /** The event that ends a stream which failed midway (the provider went down). */
   streamFailure(failure: Failure, requestId: string): StreamEvent;
-  /** The status and body of a failure. */
-  fail(failure: Failure, requestId: string): { status: number; body: unknown };
+  /**
+   * The status and body of a failure; `retryAfterMs`, the wait a 429 asks for (finite), for an API
+   * that says it in the body rather than in `retry-after`.
+   */
+  fail(failure: Failure, requestId: string, retryAfterMs?: number): { status: number; body: unknown };
   /** The body of `GET /v1/models`. */
   models(ids: readonly string[]): unknown;
   /** The body of `GET /v1/models/{id}`. */
