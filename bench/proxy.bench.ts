@@ -72,7 +72,18 @@ type Autocannon = (options: {
 }) => Promise<{ requests: { total: number }; duration: number; errors: number; non2xx: number; latency: { p50: number; p99: number } }>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
-async function load(port: number, body: string, options: { duration?: number; amount?: number }) {
+/** CPU time a process has used, ms (user and system, from /proc: 10 ms ticks). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/**
+ * autocannon against `port`; with `pid`, the CPU that process spent per request (µs): the figure a
+ * loaded machine moves least, where requests/s follows whatever else runs.
+ */
+async function load(port: number, body: string, options: { duration?: number; amount?: number }, pid?: number) {
+  const cpuBeforeMs = pid === undefined ? 0 : cpuMs(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/v1/chat/completions`,
     connections: CONNECTIONS,
@@ -86,6 +97,7 @@ async function load(port: number, body: string, options: { duration?: number; am
     errors: result.errors + result.non2xx,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
+    cpuUsPerRequest: pid === undefined ? undefined : ((cpuMs(pid) - cpuBeforeMs) * 1000) / Math.max(1, result.requests.total),
   };
 }
 
@@ -119,9 +131,12 @@ try {
   await load(proxy.port, BODY, { duration: 2 });
   await load(forwarder.port, BODY, { duration: 1 });
   const throughput = [
-    { name: 'through the proxy, whole', ...(await load(proxy.port, BODY, { duration: LOAD_SECONDS })) },
-    { name: 'through the proxy, streamed', ...(await load(proxy.port, STREAM_BODY, { duration: LOAD_SECONDS })) },
-    { name: 'through a bare Node forwarder, whole (reference)', ...(await load(forwarder.port, BODY, { duration: LOAD_SECONDS })) },
+    { name: 'through the proxy, whole', ...(await load(proxy.port, BODY, { duration: LOAD_SECONDS }, proxy.child.pid)) },
+    { name: 'through the proxy, streamed', ...(await load(proxy.port, STREAM_BODY, { duration: LOAD_SECONDS }, proxy.child.pid)) },
+    {
+      name: 'through a bare Node forwarder, whole (reference)',
+      ...(await load(forwarder.port, BODY, { duration: LOAD_SECONDS }, forwarder.child.pid)),
+    },
   ];
   process.stderr.write(`memory: a soak of ${SOAK.toLocaleString('en')} requests through the proxy\n`);
   const samples: { requests: number; rssMiB: number }[] = [{ requests: 0, rssMiB: rssMiB(proxy.child.pid!) }];
@@ -145,10 +160,11 @@ try {
   console.log(`## Proxy throughput (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s each)\n`);
   console.log(
     markdownTable(
-      ['path', 'requests/s', 'p50', 'p99', 'errors'],
+      ['path', 'requests/s', 'CPU per request (its process)', 'p50', 'p99', 'errors'],
       throughput.map((row) => [
         row.name,
         Math.round(row.perSecond).toLocaleString('en'),
+        `${Math.round(row.cpuUsPerRequest ?? 0)} µs`,
         `${row.p50Ms} ms`,
         `${row.p99Ms} ms`,
         String(row.errors),

@@ -5,6 +5,7 @@ import { formatDuration } from '../src/mechanisms.ts';
 import { ConfigError, MissingPackageError } from '../src/index.ts';
 // The defaults alone at once (for --help): the gateway itself loads when the command runs.
 import { PROXY_DEFAULTS } from '../src/proxy/proxy-defaults.ts';
+import { addCacheOptions, openCache, validateCacheFlags, type CacheFlags } from './cache-options.ts';
 import { otelOption, startTelemetry } from './otel.ts';
 import { accepting, duration, integer, oneOf } from './parse-values.ts';
 import { addRedisConnectionOptions, connectFlags, type RedisConnectionFlags } from './redis-options.ts';
@@ -15,7 +16,7 @@ import { UsageError } from './usage-error.ts';
 import { quitNow } from './terminal.ts';
 import { systemErrorText } from './stdout.ts';
 
-interface ProxyFlags extends RedisConnectionFlags {
+interface ProxyFlags extends RedisConnectionFlags, CacheFlags {
   config: string;
   host: string;
   port: number;
@@ -48,6 +49,7 @@ Examples:
   $ npx news-processor proxy --config fixtures/gateway.json                  a free port, printed
   $ npx news-processor proxy --config fixtures/gateway.json --port 4000 --log requests.jsonl
   $ npx news-processor proxy --config fixtures/gateway.json --redis redis://127.0.0.1:6379   budgets and limits shared by replicas
+  $ npx news-processor proxy --config fixtures/gateway.json --cache .cache/proxy   whole answers kept, given again for nothing
 
 The first line on stdout is "listening on http://HOST:PORT". SIGINT or SIGTERM stops taking connections, lets the
 requests in flight finish and exits 0; a second one exits at once. Exit codes: 0 stopped cleanly, 2 bad usage, a bad
@@ -81,12 +83,12 @@ export function buildProxyCommand(onExit: (code: number) => void): Command {
     .addOption(
       new Option('--log <file>', 'append a JSON line per request: key name, model, member, tokens, cost, status, ms (no prompt, no key)'),
     )
-    .addOption(otelOption())
-    .addOption(
-      new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
-        .argParser(oneOf(LOG_LEVELS))
-        .default('info'),
-    );
+    .addOption(otelOption());
+  addCacheOptions(command).addOption(
+    new Option('--log-level <level>', `pino log level, logs go to stderr: ${LOG_LEVELS.join(', ')}`)
+      .argParser(oneOf(LOG_LEVELS))
+      .default('info'),
+  );
   addRedisConnectionOptions(command, "keep the keys' budgets and limits and the members' quotas in this Redis, shared by every replica", {
     readsEnv: false,
   });
@@ -112,7 +114,9 @@ async function proxy(flags: ProxyFlags): Promise<number> {
       throw new UsageError(`${flags.config}: provider ${provider.name}: ${variable} is not set (its API key)`);
     apiKeys[provider.name] = key;
   }
+  validateCacheFlags(flags);
   const logger = createLogger(flags);
+  const cache = await openCache(flags, logger);
   const connection = flags.redis === undefined ? undefined : await connectFlags({ ...flags, redis: flags.redis }, logger);
   const stores = connection === undefined ? {} : redisGatewayStores(connection, flags.redisPrefix);
   const telemetry = flags.otel ? await startTelemetry(process.env) : undefined;
@@ -123,6 +127,7 @@ async function proxy(flags: ProxyFlags): Promise<number> {
     config,
     apiKeys,
     ...stores,
+    cache,
     maxWaitMs: flags.maxWait,
     maxBodyBytes: flags.maxBody,
     logger,
@@ -144,6 +149,7 @@ async function proxy(flags: ProxyFlags): Promise<number> {
     url = await server.listen({ host: flags.host, port: flags.port });
   } catch (error) {
     await connection?.close();
+    await cache?.close();
     throw new UsageError(`cannot listen on ${flags.host}:${flags.port}: ${(error as Error).message}`);
   }
   process.stdout.write(`listening on ${url}\n`);
@@ -156,6 +162,7 @@ async function proxy(flags: ProxyFlags): Promise<number> {
   await server.close();
   await new Promise<void>((resolve) => (log === undefined ? resolve() : log.end(resolve)));
   await connection?.close();
+  await cache?.close();
   await telemetry?.shutdown();
   return 0;
 }

@@ -48,6 +48,11 @@ export interface RateLimitStore {
   readonly size?: number | undefined;
   /** Takes `n` tokens from `key`'s bucket if they are there; says what is left either way. */
   take(key: string, n?: number): RateLimitDecision | Promise<RateLimitDecision>;
+  /**
+   * Puts `n` tokens taken before back in `key`'s bucket (never past its burst): what a take at a
+   * worst case gives back once the actual use is known. @default none (what is taken stays taken)
+   */
+  give?(key: string, n: number): void | Promise<void>;
 }
 
 /** Whole-token counts read a hair under the truth after float refills: this close is there. */
@@ -155,6 +160,21 @@ export class KeyedLimiter implements RateLimitStore {
     if (tokens < n) return this.#decide(false, tokens, n);
     this.#store(slot, tokens - n, nowMs);
     return this.#decide(true, tokens - n, n);
+  }
+
+  /**
+   * Puts `n` tokens taken before back in `key`'s bucket, up to its burst: a take at a worst case
+   * settled on the actual use. A key with waiters (`acquire`) keeps its count: they were lined up
+   * behind it.
+   */
+  give(key: string, n: number): void {
+    if (typeof n !== 'number' || !(n >= 0 && n < Infinity)) checkNumber('n', n, { min: 0 });
+    if (this.rate === Infinity || n === 0 || this.#waiting.has(key)) return;
+    const slot = this.#index.find(key, this.#index.hash(key));
+    // No slot: the bucket is full already.
+    if (slot === -1) return;
+    const nowMs = this.#clock.now();
+    this.#store(slot, Math.min(this.burst, this.#refilled(slot, nowMs) + n), nowMs);
   }
 
   /** Takes `n` tokens from `key` if they are there; whether it did. */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { TokenUsage } from '../provider/provider.ts';
-import type { Forwarded } from './forward.ts';
+import { isStreamed, type Forwarded } from './forward.ts';
 import { readAll, type UpstreamMember } from './upstream-member.ts';
 
 /** Told the usage an answer reported (undefined when it said none: a stream cut short): what the budget settles on. */
@@ -21,6 +21,8 @@ export async function answerClient(
   stream: boolean,
   headers: Record<string, string>,
   settle: Settle,
+  /** Told a whole answer (not a stream) as it went to the client: what `--cache` keeps. */
+  whole?: (answer: { contentType: string; text: string; usage: TokenUsage | undefined }) => void,
 ): Promise<void> {
   const { member, grant, response } = forwarded;
   const head: Record<string, string> = { ...headers };
@@ -30,9 +32,8 @@ export async function answerClient(
   }
   let usage: TokenUsage | undefined;
   try {
-    const isStream = stream && /^text\/event-stream/i.test(String(response.headers['content-type'] ?? ''));
-    if (!isStream) {
-      const bytes = (await readAll(response.body))!;
+    if (!isStreamed(stream, response)) {
+      const bytes = forwarded.whole ?? (await readAll(response.body))!;
       try {
         usage = member.wire.usageOf(JSON.parse(bytes.toString('utf8')));
       } catch {
@@ -40,6 +41,9 @@ export async function answerClient(
       }
       res.writeHead(response.status, head);
       res.end(bytes);
+      if (whole !== undefined && usage !== undefined) {
+        whole({ contentType: head['content-type'] ?? 'application/json', text: bytes.toString('utf8'), usage });
+      }
       return;
     }
     const watch = member.wire.watchStream(body);

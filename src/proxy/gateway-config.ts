@@ -108,7 +108,7 @@ export function parseGatewayConfig(json: unknown, context: GatewayConfigContext,
     if (key.maxCostUsd === undefined) return;
     for (const model of key.models ?? Object.keys(models)) {
       const target = models[model]!;
-      const members = pools.find((pool) => pool.name === target)?.members ?? [target];
+      const members = reachableProviders(target, pools);
       const unpriced = providers.findIndex((provider) => members.includes(provider.name) && provider.price === undefined);
       if (unpriced >= 0)
         throw new ConfigError(
@@ -117,6 +117,15 @@ export function parseGatewayConfig(json: unknown, context: GatewayConfigContext,
     }
   });
   return { providers, pools, models, keys };
+}
+
+/** The providers a request routed to `target` may reach: its members, and its fallbacks' (theirs too). */
+function reachableProviders(target: string, pools: ProvidersConfig['pools'], seen = new Set<string>()): string[] {
+  if (seen.has(target)) return [];
+  seen.add(target);
+  const pool = pools.find((each) => each.name === target);
+  if (pool === undefined) return [target];
+  return [...pool.members, ...(pool.fallback ?? []).flatMap((next) => reachableProviders(next, pools, seen))];
 }
 
 function readKey(at: ConfigReader, json: unknown, path: string, models: readonly string[], context: GatewayConfigContext): GatewayKey {

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import { KeyedLimiter, type RateLimitDecision, type RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { limitHeaderWriter, retryAfterSeconds } from '../middleware/ietf-headers.ts';
 import { LocalBudget, type Budget } from '../quota/budget.ts';
+import type { TokenUsage } from '../provider/provider.ts';
 import type { LimitSpec } from '../quota/provider-limits.ts';
 import type { GatewayKey } from './gateway-config.ts';
 
@@ -81,7 +82,15 @@ export class GatewayKeys {
 
 /** A key's limits taken for one request: passed with their headers, or refused with how long to wait. */
 export type LimitVerdict =
-  | { readonly allowed: true; readonly headers: Record<string, string> }
+  | {
+      readonly allowed: true;
+      readonly headers: Record<string, string>;
+      /**
+       * Gives back to the key's token limits what the request took beyond `usage` (its worst case
+       * taken before the call): the tokens it used, or none when no upstream answered.
+       */
+      readonly settle?: ((usage: TokenUsage) => void) | undefined;
+    }
   | { readonly allowed: false; readonly headers: Record<string, string>; readonly retryAfterMs: number; readonly kind: string };
 
 /**
@@ -90,6 +99,7 @@ export type LimitVerdict =
  */
 export async function takeKeyLimits(key: KeyState, tokens: { input: number; output: number }): Promise<LimitVerdict> {
   const headers: Record<string, string> = {};
+  let tokenLimits: KeyLimit[] | undefined;
   for (const limit of key.limits) {
     const { kind } = limit.spec;
     const amount =
@@ -106,8 +116,36 @@ export async function takeKeyLimits(key: KeyState, tokens: { input: number; outp
     if (!decision.allowed) {
       const seconds = retryAfterSeconds(decision.retryAfterMs);
       if (seconds !== undefined) headers['retry-after'] = String(seconds);
+      // What the limits before this one took is given back: the request is not made.
+      if (tokenLimits !== undefined) for (const taken of tokenLimits) giveBack(key.name, taken, tokens, NO_USAGE);
       return { allowed: false, headers, retryAfterMs: decision.retryAfterMs, kind };
     }
+    if (kind !== 'requests' && limit.store.give !== undefined) {
+      tokenLimits ??= [];
+      tokenLimits.push(limit);
+    }
   }
-  return { allowed: true, headers };
+  if (tokenLimits === undefined) return { allowed: true, headers };
+  const settled = tokenLimits;
+  return {
+    allowed: true,
+    headers,
+    settle: (usage) => {
+      for (const limit of settled) giveBack(key.name, limit, tokens, usage);
+    },
+  };
+}
+
+const NO_USAGE: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/** Gives back to one token limit what a request took of it beyond `usage`; a store that fails keeps it (the safe side). */
+function giveBack(name: string, limit: KeyLimit, taken: { input: number; output: number }, usage: TokenUsage): void {
+  const { kind } = limit.spec;
+  const over =
+    kind === 'input-tokens'
+      ? taken.input - usage.inputTokens
+      : kind === 'output-tokens'
+        ? taken.output - usage.outputTokens
+        : taken.input + taken.output - usage.inputTokens - usage.outputTokens;
+  if (over > 0) void Promise.resolve(limit.store.give!(name, over)).catch(() => {});
 }

@@ -75,8 +75,21 @@ export class ProxyMetrics {
     return new ProxyMetrics(await loadOptional('prom-client', "the proxy's /metrics", () => import('prom-client')), states);
   }
 
+  /** Each label set's counter, found once: prom-client hashes the labels on every `inc` otherwise. */
+  readonly #children = new Map<string, { inc(value?: number): void }>();
+
+  #child(counter: Counter<string>, name: string, ...values: (string | number)[]): { inc(value?: number): void } {
+    const id = `${name}\n${values.join('\n')}`;
+    let child = this.#children.get(id);
+    if (child === undefined) {
+      child = counter.labels(...values.map(String));
+      this.#children.set(id, child);
+    }
+    return child;
+  }
+
   request(key: string, status: number): void {
-    this.#requests.inc({ key, status });
+    this.#child(this.#requests, 'r', key, status).inc();
   }
 
   refusal(key: string, reason: string): void {
@@ -84,13 +97,13 @@ export class ProxyMetrics {
   }
 
   spent(key: string, usd: number, inputTokens: number, outputTokens: number): void {
-    if (usd > 0) this.#spend.inc({ key }, usd);
-    if (inputTokens > 0) this.#tokens.inc({ key, direction: 'input' }, inputTokens);
-    if (outputTokens > 0) this.#tokens.inc({ key, direction: 'output' }, outputTokens);
+    if (usd > 0) this.#child(this.#spend, 's', key).inc(usd);
+    if (inputTokens > 0) this.#child(this.#tokens, 'i', key, 'input').inc(inputTokens);
+    if (outputTokens > 0) this.#child(this.#tokens, 'o', key, 'output').inc(outputTokens);
   }
 
   call(member: string, outcome: 'ok' | 'rate_limited' | 'failed' | 'refused'): void {
-    this.#calls.inc({ member, outcome });
+    this.#child(this.#calls, 'c', member, outcome).inc();
     if (outcome === 'rate_limited') this.#rateLimited.inc({ member });
   }
 

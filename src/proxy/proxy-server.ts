@@ -3,11 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { CircuitBreaker } from '../breaker/circuit-breaker.ts';
+import type { AnswerCache } from '../cache/answer-cache.ts';
+import { answerKey } from '../cache/answer-key.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { ProviderConfig } from '../config/providers-config.ts';
 import { GATE_DEFAULTS } from '../gate/call-gate.ts';
 import { usageNanoUsd } from '../gate/call-cost.ts';
 import type { ProviderPrice } from '../gate/provider-options.ts';
+import type { TokenUsage } from '../provider/provider.ts';
 import { isLimitTooSmallError, type ProviderLimits } from '../quota/provider-limits.ts';
 import { LocalLimits } from '../quota/local-limits.ts';
 import { NANO_USD } from '../quota/budget.ts';
@@ -17,9 +20,9 @@ import { isInvalidRequestError, type Failure } from '../vendors/serve/chat-api.t
 import type { ProxyClientApi } from '../vendors/proxy-wire.ts';
 import { VENDORS } from '../vendors/registry.ts';
 import { FairQueue } from './fair-queue.ts';
-import { forward, type GatewayRoute } from './forward.ts';
+import { forward, routesOf, type GatewayRoute } from './forward.ts';
 import type { GatewayConfig } from './gateway-config.ts';
-import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores } from './gateway-keys.ts';
+import { GatewayKeys, localKeyStores, takeKeyLimits, type KeyState, type KeyStores, type LimitVerdict } from './gateway-keys.ts';
 import { ProxyMetrics } from './proxy-metrics.ts';
 import { answerClient, type Settle } from './answer-client.ts';
 import { PROXY_DEFAULTS } from './proxy-defaults.ts';
@@ -36,6 +39,8 @@ export interface ProxyLogLine {
   readonly outputTokens: number;
   readonly costUsd: number;
   readonly ms: number;
+  /** Answered from `--cache`: no upstream call, nothing spent. */
+  readonly cached: boolean;
 }
 
 export interface ProxyServerOptions {
@@ -50,6 +55,11 @@ export interface ProxyServerOptions {
   readonly maxWaitMs?: number | undefined;
   /** @default PROXY_DEFAULTS.maxBodyBytes */
   readonly maxBodyBytes?: number | undefined;
+  /**
+   * The answer cache (`--cache`): a whole (not streamed) request identical to one answered before
+   * is answered from it, no upstream call, nothing taken from the key. @default none
+   */
+  readonly cache?: AnswerCache | undefined;
   /** Told each request as it ends (`--log`). @default none */
   readonly onRequest?: ((line: ProxyLogLine) => void) | undefined;
   /** @default silentLogger */
@@ -58,14 +68,29 @@ export interface ProxyServerOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** What every request of one client API on one route goes by. */
+interface RoutePlan {
+  /** The route, then its fallbacks, each with its members of the client's API. */
+  readonly routes: readonly { readonly route: GatewayRoute; readonly members: readonly UpstreamMember[] }[];
+  /** The route's own members of the client's API. */
+  readonly members: readonly UpstreamMember[];
+  /** The dearest price over every member reachable (undefined: one has none). */
+  readonly price: ProviderPrice | undefined;
+  /** The output cap of a request that names none. */
+  readonly maxOutputCap: number;
+  readonly perRequestTokens: number;
+}
+
 /** A request's hold on its key's budget: its worst case, and how it is settled. */
 interface Held {
   readonly worstNano: number;
   settle(nano: number): void;
 }
 
+const NO_TOKENS: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
 /** The verdict of a key without limits. */
-const NO_LIMITS = Object.freeze({ allowed: true as const, headers: {} as Record<string, string> });
+const NO_LIMITS: LimitVerdict = Object.freeze({ allowed: true as const, headers: {} as Record<string, string> });
 
 /** The gateway's worst-case price over members: the dearest input (or cache write) and output per million tokens. */
 function dearest(members: readonly UpstreamMember[]): ProviderPrice | undefined {
@@ -94,6 +119,8 @@ export class ProxyServer {
   readonly #maxWaitMs: number;
   readonly #maxBodyBytes: number;
   readonly #onRequest: ProxyServerOptions['onRequest'];
+  readonly #cache: AnswerCache | undefined;
+  readonly #plans = new Map<string, RoutePlan>();
   readonly #logger: Logger;
   readonly #clock: Clock;
   #inFlight = 0;
@@ -106,15 +133,35 @@ export class ProxyServer {
     this.#maxWaitMs = options.maxWaitMs ?? PROXY_DEFAULTS.maxWaitMs;
     this.#maxBodyBytes = options.maxBodyBytes ?? PROXY_DEFAULTS.maxBodyBytes;
     this.#onRequest = options.onRequest;
+    this.#cache = options.cache;
     this.#clients = clients;
     this.#metrics = metrics;
     this.#models = config.models;
     const byName = new Map(members.map((member) => [member.name, member]));
-    const routes = new Map<string, GatewayRoute>();
-    for (const member of members) routes.set(member.name, { name: member.name, members: [member], queue: new FairQueue() });
-    for (const pool of config.pools) {
-      routes.set(pool.name, { name: pool.name, members: pool.members.map((name) => byName.get(name)!), queue: new FairQueue() });
+    const routes = new Map<string, GatewayRoute & { fallback: GatewayRoute[] }>();
+    for (const member of members) {
+      routes.set(member.name, {
+        name: member.name,
+        members: [member],
+        queue: new FairQueue(),
+        strategy: 'soonest',
+        weights: [1],
+        fallback: [],
+      });
     }
+    for (const pool of config.pools) {
+      const poolMembers = pool.members.map((name) => byName.get(name)!);
+      routes.set(pool.name, {
+        name: pool.name,
+        members: poolMembers,
+        queue: new FairQueue(),
+        strategy: pool.strategy ?? 'soonest',
+        // As a run's pool weighs them: the pool's weights, else each member's request rate (1 without one).
+        weights: pool.weights ?? poolMembers.map(({ limits }) => (limits.rate === Number.POSITIVE_INFINITY ? 1 : limits.rate)),
+        fallback: [],
+      });
+    }
+    for (const pool of config.pools) routes.get(pool.name)!.fallback.push(...(pool.fallback ?? []).map((name) => routes.get(name)!));
     this.#routes = routes;
     this.#keys = new GatewayKeys(config.keys, options.keyStores ?? localKeyStores(options.clock));
     this.#server = createServer((req, res) => void this.#handle(req, res));
@@ -216,6 +263,7 @@ export class ProxyServer {
       member: undefined as string | undefined,
       usage: { inputTokens: 0, outputTokens: 0 },
       costUsd: 0,
+      cached: false,
     };
     const fail = (failure: Failure, reason: string, headers: Record<string, string> = {}): void => {
       if (reason !== '') this.#metrics.refusal(log.key, reason);
@@ -251,6 +299,7 @@ export class ProxyServer {
         outputTokens: log.usage.outputTokens,
         costUsd: log.costUsd,
         ms: Math.round((this.#clock.now() - startMs) * 1000) / 1000,
+        cached: log.cached,
       });
     }
   }
@@ -266,6 +315,7 @@ export class ProxyServer {
       member: string | undefined;
       usage: { inputTokens: number; outputTokens: number };
       costUsd: number;
+      cached: boolean;
     },
     fail: (failure: Failure, reason: string, headers?: Record<string, string>) => void,
   ): Promise<void> {
@@ -334,7 +384,7 @@ export class ProxyServer {
       );
       return;
     }
-    const members = route.members.filter((member) => member.client === client.name);
+    const { routes, members, price, maxOutputCap, perRequestTokens } = this.#planOf(route, client.name);
     if (members.length === 0) {
       const apis = [...new Set(route.members.map((member) => member.client))];
       const paths = [...this.#clients.values()].filter((api) => apis.includes(api.name)).map((api) => `POST ${api.path}`);
@@ -348,9 +398,24 @@ export class ProxyServer {
       );
       return;
     }
-    const maxOutputTokens = facts.maxOutputTokens ?? Math.min(...members.map((member) => member.maxOutputTokens));
+    // A whole answer kept before: given again, no upstream call, nothing taken from the key's limits or budget.
+    const cacheKey = this.#cache === undefined || facts.stream ? undefined : cacheKeyOf(client.name, routes, body);
+    if (cacheKey !== undefined) {
+      const hit = await this.#cache!.get(cacheKey).catch((error: unknown) => {
+        this.#logger.warn({ err: error }, 'proxy cache read failed: taken as a miss');
+        return undefined;
+      });
+      const { contentType, text } = hit?.output ?? {};
+      if (typeof contentType === 'string' && typeof text === 'string') {
+        log.cached = true;
+        res.writeHead(200, { 'content-type': contentType, [client.requestIdHeader]: requestId });
+        res.end(text);
+        return;
+      }
+    }
+    const maxOutputTokens = facts.maxOutputTokens ?? maxOutputCap;
     // At most one token a byte of the body, and what the vendor adds to each request.
-    const inputTokens = raw.length + Math.max(...members.map((member) => member.perRequestTokens));
+    const inputTokens = raw.length + perRequestTokens;
     const limited = key.limits.length === 0 ? NO_LIMITS : await takeKeyLimits(key, { input: inputTokens, output: maxOutputTokens });
     if (!limited.allowed) {
       fail(
@@ -364,9 +429,10 @@ export class ProxyServer {
       );
       return;
     }
-    const held = this.#hold(key, members, inputTokens, maxOutputTokens);
+    const held = this.#hold(key, price, inputTokens, maxOutputTokens);
     const settle = held instanceof Promise ? await held : held;
     if (settle === undefined) {
+      limited.settle?.(NO_TOKENS);
       fail(
         {
           kind: 'insufficient-funds',
@@ -383,7 +449,10 @@ export class ProxyServer {
     };
     res.once('close', onClose);
     let spentNano = 0;
+    // What the key's token limits settle on: nothing used unless an upstream answers; its usage, or (unreported) the worst case.
+    let keyUsage: TokenUsage | undefined = NO_TOKENS;
     const settleAt: Settle = (member, usage) => {
+      keyUsage = usage;
       spentNano =
         usage === undefined
           ? settle.worstNano
@@ -398,8 +467,7 @@ export class ProxyServer {
       const forwarded = await forward(
         {
           key,
-          route,
-          members,
+          routes,
           body: body as Record<string, unknown>,
           clientHeaders: req.headers,
           facts,
@@ -428,6 +496,7 @@ export class ProxyServer {
         return;
       }
       log.member = forwarded.member.name;
+      if (forwarded.kind === 'answer') keyUsage = undefined;
       if (forwarded.kind === 'upstream') {
         res.writeHead(forwarded.status, { 'content-type': forwarded.contentType, [client.requestIdHeader]: requestId, ...limited.headers });
         res.end(forwarded.body);
@@ -440,6 +509,7 @@ export class ProxyServer {
         facts.stream,
         { [client.requestIdHeader]: requestId, ...limited.headers },
         settleAt,
+        cacheKey === undefined ? undefined : (whole) => this.#keep(cacheKey, whole),
       );
     } catch (error) {
       if (abort.signal.aborted) return;
@@ -457,12 +527,41 @@ export class ProxyServer {
     } finally {
       res.off('close', onClose);
       settle.settle(spentNano);
+      if (keyUsage !== undefined) limited.settle?.(keyUsage);
     }
   }
 
+  /** Keeps a whole 2xx answer under `key`; a store that fails loses the entry, never the request. */
+  #keep(key: string, whole: { contentType: string; text: string; usage: TokenUsage | undefined }): void {
+    const { contentType, text, usage } = whole;
+    this.#cache!.put(key, { output: { contentType, text }, ...(usage !== undefined && { usage }) }).catch((error: unknown) =>
+      this.#logger.warn({ err: error }, 'proxy cache write failed'),
+    );
+  }
+
+  /** What a request of client API `api` on `route` goes by, worked out once: the same for every such request. */
+  #planOf(route: GatewayRoute, api: string): RoutePlan {
+    const key = `${route.name}\n${api}`;
+    let plan = this.#plans.get(key);
+    if (plan === undefined) {
+      const routes = routesOf(route).map((each) => ({ route: each, members: each.members.filter((member) => member.client === api) }));
+      const members = routes[0]!.members;
+      plan = {
+        routes,
+        members,
+        // What the budget holds: the dearest of every member the request may reach, fallbacks too.
+        price: dearest(routes.flatMap((each) => each.members)),
+        maxOutputCap: Math.min(...members.map((member) => member.maxOutputTokens)),
+        // At most one token a byte of the body, and what the vendor adds to each request.
+        perRequestTokens: Math.max(...members.map((member) => member.perRequestTokens)),
+      };
+      this.#plans.set(key, plan);
+    }
+    return plan;
+  }
+
   /** Holds the request's worst case on the key's budget; undefined when it does not fit (refused). */
-  #hold(key: KeyState, members: readonly UpstreamMember[], inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
-    const price = dearest(members);
+  #hold(key: KeyState, price: ProviderPrice | undefined, inputTokens: number, outputTokens: number): Held | Promise<Held | undefined> {
     const worstNano = price === undefined ? 0 : usageNanoUsd({ inputTokens, outputTokens }, price);
     if (key.budget === undefined || price === undefined) return { worstNano, settle: () => {} };
     return key.budget
@@ -476,4 +575,13 @@ export class ProxyServer {
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) return undefined;
     return readAll(req, this.#maxBodyBytes);
   }
+}
+
+/**
+ * The cache key of a whole request: the client's API, the request as the client sent it, and each
+ * member it may reach as the member calls its upstream (its address and model) — never a key.
+ */
+function cacheKeyOf(api: string, routes: readonly { readonly members: readonly UpstreamMember[] }[], body: unknown): string {
+  const members = routes.flatMap((each) => each.members.map((member) => [member.target.baseUrl, member.target.model]));
+  return answerKey({ proxy: api, members, body });
 }

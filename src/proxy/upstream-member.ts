@@ -40,15 +40,40 @@ const agentsNow = () =>
     https: new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY }),
   });
 
+/** Where an upstream URL goes, parsed once: a member's URL is the same on every call. */
+interface Address {
+  readonly secure: boolean;
+  readonly hostname: string;
+  readonly port: string;
+  readonly path: string;
+}
+const addresses = new Map<string, Address>();
+
+function addressOf(href: string): Address {
+  let address = addresses.get(href);
+  if (address === undefined) {
+    const url = new URL(href);
+    const secure = url.protocol === 'https:';
+    // A URL's hostname keeps an IPv6 address's brackets; a request's options want it bare.
+    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    address = { secure, hostname, port: url.port || (secure ? '443' : '80'), path: `${url.pathname}${url.search}` };
+    // Members' URLs are few; a wire whose URL varies per call is not kept past a bound.
+    if (addresses.size < 1000) addresses.set(href, address);
+  }
+  return address;
+}
+
 /** Sends one request upstream; resolves at the response's head, rejects on a connection that fails or `signal`. */
 export function sendUpstream(sent: UpstreamRequest, signal: AbortSignal, timeoutMs: number): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
-    const url = new URL(sent.url);
-    const secure = url.protocol === 'https:';
+    const { secure, hostname, port, path } = addressOf(sent.url);
     const body = Buffer.from(sent.body);
     const req = (secure ? httpsRequest : httpRequest)(
-      url,
       {
+        protocol: secure ? 'https:' : 'http:',
+        hostname,
+        port,
+        path,
         method: 'POST',
         agent: secure ? agentsNow().https : agentsNow().http,
         headers: { ...sent.headers, 'content-length': String(body.length) },

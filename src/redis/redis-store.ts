@@ -1,7 +1,7 @@
 import type { RateLimitDecision, RateLimitStore } from '../limiter/keyed-limiter.ts';
 import { checkNumber, checkObject } from '../validation/checks.ts';
 import { checkConnection, checkKeyPart, REDIS_DEFAULTS, type RedisConnection } from './redis-connection.ts';
-import { readMicroseconds, TAKE } from './scripts.ts';
+import { GIVE, readMicroseconds, TAKE } from './scripts.ts';
 
 /** What `new RedisRateLimitStore()` takes: the connection, a key prefix, each key's rate and burst. */
 export interface RedisRateLimitStoreOptions {
@@ -61,7 +61,7 @@ export class RedisRateLimitStore implements RateLimitStore {
    */
   async check(): Promise<void> {
     if (this.rate === Infinity) return;
-    await this.#connection.checkAccess([`${this.#prefix}check`], [TAKE], `${this.#prefix}*`);
+    await this.#connection.checkAccess([`${this.#prefix}check`], [TAKE, GIVE], `${this.#prefix}*`);
   }
 
   /** Takes `n` tokens from `key`'s bucket in Redis if it holds them, and says whether it did, what remains and when to retry. */
@@ -76,5 +76,12 @@ export class RedisRateLimitStore implements RateLimitStore {
       resetMs: readMicroseconds(reply[2]),
       retryAfterMs: readMicroseconds(reply[3]),
     };
+  }
+
+  /** Puts `n` tokens taken before back in `key`'s bucket in Redis, never past its burst (one round trip). */
+  async give(key: string, n: number): Promise<void> {
+    if (!(n >= 0 && n < Infinity)) checkNumber('n', n, { min: 0 });
+    if (this.rate === Infinity || n === 0) return;
+    await this.#connection.run(GIVE, [this.#prefix + key], [this.#rateText, this.#burstText, n]);
   }
 }

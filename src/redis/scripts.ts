@@ -318,6 +318,25 @@ return { verdict, math.max(0, math.floor(t + 1e-9)), reset, retry }
 );
 
 /**
+ * Puts n tokens taken before back in a key's bucket (a per-key token bucket), never past burst:
+ * a take at a worst case settled on the actual use.
+ *
+ * KEYS[1]: the key's bucket. ARGV: rate, burst, n. Reply: whole tokens now.
+ */
+export const GIVE = script(
+  'give',
+  `
+local now = now_us()
+local rate, burst, n = ARGV[1] + 0, ARGV[2] + 0, ARGV[3] + 0
+local t, at, _, _, _, exists = load(KEYS[1], rate, burst, now)
+if not exists then return math.floor(burst) end
+t = math.min(burst, t + n)
+save(KEYS[1], t, at, at, rate, nil, burst, now)
+return math.floor(t + 1e-9)
+`,
+);
+
+/**
  * Whether this user may do on the keys what a caller's scripts do, without doing it:
  * `redis.acl_check_cmd` (Redis 7) asks of every command the scripts run, with each key, and of
  * `EVALSHA` and `EVAL` themselves (Redis checked `EVAL` of this script already, or `EVALSHA`).

@@ -175,13 +175,7 @@ export class RoutePool implements Route {
   }
 
   #draw(members: readonly Member[]): Member {
-    const total = members.reduce((sum, member) => sum + member.weight, 0);
-    let draw = this.#random() * total;
-    for (const member of members) {
-      draw -= member.weight;
-      if (draw < 0) return member;
-    }
-    return members.at(-1)!;
+    return drawByWeight(members, (member) => member.weight, this.#random());
   }
 
   /** Ms until the first live member's circuit admits probes; Infinity while each is half-open with its probes out. */
@@ -250,6 +244,20 @@ export class RoutePool implements Route {
     this.#logger.warn({ member: event.member, change, left, err: error }, `pool member ${change}`);
     this.#onMemberChange?.(event);
   }
+}
+
+/**
+ * One of `items` drawn in proportion to its weight, `draw` a number in [0, 1): the `weighted`
+ * strategy's choice, the same for a run's pools and the proxy's.
+ */
+export function drawByWeight<T>(items: readonly T[], weightOf: (item: T) => number, draw: number): T {
+  const total = items.reduce((sum, item) => sum + weightOf(item), 0);
+  let left = draw * total;
+  for (const item of items) {
+    left -= weightOf(item);
+    if (left < 0) return item;
+  }
+  return items.at(-1)!;
 }
 
 /** Ms until `gate`'s limits would grant one more call, behind the attempts already on their way to it. */

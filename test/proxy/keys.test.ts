@@ -68,6 +68,22 @@ describe('a key of the proxy', () => {
     expect(await third.json()).toMatchObject({ error: { type: 'requests', code: 'rate_limit_exceeded' } });
   });
 
+  it('has its token limit settled on the usage: the worst case taken before the call, the rest given back', async () => {
+    // Each request's worst case is its 1,000 output tokens and its body: two fit the burst, a third would not.
+    // What `serve` answers uses a few dozen tokens, so with the rest given back ten go through one after another.
+    const { url, lines } = await team([{ name: 'a', key: 'sk-a', limits: [{ kind: 'tokens', rate: 1, per: 'hour', burst: 2500 }] }]);
+    const client = openai(url, 'sk-a');
+    for (let i = 0; i < 10; i++) await client.chat.completions.create({ ...ASK, max_tokens: 1000 });
+    expect(lines.map((line) => line.status)).toEqual(Array(10).fill(200));
+    const used = lines.reduce((sum, line) => sum + line.inputTokens + line.outputTokens, 0);
+    expect(used).toBeLessThan(2500);
+    // Three at once hold three worst cases: the third is refused.
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 3 }, () => client.chat.completions.create({ ...ASK, max_tokens: 1000 })),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === 'rejected').length).toBeGreaterThan(0);
+  });
+
   it("answers a body over --max-body with 413 and one that is not JSON with 400, in the client's shape", async () => {
     const { url } = await team([{ name: 'a', key: 'sk-a' }], 1000);
     const big = await fetch(`${url}/v1/messages`, {

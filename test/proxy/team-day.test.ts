@@ -1,6 +1,9 @@
 // A team's day, as a new user would try it: two proxy replicas on one redis-server, three keys with budgets and
 // weights, the SDKs of both vendors hammering them — no budget overspent, no limit passed, no key starved, and a
 // member killed mid-run without a client error.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisGatewayStores, type ProxyLogLine } from '../../src/proxy/index.ts';
 import { connectRedis, type RedisConnection } from '../../src/redis/index.ts';
@@ -9,12 +12,32 @@ import { anthropic, gateway, openai, stopAll, upstream } from './gateway.ts';
 
 let redis: TestRedis;
 const connections: RedisConnection[] = [];
+const children: ChildProcess[] = [];
+
+const SERVE_CHILD = fileURLToPath(new URL('./serve-child.ts', import.meta.url));
+
+/** A `serve` in a process of its own (to be killed with SIGKILL), at `rate` with `burst`; its URL once it listens. */
+async function spawnedUpstream(rate: number, burst: number): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', SERVE_CHILD, String(rate), String(burst)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  for await (const chunk of child.stdout!) {
+    out += chunk;
+    const url = /listening on (\S+)\n/.exec(out)?.[1];
+    if (url !== undefined) return { url, child };
+  }
+  throw new Error(`serve-child exited before listening: ${out}`);
+}
 
 beforeAll(async () => {
   redis = await startRedis();
 });
 
 afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await stopAll();
   await Promise.all(connections.map((connection) => connection.close()));
   await redis?.stop();
@@ -28,7 +51,8 @@ describe("a team's day on two replicas", () => {
   it('holds every budget and limit across replicas, shares the upstream, and rides out a member killed mid-run', async () => {
     // Each upstream's own quota is the member's, a little looser (network jitter): a 429 from it would say the replicas overran it.
     const quota = { rate: MEMBER_RATE, burst: 20 };
-    const [oa1, oa2, an] = await Promise.all([upstream(quota), upstream(quota), upstream(quota)]);
+    // oa2 in a process of its own: killed mid-run, not closed, its connections cut wherever they are.
+    const [oa1, oa2, an] = await Promise.all([upstream(quota), spawnedUpstream(quota.rate, quota.burst), upstream(quota)]);
     const member = (name: string, type: string, baseUrl: string, model: string) => ({
       name,
       type,
@@ -50,7 +74,7 @@ describe("a team's day on two replicas", () => {
         {
           name: 'notebooks',
           key: 'sk-notebooks',
-          maxCostUsd: 0.0005,
+          maxCostUsd: 0.0003,
           weight: 1,
           limits: [{ kind: 'requests', rate: KEY_RATE, burst: KEY_BURST }],
         },
@@ -68,7 +92,7 @@ describe("a team's day on two replicas", () => {
     const startMs = Date.now();
     const ask = { max_tokens: 30, messages: [{ role: 'user' as const, content: 'One line on the markets today.' }] };
     let answered = 0;
-    let killed: Promise<void> | undefined;
+    let killed: Promise<unknown> | undefined;
     const outcomes: Record<string, { ok: number; budget: number; limit: number; other: unknown[] }> = {};
     const hammer = async (key: string, send: (replica: number) => Promise<unknown>, count: number) => {
       const tally = { ok: 0, budget: 0, limit: 0, other: [] as unknown[] };
@@ -81,8 +105,11 @@ describe("a team's day on two replicas", () => {
             try {
               await send(replica);
               tally.ok++;
-              // A member goes away mid-run: the pool's other member takes its calls.
-              if (++answered === 30) killed = oa2.server.close();
+              // A member dies mid-run (SIGKILL, no goodbye): the pool's other member takes its calls.
+              if (++answered === 30) {
+                killed = once(oa2.child, 'exit');
+                oa2.child.kill('SIGKILL');
+              }
             } catch (error) {
               const { status, code, error: body } = error as { status?: number; code?: string; error?: { error?: { type?: string } } };
               if ((status === 429 && code === 'insufficient_quota') || (status === 402 && body?.error?.type === 'billing_error'))

@@ -133,3 +133,22 @@ describe('RedisRateLimitStore.take', () => {
     expect((await store.take('shared-client')).allowed).toBe(false);
   });
 });
+
+describe('RedisRateLimitStore.give', () => {
+  it('puts tokens back as KeyedLimiter does, never past the burst', async () => {
+    const options = { rate: 0.001, burst: 10 };
+    const local = new KeyedLimiter({ ...options, clock: new ManualClock() });
+    const shared = new RedisRateLimitStore({ connection, ...options, prefix: 'give:' });
+    for (const store of [local, shared] as const) {
+      expect((await store.take('a', 8)).remaining).toBe(2);
+      await store.give('a', 5);
+      expect((await store.take('a', 0)).remaining).toBe(7);
+      await store.give('a', 100);
+      expect((await store.take('a', 0)).remaining).toBe(10);
+      // A full bucket takes nothing more, and one never taken from stays full.
+      await store.give('b', 3);
+      expect((await store.take('b', 10)).allowed).toBe(true);
+    }
+    expect(await inspect.exists('give:a')).toBe(0);
+  });
+});
