@@ -5,6 +5,7 @@ import { isMaxWaitExceededError } from '../limiter/token-bucket.ts';
 import type { CallCost, LimitGrant } from '../quota/provider-limits.ts';
 import { drawByWeight } from '../route/pool.ts';
 import type { PoolStrategy } from '../route/pool-setup.ts';
+import { isBeforeRequest } from '../vendors/http-api.ts';
 import type { ProxyRequestFacts } from '../vendors/proxy-wire.ts';
 import type { FairQueue } from './fair-queue.ts';
 import type { KeyState } from './gateway-keys.ts';
@@ -46,6 +47,18 @@ export interface Forwarding {
   readonly signal: AbortSignal;
   /** Clock instant by which the upstream must have granted the call. */
   readonly deadlineMs: number;
+  /**
+   * Counted as it goes: attempts whose fate is unknown — sent, then no answer (a reset, a timeout,
+   * an answer cut off): perhaps billed. A connection refused, a name unresolved, a TLS handshake
+   * failed sent nothing and is not counted.
+   */
+  readonly fates: { unknown: number };
+}
+
+/** Whether a failed upstream call may have reached the member: anything but an error that says nothing left. */
+function maybeSent(error: unknown): boolean {
+  const { code } = (error ?? {}) as { code?: unknown };
+  return !(typeof code === 'string' && isBeforeRequest(code));
 }
 
 /** How a forwarding ended. */
@@ -146,9 +159,10 @@ async function forwardTo(
         signal,
         member.callTimeoutMs,
       );
-    } catch {
+    } catch (error) {
       // No answer: nothing was used of the quota (a connection refused), or nothing tells (the member's circuit hears of it).
       grant.settle(NO_TOKENS);
+      if (!signal.aborted && maybeSent(error)) request.fates.unknown++;
       if (signal.aborted) {
         permit?.release();
         throw signal.reason;
@@ -164,6 +178,7 @@ async function forwardTo(
         whole = await readAll(response.body).catch(() => undefined);
         if (whole === undefined) {
           // The member went away mid-answer: what it used is unknown (the grant keeps its estimate); another member answers.
+          request.fates.unknown++;
           if (signal.aborted) {
             permit?.release();
             throw signal.reason;

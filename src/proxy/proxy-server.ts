@@ -38,6 +38,8 @@ export interface ProxyLogLine {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly costUsd: number;
+  /** Held for attempts perhaps billed (sent, then a reset, a timeout, an answer cut off): against the budget, apart from `costUsd`. */
+  readonly unknownCostUsd?: number;
   readonly ms: number;
   /** Answered from `--cache`: no upstream call, nothing spent. */
   readonly cached: boolean;
@@ -84,7 +86,7 @@ interface RoutePlan {
 /** A request's hold on its key's budget: its worst case, and how it is settled. */
 interface Held {
   readonly worstNano: number;
-  settle(nano: number): void;
+  settle(nano: number, unknownNano: number): void;
 }
 
 const NO_TOKENS: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
@@ -263,6 +265,7 @@ export class ProxyServer {
       member: undefined as string | undefined,
       usage: { inputTokens: 0, outputTokens: 0 },
       costUsd: 0,
+      unknownCostUsd: 0,
       cached: false,
     };
     const fail = (failure: Failure, reason: string, headers: Record<string, string> = {}): void => {
@@ -298,6 +301,7 @@ export class ProxyServer {
         inputTokens: log.usage.inputTokens,
         outputTokens: log.usage.outputTokens,
         costUsd: log.costUsd,
+        ...(log.unknownCostUsd > 0 && { unknownCostUsd: log.unknownCostUsd }),
         ms: Math.round((this.#clock.now() - startMs) * 1000) / 1000,
         cached: log.cached,
       });
@@ -315,6 +319,7 @@ export class ProxyServer {
       member: string | undefined;
       usage: { inputTokens: number; outputTokens: number };
       costUsd: number;
+      unknownCostUsd: number;
       cached: boolean;
     },
     fail: (failure: Failure, reason: string, headers?: Record<string, string>) => void,
@@ -449,6 +454,7 @@ export class ProxyServer {
     };
     res.once('close', onClose);
     let spentNano = 0;
+    const fates = { unknown: 0 };
     // What the key's token limits settle on: nothing used unless an upstream answers; its usage, or (unreported) the worst case.
     let keyUsage: TokenUsage | undefined = NO_TOKENS;
     const settleAt: Settle = (member, usage) => {
@@ -475,6 +481,7 @@ export class ProxyServer {
           inputTokens,
           signal: abort.signal,
           deadlineMs: this.#clock.now() + this.#maxWaitMs,
+          fates,
         },
         this.#clock,
         (member, outcome) => this.#metrics.call(member.name, outcome),
@@ -526,7 +533,10 @@ export class ProxyServer {
       throw error;
     } finally {
       res.off('close', onClose);
-      settle.settle(spentNano);
+      // Attempts that may have been billed keep what is left of the worst case, apart from what was spent.
+      const unknownNano = fates.unknown === 0 ? 0 : Math.max(0, Math.min(settle.worstNano * fates.unknown, settle.worstNano - spentNano));
+      log.unknownCostUsd = unknownNano / NANO_USD;
+      settle.settle(spentNano, unknownNano);
       if (keyUsage !== undefined) limited.settle?.(keyUsage);
     }
   }
@@ -566,7 +576,9 @@ export class ProxyServer {
     if (key.budget === undefined || price === undefined) return { worstNano, settle: () => {} };
     return key.budget
       .reserve(worstNano)
-      .then((hold) => (hold === undefined ? undefined : { worstNano, settle: (nano: number) => hold.settle(nano) }));
+      .then((hold) =>
+        hold === undefined ? undefined : { worstNano, settle: (nano: number, unknownNano: number) => hold.settle(nano, unknownNano) },
+      );
   }
 
   /** The body, or undefined past the cap (the rest left unread: the connection closes after the 413). */

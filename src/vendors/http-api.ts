@@ -427,7 +427,8 @@ const BEFORE_REQUEST = new Set([
 ]);
 
 /** Whether a connection that failed with `code` failed before its request was written (see BEFORE_REQUEST; OpenSSL's `ERR_SSL_…` are the handshake's). */
-function isBeforeRequest(code: string): boolean {
+/** Whether a system error `code` says the request never left: refused, unresolved, unreachable, its TLS handshake failed. */
+export function isBeforeRequest(code: string): boolean {
   return BEFORE_REQUEST.has(code) || code.startsWith('ERR_SSL_');
 }
 

@@ -68,6 +68,8 @@ describe("a pool's strategy in the proxy", () => {
     const { lines, count } = await served({ members: ['down'], fallback: ['spare'] }, [member('down', dead), member('spare', up.url)], 3);
     expect(count('spare')).toBe(3);
     expect(lines.every((line) => line.status === 200)).toBe(true);
+    // A connection refused sent nothing: nothing held for it, only the answer's cost.
+    for (const line of lines) expect(line.unknownCostUsd).toBeUndefined();
   });
 
   it('a member that dies halfway through a whole answer: the next member answers, the client none the wiser', async () => {
@@ -88,6 +90,11 @@ describe("a pool's strategy in the proxy", () => {
       );
       expect(lines.map((line) => line.status)).toEqual([200, 200, 200]);
       expect(count('fine')).toBe(3);
+      // The dying member had the request: perhaps billed. The rest of the worst case stays held for it, apart.
+      for (const line of lines) {
+        expect(line.costUsd).toBeGreaterThan(0);
+        expect(line.unknownCostUsd).toBeGreaterThan(0);
+      }
     } finally {
       dying.closeAllConnections();
       await new Promise((resolve) => dying.close(resolve));
