@@ -13,7 +13,7 @@ import { LOG_LEVELS } from './run-options.ts';
 import { createLogger } from './logger.ts';
 import { oneLineErrors } from './one-line-errors.ts';
 import { UsageError } from './usage-error.ts';
-import { quitNow } from './terminal.ts';
+import { serveUntilStopped } from './serve-until-stopped.ts';
 import { systemErrorText } from './stdout.ts';
 
 interface ProxyFlags extends RedisConnectionFlags, CacheFlags {
@@ -139,27 +139,10 @@ async function proxy(flags: ProxyFlags): Promise<number> {
             traced?.(line);
           },
   });
-  // Listening for signals before the server listens: a stop asked for while it starts is not lost.
-  const stop = new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  let url: string;
-  try {
-    url = await server.listen({ host: flags.host, port: flags.port });
-  } catch (error) {
+  await serveUntilStopped(server, flags.host, flags.port, async () => {
     await connection?.close();
     await cache?.close();
-    throw new UsageError(`cannot listen on ${flags.host}:${flags.port}: ${(error as Error).message}`);
-  }
-  process.stdout.write(`listening on ${url}\n`);
-  const signal = await stop;
-  process.on('SIGINT', () => quitNow('SIGINT'));
-  process.on('SIGTERM', () => quitNow('SIGTERM'));
-  process.stderr.write(
-    `${signal}: stopping, ${server.inFlight} ${server.inFlight === 1 ? 'request' : 'requests'} in flight (again to quit at once)\n`,
-  );
-  await server.close();
+  });
   await new Promise<void>((resolve) => (log === undefined ? resolve() : log.end(resolve)));
   await connection?.close();
   await cache?.close();

@@ -8,12 +8,10 @@ import { formatDuration } from '../src/mechanisms.ts';
 import { apiKeyList, checkApiKeys, readApiKeysFile } from './api-keys.ts';
 import { accepting, duration, integer, oneOf, rate } from './parse-values.ts';
 import { LOG_LEVELS, outageWindow, simulationOptions } from './run-options.ts';
-import { UsageError } from './usage-error.ts';
 import { checkLatencyRange } from './run-validation.ts';
 import { createLogger } from './logger.ts';
 import { oneLineErrors } from './one-line-errors.ts';
-import { systemErrorText } from './stdout.ts';
-import { quitNow } from './terminal.ts';
+import { serveUntilStopped } from './serve-until-stopped.ts';
 
 interface ServeFlags {
   host: string;
@@ -219,31 +217,8 @@ async function serve(flags: ServeFlags): Promise<number> {
     },
     logger: createLogger(flags),
   });
-  // Listening for signals before the server loads: a stop asked for while it starts is not lost.
-  const stop = new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  let url: string;
-  try {
-    url = await server.listen({ host: flags.host, port: flags.port });
-  } catch (error) {
+  await serveUntilStopped(server, flags.host, flags.port, (error) => {
     if (error instanceof MissingPackageError) throw error;
-    throw new UsageError(`cannot listen on ${flags.host}:${flags.port}: ${(error as Error).message}`);
-  }
-  process.stdout.write(`listening on ${url}\n`, (error) => {
-    // A script waiting for that line would wait forever: say where the server is on stderr.
-    if (error !== null && error !== undefined && (error as NodeJS.ErrnoException).code !== 'EPIPE') {
-      process.stderr.write(`warning: standard output: cannot write: ${systemErrorText(error)}; listening on ${url} all the same\n`);
-    }
   });
-
-  const signal = await stop;
-  process.on('SIGINT', () => quitNow('SIGINT'));
-  process.on('SIGTERM', () => quitNow('SIGTERM'));
-  process.stderr.write(
-    `${signal}: stopping, ${server.inFlight} ${server.inFlight === 1 ? 'request' : 'requests'} in flight (again to quit at once)\n`,
-  );
-  await server.close();
   return 0;
 }
