@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { CircuitBreaker } from '../breaker/circuit-breaker.ts';
 import type { AnswerCache } from '../cache/answer-cache.ts';
@@ -27,6 +26,7 @@ import { ProxyMetrics } from './proxy-metrics.ts';
 import { answerClient, type Settle } from './answer-client.ts';
 import { PROXY_DEFAULTS } from './proxy-defaults.ts';
 import { readAll, type UpstreamMember } from './upstream-member.ts';
+import { listeningUrl } from '../server/listening-url.ts';
 
 /** One request as `--log` writes it: no prompt, no key. */
 export interface ProxyLogLine {
@@ -220,10 +220,7 @@ export class ProxyServer {
 
   /** `http://HOST:PORT` while listening. */
   get url(): string | undefined {
-    const address = this.#server.address() as AddressInfo | null;
-    if (address === null) return undefined;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}`;
+    return listeningUrl(this.#server);
   }
 
   /** Requests being answered. */

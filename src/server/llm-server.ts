@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { RateLimitDecision } from '../limiter/keyed-limiter.ts';
@@ -42,6 +41,7 @@ import { KeyQuotas } from './key-quotas.ts';
 import { PromptCache } from './prompt-cache.ts';
 import { loadServerParts, type Loaded, type Prepared } from './server-parts.ts';
 import { asRefusal, simulatedFailure } from './refusals.ts';
+import { listeningUrl } from './listening-url.ts';
 
 export { LLM_SERVER_DEFAULTS, type ListenOptions, type LlmServerOptions, type LlmServerSimulation } from './llm-server-options.ts';
 
@@ -187,10 +187,7 @@ export class LlmServer {
 
   /** `http://HOST:PORT` while listening. */
   get url(): string | undefined {
-    const address = this.#server.address() as AddressInfo | null;
-    if (address === null) return undefined;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}`;
+    return listeningUrl(this.#server);
   }
 
   /** Requests being answered now, streams included. */
