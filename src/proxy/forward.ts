@@ -152,6 +152,16 @@ async function forwardTo(
       throw error;
     }
     const { member, grant, permit } = chosen;
+    // No answer from the member: the client gone ends the request; otherwise its circuit hears of it, and another member is tried.
+    const noAnswer = (): void => {
+      if (signal.aborted) {
+        permit?.release();
+        throw signal.reason;
+      }
+      permit?.failure();
+      tell(member, 'failed');
+      tried.add(member);
+    };
     let response: UpstreamResponse;
     try {
       response = await sendUpstream(
@@ -163,13 +173,7 @@ async function forwardTo(
       // No answer: nothing was used of the quota (a connection refused), or nothing tells (the member's circuit hears of it).
       grant.settle(NO_TOKENS);
       if (!signal.aborted && maybeSent(error)) request.fates.unknown++;
-      if (signal.aborted) {
-        permit?.release();
-        throw signal.reason;
-      }
-      permit?.failure();
-      tell(member, 'failed');
-      tried.add(member);
+      noAnswer();
       continue;
     }
     if (response.status >= 200 && response.status < 300) {
@@ -179,13 +183,7 @@ async function forwardTo(
         if (whole === undefined) {
           // The member went away mid-answer: what it used is unknown (the grant keeps its estimate); another member answers.
           request.fates.unknown++;
-          if (signal.aborted) {
-            permit?.release();
-            throw signal.reason;
-          }
-          permit?.failure();
-          tell(member, 'failed');
-          tried.add(member);
+          noAnswer();
           continue;
         }
       }
