@@ -26,12 +26,15 @@ export class FairQueue {
   #virtualTime = 0;
   #seq = 0;
   readonly #lastFinish = new Map<string, number>();
+  /** The waiters as a binary min-heap on (finish tag, arrival): the next one out in O(log n), not a scan. One that gave up stays until it comes up, skipped then. */
   readonly #waiting: Waiter<unknown>[] = [];
+  /** Waiters that have not given up. */
+  #live = 0;
   #serving = false;
 
   /** Requests waiting their turn (not the one being served). */
   get size(): number {
-    return this.#waiting.length;
+    return this.#live;
   }
 
   /**
@@ -44,14 +47,14 @@ export class FairQueue {
     const startTag = Math.max(this.#virtualTime, this.#lastFinish.get(flow) ?? 0);
     const finishTag = startTag + cost / weight;
     this.#lastFinish.set(flow, finishTag);
-    if (!this.#serving && this.#waiting.length === 0) {
+    if (!this.#serving && this.#live === 0) {
       // Nobody ahead: served at once, without waiting for a turn of the pump.
       this.#serving = true;
       this.#virtualTime = Math.max(this.#virtualTime, startTag);
       const served = serve();
       const next = () => {
         this.#serving = false;
-        if (this.#waiting.length > 0) void this.#pump();
+        if (this.#live > 0) void this.#pump();
         else this.#forget();
       };
       served.then(next, next);
@@ -72,16 +75,16 @@ export class FairQueue {
       };
       if (signal !== undefined) {
         waiter.onAbort = () => {
-          const index = this.#waiting.indexOf(waiter as Waiter<unknown>);
-          if (index >= 0) this.#waiting.splice(index, 1);
           if (!waiter.done) {
             waiter.done = true;
+            this.#live--;
             reject(signal.reason);
           }
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      this.#waiting.push(waiter as Waiter<unknown>);
+      this.#push(waiter as Waiter<unknown>);
+      this.#live++;
       if (!this.#serving) void this.#pump();
     });
   }
@@ -89,8 +92,10 @@ export class FairQueue {
   async #pump(): Promise<void> {
     this.#serving = true;
     try {
-      while (this.#waiting.length > 0) {
-        const waiter = this.#next();
+      for (let waiter = this.#pop(); waiter !== undefined; waiter = this.#pop()) {
+        // One that gave up while it waited is passed over.
+        if (waiter.done) continue;
+        this.#live--;
         this.#virtualTime = Math.max(this.#virtualTime, waiter.startTag);
         if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
         try {
@@ -109,18 +114,45 @@ export class FairQueue {
 
   /** Nobody waits: the flows' history no longer matters (and the map stays bounded). */
   #forget(): void {
+    // Only waiters that gave up can be left: let go of them too.
+    this.#waiting.length = 0;
     this.#lastFinish.clear();
     this.#virtualTime = 0;
   }
 
-  /** Takes out the waiter with the lowest finish tag (the earliest arrival among equals). */
-  #next(): Waiter<unknown> {
-    let best = 0;
-    for (let index = 1; index < this.#waiting.length; index++) {
-      const a = this.#waiting[index]!;
-      const b = this.#waiting[best]!;
-      if (a.finishTag < b.finishTag || (a.finishTag === b.finishTag && a.seq < b.seq)) best = index;
+  #push(waiter: Waiter<unknown>): void {
+    const heap = this.#waiting;
+    let at = heap.push(waiter) - 1;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!before(heap[at]!, heap[parent]!)) break;
+      [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+      at = parent;
     }
-    return this.#waiting.splice(best, 1)[0]!;
   }
+
+  /** Takes out the waiter with the lowest finish tag (the earliest arrival among equals). */
+  #pop(): Waiter<unknown> | undefined {
+    const heap = this.#waiting;
+    const top = heap[0];
+    const last = heap.pop();
+    if (top === undefined || last === undefined || heap.length === 0) return top;
+    heap[0] = last;
+    for (let at = 0; ; ) {
+      const left = 2 * at + 1;
+      const right = left + 1;
+      let least = at;
+      if (left < heap.length && before(heap[left]!, heap[least]!)) least = left;
+      if (right < heap.length && before(heap[right]!, heap[least]!)) least = right;
+      if (least === at) break;
+      [heap[at], heap[least]] = [heap[least]!, heap[at]!];
+      at = least;
+    }
+    return top;
+  }
+}
+
+/** Whether `a` goes before `b`: the lower finish tag, then the earlier arrival. */
+function before(a: Waiter<unknown>, b: Waiter<unknown>): boolean {
+  return a.finishTag < b.finishTag || (a.finishTag === b.finishTag && a.seq < b.seq);
 }
