@@ -1,7 +1,7 @@
 // runBatch on a ManualClock against the in-process simulated Batch API: the queue's token limit
 // (never passed; a batch refused for it all the same goes again, not as failed rows), the vendors'
 // caps on a batch's rows and bytes, and failed rows sent through the live path (--batch-fallback=live).
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchQueueFullError, type BatchApi, type BatchRow } from '../../src/batch/batch-api.ts';
 import { ROW_FRAMING_BYTES } from '../../src/batch/batch-cut.ts';
 import { runBatch, type BatchRunOptions, type BatchRunSummary } from '../../src/batch/run-batch.ts';
@@ -15,13 +15,7 @@ import type { Article } from '../../src/sources/article.ts';
 import { requestFor } from '../../src/tasks/task-set.ts';
 import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
 import { drive, ScriptedProvider } from '../../src/testing/index.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const ARTICLES: Article[] = Array.from({ length: 5 }, (_, i) => ({ id: `a${i + 1}`, title: `Title ${i + 1}`, content: 'Rates held.' }));
 const PRICE = { inputPerMTok: 1, outputPerMTok: 4 };

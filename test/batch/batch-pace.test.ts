@@ -1,7 +1,7 @@
 // runBatch at a real provider's pace, on a ManualClock against the in-process simulated Batch API:
 // a budget's last part spent in a few rounds, not one tiny batch at a time; a queue that refused a
 // batch teaches the run how the provider counts, and is not submitted into again until a batch ends.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchQueueFullError, type BatchApi, type BatchRow } from '../../src/batch/batch-api.ts';
 import { runBatch, type BatchRunOptions, type BatchRunSummary } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
@@ -14,13 +14,7 @@ import type { Article } from '../../src/sources/article.ts';
 import { defineTasks, requestFor } from '../../src/tasks/task-set.ts';
 import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
 import { drive, ScriptedProvider } from '../../src/testing/index.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const articles = (count: number): Article[] =>
   Array.from({ length: count }, (_, i) => ({ id: `a${i + 1}`, title: 'Rates', content: 'Rates held at the bank.' }));

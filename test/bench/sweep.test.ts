@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pairSettings, runSweep, settingLabel, type SweepOptions } from '../../src/bench/sweep.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
@@ -6,13 +6,7 @@ import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { RateLimitError } from '../../src/provider/provider.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 describe('pairSettings()', () => {
   it('pairs rates and bursts by position', () => {

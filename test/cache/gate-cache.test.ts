@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { gateCaller } from '../gate-caller.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
@@ -9,13 +9,7 @@ import { ServerError, type CallOptions, type LlmRequest, type LlmResponse, type 
 import { drive } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
 import { MemoryCache } from './memory-cache.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 /** Answers after 10 ms with 1,000 input and 500 output tokens; fails while `failing` says so. */
 class CountingProvider implements Provider {

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { MaxWaitExceededError } from '../../src/limiter/token-bucket.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
@@ -18,13 +18,7 @@ import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive, type Step } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const request: LlmRequest = builtinRequest('summarize', '7');
 const noJitter = (attempt: number) => 100 * 2 ** (attempt - 1);

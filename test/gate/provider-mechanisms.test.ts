@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
@@ -13,13 +13,7 @@ import type { ArticleResult } from '../../src/pipeline/result.ts';
 import type { RetryError } from '../../src/retry/retry.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const request: LlmRequest = builtinRequest('summarize', '1');
 const fixedBackoff = () => 100;

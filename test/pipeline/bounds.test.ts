@@ -1,7 +1,7 @@
 // The least a run could take, and its efficiency, are true lower bounds: no run of the calls it
 // made could end sooner, whatever its task graph, limits, workers and latencies.
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { rateFloorMs, RateHistory } from '../../src/quota/rate-history.ts';
 import { requestLimit } from '../../src/quota/provider-limits.ts';
@@ -9,13 +9,7 @@ import { runPipeline } from '../../src/pipeline/run.ts';
 import { RateLimitError } from '../../src/provider/provider.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
 import { drive, ScriptedProvider, type Step } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const schema = (property: string) =>
   ({ type: 'object', properties: { [property]: { type: 'string' } }, required: [property], additionalProperties: false }) as const;

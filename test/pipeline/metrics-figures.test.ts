@@ -1,7 +1,7 @@
 // The summary's figures as a person reads them: every count adds up — the calls to their columns,
 // the providers and the tasks to the run, a pool's members to the pool — and a pool member dropped
 // for a refused key leaves the least-possible-time bound from when it was dropped.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatSummary } from '../../cmd/format.ts';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { CALL_COLUMNS } from '../../src/pipeline/run-tally.ts';
@@ -21,13 +21,7 @@ import {
 import { requestLimit } from '../../src/quota/provider-limits.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const USAGE = { inputTokens: 100, outputTokens: 20 };
 const PRICE = { inputPerMTok: 1000, outputPerMTok: 1000 };

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runBatch } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -12,13 +12,7 @@ import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { defineTasks, TasksError } from '../../src/tasks/task-set.ts';
 import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const schema = (field: string) => ({
   type: 'object',

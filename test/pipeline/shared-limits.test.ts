@@ -1,19 +1,13 @@
 // Limits other processes share (`ProviderLimits.shared`): admission cannot see their demand, so an
 // article's deadline starts at its first grant, and that grant is taken only when it is near.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import { LocalLimits } from '../../src/quota/local-limits.ts';
 import { requestLimit, type ProviderLimits } from '../../src/quota/provider-limits.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import { generateArticles } from '../../src/sources/generated.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 /**
  * Local limits as another process's demand makes them look from here: the buckets are the same,

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { inputTokenBound } from '../../src/gate/call-cost.ts';
 import { LocalBudget } from '../../src/quota/budget.ts';
@@ -17,13 +17,7 @@ import {
 } from '../../src/provider/provider.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const schema = (property: string) =>
   ({ type: 'object', properties: { [property]: { type: 'string' } }, required: [property], additionalProperties: false }) as const;

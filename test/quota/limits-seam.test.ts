@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import { AdaptiveRate } from '../../src/quota/adaptive-rate.ts';
 import { gateCaller } from '../gate-caller.ts';
@@ -10,13 +10,7 @@ import { RateLimitError, type LlmRequest, type TokenUsage } from '../../src/prov
 import { generateArticles } from '../../src/sources/generated.ts';
 import { ScriptedProvider, drive } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 /**
  * A second implementation of the limits, nothing like the local buckets: it "asks a server" —

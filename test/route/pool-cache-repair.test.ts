@@ -1,5 +1,5 @@
 // A pool's answer cache and repairs: the call loop gives them to every route, a pool as a single provider's.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
@@ -13,13 +13,7 @@ import type { RouteCallOptions } from '../../src/route/route.ts';
 import { drive, ScriptedProvider, type Step } from '../../src/testing/scripted-provider.ts';
 import { MemoryCache } from '../cache/memory-cache.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const PRICE = { inputPerMTok: 1, outputPerMTok: 2 };
 

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock, sleep } from '../../src/clock.ts';
 import type { AttemptEvent } from '../../src/gate/attempt.ts';
 import { gateCaller } from '../gate-caller.ts';
@@ -11,13 +11,7 @@ import { drive } from '../../src/testing/scripted-provider.ts';
 import { encodeAnthropic } from '../../src/vendors/anthropic/encode.ts';
 import { encodeOpenAi } from '../../src/vendors/openai/encode.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const request: LlmRequest = builtinRequest('sentiment', '7', 'Fire', 'A fire broke out.');
 const USAGE = { inputTokens: 1000, outputTokens: 100 };

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.ts';
 import type { CallDeadline } from '../../src/gate/call-deadline.ts';
 import { CallGate } from '../../src/gate/call-gate.ts';
@@ -11,13 +11,7 @@ import { gateCaller } from '../gate-caller.ts';
 import { AuthenticationError, ServerError } from '../../src/provider/provider.ts';
 import { drive, ScriptedProvider } from '../../src/testing/scripted-provider.ts';
 import { builtinRequest } from '../requests.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 /** A deadline that records when it was started, as an article's is. */
 class RecordedDeadline implements CallDeadline {

@@ -1,7 +1,7 @@
 // The result store seam end to end with no file: a live run stopped and resumed, a batch run stopped
 // and resumed, and a task changed since — each through a MemoryResultStore, as --output does through
 // a JSONL file.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { takeUpBatch } from '../../src/batch/batch-resume.ts';
 import { runBatch } from '../../src/batch/run-batch.ts';
 import { SimulatedBatchApi } from '../../src/batch/simulated-batch-api.ts';
@@ -17,13 +17,7 @@ import { SimulatedProvider } from '../../src/simulator/simulated.ts';
 import { defineTasks, type TaskSpec } from '../../src/tasks/task-set.ts';
 import { loadBuiltinTasks } from '../../src/tasks/tasks-file.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 const ARTICLES = Array.from({ length: 6 }, (_, i) => ({ id: String(i + 1), title: `Title ${i + 1}`, content: `Body ${i + 1}. More.` }));
 /** 100 input and 10 output tokens a call at 1 and 4 USD per million: 140 µUSD. */

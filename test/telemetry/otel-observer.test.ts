@@ -30,13 +30,7 @@ import { generateArticles } from '../../src/sources/generated.ts';
 import { OPERATION_DURATION_BUCKETS_S, TOKEN_USAGE_BUCKETS } from '../../src/telemetry/gen-ai-conventions.ts';
 import { createOtelObserver, errorType } from '../../src/telemetry/otel-observer.ts';
 import { drive } from '../../src/testing/scripted-provider.ts';
-import { loadTokenizer } from '../../src/provider/token-estimate.ts';
-
-// Token limits count with gpt-tokenizer, whose tables take real time to load (seconds on a loaded
-// machine): loaded before the manual clock is driven, so the clock does not run past the deadlines meanwhile.
-beforeAll(async () => {
-  await loadTokenizer();
-});
+import '../tokenizer-loaded.ts';
 
 // One SDK for the file, registered as an application would: the observer finds it through the API's globals.
 const spans = new InMemorySpanExporter();
