@@ -80,6 +80,9 @@ describe('a 200-article job against serve as Gemini', { timeout: 60_000 }, () =>
       tasks: TASKS,
       workers: 16,
       retry: { maxAttempts: 50 },
+      // What is under test is waiting out the 429s, not an article's 5 s default budget: 16 workers share
+      // 20 calls a second, and on a loaded machine an unlucky article's waits passed 5 s (29 of 30 answered).
+      timeoutMs: 60_000,
       onResult: (result) => void results.push(result),
     });
     expect(summary.rateLimited).toBeGreaterThan(0);
