@@ -78,15 +78,17 @@ describe('a 200-article job against serve as Gemini', { timeout: 60_000 }, () =>
       total: 30,
       providers: [{ provider: gemini(url), limits: requestLimit(10_000, 100) }],
       tasks: TASKS,
-      workers: 16,
-      retry: { maxAttempts: 50 },
-      // What is under test is waiting out the 429s, not an article's 5 s default budget: 16 workers share
-      // 20 calls a second, and on a loaded machine an unlucky article's waits passed 5 s (29 of 30 answered).
+      // Still far more than serve's 20 a second takes. With 16 workers, retries that each wait what their
+      // 429 says — none of them ordered — left an unlucky call refused 50 times in a row now and then
+      // (29 of 30 answered); what is under test is that the wait is read from RetryInfo, every article answered.
+      workers: 4,
+      retry: { maxAttempts: 200 },
       timeoutMs: 60_000,
       onResult: (result) => void results.push(result),
     });
     expect(summary.rateLimited).toBeGreaterThan(0);
-    expect(summary.succeeded).toBe(30);
+    const unanswered = results.filter((result) => result.status !== 'succeeded').map((result) => result.error);
+    expect(summary.succeeded, JSON.stringify(unanswered)).toBe(30);
     expectEveryOutputFits(results, 30);
     expect(performance.now() - started).toBeGreaterThanOrEqual(((60 - 5) / 20) * 1000 * 0.95);
   });
